@@ -1,0 +1,156 @@
+"""``python -m advisor``: subcommands over the same functions the app calls.
+
+Each subcommand lives in its own module exposing ``add_parser(subparsers)`` and
+``run(args) -> dict`` (and optionally ``render(result) -> str`` for the text form). Every
+subcommand takes ``--json`` and then prints exactly one JSON object.
+
+Exit codes: 0 on success (an infeasible deployment is a success with ``fits: false``), 2 on bad
+input with one line on stderr naming the flag and the allowed values, 1 on an internal error
+(also one line, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+#: Subcommand name -> module under advisor.cli. Add a line to register a new subcommand.
+SUBCOMMANDS: dict[str, str] = {
+    "catalog": "advisor.cli.catalog_cmd",
+    "memory": "advisor.cli.memory_cmd",
+    "collective": "advisor.cli.collective_cmd",
+}
+
+
+class CliInputError(ValueError):
+    """Bad input found after parsing; the message names the flag, the value and what is allowed."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line, no usage block
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def int_in(lo: int, hi: int) -> Callable[[str], int]:
+    """argparse type: an integer in [lo, hi]."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not an integer (allowed: {lo}..{hi})"
+            ) from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {lo}..{hi})")
+        return value
+
+    return parse
+
+
+def float_in(lo: float, hi: float, *, lo_open: bool = False) -> Callable[[str], float]:
+    """argparse type: a finite float in [lo, hi] (or (lo, hi] with ``lo_open``)."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a number (allowed: {lo:g}..{hi:g})"
+            ) from None
+        bad_lo = value <= lo if lo_open else value < lo
+        if not math.isfinite(value) or bad_lo or value > hi:
+            bracket = "(" if lo_open else "["
+            raise argparse.ArgumentTypeError(
+                f"{text.strip()} is out of range (allowed: {bracket}{lo:g}, {hi:g}])"
+            )
+        return value
+
+    return parse
+
+
+def choice_of(allowed: Sequence[str], what: str) -> Callable[[str], str]:
+    """argparse type: one of ``allowed`` (case-insensitive), with the list in the message."""
+
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in allowed:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {text!r} (allowed: {', '.join(allowed)})"
+            )
+        return value
+
+    return parse
+
+
+def add_json_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="advisor", description="Inference Architect: LLM serving planner")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name, module in SUBCOMMANDS.items():
+        mod = importlib.import_module(module)
+        p = mod.add_parser(sub)
+        p.set_defaults(_module=mod, _name=name)
+    return parser
+
+
+def _to_jsonable(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalar
+        return _to_jsonable(value.item())
+    return value
+
+
+def dumps(result: dict) -> str:
+    """One JSON object; non-finite floats become null so the output is strict JSON."""
+    return json.dumps(_to_jsonable(result), allow_nan=False)
+
+
+def _default_render(result: dict) -> str:
+    lines = []
+    for key, value in result.items():
+        if isinstance(value, list):
+            lines.append(f"{key}:")
+            lines.extend(f"  - {v}" for v in value)
+        elif isinstance(value, dict):
+            lines.append(f"{key}:")
+            lines.extend(f"  {k}: {v}" for k, v in value.items())
+        else:
+            lines.append(f"{key}: {value}")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    name = args._name
+    try:
+        result = args._module.run(args)
+    except CliInputError as exc:
+        print(f"advisor {name}: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - a traceback is never shown to a user
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"advisor {name}: internal error: {type(exc).__name__}: {first}", file=sys.stderr)
+        return 1
+    if getattr(args, "json", False):
+        print(dumps(result))
+    else:
+        render = getattr(args._module, "render", _default_render)
+        print(render(result))
+    return 0

@@ -1,0 +1,78 @@
+"""Argument helpers shared by subcommands: model/GPU/link resolution with clear errors."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from advisor.catalog import (
+    KV_DTYPES,
+    WEIGHT_DTYPES,
+    UnknownIdError,
+    get_accelerator,
+    get_interconnect,
+    get_model,
+    models,
+)
+from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
+from advisor.cli import CliInputError, choice_of, int_in
+
+
+def resolve_model(value: str) -> ModelSpec:
+    """A catalog id, or a path to a Hugging Face config.json."""
+    if value in models():
+        return get_model(value)
+    path = Path(value)
+    if value.endswith(".json") or path.is_file():
+        from advisor.catalog.hf_import import (
+            HFConfigError,
+            load_hf_config_file,
+            model_from_hf_config,
+        )
+
+        try:
+            cfg = load_hf_config_file(path)
+            return model_from_hf_config(cfg, source=f"config.json at {path.name}")
+        except HFConfigError as exc:
+            raise CliInputError(f"--model {value}: {exc}") from None
+        except OSError as exc:
+            raise CliInputError(f"--model {value}: cannot read file: {exc.strerror}") from None
+    raise CliInputError(
+        f"--model: unknown model {value!r} (allowed: {', '.join(sorted(models()))}, "
+        "or a path to a config.json)"
+    )
+
+
+def resolve_gpu(value: str) -> Accelerator:
+    try:
+        return get_accelerator(value.strip().lower())
+    except UnknownIdError as exc:
+        raise CliInputError(f"--gpu: {exc}") from None
+
+
+def resolve_link(value: str, flag: str = "--link") -> Interconnect:
+    try:
+        return get_interconnect(value.strip().lower())
+    except UnknownIdError as exc:
+        raise CliInputError(f"{flag}: {exc}") from None
+
+
+def add_deployment_args(p: argparse.ArgumentParser, *, context: bool = True) -> None:
+    """--model --gpu --tp --pp --weights --kv (and --context), shared by memory and estimate."""
+    p.add_argument("--model", required=True, help="catalog id or path to a config.json")
+    p.add_argument("--gpu", required=True, help="accelerator id (see `advisor catalog`)")
+    p.add_argument("--tp", type=int_in(1, 1024), default=1, help="tensor-parallel degree")
+    p.add_argument("--pp", type=int_in(1, 1024), default=1, help="pipeline-parallel degree")
+    p.add_argument(
+        "--weights", type=choice_of(WEIGHT_DTYPES, "weights dtype"), default="fp16",
+        help=f"weights dtype ({', '.join(WEIGHT_DTYPES)})",
+    )  # fmt: skip
+    p.add_argument(
+        "--kv", type=choice_of(KV_DTYPES, "KV dtype"), default="fp16",
+        help=f"KV-cache dtype ({', '.join(KV_DTYPES)})",
+    )  # fmt: skip
+    if context:
+        p.add_argument(
+            "--context", type=int_in(1, 10_000_000), default=4096,
+            help="tokens per sequence (prompt + output)",
+        )  # fmt: skip

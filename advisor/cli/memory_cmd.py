@@ -1,0 +1,74 @@
+"""``advisor memory``: per-GPU memory budget and how many sequences fit."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+
+from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
+from advisor.cli.common import add_deployment_args, resolve_gpu, resolve_model
+from advisor.physics.memory import PAGED_BLOCK_SIZES, memory_budget
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("memory", help="memory budget per GPU and maximum concurrent sequences")
+    add_deployment_args(p)
+    p.add_argument(
+        "--block-size", type=choice_of([str(b) for b in PAGED_BLOCK_SIZES], "block size"),
+        default="16", help="paged KV block size in tokens (16, 32, 64)",
+    )  # fmt: skip
+    p.add_argument(
+        "--gpu-memory-utilization", type=float_in(0.05, 1.0), default=0.90,
+        help="fraction of GPU memory the server may use (vLLM default 0.90)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-model-len", type=int_in(1, 10_000_000), default=None,
+        help="tokens reserved per sequence by contiguous allocation (default: model maximum)",
+    )  # fmt: skip
+    add_json_flag(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> dict:
+    model = resolve_model(args.model)
+    gpu = resolve_gpu(args.gpu)
+    if args.pp > model.num_hidden_layers:
+        raise CliInputError(
+            f"--pp {args.pp} exceeds the model's {model.num_hidden_layers} layers "
+            f"(allowed: 1..{model.num_hidden_layers})"
+        )
+    b = memory_budget(
+        model, gpu, tp=args.tp, pp=args.pp, weights_dtype=args.weights, kv_dtype=args.kv,
+        context_tokens=args.context, block_size=int(args.block_size),
+        gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+    )  # fmt: skip
+    out = {
+        "model": model.id, "gpu": gpu.id, "tp": args.tp, "pp": args.pp,
+        "weights": args.weights, "kv": args.kv, "context": args.context,
+        "block_size": int(args.block_size),
+    }  # fmt: skip
+    out.update(asdict(b))
+    return out
+
+
+def render(r: dict) -> str:
+    gb = 1e9
+    lines = [
+        f"{r['model']} on {r['gpu']}  TP={r['tp']} PP={r['pp']}  weights {r['weights']}, "
+        f"KV {r['kv']}, {r['context']} tokens/sequence",
+        f"  parameters            {r['params'] / 1e9:.2f}B (active {r['active_params'] / 1e9:.2f}B)",
+        f"  usable memory / GPU   {r['usable_bytes'] / gb:.1f} GB of {r['capacity_bytes'] / gb:.1f} GB",
+        f"  weights / GPU         {r['weights_bytes_per_gpu'] / gb:.1f} GB",
+        f"  activation reserve    {r['activation_reserve_bytes'] / gb:.1f} GB",
+        f"  KV budget / GPU       {r['kv_budget_bytes_per_gpu'] / gb:.1f} GB",
+        f"  KV / token (model)    {r['kv_bytes_per_token']:,.0f} bytes",
+        f"  KV / sequence / GPU   {r['kv_bytes_per_sequence_per_gpu'] / gb:.3f} GB",
+        f"  max sequences         {r['max_concurrent_sequences']} paged "
+        f"(block {r['block_size']}, {r['paged_utilisation']:.0%} used), "
+        f"{r['max_concurrent_sequences_contiguous']} contiguous "
+        f"({r['contiguous_utilisation']:.0%} used)",
+        f"  fits                  {'yes' if r['fits'] else 'NO'}",
+    ]
+    lines += [f"  reason: {x}" for x in r["reasons"]]
+    lines += [f"  would fit with: {x}" for x in r["suggestions"]]
+    return "\n".join(lines)

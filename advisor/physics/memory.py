@@ -1,0 +1,494 @@
+"""Memory per GPU: weights, KV cache, activation reserve, and how many sequences fit.
+
+Units: bytes throughout (GB = 1e9 and GiB = 2^30 appear only in messages, labelled).
+Sources: formulas.md (KV cache, parameters); Kwon et al. 2023, "Efficient Memory Management for
+Large Language Model Serving with PagedAttention" (SOSP), for paged allocation; vLLM's
+``gpu_memory_utilization`` (default 0.90) for the usable fraction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from advisor.catalog.specs import Accelerator, ModelSpec
+from advisor.physics.params import param_breakdown
+
+#: Bytes per element of each storage dtype (before any quantization-scale overhead).
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+}
+
+#: Default vLLM ``gpu_memory_utilization``. Source: vLLM EngineArgs docs (default 0.9).
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
+#: Default group size of grouped int4 (GPTQ/AWQ checkpoints use 128).
+DEFAULT_INT4_GROUP_SIZE = 128
+#: vLLM V1 default ``max_num_batched_tokens`` with chunked prefill (8192), used to size the
+#: activation reserve. Source: vLLM SchedulerConfig defaults.
+DEFAULT_MAX_BATCHED_TOKENS = 8192
+#: vLLM default ``max_num_seqs`` (256): logits are materialised for up to this many sequences.
+DEFAULT_MAX_NUM_SEQS = 256
+#: Memory the runtime holds outside PyTorch tensors: CUDA/HIP context, NCCL buffers, cuBLAS
+#: workspace, CUDA graphs. vLLM's memory profiler reports "non-torch memory" of roughly 0.5-1.5
+#: GiB on H100 and charges it against the budget; 1 GiB is the assumed middle.
+DEFAULT_RUNTIME_OVERHEAD_BYTES = 1 * 2**30
+#: Block sizes vLLM's paged KV cache supports for CUDA (16 default, 32; 64 on some backends).
+PAGED_BLOCK_SIZES = (16, 32, 64)
+
+
+def bytes_per_weight(dtype: str, group_size: int = DEFAULT_INT4_GROUP_SIZE) -> float:
+    """Stored bytes per linear-layer weight, including quantization metadata.
+
+    int4 (GPTQ/AWQ layout): 0.5 byte per weight + one fp16 scale and one packed 4-bit zero point
+    per group: 0.5 + (2 + 0.5) / group_size. fp8/int8 use one scale per output channel, under
+    0.1% of the weights, so 1 byte. Source: AutoGPTQ/AutoAWQ checkpoint formats (qweight, qzeros
+    packed in int32, fp16 scales per group).
+
+    >>> bytes_per_weight("int4")  # 0.5 + 2.5/128
+    0.51953125
+    >>> bytes_per_weight("fp16"), bytes_per_weight("fp8")
+    (2.0, 1.0)
+    """
+    if dtype not in DTYPE_BYTES:
+        raise ValueError(f"weights dtype {dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
+    if dtype == "int4":
+        if not 8 <= group_size <= 8192:
+            raise ValueError(f"int4 group size {group_size}; allowed: 8..8192")
+        return 0.5 + 2.5 / group_size
+    return DTYPE_BYTES[dtype]
+
+
+@dataclass(frozen=True)
+class WeightPlacement:
+    """Weight bytes on the busiest GPU, and what the split assumed."""
+
+    total_bytes: float  # whole model, all GPUs of one replica
+    per_gpu_bytes: float  # the most loaded GPU (first or last pipeline stage)
+    layers_per_stage: int
+    note: str
+
+
+def weight_bytes(model: ModelSpec, dtype: str, group_size: int = DEFAULT_INT4_GROUP_SIZE) -> float:
+    """Weight bytes of the whole model: quantized linear layers + 16-bit embeddings and norms.
+
+    Weight quantization applies to the matmul weights inside the layers; embeddings, lm_head and
+    norms stay in 16-bit (fp32 when the model runs in fp32), as GPTQ/AWQ/fp8 checkpoints keep them.
+
+    >>> from advisor.catalog import get_model
+    >>> round(weight_bytes(get_model("llama-2-70b"), "fp16") / 1e9, 1)  # 68.98e9 params x 2 bytes
+    138.0
+    """
+    b = param_breakdown(model)
+    other_bytes = 4.0 if dtype == "fp32" else 2.0
+    return b.linear_layers * bytes_per_weight(dtype, group_size) + other_bytes * (
+        b.embedding + b.lm_head + b.norms
+    )
+
+
+def weight_placement(
+    model: ModelSpec, dtype: str, tp: int, pp: int, group_size: int = DEFAULT_INT4_GROUP_SIZE
+) -> WeightPlacement:
+    """Weight bytes on the most loaded GPU under tensor (TP) and pipeline (PP) parallelism.
+
+    Linear layers and the vocabulary-parallel embedding and lm_head are split TP ways
+    (Megatron-LM; vLLM's VocabParallelEmbedding); norms are replicated. Pipeline stages hold
+    ceil(layers / PP) layers; the embedding sits on the first stage and the lm_head on the last,
+    so the busiest stage is the larger of the two.
+
+    >>> from advisor.catalog import get_model
+    >>> w = weight_placement(get_model("llama-2-70b"), "fp16", tp=4, pp=1)
+    >>> round(w.per_gpu_bytes / 1e9, 2)  # 137.95 GB / 4
+    34.49
+    """
+    b = param_breakdown(model)
+    wbytes = bytes_per_weight(dtype, group_size)
+    other = 4.0 if dtype == "fp32" else 2.0
+    layers = model.num_hidden_layers
+    per_layer_linear = b.linear_layers / layers * wbytes
+    per_layer_norm = (b.norms - model.hidden_size) / layers * other
+    layers_per_stage = math.ceil(layers / pp)
+    stage_layers = layers_per_stage * (per_layer_linear / tp + per_layer_norm)
+    emb = b.embedding * other / tp
+    head = (b.lm_head * other / tp) if b.lm_head else (emb if pp > 1 else 0.0)
+    if pp == 1:
+        per_gpu = stage_layers + emb + head + model.hidden_size * other
+        note = "embedding and lm_head split across TP ranks (vocab-parallel)"
+    else:
+        first = stage_layers + emb
+        last = stage_layers + head + model.hidden_size * other
+        per_gpu = max(first, last)
+        note = (
+            "embedding on the first pipeline stage, lm_head on the last (a tied embedding is "
+            "duplicated there); each split across TP ranks"
+        )
+    return WeightPlacement(
+        total_bytes=weight_bytes(model, dtype, group_size),
+        per_gpu_bytes=per_gpu,
+        layers_per_stage=layers_per_stage,
+        note=note,
+    )
+
+
+def kv_bytes_per_token_per_layer(model: ModelSpec, kv_dtype: str) -> float:
+    """KV-cache bytes one token adds in one layer, on one GPU holding all KV heads.
+
+    MHA/GQA/MQA: 2 (K and V) x n_kv x d_head x bytes. MLA caches the compressed latent and the
+    decoupled RoPE key: (kv_lora_rank + qk_rope_head_dim) x bytes.
+    Source: formulas.md "KV cache"; DeepSeek-V2 paper (arXiv 2405.04434) section 2.1.
+
+    >>> from advisor.catalog import get_model
+    >>> kv_bytes_per_token_per_layer(get_model("llama-2-70b"), "fp16")  # 2 x 8 x 128 x 2
+    4096.0
+    >>> kv_bytes_per_token_per_layer(get_model("deepseek-v3"), "bf16")  # (512 + 64) x 2
+    1152.0
+    """
+    if kv_dtype not in ("fp16", "bf16", "fp8", "int8", "fp32"):
+        raise ValueError(f"KV dtype {kv_dtype!r}; allowed: fp16, bf16, fp8, int8")
+    e = DTYPE_BYTES[kv_dtype]
+    if model.is_mla:
+        return (model.kv_lora_rank + model.qk_rope_head_dim) * e  # type: ignore[operator]
+    return 2.0 * model.num_key_value_heads * model.head_dim * e
+
+
+def kv_bytes_per_token(model: ModelSpec, kv_dtype: str) -> float:
+    """KV-cache bytes per token for the whole model (all layers), no sliding-window cap.
+
+    = layers x kv_bytes_per_token_per_layer. Source: formulas.md.
+
+    >>> from advisor.catalog import get_model
+    >>> kv_bytes_per_token(get_model("llama-2-70b"), "fp16")  # 2 x 80 x 8 x 128 x 2 (formulas.md)
+    327680.0
+    >>> kv_bytes_per_token(get_model("llama-2-7b"), "fp16")  # 2 x 32 x 32 x 128 x 2 (MHA)
+    524288.0
+    """
+    return model.num_hidden_layers * kv_bytes_per_token_per_layer(model, kv_dtype)
+
+
+def kv_bytes_per_sequence(model: ModelSpec, kv_dtype: str, context_tokens: int) -> float:
+    """KV bytes of one sequence of ``context_tokens``: sliding-window layers hold at most the window.
+
+    = per_layer x (full_layers x T + window_layers x min(T, W)).
+
+    >>> from advisor.catalog import get_model
+    >>> kv_bytes_per_sequence(get_model("llama-2-70b"), "fp16", 4096) / 1e9  # 327,680 x 4096
+    1.34217728
+    >>> m = get_model("mistral-7b")  # all 32 layers windowed at 4096: 32k context costs 4k
+    >>> kv_bytes_per_sequence(m, "fp16", 32768) == kv_bytes_per_sequence(m, "fp16", 4096)
+    True
+    """
+    per_layer = kv_bytes_per_token_per_layer(model, kv_dtype)
+    w_layers = model.num_sliding_window_layers
+    full_layers = model.num_hidden_layers - w_layers
+    windowed = min(context_tokens, model.sliding_window) if w_layers else 0
+    return per_layer * (full_layers * context_tokens + w_layers * windowed)
+
+
+def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:
+    """KV heads each TP rank holds: ceil(n_kv / TP); heads are replicated when TP > n_kv.
+
+    MLA's latent is shared by all heads and is replicated on every rank (vLLM's MLA backend).
+
+    >>> from advisor.catalog import get_model
+    >>> kv_heads_per_gpu(get_model("llama-2-70b"), 16)  # 8 KV heads: each rank keeps one copy
+    1
+    """
+    if model.is_mla:
+        return 1
+    return math.ceil(model.num_key_value_heads / tp)
+
+
+def kv_tp_fraction(model: ModelSpec, tp: int) -> float:
+    """Fraction of a layer's KV cache one TP rank holds (1/TP, or more when heads replicate)."""
+    if model.is_mla:
+        return 1.0
+    return kv_heads_per_gpu(model, tp) / model.num_key_value_heads
+
+
+def kv_bytes_per_sequence_per_gpu(
+    model: ModelSpec, kv_dtype: str, context_tokens: int, tp: int, pp: int
+) -> float:
+    """KV bytes one sequence occupies on the busiest GPU: TP splits heads, PP splits layers.
+
+    = kv_bytes_per_sequence x kv_tp_fraction x ceil(layers / PP) / layers.
+
+    >>> from advisor.catalog import get_model
+    >>> kv_bytes_per_sequence_per_gpu(get_model("llama-2-70b"), "fp16", 4096, 4, 1) / 1e6
+    335.54432
+    """
+    layers = model.num_hidden_layers
+    stage_share = math.ceil(layers / pp) / layers
+    return (
+        kv_bytes_per_sequence(model, kv_dtype, context_tokens)
+        * kv_tp_fraction(model, tp)
+        * stage_share
+    )
+
+
+def article_kv_bytes_per_sequence(
+    context_tokens: int, batch: int, d_model: int, n_layers: int, bytes_per_element: float
+) -> float:
+    """The article's KV formula: 2 x L x B x d_model x n_layers x bytes (ignores GQA/MQA/MLA).
+
+    Correct only for multi-head attention, where n_kv x d_head = d_model. Source: the reference
+    article (data/article-claims.md); compare ``kv_bytes_per_sequence``.
+
+    >>> article_kv_bytes_per_sequence(4096, 1, 8192, 80, 2) / 1e9  # 70B: 10.7 GB, not "2.1 GB"
+    10.73741824
+    """
+    return 2.0 * context_tokens * batch * d_model * n_layers * bytes_per_element
+
+
+def activation_reserve_bytes(
+    model: ModelSpec,
+    tp: int,
+    max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS,
+    max_num_seqs: int = DEFAULT_MAX_NUM_SEQS,
+    activation_bytes: float = 2.0,
+    runtime_overhead_bytes: float = DEFAULT_RUNTIME_OVERHEAD_BYTES,
+) -> float:
+    """Peak activation memory of one forward pass, plus the runtime's fixed overhead.
+
+    Live at the widest point of a layer for ``max_batched_tokens`` tokens: residual and normed
+    input (2h), Q/K/V (d_qkv / TP), the MLP's gate, up and activated outputs (3 f_active / TP),
+    each ``activation_bytes``; plus fp32 logits for up to ``max_num_seqs`` sequences over the
+    vocabulary (V / TP x 4). This is what vLLM's profiling run measures before it sizes the KV
+    cache (vLLM Worker.determine_num_available_blocks).
+
+    >>> from advisor.catalog import get_model
+    >>> round(activation_reserve_bytes(get_model("llama-2-70b"), 4) / 2**30, 2)  # GiB
+    2.97
+    """
+    m = model
+    h = m.hidden_size
+    if m.is_mla:
+        qkv = m.num_attention_heads * (m.qk_nope_head_dim + m.qk_rope_head_dim) * 2  # type: ignore[operator]
+    else:
+        qkv = (m.num_attention_heads + 2 * m.num_key_value_heads) * m.head_dim
+    if m.is_moe:
+        f = max(
+            m.intermediate_size if m.first_k_dense_layers else 0,
+            m.moe_intermediate_size * m.num_experts_per_tok,
+        )  # type: ignore[operator]
+    else:
+        f = m.intermediate_size
+    per_token = 2 * h + qkv / tp + 3 * f / tp
+    logits = min(max_num_seqs, max_batched_tokens) * m.vocab_size / tp * 4.0
+    return max_batched_tokens * per_token * activation_bytes + logits + runtime_overhead_bytes
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """Per-GPU memory budget of one deployment and the concurrency it allows."""
+
+    params: int
+    active_params: int
+    capacity_bytes: float
+    usable_bytes: float  # capacity x gpu_memory_utilization
+    weights_bytes_per_gpu: float
+    weights_bytes_total: float
+    activation_reserve_bytes: float
+    kv_budget_bytes_per_gpu: float  # may be negative when weights overflow
+    kv_bytes_per_token: float  # whole model, all layers
+    kv_bytes_per_token_per_gpu: float
+    kv_bytes_per_sequence: float  # whole model, at context
+    kv_bytes_per_sequence_per_gpu: float
+    max_concurrent_sequences: int  # paged
+    max_concurrent_sequences_contiguous: int
+    paged_utilisation: float  # tokens stored / tokens reserved, paged
+    contiguous_utilisation: float  # tokens stored / tokens reserved, contiguous at max length
+    fits: bool
+    reasons: list[str] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+
+
+def _gb(x: float) -> str:
+    return f"{x / 1e9:.1f} GB"
+
+
+def memory_budget(
+    model: ModelSpec,
+    gpu: Accelerator,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    weights_dtype: str = "fp16",
+    kv_dtype: str = "fp16",
+    context_tokens: int = 4096,
+    block_size: int = 16,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
+    max_model_len: int | None = None,
+    max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS,
+    int4_group_size: int = DEFAULT_INT4_GROUP_SIZE,
+    suggest: bool = True,
+) -> MemoryBudget:
+    """Budget per GPU = capacity x utilisation - weights - activation reserve = KV budget.
+
+    Paged allocation (Kwon et al. 2023): a sequence of T tokens takes ceil(T / block) blocks, so
+    only the last block is partly used. Contiguous allocation reserves ``max_model_len`` tokens
+    per sequence (the model's maximum context unless given), as pre-vLLM servers did.
+
+    >>> from advisor.catalog import get_model, get_accelerator
+    >>> b = memory_budget(get_model("llama-2-70b"), get_accelerator("h100-sxm"), tp=4)
+    >>> b.fits, b.max_concurrent_sequences, b.max_concurrent_sequences_contiguous
+    (True, 117, 117)
+    """
+    if tp < 1 or pp < 1:
+        raise ValueError(f"tp={tp}, pp={pp}; both must be >= 1")
+    if context_tokens < 1:
+        raise ValueError(f"context_tokens={context_tokens}; must be >= 1")
+    if block_size not in PAGED_BLOCK_SIZES:
+        raise ValueError(f"block_size={block_size}; allowed: {PAGED_BLOCK_SIZES}")
+    if not 0.05 <= gpu_memory_utilization <= 1.0:
+        raise ValueError(f"gpu_memory_utilization={gpu_memory_utilization}; allowed: 0.05..1.0")
+    if pp > model.num_hidden_layers:
+        raise ValueError(f"pp={pp} exceeds the model's {model.num_hidden_layers} layers")
+    max_len = max_model_len or model.max_position_embeddings
+    max_len = max(max_len, context_tokens)
+
+    pb = param_breakdown(model)
+    placement = weight_placement(model, weights_dtype, tp, pp, int4_group_size)
+    reserve = activation_reserve_bytes(model, tp, max_batched_tokens)
+    usable = gpu.memory_bytes * gpu_memory_utilization
+    kv_budget = usable - placement.per_gpu_bytes - reserve
+
+    layers = model.num_hidden_layers
+    stage_share = math.ceil(layers / pp) / layers
+    tp_frac = kv_tp_fraction(model, tp)
+    kv_tok = kv_bytes_per_token(model, kv_dtype)
+    kv_tok_gpu = kv_tok * tp_frac * stage_share
+    kv_seq = kv_bytes_per_sequence(model, kv_dtype, context_tokens)
+    kv_seq_gpu = kv_seq * tp_frac * stage_share
+
+    paged_tokens = math.ceil(context_tokens / block_size) * block_size
+    paged_seq_gpu = kv_bytes_per_sequence(model, kv_dtype, paged_tokens) * tp_frac * stage_share
+    contig_seq_gpu = kv_bytes_per_sequence(model, kv_dtype, max_len) * tp_frac * stage_share
+    n_paged = max(0, math.floor(kv_budget / paged_seq_gpu)) if kv_budget > 0 else 0
+    n_contig = max(0, math.floor(kv_budget / contig_seq_gpu)) if kv_budget > 0 else 0
+
+    reasons: list[str] = []
+    where = f"{weights_dtype}, TP={tp}, PP={pp}"
+    usable_txt = (
+        f"{_gb(usable)} usable ({gpu_memory_utilization:.2f} x {_gb(gpu.memory_bytes)} "
+        f"on {gpu.name})"
+    )
+    if placement.per_gpu_bytes > usable:
+        reasons.append(
+            f"weights need {_gb(placement.per_gpu_bytes)} per GPU ({where}); the GPU has {usable_txt}"
+        )
+    elif kv_budget <= 0:
+        reasons.append(
+            f"weights {_gb(placement.per_gpu_bytes)} + activation reserve {_gb(reserve)} per GPU "
+            f"leave no room for the KV cache in {usable_txt}"
+        )
+    elif n_paged == 0:
+        reasons.append(
+            f"one {context_tokens}-token sequence needs {_gb(paged_seq_gpu)} of KV cache per GPU; "
+            f"only {_gb(kv_budget)} is left after weights and activations"
+        )
+    fits = not reasons
+
+    suggestions: list[str] = []
+    if not fits and suggest:
+        suggestions = _suggestions(
+            model, gpu, tp, pp, weights_dtype, kv_dtype, context_tokens, block_size,
+            gpu_memory_utilization, max_batched_tokens, int4_group_size,
+        )  # fmt: skip
+
+    assumptions = [
+        f"usable memory = {gpu_memory_utilization:.2f} x {gpu.memory_bytes / 2**30:.1f} GiB "
+        "(vLLM gpu_memory_utilization)",
+        f"activation reserve for {max_batched_tokens} batched tokens + runtime overhead "
+        f"{DEFAULT_RUNTIME_OVERHEAD_BYTES / 2**30:.1f} GiB",
+        placement.note,
+        "quantized weights: linear layers only; embeddings, lm_head and norms stay 16-bit",
+        f"contiguous allocation reserves {max_len} tokens per sequence",
+    ]
+    if weights_dtype == "int4":
+        assumptions.append(
+            f"int4 with one fp16 scale and a 4-bit zero per {int4_group_size} weights"
+        )
+    if not model.is_mla and tp > model.num_key_value_heads:
+        assumptions.append(
+            f"TP={tp} > {model.num_key_value_heads} KV heads: each rank keeps a replicated KV head"
+        )
+
+    return MemoryBudget(
+        params=pb.total,
+        active_params=pb.active,
+        capacity_bytes=float(gpu.memory_bytes),
+        usable_bytes=usable,
+        weights_bytes_per_gpu=placement.per_gpu_bytes,
+        weights_bytes_total=placement.total_bytes,
+        activation_reserve_bytes=reserve,
+        kv_budget_bytes_per_gpu=kv_budget,
+        kv_bytes_per_token=kv_tok,
+        kv_bytes_per_token_per_gpu=kv_tok_gpu,
+        kv_bytes_per_sequence=kv_seq,
+        kv_bytes_per_sequence_per_gpu=kv_seq_gpu,
+        max_concurrent_sequences=n_paged,
+        max_concurrent_sequences_contiguous=n_contig,
+        paged_utilisation=context_tokens / paged_tokens,
+        contiguous_utilisation=context_tokens / max_len,
+        fits=fits,
+        reasons=reasons,
+        suggestions=suggestions,
+        assumptions=assumptions,
+    )
+
+
+def _suggestions(
+    model: ModelSpec,
+    gpu: Accelerator,
+    tp: int,
+    pp: int,
+    weights_dtype: str,
+    kv_dtype: str,
+    context_tokens: int,
+    block_size: int,
+    util: float,
+    max_batched_tokens: int,
+    group: int,
+) -> list[str]:
+    """The smallest changes that make the deployment fit: more TP, then lower-bit weights."""
+
+    def fits(**over: object) -> MemoryBudget:
+        kw: dict = dict(
+            tp=tp, pp=pp, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+            context_tokens=context_tokens, block_size=block_size, gpu_memory_utilization=util,
+            max_batched_tokens=max_batched_tokens, int4_group_size=group, suggest=False,
+        )  # fmt: skip
+        kw.update(over)
+        return memory_budget(model, gpu, **kw)
+
+    out: list[str] = []
+    t = tp * 2
+    while t <= max(gpu.scale_up_domain, 8):
+        b = fits(tp=t)
+        if b.fits:
+            out.append(
+                f"TP={t}: {b.max_concurrent_sequences} sequences of {context_tokens} tokens fit"
+            )
+            break
+        t *= 2
+    for d in ("fp8", "int8", "int4"):
+        if bytes_per_weight(d, group) < bytes_per_weight(weights_dtype, group):
+            b = fits(weights_dtype=d)
+            if b.fits:
+                out.append(
+                    f"{d} weights at TP={tp}: {b.max_concurrent_sequences} sequences of "
+                    f"{context_tokens} tokens fit"
+                )
+                break
+    if kv_dtype in ("fp16", "bf16"):
+        b = fits(kv_dtype="fp8")
+        if b.fits:
+            out.append(f"fp8 KV cache: {b.max_concurrent_sequences} sequences fit")
+    if not out:
+        out.append("no single change fits: combine more GPUs (TP/PP) with lower-bit weights")
+    return out

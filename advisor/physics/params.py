@@ -1,0 +1,133 @@
+"""Parameter counts of a decoder-only transformer, from its architecture.
+
+Conventions (formulas.md "Parameters"; the Hugging Face modelling code of each family):
+attention Q, K, V, O projections; gated MLP = 3 matrices (SwiGLU), plain MLP = 2 (Falcon);
+MoE layer = experts x MLP + router + shared experts; embeddings V x h, lm_head V x h unless
+tied; norm weights counted (RMSNorm: h, LayerNorm: 2h). Biases only where the family has them
+(Qwen2's Q/K/V bias).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.catalog.specs import ModelSpec
+
+
+def attention_params_per_layer(m: ModelSpec) -> int:
+    """Weights of one attention block (projections and biases, not norms).
+
+    Standard attention: h*(n_q*d) + 2*h*(n_kv*d) + (n_q*d)*h.
+    MLA (DeepSeek-V3 modeling code): q_a (h x q_lora) + q_a_norm + q_b (q_lora x n_q*(nope+rope))
+    + kv_a (h x (kv_lora + rope)) + kv_a_norm + kv_b (kv_lora x n_q*(nope+v)) + o (n_q*v x h).
+    Source: formulas.md; transformers modeling_llama.py / modeling_deepseek_v3.py.
+
+    >>> from advisor.catalog import get_model
+    >>> attention_params_per_layer(get_model("llama-2-70b"))  # 8192*8192*2 + 2*8192*1024
+    150994944
+    """
+    h, nq = m.hidden_size, m.num_attention_heads
+    if m.is_mla:
+        nope, rope, v = m.qk_nope_head_dim, m.qk_rope_head_dim, m.v_head_dim
+        kv_lora = m.kv_lora_rank
+        qk = nq * (nope + rope)  # type: ignore[operator]
+        # q_lora_rank None: DeepSeek-V2-Lite projects Q directly.
+        q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * qk if m.q_lora_rank else h * qk
+        kv = h * (kv_lora + rope) + kv_lora + kv_lora * nq * (nope + v)  # type: ignore[operator]
+        return q + kv + nq * v * h  # type: ignore[operator]
+    d, nkv = m.head_dim, m.num_key_value_heads
+    params = h * nq * d + 2 * h * nkv * d + nq * d * h
+    if m.attention_bias:
+        params += nq * d + 2 * nkv * d
+    return params
+
+
+def mlp_params(hidden_size: int, intermediate_size: int, gated: bool) -> int:
+    """Weights of one feed-forward block: (3 if gated else 2) x h x f.
+
+    Source: formulas.md (SwiGLU: gate, up, down; plain GeLU MLP: up, down).
+
+    >>> mlp_params(8192, 28672, gated=True)  # Llama-2-70B: 3 x 8192 x 28672
+    704643072
+    """
+    return (3 if gated else 2) * hidden_size * intermediate_size
+
+
+def norm_params_per_layer(m: ModelSpec) -> int:
+    """RMSNorm has a weight vector (h), LayerNorm a weight and a bias (2h)."""
+    per_norm = m.hidden_size * (2 if m.norm_kind == "layernorm" else 1)
+    return m.norms_per_layer * per_norm
+
+
+@dataclass(frozen=True)
+class ParamBreakdown:
+    """Parameter counts by where they live; all in parameters (not bytes)."""
+
+    embedding: int
+    lm_head: int
+    attention: int  # all layers
+    dense_mlp: int  # all dense-FFN layers
+    moe_experts: int  # all routed experts of all MoE layers
+    moe_shared_and_router: int  # shared experts + router weights, all MoE layers
+    norms: int  # per-layer norms + final norm
+    moe_active_experts: int  # routed experts one token uses, all MoE layers
+
+    @property
+    def total(self) -> int:
+        return (
+            self.embedding
+            + self.lm_head
+            + self.attention
+            + self.dense_mlp
+            + self.moe_experts
+            + self.moe_shared_and_router
+            + self.norms
+        )
+
+    @property
+    def active(self) -> int:
+        """Parameters one token touches: the routed experts counted at top-k, not all."""
+        return self.total - self.moe_experts + self.moe_active_experts
+
+    @property
+    def linear_layers(self) -> int:
+        """Matmul weights inside the layers (what weight quantization applies to)."""
+        return self.attention + self.dense_mlp + self.moe_experts + self.moe_shared_and_router
+
+
+def param_breakdown(m: ModelSpec) -> ParamBreakdown:
+    """Count parameters by component.
+
+    >>> from advisor.catalog import get_model
+    >>> round(param_breakdown(get_model("llama-2-70b")).total / 1e9, 3)  # formulas.md: 68.98e9
+    68.977
+    >>> b = param_breakdown(get_model("mixtral-8x7b"))
+    >>> round(b.total / 1e9, 1), round(b.active / 1e9, 1)  # Mistral AI: 46.7B total, 12.9B active
+    (46.7, 12.9)
+    """
+    h, layers = m.hidden_size, m.num_hidden_layers
+    gated = m.mlp_kind == "gated"
+    embedding = m.vocab_size * h
+    lm_head = 0 if m.tie_word_embeddings else m.vocab_size * h
+    attention = layers * attention_params_per_layer(m)
+    norms = layers * norm_params_per_layer(m) + h * (2 if m.norm_kind == "layernorm" else 1)
+    if m.is_moe:
+        dense_layers = m.first_k_dense_layers
+        moe_layers = m.num_moe_layers
+        expert = mlp_params(h, m.moe_intermediate_size, gated)  # type: ignore[arg-type]
+        moe_experts = moe_layers * m.num_experts * expert  # type: ignore[operator]
+        moe_active = moe_layers * m.num_experts_per_tok * expert  # type: ignore[operator]
+        shared = moe_layers * (m.num_shared_experts * expert + h * m.num_experts)  # type: ignore[operator]
+    else:
+        dense_layers, moe_experts, moe_active, shared = layers, 0, 0, 0
+    dense_mlp = dense_layers * mlp_params(h, m.intermediate_size, gated)
+    return ParamBreakdown(
+        embedding=embedding,
+        lm_head=lm_head,
+        attention=attention,
+        dense_mlp=dense_mlp,
+        moe_experts=moe_experts,
+        moe_shared_and_router=shared,
+        norms=norms,
+        moe_active_experts=moe_active,
+    )

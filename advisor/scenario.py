@@ -1,0 +1,246 @@
+"""The scenario: everything a user states about a deployment question, in one versioned model.
+
+It is the sidebar's state in the app, the ``--scenario FILE.json`` format of the CLI and the
+saved-scenario format. ``schema_version`` is bumped on any incompatible change; ``load_scenario``
+upgrades older versions or says exactly why it cannot.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from advisor.catalog import accelerators, interconnects, models
+from advisor.catalog.specs import ModelSpec
+
+SCHEMA_VERSION = 1
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+Percentile = Literal[50, 90, 95, 99]
+Engine = Literal["generic", "trtllm", "vllm", "sglang"]
+WDType = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+KDType = Literal["fp16", "bf16", "fp8", "int8"]
+
+
+class Hardware(BaseModel):
+    model_config = _STRICT
+
+    gpus: Annotated[list[str], Field(min_length=1, max_length=16)] = ["h100-sxm"]
+    gpus_per_node: Annotated[int, Field(ge=1, le=72)] = 8
+    nodes: Annotated[int, Field(ge=1, le=1024)] = 1
+    #: Scale-up link inside a node; None = each GPU's own (NVLink, Infinity Fabric or PCIe).
+    intra_link: str | None = None
+    inter_link: str = "ib-ndr"
+
+    @model_validator(mode="after")
+    def _ids(self) -> Hardware:
+        known = accelerators()
+        bad = [g for g in self.gpus if g not in known]
+        if bad:
+            raise ValueError(f"unknown accelerator {bad[0]!r}; allowed: {', '.join(sorted(known))}")
+        links = interconnects()
+        for name, link in (("intra_link", self.intra_link), ("inter_link", self.inter_link)):
+            if link is not None and link not in links:
+                raise ValueError(
+                    f"{name}: unknown interconnect {link!r}; allowed: {', '.join(sorted(links))}"
+                )
+        if len(set(self.gpus)) != len(self.gpus):
+            raise ValueError(f"gpus lists an accelerator twice: {self.gpus}")
+        return self
+
+    @property
+    def total_gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+class Workload(BaseModel):
+    model_config = _STRICT
+
+    isl_tokens: Annotated[int, Field(ge=1, le=2_000_000)] = 1024
+    osl_tokens: Annotated[int, Field(ge=1, le=200_000)] = 256
+    #: Spread of the lengths as a coefficient of variation (0 = fixed lengths).
+    isl_cv: Annotated[float, Field(ge=0, le=3)] = 0.0
+    osl_cv: Annotated[float, Field(ge=0, le=3)] = 0.0
+    #: Poisson arrival rate, requests/s; or a fixed number of concurrent users (closed loop).
+    arrival_rate_per_s: Annotated[float, Field(gt=0, le=1e6)] | None = 2.0
+    concurrent_users: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+
+    @model_validator(mode="after")
+    def _load(self) -> Workload:
+        if (self.arrival_rate_per_s is None) == (self.concurrent_users is None):
+            raise ValueError(
+                "give exactly one of arrival_rate_per_s and concurrent_users "
+                f"(got {self.arrival_rate_per_s} and {self.concurrent_users})"
+            )
+        return self
+
+
+class SLA(BaseModel):
+    """Latency targets in ms at one percentile; each is optional, none means 'cheapest'."""
+
+    model_config = _STRICT
+
+    percentile: Percentile = 99
+    ttft_ms: Annotated[float, Field(gt=0, le=3_600_000)] | None = None
+    tpot_ms: Annotated[float, Field(gt=0, le=60_000)] | None = 50.0
+    e2e_ms: Annotated[float, Field(gt=0, le=36_000_000)] | None = None
+
+    def describe(self) -> str:
+        parts = [
+            f"{label} ≤ {v:g} ms"
+            for label, v in (("TTFT", self.ttft_ms), ("TPOT", self.tpot_ms), ("E2E", self.e2e_ms))
+            if v is not None
+        ]
+        return f"P{self.percentile} " + ", ".join(parts) if parts else "no latency target"
+
+
+class Options(BaseModel):
+    model_config = _STRICT
+
+    weight_dtypes: Annotated[list[WDType], Field(min_length=1, max_length=6)] = [
+        "fp16",
+        "fp8",
+        "int8",
+        "int4",
+    ]
+    kv_dtypes: Annotated[list[KDType], Field(min_length=1, max_length=4)] = ["fp16", "fp8"]
+    engine: Engine = "generic"
+    max_tp: Annotated[int, Field(ge=1, le=1024)] = 64
+    max_pp: Annotated[int, Field(ge=1, le=128)] = 16
+    speculative: bool = False
+    draft_model: str | None = "llama-3.2-1b"
+    spec_tokens: Annotated[int, Field(ge=1, le=16)] = 4
+    spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
+    disaggregated: bool = True
+
+    @model_validator(mode="after")
+    def _draft(self) -> Options:
+        if self.speculative and self.draft_model not in models():
+            raise ValueError(
+                f"draft_model {self.draft_model!r} is not a catalog model; "
+                f"allowed: {', '.join(sorted(models()))}"
+            )
+        return self
+
+
+class Cost(BaseModel):
+    """How a GPU-hour is priced: amortised purchase plus power, or a rental rate."""
+
+    model_config = _STRICT
+
+    mode: Literal["purchase", "hourly"] = "purchase"
+    #: Price per GPU including its share of the server and network, USD; None = catalog default.
+    gpu_price_usd: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
+    amortisation_years: Annotated[float, Field(gt=0, le=20)] = 4.0
+    utilisation: Annotated[float, Field(gt=0, le=1)] = 0.7
+    pue: Annotated[float, Field(ge=1, le=5)] = 1.3
+    usd_per_kwh: Annotated[float, Field(ge=0, le=10)] = 0.12
+    #: Rental price per GPU-hour, USD; None = catalog default.
+    gpu_hour_usd: Annotated[float, Field(ge=0, le=10_000)] | None = None
+
+
+class Scenario(BaseModel):
+    """One deployment question: model, hardware, workload, SLA, options, cost."""
+
+    model_config = _STRICT
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    name: Annotated[str, Field(max_length=200)] = "Untitled scenario"
+    model: str = "llama-3.1-70b"
+    #: An imported config.json (the raw dict); when set, ``model`` is its id.
+    model_config_json: dict[str, Any] | None = None
+    hardware: Hardware = Hardware()
+    workload: Workload = Workload()
+    sla: SLA = SLA()
+    options: Options = Options()
+    cost: Cost = Cost()
+    rank_by: Literal["cost", "gpus"] = "cost"
+
+    @model_validator(mode="after")
+    def _model(self) -> Scenario:
+        if self.model_config_json is None and self.model not in models():
+            raise ValueError(
+                f"unknown model {self.model!r}; allowed: {', '.join(sorted(models()))} "
+                "(or an imported config.json)"
+            )
+        return self
+
+    def model_spec(self) -> ModelSpec:
+        """The model this scenario is about (catalog entry or imported config)."""
+        if self.model_config_json is not None:
+            from advisor.catalog.hf_import import model_from_hf_config
+
+            return model_from_hf_config(self.model_config_json, model_id=self.model)
+        return models()[self.model]
+
+
+class ScenarioError(ValueError):
+    """A scenario file that cannot be loaded; the message says where and why."""
+
+
+def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
+    version = doc.get("schema_version")
+    if version is None:
+        raise ScenarioError("scenario has no schema_version (expected 1)")
+    if version == SCHEMA_VERSION:
+        return doc
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise ScenarioError(
+            f"scenario schema_version {version} is newer than this app supports "
+            f"({SCHEMA_VERSION}); update the app"
+        )
+    raise ScenarioError(f"scenario schema_version {version!r} is not supported (expected 1)")
+
+
+def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
+    """One readable line per problem: ``field.path: message (got value)``."""
+    lines = []
+    for err in exc.errors()[:10]:
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        got = err.get("input")
+        shown = repr(got)[:60] if not isinstance(got, dict | list) else type(got).__name__
+        lines.append(f"{prefix}{loc}: {msg} (got {shown})")
+    return "; ".join(lines)
+
+
+def load_scenario(data: dict[str, Any] | str | bytes) -> Scenario:
+    """Validate a scenario from a dict or JSON text; raises ScenarioError with a clear message."""
+    if isinstance(data, bytes | str):
+        if len(data) > 1_000_000:
+            raise ScenarioError(f"scenario file is {len(data):,} bytes; the limit is 1,000,000")
+        try:
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            doc = json.loads(text, object_pairs_hook=_no_duplicates)
+        except UnicodeDecodeError:
+            raise ScenarioError("scenario file is not UTF-8 text") from None
+        except RecursionError:
+            raise ScenarioError("scenario JSON is nested too deeply") from None
+        except json.JSONDecodeError as exc:
+            raise ScenarioError(
+                f"scenario is not valid JSON: {exc.msg} at line {exc.lineno}"
+            ) from None
+    else:
+        doc = data
+    if not isinstance(doc, dict):
+        raise ScenarioError(f"scenario must be a JSON object, got {type(doc).__name__}")
+    doc = _upgrade(doc)
+    try:
+        return Scenario.model_validate(doc)
+    except ValidationError as exc:
+        raise ScenarioError(format_validation_error(exc)) from None
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ScenarioError(f"scenario JSON has the key {k!r} twice")
+        out[k] = v
+    return out
+
+
+def dump_scenario(s: Scenario) -> str:
+    return s.model_dump_json(indent=2)
