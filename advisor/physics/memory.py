@@ -260,8 +260,9 @@ def activation_reserve_bytes(
     cache (vLLM Worker.determine_num_available_blocks).
 
     >>> from advisor.catalog import get_model
-    >>> round(activation_reserve_bytes(get_model("llama-2-70b"), 4) / 2**30, 2)  # GiB
-    2.97
+    >>> # 8192 x (2 x 8192 + 10240/4 + 3 x 28672/4) x 2 B + 256 x 8000 x 4 B + 1 GiB, in GiB
+    >>> round(activation_reserve_bytes(get_model("llama-2-70b"), 4) / 2**30, 2)
+    1.62
     """
     m = model
     h = m.hidden_size
@@ -336,7 +337,7 @@ def memory_budget(
     >>> from advisor.catalog import get_model, get_accelerator
     >>> b = memory_budget(get_model("llama-2-70b"), get_accelerator("h100-sxm"), tp=4)
     >>> b.fits, b.max_concurrent_sequences, b.max_concurrent_sequences_contiguous
-    (True, 117, 117)
+    (True, 121, 121)
     """
     if tp < 1 or pp < 1:
         raise ValueError(f"tp={tp}, pp={pp}; both must be >= 1")

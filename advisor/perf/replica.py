@@ -1,0 +1,209 @@
+"""Replicas as arrays: the per-GPU quantities of many deployments, for vectorised step times.
+
+A *replica* is one copy of the model spread over TP x PP GPUs. ``build_replicas`` turns a list
+of replica configurations (possibly of different models and accelerators) into a struct of
+numpy arrays, so prefill and decode times of thousands of candidates are computed at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from functools import lru_cache
+
+import numpy as np
+
+from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
+from advisor.perf.profiles import engine_profile, family_efficiency
+from advisor.physics.memory import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    activation_reserve_bytes,
+    bytes_per_weight,
+    kv_bytes_per_token_per_layer,
+    kv_tp_fraction,
+    weight_placement,
+)
+from advisor.physics.params import ParamBreakdown, param_breakdown
+
+#: Compute path per weight dtype: W16A16, fp8 W8A8, or weight-only (W8A16/W4A16) at 16-bit peak.
+COMPUTE_PATH = {"fp32": "16", "bf16": "16", "fp16": "16", "fp8": "fp8", "int8": "wo", "int4": "wo"}
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    model: ModelSpec
+    gpu: Accelerator
+    tp: int = 1
+    pp: int = 1
+    weights: str = "fp16"
+    kv: str = "fp16"
+    engine: str = "generic"
+    #: Link carrying TP all-reduces (None: the GPU's scale-up link, or inter_link across nodes).
+    intra_link: Interconnect | None = None
+    inter_link: Interconnect | None = None
+    gpus_per_node: int = 8
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    int4_group_size: int = 128
+    #: Override of the HBM bandwidth / peak (e.g. one GCD of an MI250X); None = catalog.
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class ReplicaArrays:
+    """Per-candidate quantities, all numpy arrays of shape [n] (SI units, per GPU of a stage)."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    layers_stage: np.ndarray  # layers on the busiest pipeline stage
+    hidden: np.ndarray
+    dense_weight_bytes: np.ndarray  # per GPU: everything but routed experts
+    expert_weight_bytes: np.ndarray  # per GPU: all routed experts of the stage
+    num_experts: np.ndarray  # 0 for dense models
+    experts_per_tok: np.ndarray
+    linear_active_params: np.ndarray  # per GPU: matmul params one token uses (incl. lm_head)
+    weight_elements: np.ndarray  # per GPU: quantized elements (for dequantization)
+    attn_width: np.ndarray  # per GPU: n_q x d_head / TP (MLA: n_q x (kv_lora + rope) / TP)
+    kv_full_per_token: np.ndarray  # per GPU: bytes/token of the full-attention layers
+    kv_window_per_token: np.ndarray  # per GPU: bytes/token of the sliding-window layers
+    window: np.ndarray  # sliding window tokens (inf if none)
+    kv_budget_bytes: np.ndarray  # per GPU, may be negative (does not fit)
+    peak_flops: np.ndarray  # achievable: dense peak of the compute path x eta x engine eff
+    peak_flops_16: np.ndarray  # achievable 16-bit (dequantization, attention)
+    hbm_bw: np.ndarray  # achievable bytes/s
+    weight_only: np.ndarray  # bool: W8A16 / W4A16
+    act_bytes: np.ndarray
+    tp_link_bw: np.ndarray  # per GPU one direction, effective for TP GPUs
+    tp_link_latency: np.ndarray
+    tp_link_nvls: np.ndarray  # bool
+    tp_link_id: np.ndarray  # object array of ids (grouping for collectives)
+    pp_link_bw: np.ndarray
+    pp_link_latency: np.ndarray
+    step_overhead_s: np.ndarray
+    seq_overhead_s: np.ndarray
+    request_overhead_s: np.ndarray
+    max_num_seqs: np.ndarray
+    gpus: np.ndarray  # TP x PP
+
+    @property
+    def n(self) -> int:
+        return int(self.tp.shape[0])
+
+    def take(self, idx: np.ndarray) -> ReplicaArrays:
+        """The subset of candidates at ``idx``."""
+        return ReplicaArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+
+
+@lru_cache(maxsize=256)
+def _breakdown(model: ModelSpec) -> ParamBreakdown:
+    return param_breakdown(model)
+
+
+def tp_link_for(cfg: ReplicaConfig, catalog_links: dict[str, Interconnect]) -> Interconnect:
+    """The link TP collectives cross: the node's scale-up link, or the inter-node link."""
+    if cfg.tp > cfg.gpus_per_node or cfg.tp > cfg.gpu.scale_up_domain:
+        if cfg.inter_link is not None:
+            return cfg.inter_link
+        return catalog_links["ib-ndr"]
+    if cfg.intra_link is not None:
+        return cfg.intra_link
+    return catalog_links[cfg.gpu.scale_up_link]
+
+
+def pp_link_for(cfg: ReplicaConfig, catalog_links: dict[str, Interconnect]) -> Interconnect:
+    """The link between pipeline stages: inside a node if the replica fits in one."""
+    if cfg.tp * cfg.pp > cfg.gpus_per_node:
+        return cfg.inter_link or catalog_links["ib-ndr"]
+    return cfg.intra_link or catalog_links[cfg.gpu.scale_up_link]
+
+
+def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object]:
+    m, g = cfg.model, cfg.gpu
+    b = _breakdown(m)
+    tp, pp = cfg.tp, cfg.pp
+    layers = m.num_hidden_layers
+    layers_stage = math.ceil(layers / pp)
+    share = layers_stage / layers
+    placement = weight_placement(m, cfg.weights, tp, pp, cfg.int4_group_size)
+    wbytes = bytes_per_weight(cfg.weights, cfg.int4_group_size)
+    expert_bytes = b.moe_experts * wbytes / tp * share
+    dense_bytes = placement.per_gpu_bytes - expert_bytes
+    head_params = m.vocab_size * m.hidden_size / tp  # lm_head matmul on the last stage
+    linear_active = (
+        b.linear_layers - b.moe_experts + b.moe_active_experts
+    ) / tp * share + head_params
+    if m.is_mla:
+        attn_width = m.num_attention_heads * (m.kv_lora_rank + m.qk_rope_head_dim) / tp  # type: ignore[operator]
+    else:
+        attn_width = m.num_attention_heads * m.head_dim / tp
+    per_layer_kv = kv_bytes_per_token_per_layer(m, cfg.kv) * kv_tp_fraction(m, tp)
+    w_layers = m.num_sliding_window_layers
+    kv_full = per_layer_kv * (layers - w_layers) * share
+    kv_win = per_layer_kv * w_layers * share
+    reserve = activation_reserve_bytes(m, tp)
+    budget = g.memory_bytes * cfg.gpu_memory_utilization - placement.per_gpu_bytes - reserve
+
+    eff = family_efficiency(g.family)
+    eng = engine_profile(cfg.engine)
+    path = COMPUTE_PATH[cfg.weights]
+    peak16 = g.peak_flops_per_s.bf16 or g.peak_flops_per_s.fp16
+    if path == "fp8" and g.peak_flops_per_s.fp8:
+        peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8
+    else:  # fp8 weights on a GPU without fp8 tensor cores run as weight-only (Ampere: Marlin fp8)
+        peak = peak16 * eff.eta_compute_16
+    weight_only = path == "wo" or (path == "fp8" and not g.peak_flops_per_s.fp8)
+
+    tl = tp_link_for(cfg, links)
+    pl = pp_link_for(cfg, links)
+    return dict(
+        tp=tp, pp=pp, layers_stage=layers_stage, hidden=m.hidden_size,
+        dense_weight_bytes=dense_bytes, expert_weight_bytes=expert_bytes,
+        num_experts=m.num_experts or 0, experts_per_tok=m.num_experts_per_tok or 0,
+        linear_active_params=linear_active,
+        weight_elements=b.linear_layers / tp * share if weight_only else 0.0,
+        attn_width=attn_width, kv_full_per_token=kv_full, kv_window_per_token=kv_win,
+        window=float(m.sliding_window) if w_layers else math.inf,
+        kv_budget_bytes=budget,
+        peak_flops=peak * eng.efficiency,
+        peak_flops_16=peak16 * eff.eta_compute_16 * eng.efficiency,
+        hbm_bw=g.hbm_bandwidth_bytes_per_s * eff.eta_mem * eng.efficiency,
+        weight_only=weight_only,
+        act_bytes=4.0 if cfg.weights == "fp32" else 2.0,
+        tp_link_bw=tl.effective_bandwidth_bytes_per_s(tp), tp_link_latency=tl.latency_s,
+        tp_link_nvls=tl.in_switch_reduction, tp_link_id=tl.id,
+        pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
+        step_overhead_s=eng.step_overhead_s, seq_overhead_s=eng.seq_overhead_s,
+        request_overhead_s=eng.request_overhead_s, max_num_seqs=eng.max_num_seqs,
+        gpus=tp * pp,
+    )  # fmt: skip
+
+
+def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
+    """Struct-of-arrays for ``configs`` (one Python pass over the configs, then numpy)."""
+    from advisor.catalog import interconnects
+
+    links = interconnects()
+    rows = [_row(c, links) for c in configs]
+    cols: dict[str, np.ndarray] = {}
+    for f in fields(ReplicaArrays):
+        values = [r[f.name] for r in rows]
+        if f.name == "tp_link_id":
+            cols[f.name] = np.array(values, dtype=object)
+        elif f.name in ("weight_only", "tp_link_nvls"):
+            cols[f.name] = np.array(values, dtype=bool)
+        else:
+            cols[f.name] = np.array(values, dtype=float)
+    return ReplicaArrays(**cols)
+
+
+def kv_bytes_per_sequence(r: ReplicaArrays, context_tokens: np.ndarray) -> np.ndarray:
+    """KV bytes one sequence of ``context_tokens`` holds on a GPU of the busiest stage."""
+    c = np.asarray(context_tokens, dtype=float)
+    return r.kv_full_per_token * c + r.kv_window_per_token * np.minimum(c, r.window)
+
+
+def max_running(r: ReplicaArrays, context_tokens: np.ndarray) -> np.ndarray:
+    """Sequences whose KV fits at ``context_tokens`` each (paged, block waste ignored), >= 0."""
+    per_seq = kv_bytes_per_sequence(r, context_tokens)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.floor(np.where(r.kv_budget_bytes > 0, r.kv_budget_bytes / per_seq, 0.0))
+    return np.maximum(n, 0.0)

@@ -1,0 +1,211 @@
+"""Step times of a replica: one decode iteration and one prefill, with their breakdown.
+
+Vectorised over candidates (``ReplicaArrays``); every argument may be an array of shape [n] or
+a scalar. The model (formulas.md "Roofline", "Collectives", "Pipeline parallelism"):
+
+per GPU of a pipeline stage, one iteration over ``batch`` running sequences of mean context
+``context`` plus ``prefill_tokens`` piggy-backed prompt tokens (chunked prefill, Sarathi-Serve):
+
+    flops   = 2 x active_params x tokens + 4 x layers x width x batch x context
+              (+ 2 x layers x width x prefill_tokens x prompt_len for the piggy-backed prompts)
+    bytes   = dense weights + experts touched x expert bytes + KV of every running sequence
+    gpu     = max(flops / peak + dequant, bytes / bandwidth)        (roofline; W4A16 dequant
+                                                                     overlaps the weight reads)
+    comm    = 2 x layers x allreduce(tokens x hidden x 2 bytes, TP)  (Megatron-LM: 2 per layer)
+    stage   = gpu + comm
+    step    = PP x stage + (PP - 1) x p2p + overhead(batch)          (a token crosses all stages)
+
+``peak`` and ``bandwidth`` are already the achievable values (datasheet x calibrated efficiency).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.catalog import interconnects
+from advisor.perf.replica import ReplicaArrays, kv_bytes_per_sequence
+from advisor.physics.roofline import expected_experts_touched
+
+#: Weight-only dequantization: ops per weight per pass on the vector (non-tensor) units, and the
+#: vector-to-tensor throughput ratio. A Marlin/Machete-style W4A16 kernel unpacks, converts and
+#: scales each weight once per pass of 64 activation rows (Frantar et al. 2024, "MARLIN", arXiv
+#: 2408.11743: near-ideal 4x at batch <= 16-32, falling towards the fp16 speed by batch 128).
+DEQUANT_OPS_PER_WEIGHT = 4.0
+DEQUANT_ROWS_PER_PASS = 64.0
+VECTOR_TO_TENSOR_RATIO = 1.0 / 8.0  # H100: 134 TF fp16 vector vs 989 TF tensor (~1/7.4)
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Times in seconds, arrays of shape [n]. ``total`` = sum of the additive components."""
+
+    compute: np.ndarray
+    memory: np.ndarray
+    dequant: np.ndarray
+    communication: np.ndarray
+    overhead: np.ndarray
+    bubble: np.ndarray
+    total: np.ndarray
+    # Diagnostics (not additive): the raw roofline terms before overlap, per stage.
+    compute_raw: np.ndarray
+    memory_raw: np.ndarray
+    bytes_per_gpu: np.ndarray
+    flops_per_gpu: np.ndarray
+
+    def component_dict(self, i: int = 0) -> dict[str, float]:
+        """The additive components of candidate ``i``, in ms."""
+        return {
+            k: float(np.asarray(getattr(self, k)).reshape(-1)[i]) * 1e3
+            for k in ("compute", "memory", "dequant", "communication", "overhead", "bubble")
+        }
+
+
+def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
+    """All-reduce time per candidate (0 for TP=1), grouped by (TP, link) for the collectives model."""
+    from advisor.physics.collectives import allreduce_time_s as _allreduce
+
+    msg = np.broadcast_to(np.asarray(message_bytes, dtype=float), r.tp.shape)
+    out = np.zeros(r.tp.shape)
+    links = interconnects()
+    multi = r.tp > 1
+    if not multi.any():
+        return out
+    keys = np.stack([r.tp[multi].astype(int).astype(str), r.tp_link_id[multi].astype(str)], axis=1)
+    idx_multi = np.nonzero(multi)[0]
+    for key in {tuple(k) for k in keys}:
+        sel = idx_multi[(keys[:, 0] == key[0]) & (keys[:, 1] == key[1])]
+        out[sel] = _allreduce(msg[sel], int(key[0]), links[key[1]])
+    return out
+
+
+def p2p_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
+    """Point-to-point send between adjacent pipeline stages: alpha + S / B (0 for PP=1)."""
+    t = r.pp_link_latency + np.asarray(message_bytes, dtype=float) / r.pp_link_bw
+    return np.where(r.pp > 1, t, 0.0)
+
+
+def _stage_gpu_time(
+    r: ReplicaArrays,
+    tokens: np.ndarray,
+    batch: np.ndarray,
+    context: np.ndarray,
+    extra_attn_flops: np.ndarray,
+    kv_bytes: np.ndarray,
+    experts_tokens: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    flops = (
+        2.0 * r.linear_active_params * tokens
+        + 4.0 * r.layers_stage * r.attn_width * batch * context
+    )
+    flops = flops + extra_attn_flops
+    touched = np.where(
+        r.num_experts > 0,
+        expected_experts_touched(np.maximum(r.num_experts, 1), r.experts_per_tok, experts_tokens)
+        / np.maximum(r.num_experts, 1),
+        0.0,
+    )
+    weight_bytes = r.dense_weight_bytes + r.expert_weight_bytes * touched
+    nbytes = weight_bytes + kv_bytes
+    compute = flops / r.peak_flops
+    memory = nbytes / r.hbm_bw
+    passes = 1.0 + tokens / DEQUANT_ROWS_PER_PASS
+    dequant = np.where(
+        r.weight_only,
+        r.weight_elements
+        * DEQUANT_OPS_PER_WEIGHT
+        * passes
+        / (r.peak_flops_16 * VECTOR_TO_TENSOR_RATIO),
+        0.0,
+    )
+    return flops, nbytes, compute, memory, dequant
+
+
+def _split(compute: np.ndarray, memory: np.ndarray, dequant: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Attribute the overlapped GPU time to its binding resource (components stay additive)."""
+    mem_bound = memory >= compute + dequant
+    return (
+        np.where(mem_bound, 0.0, compute),
+        np.where(mem_bound, memory, 0.0),
+        np.where(mem_bound, 0.0, dequant),
+    )
+
+
+def decode_step(
+    r: ReplicaArrays,
+    batch: np.ndarray,
+    context_tokens: np.ndarray,
+    prefill_tokens: np.ndarray | float = 0.0,
+    prompt_tokens: np.ndarray | float = 0.0,
+) -> StepTimes:
+    """One decode iteration for ``batch`` running sequences (all stages, one token each).
+
+    With PP, the batch is split into min(PP, batch) micro-batches that keep the stages busy;
+    each token still crosses every stage, so the time per output token is PP x stage time.
+    ``prefill_tokens`` piggy-backed prompt tokens (chunked prefill) share the iteration.
+    """
+    b = np.maximum(np.asarray(batch, dtype=float), 1.0)
+    c = np.asarray(context_tokens, dtype=float)
+    q = np.asarray(prefill_tokens, dtype=float)
+    micro = np.minimum(r.pp, b)
+    mb = b / micro  # sequences per micro-batch
+    mq = q / micro
+    tokens = mb + mq
+    kv = kv_bytes_per_sequence(r, c) * mb
+    prompt = np.asarray(prompt_tokens, dtype=float)
+    extra = 2.0 * r.layers_stage * r.attn_width * mq * prompt
+    flops, nbytes, compute, memory, dequant = _stage_gpu_time(r, tokens, mb, c, extra, kv, tokens)
+    comm = 2.0 * r.layers_stage * allreduce_time_s(r, tokens * r.hidden * r.act_bytes)
+    p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
+    cmp_, mem, dq = _split(compute, memory, dequant)
+    overhead = r.step_overhead_s + r.seq_overhead_s * b
+    # A token crosses every stage: PP x stage time (each stage works on its micro-batch).
+    pp = r.pp
+    total_gpu = pp * (cmp_ + mem + dq)
+    communication = pp * comm + (pp - 1) * p2p
+    total = total_gpu + communication + overhead
+    return StepTimes(
+        compute=pp * cmp_, memory=pp * mem, dequant=pp * dq, communication=communication,
+        overhead=overhead, bubble=np.zeros_like(total), total=total,
+        compute_raw=compute, memory_raw=memory, bytes_per_gpu=nbytes, flops_per_gpu=flops,
+    )  # fmt: skip
+
+
+#: Prompt chunk size the pipeline streams through the stages (TensorRT-LLM/vLLM chunked
+#: prefill default token budgets are 2048-8192; 2048 keeps pipeline fill short).
+PIPELINE_CHUNK_TOKENS = 2048.0
+
+
+def prefill(
+    r: ReplicaArrays, prompt_tokens: np.ndarray, batch: np.ndarray | float = 1.0
+) -> StepTimes:
+    """Prefill ``batch`` prompts of ``prompt_tokens`` each, alone on the replica.
+
+    With PP the prompt streams through the stages in chunks: (chunks + PP - 1) stage times, the
+    PP - 1 being the pipeline bubble (GPipe: bubble fraction (p - 1) / (m + p - 1)).
+    """
+    t = np.maximum(np.asarray(prompt_tokens, dtype=float), 1.0)
+    nb = np.asarray(batch, dtype=float)
+    chunks = np.where(r.pp > 1, np.ceil(t * nb / PIPELINE_CHUNK_TOKENS), 1.0)
+    tokens = t * nb / chunks
+    # Causal attention over the prompt: 2 x layers x width x T^2 per prompt.
+    attn = 2.0 * r.layers_stage * r.attn_width * t * t * nb / chunks
+    kv_write = kv_bytes_per_sequence(r, t) * nb / chunks
+    flops, nbytes, compute, memory, dequant = _stage_gpu_time(
+        r, tokens, np.zeros_like(tokens), np.zeros_like(tokens), attn, kv_write, tokens
+    )
+    comm = 2.0 * r.layers_stage * allreduce_time_s(r, tokens * r.hidden * r.act_bytes)
+    p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
+    cmp_, mem, dq = _split(compute, memory, dequant)
+    stage = cmp_ + mem + dq + comm
+    steps = chunks + r.pp - 1.0
+    bubble = (r.pp - 1.0) * stage
+    overhead = r.request_overhead_s + r.step_overhead_s
+    total = chunks * stage + bubble + (r.pp - 1) * p2p * chunks + overhead
+    return StepTimes(
+        compute=chunks * cmp_, memory=chunks * mem, dequant=chunks * dq,
+        communication=chunks * comm + (r.pp - 1) * p2p * chunks, overhead=overhead,
+        bubble=bubble, total=total, compute_raw=compute, memory_raw=memory,
+        bytes_per_gpu=nbytes * steps, flops_per_gpu=flops * chunks,
+    )  # fmt: skip

@@ -1,0 +1,76 @@
+"""Roofline arithmetic: FLOPs and bytes of prefill and decode, and the time they take.
+
+Every function accepts numpy arrays as well as scalars (the search evaluates many deployments
+at once). Units: FLOP, bytes, seconds, FLOP/s, bytes/s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def decode_flops_per_token(
+    linear_params: float, layers: float, context_tokens: float, attn_width: float
+) -> float:
+    """FLOPs to decode one token: 2 x params (matmuls) + 4 x layers x context x n_q x d_head.
+
+    The attention term is Q.K^T and P.V over the cached context (2 FLOPs per multiply-add each).
+    Source: formulas.md "Roofline"; Kaplan et al. 2020 (C_forward ~ 2N + 2 n_layer n_ctx d_attn).
+
+    >>> decode_flops_per_token(6.5e9, 32, 4096, 4096) / 1e9  # Llama-2-7B at 4k context
+    15.147483648
+    """
+    return 2.0 * linear_params + 4.0 * layers * context_tokens * attn_width
+
+
+def prefill_flops(
+    linear_params: float, layers: float, prompt_tokens: float, attn_width: float
+) -> float:
+    """FLOPs to prefill a prompt of T tokens: 2 x params x T + 2 x layers x n_q x d_head x T^2.
+
+    The causal mask halves the 4 x T^2 attention work. Source: formulas.md "Roofline".
+
+    >>> prefill_flops(6.5e9, 32, 2048, 4096) / 1e12  # 2 x 6.5e9 x 2048 + 2 x 32 x 4096 x 2048^2
+    27.723511627776
+    """
+    return 2.0 * linear_params * prompt_tokens + 2.0 * layers * attn_width * prompt_tokens**2
+
+
+def roofline_time_s(
+    flops: float, bytes_moved: float, peak_flops_per_s: float, bandwidth_bytes_per_s: float
+) -> float:
+    """Time bounded by compute or memory: max(FLOPs / peak, bytes / bandwidth).
+
+    Pass achievable (not datasheet) peak and bandwidth. Source: Williams, Waterman and Patterson,
+    "Roofline", CACM 2009.
+
+    >>> float(roofline_time_s(2e12, 1.0e9, 1e15, 2e12))  # compute 2 ms > memory 0.5 ms
+    0.002
+    """
+    return np.maximum(flops / peak_flops_per_s, bytes_moved / bandwidth_bytes_per_s)
+
+
+def ridge_point_flops_per_byte(peak_flops_per_s: float, bandwidth_bytes_per_s: float) -> float:
+    """Arithmetic intensity where a kernel turns compute-bound: peak / bandwidth.
+
+    >>> round(ridge_point_flops_per_byte(989e12, 3.35e12))  # H100 bf16 dense (formulas.md: ~295)
+    295
+    """
+    return peak_flops_per_s / bandwidth_bytes_per_s
+
+
+def expected_experts_touched(num_experts: float, top_k: float, tokens: float) -> float:
+    """Expected number of distinct experts a batch of tokens routes to: E x (1 - (1 - k/E)^n).
+
+    Assumes uniform, independent routing (a load-balanced router's target). One token touches
+    k experts; a large batch touches all of them, which is why MoE decode at batch 1 reads far
+    fewer bytes than the model's size. Source: occupancy of E bins by n draws of k (balls into
+    bins); Mixtral paper (Jiang et al. 2024) for top-2 of 8.
+
+    >>> float(expected_experts_touched(8, 2, 1))
+    2.0
+    >>> round(float(expected_experts_touched(8, 2, 16)), 2)  # Mixtral at batch 16: nearly all 8
+    7.92
+    """
+    frac = 1.0 - np.power(1.0 - top_k / num_experts, tokens)
+    return num_experts * frac
