@@ -1,0 +1,72 @@
+"""``advisor collective``: time and nccl-tests bandwidths of one collective on one link."""
+
+from __future__ import annotations
+
+import argparse
+
+from advisor.cli import CliInputError, add_json_flag, choice_of, int_in
+from advisor.cli.common import resolve_gpu, resolve_link
+from advisor.physics.collectives import OPS, collective
+
+#: Inter-node link used when the group is larger than the GPU's scale-up domain.
+DEFAULT_INTER_NODE_LINK = "ib-ndr"
+MAX_BYTES = 1e12
+
+
+def _bytes(text: str) -> float:
+    """argparse type: a message size in bytes, an int or float literal (``1e6``) in 1..1e12."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of bytes (allowed: 1..{MAX_BYTES:g})"
+        ) from None
+    if not 1 <= value <= MAX_BYTES:
+        raise argparse.ArgumentTypeError(
+            f"{text.strip()} is out of range (allowed: 1..{MAX_BYTES:g})"
+        )
+    return value
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("collective", help="time of one all-reduce / all-gather / reduce-scatter")
+    p.add_argument("--op", type=choice_of(OPS, "op"), default="allreduce", help=", ".join(OPS))
+    p.add_argument("--gpu", required=True, help="accelerator id (see `advisor catalog`)")
+    p.add_argument("--n", type=int_in(1, 4096), required=True, help="number of GPUs (1..4096)")
+    p.add_argument("--bytes", type=_bytes, required=True, help="message size per GPU in bytes")
+    p.add_argument(
+        "--link", default=None,
+        help="interconnect id (default: the GPU's scale-up link if --n fits its scale-up "
+        f"domain, else {DEFAULT_INTER_NODE_LINK})",
+    )  # fmt: skip
+    add_json_flag(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> dict:
+    gpu = resolve_gpu(args.gpu)
+    if args.link is not None:
+        link = resolve_link(args.link)
+    elif args.n <= gpu.scale_up_domain:
+        link = resolve_link(gpu.scale_up_link)
+    else:
+        link = resolve_link(DEFAULT_INTER_NODE_LINK)
+    if link.scope == "intra_node" and link.topology == "mesh" and args.n > link.links_per_gpu + 1:
+        raise CliInputError(
+            f"--n {args.n}: link {link.id!r} is a mesh of {link.links_per_gpu + 1} GPUs "
+            f"(allowed: 1..{link.links_per_gpu + 1}, or pass an inter-node --link)"
+        )
+    r = collective(args.op, args.bytes, args.n, link)
+    return {
+        "op": r.op, "gpu": gpu.id, "link": link.id, "n_gpus": r.n_gpus,
+        "bytes": r.message_bytes, "algorithm": r.algorithm, "time_us": r.time_s * 1e6,
+        "algbw_gbps": r.algbw_bytes_per_s / 1e9, "busbw_gbps": r.busbw_bytes_per_s / 1e9,
+    }  # fmt: skip
+
+
+def render(r: dict) -> str:
+    return (
+        f"{r['op']} of {r['bytes']:,.0f} bytes on {r['n_gpus']} x {r['gpu']} over {r['link']}: "
+        f"{r['time_us']:,.2f} us ({r['algorithm']}), algbw {r['algbw_gbps'] or float('inf'):.2f} GB/s, "
+        f"busbw {r['busbw_gbps']:.2f} GB/s (GB = 1e9)"
+    )

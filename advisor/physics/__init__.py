@@ -1,0 +1,1 @@
+"""Physics: one formula, one function (params, memory, collectives, roofline, speculative, ...)."""

@@ -1,0 +1,1018 @@
+"""Collective communication time (all-reduce, all-gather, reduce-scatter) on one link type.
+
+Units: bytes, seconds, bytes/s one direction per GPU (SI inside; GB = 1e9 only at the edges).
+``message_bytes`` is the per-GPU buffer S, as nccl-tests' "size" column: an all-reduce of S bytes
+leaves every GPU with the S-byte sum; an all-gather's S is the gathered (output) buffer; a
+reduce-scatter's S is the input buffer.
+
+Model: the alpha-beta (latency-bandwidth) costs of Thakur, Rabenseifner and Gropp (2005), with
+three corrections that matter in practice:
+
+* links never reach the raw rate: bandwidth is ``achievable_fraction x raw``, with one fraction
+  per link kind fitted to the nccl-tests rows of ``data/measurements.csv`` (:data:`CALIBRATION`);
+* each algorithm has a fixed software latency (kernel launch, synchronisation) besides the
+  per-step link latency: NCCL's own tuning model (``src/graph/tuning.cc``: ``baseLat`` Ring/LL
+  6.6 us; NVLS 25 us);
+* the algorithm is the fastest available one (NCCL and RCCL tune per size; vLLM and TensorRT-LLM
+  use their one-shot / two-shot kernels where those are faster).
+
+A collective over N GPUs on one link type is "flat": every GPU talks over ``link``. For a
+multi-node group pass the bottleneck (inter-node) link; the NVLink part only makes it faster.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from advisor.catalog.specs import Interconnect
+
+Op = Literal["allreduce", "allgather", "reducescatter"]
+OPS: tuple[str, ...] = ("allreduce", "allgather", "reducescatter")
+Algorithm = Literal["ring", "tree", "nvls", "one_shot", "two_shot"]
+#: Algorithms NCCL/RCCL choose between (tree only across nodes: within a node NCCL's tree is a chain).
+NCCL_ALGORITHMS: tuple[str, ...] = ("ring", "tree", "nvls")
+#: vLLM / TensorRT-LLM / SGLang custom all-reduce kernels (peer-to-peer loads over NVLink/xGMI).
+CUSTOM_ALGORITHMS: tuple[str, ...] = ("one_shot", "two_shot")
+ALGORITHMS: tuple[str, ...] = NCCL_ALGORITHMS + CUSTOM_ALGORITHMS
+
+#: NCCL's base latency of a Ring/Tree collective with the LL protocol, s.
+#: Source: NCCL src/graph/tuning.cc ``baseLat`` (Ring LL 6.6 us, Tree LL 6.8 us), NCCL 2.18-2.27.
+NCCL_BASE_LATENCY_S = 6.6e-6
+#: NCCL's latency of an NVLS (NVLink SHARP) all-reduce, s.
+#: Source: NCCL src/graph/tuning.cc ``hwLat[NVLINK][NVLS][Simple] = 25`` us (NCCL 2.19+).
+NVLS_BASE_LATENCY_S = 25e-6
+
+Number = float | np.ndarray
+
+
+# --------------------------------------------------------------------------------------------
+# Formulas (one formula, one function). Vectorised over message_bytes.
+# --------------------------------------------------------------------------------------------
+
+
+def _arr(message_bytes: Number) -> np.ndarray:
+    return np.asarray(message_bytes, dtype=float)
+
+
+def _ret(value: np.ndarray, like: Number) -> Number:
+    return float(value) if np.ndim(like) == 0 else value
+
+
+def _check_n(n_gpus: int) -> None:
+    if int(n_gpus) != n_gpus or n_gpus < 1:
+        raise ValueError(f"n_gpus={n_gpus!r} must be an integer >= 1")
+
+
+def ring_allreduce_time_s(
+    message_bytes: Number, n_gpus: int, bandwidth_bytes_per_s: float, latency_s: float
+) -> Number:
+    """Ring all-reduce (reduce-scatter then all-gather around a ring).
+
+    T = 2(N-1) alpha + 2(N-1)/N x S / B; zero for N = 1.
+
+    Source: Thakur, Rabenseifner and Gropp 2005, "Optimization of Collective Communication
+    Operations in MPICH", IJHPCA 19(1), sec. 4.4; NCCL's ring (nccl-tests doc/PERFORMANCE.md).
+
+    Hand check: 1 GB on 8 GPUs at 450 GB/s, alpha 1 us: 14 us + 1.75 x 1e9 / 450e9 = 3903 us.
+
+    >>> round(ring_allreduce_time_s(1e9, 8, 450e9, 1e-6) * 1e6, 1)
+    3902.9
+    >>> ring_allreduce_time_s(1e9, 1, 450e9, 1e-6)
+    0.0
+    """
+    _check_n(n_gpus)
+    s = _arr(message_bytes)
+    n = n_gpus
+    t = 2 * (n - 1) * latency_s + 2 * (n - 1) / n * s / bandwidth_bytes_per_s
+    return _ret(np.where(n > 1, t, 0.0), message_bytes)
+
+
+def ring_allgather_time_s(
+    message_bytes: Number, n_gpus: int, bandwidth_bytes_per_s: float, latency_s: float
+) -> Number:
+    """Ring all-gather of an S-byte output buffer (each GPU contributes S/N).
+
+    T = (N-1) alpha + (N-1)/N x S / B; zero for N = 1.
+
+    Source: Thakur, Rabenseifner and Gropp 2005, sec. 4.1 (ring algorithm).
+
+    Hand check: 2 MiB on 8 GPUs at 450 GB/s, alpha 1 us: 7 us + 0.875 x 2097152 / 450e9 = 11.08 us.
+
+    >>> round(ring_allgather_time_s(2 * 2**20, 8, 450e9, 1e-6) * 1e6, 2)
+    11.08
+    """
+    _check_n(n_gpus)
+    s = _arr(message_bytes)
+    n = n_gpus
+    t = (n - 1) * latency_s + (n - 1) / n * s / bandwidth_bytes_per_s
+    return _ret(np.where(n > 1, t, 0.0), message_bytes)
+
+
+def ring_reducescatter_time_s(
+    message_bytes: Number, n_gpus: int, bandwidth_bytes_per_s: float, latency_s: float
+) -> Number:
+    """Ring reduce-scatter of an S-byte input buffer (each GPU keeps S/N of the sum).
+
+    T = (N-1) alpha + (N-1)/N x S / B; zero for N = 1 (same cost as the ring all-gather).
+
+    Source: Thakur, Rabenseifner and Gropp 2005, sec. 4.4 (first half of the ring all-reduce).
+
+    >>> round(ring_reducescatter_time_s(2 * 2**20, 8, 450e9, 1e-6) * 1e6, 2)
+    11.08
+    """
+    return ring_allgather_time_s(message_bytes, n_gpus, bandwidth_bytes_per_s, latency_s)
+
+
+def tree_allreduce_time_s(
+    message_bytes: Number, n_gpus: int, bandwidth_bytes_per_s: float, latency_s: float
+) -> Number:
+    """Pipelined double-binary-tree all-reduce (NCCL's inter-node tree).
+
+    T = 2 ceil(log2 N) alpha + 2 S / B; zero for N = 1. Latency grows with log2 N instead of N;
+    each GPU sends and receives about S per phase (reduce up, broadcast down), split over two
+    complementary trees.
+
+    Source: Sanders, Speck and Traeff 2009, "Two-tree algorithms for full bandwidth broadcast,
+    reduction and scan", Parallel Computing 35(12); NCCL 2.4 blog "Massively Scale Your Deep
+    Learning Training with NCCL 2.4" (double binary trees).
+
+    Hand check: 1 MB on 64 GPUs at 50 GB/s, alpha 5 us: 2 x 6 x 5 us + 2e6 / 50e9 = 100 us.
+
+    >>> round(tree_allreduce_time_s(1e6, 64, 50e9, 5e-6) * 1e6, 1)
+    100.0
+    """
+    _check_n(n_gpus)
+    s = _arr(message_bytes)
+    t = 2 * math.ceil(math.log2(n_gpus)) * latency_s + 2 * s / bandwidth_bytes_per_s
+    return _ret(np.where(n_gpus > 1, t, 0.0), message_bytes)
+
+
+def nvls_allreduce_time_s(
+    message_bytes: Number, n_gpus: int, bandwidth_bytes_per_s: float, latency_s: float
+) -> Number:
+    """NVLink SHARP (NVLS) all-reduce: the NVSwitch reduces and multicasts.
+
+    T = 2 alpha + (N+1)/N x S / B; zero for N = 1.
+
+    Each GPU owns S/N of the result: a multimem load-reduce pulls its shard's sum from the switch
+    (the GPU sends its whole buffer, S, to the switch across all owners, and receives S/N), then a
+    multimem store sends S/N that the switch copies to every GPU (receives S). Per direction a GPU
+    moves S + S/N, against 2(N-1)/N x S for the ring; nccl-tests' busbw (ring convention) of NVLS
+    is therefore 2(N-1)/(N+1) x B. The (N+1)/N dependence matches the H200 rows M1017/M1019/M1035
+    (N = 5, 6, 8: busbw ratio 0.863 : 0.908 : 1 measured, 0.857 : 0.918 : 1 from this formula).
+
+    Source: NVIDIA, "NVLink SHARP" (Hopper architecture whitepaper 2022; NCCL 2.17 release notes,
+    multimem ld_reduce/st); per-direction counting as in Thakur et al. 2005.
+
+    Hand check: 1 GB on 8 GPUs at 300 GB/s, alpha 1 us: 2 us + 1.125 x 1e9 / 300e9 = 3752 us.
+
+    >>> round(nvls_allreduce_time_s(1e9, 8, 300e9, 1e-6) * 1e6, 1)
+    3752.0
+    """
+    _check_n(n_gpus)
+    s = _arr(message_bytes)
+    n = n_gpus
+    t = 2 * latency_s + (n + 1) / n * s / bandwidth_bytes_per_s
+    return _ret(np.where(n > 1, t, 0.0), message_bytes)
+
+
+def one_shot_allreduce_time_s(
+    message_bytes: Number, n_gpus: int, bandwidth_bytes_per_s: float, latency_s: float
+) -> Number:
+    """One-shot all-reduce: every GPU reads all N-1 peers' whole buffers and reduces locally.
+
+    T = alpha + (N-1) x S / B; zero for N = 1. One synchronisation step, but (N-1) x S bytes into
+    every GPU: latency-optimal, bandwidth-poor, so it wins only for small messages.
+
+    Source: vLLM ``csrc/custom_all_reduce.cuh`` (``cross_device_reduce_1stage``) and
+    TensorRT-LLM ``customAllReduceKernels.cu`` (``ONESHOT``): each rank loads the registered
+    buffers of all ranks over NVLink peer-to-peer and writes the full sum.
+
+    Hand check: 16 KiB on 8 GPUs at 450 GB/s, alpha 1 us: 1 us + 7 x 16384 / 450e9 = 1.255 us.
+
+    >>> round(one_shot_allreduce_time_s(16384, 8, 450e9, 1e-6) * 1e6, 3)
+    1.255
+    """
+    _check_n(n_gpus)
+    s = _arr(message_bytes)
+    n = n_gpus
+    t = latency_s + (n - 1) * s / bandwidth_bytes_per_s
+    return _ret(np.where(n > 1, t, 0.0), message_bytes)
+
+
+def two_shot_allreduce_time_s(
+    message_bytes: Number, n_gpus: int, bandwidth_bytes_per_s: float, latency_s: float
+) -> Number:
+    """Two-shot all-reduce: direct-read reduce-scatter, then direct-read all-gather.
+
+    T = 2 alpha + 2(N-1)/N x S / B; zero for N = 1. The ring's bytes in two steps instead of
+    2(N-1).
+
+    Source: vLLM ``csrc/custom_all_reduce.cuh`` (``cross_device_reduce_2stage``); TensorRT-LLM
+    ``customAllReduceKernels.cu`` (``TWOSHOT``).
+
+    Hand check: 1 MB on 8 GPUs at 450 GB/s, alpha 1 us: 2 us + 1.75e6 / 450e9 = 5.889 us.
+
+    >>> round(two_shot_allreduce_time_s(1e6, 8, 450e9, 1e-6) * 1e6, 3)
+    5.889
+    """
+    _check_n(n_gpus)
+    s = _arr(message_bytes)
+    n = n_gpus
+    t = 2 * latency_s + 2 * (n - 1) / n * s / bandwidth_bytes_per_s
+    return _ret(np.where(n > 1, t, 0.0), message_bytes)
+
+
+def one_shot_allgather_time_s(
+    message_bytes: Number, n_gpus: int, bandwidth_bytes_per_s: float, latency_s: float
+) -> Number:
+    """Direct (one-shot) all-gather or reduce-scatter: each GPU reads its N-1 peers' shards.
+
+    T = alpha + (N-1)/N x S / B; zero for N = 1. Ring bytes in a single step (needs every peer
+    reachable directly: NVSwitch or a full xGMI mesh).
+
+    Source: the first/second stage of vLLM's ``cross_device_reduce_2stage``; NCCL's NVLS and
+    "PAT" algorithms have the same byte count.
+
+    >>> round(one_shot_allgather_time_s(2 * 2**20, 8, 450e9, 1e-6) * 1e6, 2)
+    5.08
+    """
+    _check_n(n_gpus)
+    s = _arr(message_bytes)
+    n = n_gpus
+    t = latency_s + (n - 1) / n * s / bandwidth_bytes_per_s
+    return _ret(np.where(n > 1, t, 0.0), message_bytes)
+
+
+# --------------------------------------------------------------------------------------------
+# nccl-tests conventions
+# --------------------------------------------------------------------------------------------
+
+
+def busbw_factor(op: str, n_gpus: int) -> float:
+    """nccl-tests' bus-bandwidth factor: busbw = algbw x factor.
+
+    All-reduce 2(N-1)/N; all-gather and reduce-scatter (N-1)/N; 0 for N = 1.
+
+    Source: NVIDIA nccl-tests ``doc/PERFORMANCE.md`` ("Bus bandwidth").
+
+    >>> busbw_factor("allreduce", 8), busbw_factor("allgather", 8)
+    (1.75, 0.875)
+    """
+    _check_n(n_gpus)
+    if op == "allreduce":
+        return 2 * (n_gpus - 1) / n_gpus
+    if op in ("allgather", "reducescatter"):
+        return (n_gpus - 1) / n_gpus
+    raise ValueError(f"op={op!r}; allowed: {', '.join(OPS)}")
+
+
+def algbw_bytes_per_s(message_bytes: Number, time_s: Number) -> Number:
+    """Algorithm bandwidth as nccl-tests prints it: algbw = S / t (inf when t = 0).
+
+    Source: nccl-tests ``doc/PERFORMANCE.md`` ("Algorithm bandwidth").
+
+    Hand check (row M0975): 65536 B in 46.8 us -> 1.400 GB/s.
+
+    >>> round(algbw_bytes_per_s(65536, 46.8e-6) / 1e9, 3)
+    1.4
+    """
+    s, t = _arr(message_bytes), _arr(time_s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(t > 0, s / np.where(t > 0, t, 1.0), np.inf)
+    return _ret(out, message_bytes if np.ndim(message_bytes) else time_s)
+
+
+def busbw_bytes_per_s(algbw: Number, op: str, n_gpus: int) -> Number:
+    """Bus bandwidth: busbw = algbw x busbw_factor(op, N) (0 for N = 1).
+
+    Source: nccl-tests ``doc/PERFORMANCE.md``. Hand check (row M0975): algbw 1.400 GB/s x 1.75
+    = 2.45 GB/s, the busbw nccl-tests printed.
+
+    >>> round(busbw_bytes_per_s(65536 / 46.8e-6, "allreduce", 8) / 1e9, 2)
+    2.45
+    """
+    f = busbw_factor(op, n_gpus)
+    a = _arr(algbw)
+    return _ret(np.where(f > 0, a * f, 0.0), algbw)
+
+
+def time_from_busbw_s(message_bytes: Number, busbw: Number, op: str, n_gpus: int) -> Number:
+    """Invert nccl-tests' busbw: t = S x factor / busbw.
+
+    Source: nccl-tests ``doc/PERFORMANCE.md``. Hand check (row M0997): 128 KiB at busbw
+    5.73 GB/s on 8 GPUs -> 131072 x 1.75 / 5.73e9 = 40.0 us (the row says ~40.1 us).
+
+    >>> round(time_from_busbw_s(131072, 5.73e9, "allreduce", 8) * 1e6, 1)
+    40.0
+    """
+    return _ret(_arr(message_bytes) * busbw_factor(op, n_gpus) / _arr(busbw), message_bytes)
+
+
+# --------------------------------------------------------------------------------------------
+# Calibration (fitted by fit_calibration from data/measurements.csv; see below)
+# --------------------------------------------------------------------------------------------
+
+#: Fitted by ``fit_calibration(load_collective_rows())`` with the links of
+#: data/interconnects.yaml (commit 69a40d7: nvlink3 300 GB/s 3.3 us, nvlink4 450 GB/s 2.2 us,
+#: nvlink5 900 GB/s 2.2 us, xgmi 7 x 64 GB/s 2.7 us, pcie5 63 GB/s 5.7 us). Run
+#: ``python -m advisor.physics.collectives`` to print a fresh fit and the validation table. Rows that produced each value:
+#:
+#: * ``link_efficiency["nvlink"]``: median busbw / raw link bandwidth over the ring rows with
+#:   S >= 1 GiB: A100 M0990 M0991 M0993 M0994 (NVLink3, 300 GB/s, no NVLS), H200 M1015 M1016
+#:   M1018 M1022 M1036 (NVLink4, 450 GB/s), B200 M1025 M1027 M1030 M1034 (NVLink5, 900 GB/s);
+#:   13 rows (ring by NCCL_NVLS_ENABLE=0 or below the notes' NVLS threshold), spread 0.748
+#:   (B200) .. 0.816 (H200).
+#: * ``link_efficiency["xgmi"]``: M1041 (MI300X, RCCL, 7 x 64 GB/s peer links): 1 row.
+#: * ``link_efficiency["pcie"]``: M1049 (8 x RTX 5090 on PCIe 5 x16, 63 GB/s; the NCCL developer
+#:   notes PCIe all-reduce is bounded by CPU/memory): 1 row, consumer GPU.
+#: * ``link_efficiency["infiniband"/"ethernet"]``: no measurement row; the pooled median of all
+#:   per-row ring fractions above (not a fit to these links: treat as an assumption).
+#: * ``nvls_efficiency``: NVLS effective bandwidth / (nvlink fraction x raw), median over the
+#:   rows with S >= 1 GiB whose notes say NVLS was used: H200 M1017 M1019 M1035, H100 M1039
+#:   M1040, B200 M1031 (6 rows; B200 is the low outlier, 0.76 vs 0.87-0.88 for Hopper). Rows
+#:   where NCCL chose for itself (M1010-M1014) are validated with the fastest-algorithm rule.
+#: * ``custom_efficiency`` and ``custom_base_latency_s``: least-squares line through the six
+#:   vLLM/SGLang custom all-reduce rows M1051 M1057 M1058 M1059 M1061 M1062 (8 x H100, eager mode
+#:   without CUDA graphs, "data size" read as bf16 elements). The latency includes eager launch
+#:   overhead, so it over-states a CUDA-graph serving step by a few us (conservative).
+#: * ``harness_overhead_s``: per benchmark harness, the median of measured - modelled time over
+#:   its rows with S <= 1 MiB, clipped at 0: nccl-tests M0975 (1 row; the model already exceeds
+#:   it, so 0); torch.distributed M0997 M0998 M0999 M1000 (4 rows; PyTorch call
+#:   overhead). Used only to compare with those rows, never added to a prediction. These are
+#:   in-sample fits: the small-message rows they come from are not an independent check.
+CALIBRATION: dict = {
+    "link_efficiency": {
+        "nvlink": 0.783,
+        "pcie": 0.4444,
+        "xgmi": 0.6985,
+        "infiniband": 0.7796,
+        "ethernet": 0.7796,
+    },
+    "nvls_efficiency": 0.8721,
+    "custom_efficiency": 0.3773,
+    "custom_base_latency_s": 8.48e-06,
+    "harness_overhead_s": {"nccl-tests": 0.0, "torch.distributed": 9.43e-06},
+}
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """One collective's predicted time and its nccl-tests bandwidths (bytes/s, one direction)."""
+
+    op: str
+    algorithm: str
+    n_gpus: int
+    message_bytes: float
+    time_s: float
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+    link_id: str
+
+
+def achievable_fraction_for(link: Interconnect, calibration: Mapping | None = None) -> float:
+    """The fitted fraction of raw bandwidth a ring collective reaches on this link kind."""
+    cal = CALIBRATION if calibration is None else calibration
+    return float(cal["link_efficiency"][link.kind])
+
+
+def _supports_p2p(link: Interconnect) -> bool:
+    return link.scope == "intra_node" and link.kind in ("nvlink", "xgmi")
+
+
+def available_algorithms(op: str, n_gpus: int, link: Interconnect) -> tuple[str, ...]:
+    """Algorithms that exist for ``op`` on ``link`` (ring always; others need hardware support).
+
+    >>> from advisor.catalog import get_interconnect
+    >>> nvl = get_interconnect("nvlink4")  # 450 GB/s, 2.2 us per step, NVLS
+    >>> available_algorithms("allreduce", 8, nvl)
+    ('ring', 'nvls', 'one_shot', 'two_shot')
+    """
+    if op not in OPS:
+        raise ValueError(f"op={op!r}; allowed: {', '.join(OPS)}")
+    algs = ["ring"]
+    if op == "allreduce":
+        if link.topology == "network" and n_gpus > 2:
+            algs.append("tree")
+        if link.in_switch_reduction:
+            algs.append("nvls")
+        if _supports_p2p(link):
+            algs += ["one_shot", "two_shot"]
+    elif _supports_p2p(link):
+        algs.append("one_shot")
+    return tuple(algs)
+
+
+def algorithm_time_s(
+    op: str,
+    algorithm: str,
+    message_bytes: Number,
+    n_gpus: int,
+    link: Interconnect,
+    *,
+    achievable_fraction: float | None = None,
+    calibration: Mapping | None = None,
+) -> Number:
+    """Time of one algorithm: software latency + the formula at the achievable bandwidth.
+
+    T = base latency (NCCL tuning.cc, or fitted for custom kernels) + formula(S, N, f x B_eff,
+    link.latency_s), with B_eff = ``link.effective_bandwidth_bytes_per_s(N)``, f the fitted
+    fraction; NVLS uses f x nvls_efficiency, one/two-shot f x custom_efficiency. Zero for N = 1.
+    """
+    _check_n(n_gpus)
+    cal = CALIBRATION if calibration is None else calibration
+    if n_gpus == 1:
+        return _ret(np.zeros_like(_arr(message_bytes)), message_bytes)
+    f = achievable_fraction_for(link, cal) if achievable_fraction is None else achievable_fraction
+    if not 0 < f <= 1:
+        raise ValueError(f"achievable_fraction={f} must be in (0, 1]")
+    bw = f * link.effective_bandwidth_bytes_per_s(n_gpus)
+    alpha = link.latency_s
+    nccl = NCCL_BASE_LATENCY_S
+    custom_base = cal["custom_base_latency_s"]
+    custom_bw = bw * cal["custom_efficiency"]
+    table = {
+        ("allreduce", "ring"): lambda: (
+            nccl + ring_allreduce_time_s(message_bytes, n_gpus, bw, alpha)
+        ),
+        ("allreduce", "tree"): lambda: (
+            nccl + tree_allreduce_time_s(message_bytes, n_gpus, bw, alpha)
+        ),
+        ("allreduce", "nvls"): lambda: (
+            NVLS_BASE_LATENCY_S
+            + nvls_allreduce_time_s(message_bytes, n_gpus, bw * cal["nvls_efficiency"], alpha)
+        ),
+        ("allreduce", "one_shot"): lambda: (
+            custom_base + one_shot_allreduce_time_s(message_bytes, n_gpus, custom_bw, alpha)
+        ),
+        ("allreduce", "two_shot"): lambda: (
+            custom_base + two_shot_allreduce_time_s(message_bytes, n_gpus, custom_bw, alpha)
+        ),
+        ("allgather", "ring"): lambda: (
+            nccl + ring_allgather_time_s(message_bytes, n_gpus, bw, alpha)
+        ),
+        ("reducescatter", "ring"): lambda: (
+            nccl + ring_reducescatter_time_s(message_bytes, n_gpus, bw, alpha)
+        ),
+        ("allgather", "one_shot"): lambda: (
+            custom_base + one_shot_allgather_time_s(message_bytes, n_gpus, custom_bw, alpha)
+        ),
+        ("reducescatter", "one_shot"): lambda: (
+            custom_base + one_shot_allgather_time_s(message_bytes, n_gpus, custom_bw, alpha)
+        ),
+    }
+    if (op, algorithm) not in table:
+        raise ValueError(f"no {algorithm!r} algorithm for {op!r}")
+    return table[(op, algorithm)]()
+
+
+def _validate_inputs(message_bytes: Number, n_gpus: int) -> None:
+    _check_n(n_gpus)
+    s = _arr(message_bytes)
+    if not np.all(np.isfinite(s)) or np.any(s < 0):
+        raise ValueError("message_bytes must be finite and >= 0")
+
+
+def collective_time_s(
+    op: str,
+    message_bytes: Number,
+    n_gpus: int,
+    link: Interconnect,
+    *,
+    achievable_fraction: float | None = None,
+    algorithms: Sequence[str] | None = None,
+    calibration: Mapping | None = None,
+) -> Number:
+    """Elementwise minimum over the available algorithms (vectorised over message_bytes)."""
+    _validate_inputs(message_bytes, n_gpus)
+    algs = _choose_set(op, n_gpus, link, algorithms)
+    times = [
+        _arr(
+            algorithm_time_s(
+                op,
+                a,
+                message_bytes,
+                n_gpus,
+                link,
+                achievable_fraction=achievable_fraction,
+                calibration=calibration,
+            )
+        )  # fmt: skip
+        for a in algs
+    ]
+    return _ret(np.minimum.reduce(times), message_bytes)
+
+
+def allreduce_time_s(
+    message_bytes: Number,
+    n_gpus: int,
+    link: Interconnect,
+    *,
+    achievable_fraction: float | None = None,
+    algorithms: Sequence[str] | None = None,
+) -> Number:
+    """All-reduce time, min over algorithms, elementwise over a numpy array of message sizes.
+
+    >>> from advisor.catalog import get_interconnect
+    >>> nvl = get_interconnect("nvlink4")  # 450 GB/s, 2.2 us per step, NVLS
+    >>> [round(float(t) * 1e6, 1) for t in allreduce_time_s(np.array([16384, 2**30]), 8, nvl)]
+    [11.5, 3960.5]
+
+    16 KiB (Llama-2-70B, one decode token): one-shot, 8.48 us fitted base + 2.2 us + 7 x 16384 /
+    (0.3773 x 0.783 x 450e9) = 11.5 us. 1 GiB: NVLS, 25 us + 4.4 us + 1.125 x 2^30 / (0.8721 x
+    0.783 x 450e9) = 3960 us (row M1010, through PyTorch, measured 4053 us).
+    """
+    return collective_time_s(
+        "allreduce", message_bytes, n_gpus, link,
+        achievable_fraction=achievable_fraction, algorithms=algorithms,
+    )  # fmt: skip
+
+
+def allgather_time_s(
+    message_bytes: Number, n_gpus: int, link: Interconnect, **kw: object
+) -> Number:
+    """All-gather time (S = gathered buffer), min over algorithms, vectorised."""
+    return collective_time_s("allgather", message_bytes, n_gpus, link, **kw)  # type: ignore[arg-type]
+
+
+def reducescatter_time_s(
+    message_bytes: Number, n_gpus: int, link: Interconnect, **kw: object
+) -> Number:
+    """Reduce-scatter time (S = input buffer), min over algorithms, vectorised."""
+    return collective_time_s("reducescatter", message_bytes, n_gpus, link, **kw)  # type: ignore[arg-type]
+
+
+def _choose_set(
+    op: str, n_gpus: int, link: Interconnect, algorithms: Sequence[str] | None
+) -> tuple[str, ...]:
+    avail = available_algorithms(op, n_gpus, link)
+    if algorithms is None:
+        return avail
+    bad = [a for a in algorithms if a not in ALGORITHMS]
+    if bad:
+        raise ValueError(f"unknown algorithms {bad}; allowed: {', '.join(ALGORITHMS)}")
+    chosen = tuple(a for a in algorithms if a in avail)
+    if not chosen:
+        raise ValueError(
+            f"none of {list(algorithms)} is available for {op} on {link.id!r} "
+            f"(available: {', '.join(avail)})"
+        )
+    return chosen
+
+
+def collective(
+    op: str,
+    message_bytes: float,
+    n_gpus: int,
+    link: Interconnect,
+    *,
+    achievable_fraction: float | None = None,
+    algorithms: Sequence[str] | None = None,
+    calibration: Mapping | None = None,
+) -> CollectiveResult:
+    """The fastest algorithm for one collective, with nccl-tests' algbw and busbw."""
+    _validate_inputs(message_bytes, n_gpus)
+    s = float(message_bytes)
+    if n_gpus == 1:
+        return CollectiveResult(op, "none", 1, s, 0.0, math.inf, 0.0, link.id)
+    best_alg, best_t = "", math.inf
+    for a in _choose_set(op, n_gpus, link, algorithms):
+        t = float(
+            algorithm_time_s(
+                op, a, s, n_gpus, link,
+                achievable_fraction=achievable_fraction, calibration=calibration,
+            )
+        )  # fmt: skip
+        if t < best_t:
+            best_alg, best_t = a, t
+    alg = float(algbw_bytes_per_s(s, best_t))
+    return CollectiveResult(
+        op, best_alg, n_gpus, s, best_t, alg, float(busbw_bytes_per_s(alg, op, n_gpus)), link.id
+    )
+
+
+def allreduce(
+    message_bytes: float, n_gpus: int, link: Interconnect, **kw: object
+) -> CollectiveResult:
+    """All-reduce: fastest algorithm, time and nccl-tests bandwidths.
+
+    >>> from advisor.catalog import get_interconnect
+    >>> nvl = get_interconnect("nvlink4")  # 450 GB/s, 2.2 us per step, NVLS
+    >>> r = allreduce(16 * 2**30, 8, nvl)
+    >>> r.algorithm, round(r.busbw_bytes_per_s / 1e9)
+    ('nvls', 478)
+
+    478 GB/s: 2(N-1)/(N+1) x 0.8721 x 0.783 x 450 GB/s = 1.556 x 307.3 GB/s (the 26 us of latency
+    is negligible at 16 GiB); rows M1035 (H200) and M1040 (H100) measured 480 and 476 GB/s.
+    """
+    return collective("allreduce", message_bytes, n_gpus, link, **kw)  # type: ignore[arg-type]
+
+
+def allgather(
+    message_bytes: float, n_gpus: int, link: Interconnect, **kw: object
+) -> CollectiveResult:
+    """All-gather (S = gathered buffer): fastest algorithm, time and nccl-tests bandwidths."""
+    return collective("allgather", message_bytes, n_gpus, link, **kw)  # type: ignore[arg-type]
+
+
+def reducescatter(
+    message_bytes: float, n_gpus: int, link: Interconnect, **kw: object
+) -> CollectiveResult:
+    """Reduce-scatter (S = input buffer): fastest algorithm, time and nccl-tests bandwidths."""
+    return collective("reducescatter", message_bytes, n_gpus, link, **kw)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------------------------
+# Tensor parallelism and the article's formula
+# --------------------------------------------------------------------------------------------
+
+
+def tp_allreduce_bytes(batch_tokens: int, hidden_size: int, activation_bytes: float) -> float:
+    """Bytes of one tensor-parallel all-reduce: the layer's output activations.
+
+    S = tokens x hidden x bytes per element; two such all-reduces per transformer layer (after
+    attention and after the MLP).
+
+    Source: Shoeybi et al. 2019, "Megatron-LM" (arXiv 1909.08053), sec. 3, Fig. 4 (g operators).
+
+    Llama-2-70B (hidden 8192), one decode token, bf16: 16 KiB.
+
+    >>> tp_allreduce_bytes(1, 8192, 2)
+    16384.0
+    """
+    if batch_tokens < 0 or hidden_size < 1 or activation_bytes <= 0:
+        raise ValueError(
+            f"batch_tokens={batch_tokens} (>= 0), hidden_size={hidden_size} (>= 1), "
+            f"activation_bytes={activation_bytes} (> 0)"
+        )
+    return float(batch_tokens) * hidden_size * activation_bytes
+
+
+def article_allreduce_time_s(
+    message_bytes: Number, n_gpus: int, alpha_s: float, bandwidth_bytes_per_s: float
+) -> Number:
+    """The reference article's all-reduce cost model (kept as the article's, not ours).
+
+    T(N) = 2 alpha + 2 beta (d/N) log2 N, with beta = 1 / bandwidth (seconds per byte; the
+    article gives beta as a bandwidth, which only makes sense read this way). Neither the ring
+    (2(N-1)/N x d / B) nor a tree: it under-counts bytes for N > 2 and latency steps for N > 2.
+
+    Source: data/article-claims.md ("All-reduce cost model").
+
+    With d = 16 KiB (Llama-2-70B, one decode token) on the article's NVLink (1.2 us, 450 GB/s),
+    N = 8: 2.4 us + 2 x 2048 x 3 / 450e9 = 2.427 us.
+
+    >>> round(article_allreduce_time_s(16384, 8, 1.2e-6, 450e9) * 1e6, 3)
+    2.427
+    """
+    _check_n(n_gpus)
+    s = _arr(message_bytes)
+    t = 2 * alpha_s + 2 * (s / n_gpus) * math.log2(n_gpus) / bandwidth_bytes_per_s
+    return _ret(t, message_bytes)
+
+
+def article_message_bytes_for(
+    time_s: float, n_gpus: int, alpha_s: float, bandwidth_bytes_per_s: float
+) -> float:
+    """Solve the article's T(N) for d: d = (T - 2 alpha) x N x B / (2 log2 N).
+
+    Source: algebra on data/article-claims.md's T(N). The article never states d.
+
+    "15 us" (NVLink, alpha 1.2 us, 450 GB/s, N = 8, the N the article names): d = 12.6 us x 8
+    x 450e9 / 6 = 7.56 MB. "380 us" (PCIe, alpha 5 us, 32 GB/s): the article gives no N for it;
+    we assume N = 8, the same N as the NVLink figure it is set against: d = 375 us... = 15.79 MB.
+    With N = 2 or 4 (N / log2 N = 2 for both) d = 11.84 MB. No N makes the two figures use the
+    same d (d / (N / log2 N) >= 11.84 MB on PCIe, vs 7.56 MB on NVLink).
+
+    >>> round(article_message_bytes_for(15e-6, 8, 1.2e-6, 450e9) / 1e6, 2)
+    7.56
+    >>> round(article_message_bytes_for(380e-6, 8, 5e-6, 32e9) / 1e6, 2)
+    15.79
+    >>> round(article_message_bytes_for(380e-6, 2, 5e-6, 32e9) / 1e6, 2)
+    11.84
+    """
+    _check_n(n_gpus)
+    if n_gpus == 1:
+        raise ValueError("n_gpus=1: the article's T(1) = 2 alpha does not depend on d")
+    if time_s < 2 * alpha_s:
+        raise ValueError(f"time_s={time_s} is below the formula's floor 2 alpha = {2 * alpha_s}")
+    return (time_s - 2 * alpha_s) * n_gpus * bandwidth_bytes_per_s / (2 * math.log2(n_gpus))
+
+
+# --------------------------------------------------------------------------------------------
+# Measurement rows: parsing, fitting, validation
+# --------------------------------------------------------------------------------------------
+
+COLLECTIVE_METRICS: dict[str, str] = {
+    "allreduce_busbw_gbps": "allreduce",
+    "allreduce_latency_us": "allreduce",
+    "allgather_latency_us": "allgather",
+    "reducescatter_latency_us": "reducescatter",
+}
+
+#: GPU name pattern in measurements.csv -> interconnect id of its all-reduce link.
+GPU_LINKS: tuple[tuple[str, str], ...] = (
+    (r"\bA100-SXM", "nvlink3"),
+    (r"\bH100-SXM", "nvlink4"),
+    (r"\bH200-SXM", "nvlink4"),
+    (r"\bB200-SXM", "nvlink5"),
+    (r"\bMI300X\b", "xgmi"),
+    (r"\bPCIe5\b", "pcie5"),
+)
+
+_UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 1e3, "mb": 1e6, "gb": 1e9}
+_SIZE = r"(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|KB|MB|GB|B)?\b"
+
+
+class CollectiveRow(NamedTuple):
+    """One measurement row read as a collective (fields None when it cannot be read)."""
+
+    row_id: str
+    metric: str
+    op: str | None
+    n_gpus: int | None
+    message_bytes: float | None
+    measured: float
+    unit: str
+    link_id: str | None
+    algorithms: tuple[str, ...] | None
+    harness: str
+    reason: str  # empty when representable
+
+
+def _parse_size(text: str) -> float | None:
+    """Message size of a row: 'message 65536 B', 'message 128KiB', '1-8 GiB', 'data size 512'.
+
+    A range gives its upper end (busbw rows quote the saturated value of a sweep). 'data size N'
+    (SGLang/vLLM custom all-reduce benchmark) is N bf16 elements = 2N bytes.
+
+    >>> _parse_size("message 128KiB"), _parse_size("1-8 GiB"), _parse_size("data size 512")
+    (131072, 8589934592, 1024)
+    """
+    t = text.strip()
+    m = re.match(r"data size (\d+)$", t)
+    if m:
+        return int(m.group(1)) * 2
+    m = re.search(r"(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB)?\s*-\s*" + _SIZE, t)
+    if m:
+        num, unit = m.group(3), m.group(4) or m.group(2) or ""
+    else:
+        m = re.search(r"message\s+" + _SIZE, t)
+        if not m:
+            return None
+        num, unit = m.group(1), m.group(2) or ""
+    value = float(num) * _UNITS[unit.lower()]
+    return int(value) if value == int(value) else value
+
+
+def _row_algorithms(engine: str, notes: str, n: int) -> tuple[str, ...]:
+    text = f"{engine} {notes}"
+    if "custom all-reduce" in text:
+        return CUSTOM_ALGORITHMS
+    if "NVLS_ENABLE=0" in text or "algo Ring" in text or "NCCL ring" in text:
+        return ("ring",)
+    if "algo NVLS" in text or "NVLS/SHARP engaged" in text or "NVLink SHARP" in text:
+        return ("nvls",)
+    m = re.search(r"n>=(\d+)", text)
+    if m and "NVLS" in text:
+        return ("nvls",) if n >= int(m.group(1)) else ("ring",)
+    return NCCL_ALGORITHMS  # NCCL's own choice (NVLS enabled or not): the fastest available
+
+
+def _row_harness(engine: str, notes: str) -> str:
+    if "custom all-reduce" in engine:
+        return "custom-eager"
+    if "kernel device time" in notes:
+        return "device"
+    if "nccl-tests" in engine or "all_reduce_perf" in engine:
+        return "nccl-tests"
+    if "torch.distributed" in engine or "all_reduce_bench" in engine:
+        return "torch.distributed"
+    return "unknown"
+
+
+def parse_collective_row(row: Mapping[str, str]) -> CollectiveRow:
+    """Read one measurements.csv row (a ``csv.DictReader`` dict) as a collective, or say why not."""
+    rid, metric = row["id"], row["metric"]
+    engine, notes, gpu = row.get("engine", ""), row.get("notes", ""), row.get("gpu", "")
+    measured, unit = float(row["value"]), row.get("unit", "")
+    op = COLLECTIVE_METRICS.get(metric)
+
+    def bad(reason: str) -> CollectiveRow:
+        return CollectiveRow(rid, metric, op, None, None, measured, unit, None, None, "", reason)
+
+    if op is None:
+        return bad(f"metric {metric!r} is not a collective time or busbw (point-to-point copy)")
+    try:
+        n = int(row["num_gpus"])
+    except (KeyError, ValueError):
+        return bad(f"num_gpus {row.get('num_gpus')!r} is not an integer")
+    size = _parse_size(row.get("batch_or_concurrency", ""))
+    if size is None:
+        return bad(f"no message size in {row.get('batch_or_concurrency')!r}")
+    link_id = next((lid for pat, lid in GPU_LINKS if re.search(pat, gpu)), None)
+    if link_id is None:
+        return bad(f"no link known for gpu {gpu!r}")
+    return CollectiveRow(
+        rid, metric, op, n, float(size), measured, unit, link_id,
+        _row_algorithms(engine, notes, n), _row_harness(engine, notes), "",
+    )  # fmt: skip
+
+
+def load_collective_rows(path: Path | None = None) -> list[CollectiveRow]:
+    """Every collective-metric row of data/measurements.csv (plus p2p rows, unrepresentable)."""
+    if path is None:
+        from advisor.catalog.loader import DATA_DIR
+
+        path = DATA_DIR / "measurements.csv"
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    keep = set(COLLECTIVE_METRICS) | {"p2p_bw_unidir_gbps", "p2p_bw_bidir_gbps"}
+    return [parse_collective_row(r) for r in rows if r["metric"] in keep]
+
+
+def _measured_time_s(r: CollectiveRow) -> float:
+    if r.metric.endswith("_busbw_gbps"):
+        return float(time_from_busbw_s(r.message_bytes, r.measured * 1e9, r.op, r.n_gpus))
+    return r.measured * 1e-6
+
+
+def _model_time_s(
+    r: CollectiveRow, link: Interconnect, cal: Mapping, algorithms: Sequence[str] | None = None
+) -> float:
+    return float(
+        collective_time_s(
+            r.op, r.message_bytes, r.n_gpus, link,
+            algorithms=algorithms or r.algorithms, calibration=cal,
+        )
+    )  # fmt: skip
+
+
+def _links_for(rows: Iterable[CollectiveRow], links: Mapping[str, Interconnect] | None) -> dict:
+    if links is not None:
+        return dict(links)
+    from advisor.catalog.loader import get_interconnect
+
+    return {r.link_id: get_interconnect(r.link_id) for r in rows if r.link_id}
+
+
+def fit_calibration(
+    rows: Sequence[CollectiveRow],
+    links: Mapping[str, Interconnect] | None = None,
+    *,
+    large_bytes: float = 2**30,
+    small_bytes: float = 2**20,
+) -> dict:
+    """Fit :data:`CALIBRATION` from measurement rows (reproducible; medians and one line fit).
+
+    1. Per link kind: median of measured ring busbw / raw per-GPU bandwidth over ring rows with
+       S >= ``large_bytes`` (latency negligible there). Kinds without rows: pooled median.
+    2. NVLS: median of (busbw x (N+1) / (2(N-1))) / (fraction x raw) over NVLS rows S >= large.
+    3. Custom one/two-shot: least squares t = base + x / eff, x = two-shot bytes / (f x B).
+    4. Harness overhead: median of (measured - modelled) over each harness's rows S <= small.
+    """
+    links = _links_for(rows, links)
+    ok = [r for r in rows if not r.reason]
+    big = [r for r in ok if r.message_bytes >= large_bytes]
+
+    def busbw_measured(r: CollectiveRow) -> float:
+        t = _measured_time_s(r)
+        return float(busbw_bytes_per_s(r.message_bytes / t, r.op, r.n_gpus))
+
+    def raw(r: CollectiveRow) -> float:
+        return links[r.link_id].effective_bandwidth_bytes_per_s(r.n_gpus)
+
+    ratios: dict[str, list[float]] = {}
+    for r in big:
+        if r.algorithms == ("ring",) or (
+            r.algorithms == NCCL_ALGORITHMS and not links[r.link_id].in_switch_reduction
+        ):
+            ratios.setdefault(links[r.link_id].kind, []).append(busbw_measured(r) / raw(r))
+    pooled = statistics.median([x for v in ratios.values() for x in v])
+    eff = {k: round(statistics.median(v), 4) for k, v in sorted(ratios.items())}
+    for kind in ("pcie", "nvlink", "xgmi", "infiniband", "ethernet"):
+        eff.setdefault(kind, round(pooled, 4))
+
+    nvls = [
+        busbw_measured(r) * (r.n_gpus + 1) / (2 * (r.n_gpus - 1))
+        / (eff[links[r.link_id].kind] * raw(r))
+        for r in big
+        if r.algorithms == ("nvls",)
+    ]  # fmt: skip
+    cal: dict = {
+        "link_efficiency": eff,
+        "nvls_efficiency": round(statistics.median(nvls), 4),
+        "custom_efficiency": 1.0,
+        "custom_base_latency_s": 0.0,
+        "harness_overhead_s": {},
+    }
+
+    custom = [r for r in ok if r.algorithms == CUSTOM_ALGORITHMS]
+    if len(custom) >= 2:
+        x = np.array(
+            [
+                float(two_shot_allreduce_time_s(r.message_bytes, r.n_gpus, eff[links[r.link_id].kind] * raw(r), 0.0))
+                for r in custom
+            ]
+        )  # fmt: skip
+        y = np.array([_measured_time_s(r) - 2 * links[r.link_id].latency_s for r in custom])
+        slope, intercept = np.polyfit(x, y, 1)
+        cal["custom_efficiency"] = round(float(1 / slope), 4)
+        cal["custom_base_latency_s"] = round(float(intercept), 8)
+
+    over: dict[str, list[float]] = {}
+    for r in ok:
+        if r.harness in ("nccl-tests", "torch.distributed") and r.message_bytes <= small_bytes:
+            resid = _measured_time_s(r) - _model_time_s(r, links[r.link_id], cal)
+            over.setdefault(r.harness, []).append(max(0.0, resid))
+    cal["harness_overhead_s"] = {k: round(statistics.median(v), 8) for k, v in sorted(over.items())}
+    return cal
+
+
+class ValidationRow(NamedTuple):
+    """Measured vs predicted for one row (predicted None and a reason when not representable)."""
+
+    row_id: str
+    metric: str
+    measured: float
+    predicted: float | None
+    abs_pct_error: float | None
+    algorithm: str
+    reason: str
+
+
+def validate_collectives(
+    rows: Sequence[CollectiveRow] | None = None,
+    links: Mapping[str, Interconnect] | None = None,
+    calibration: Mapping | None = None,
+) -> list[ValidationRow]:
+    """Predict each row's metric (busbw in GB/s or time in us) and its absolute % error.
+
+    The row's harness overhead (fitted; see :data:`CALIBRATION`) is added to the modelled device
+    time before comparing, since nccl-tests and torch.distributed time the whole call.
+    """
+    rows = load_collective_rows() if rows is None else rows
+    cal = CALIBRATION if calibration is None else calibration
+    links = _links_for(rows, links)
+    out: list[ValidationRow] = []
+    for r in rows:
+        if r.reason:
+            out.append(ValidationRow(r.row_id, r.metric, r.measured, None, None, "", r.reason))
+            continue
+        link = links[r.link_id]
+        res = collective(
+            r.op, r.message_bytes, r.n_gpus, link, algorithms=r.algorithms, calibration=cal
+        )
+        t = res.time_s + cal["harness_overhead_s"].get(r.harness, 0.0)
+        if r.metric.endswith("_busbw_gbps"):
+            pred = float(busbw_bytes_per_s(r.message_bytes / t, r.op, r.n_gpus)) / 1e9
+        else:
+            pred = t * 1e6
+        err = abs(pred - r.measured) / r.measured * 100
+        out.append(ValidationRow(r.row_id, r.metric, r.measured, pred, err, res.algorithm, ""))
+    return out
+
+
+def summarize(results: Sequence[ValidationRow], metrics: Iterable[str] | None = None) -> dict:
+    """Count, median / p90 absolute % error and median signed bias of represented rows."""
+    keep = set(metrics) if metrics is not None else None
+    errs, signed = [], []
+    for v in results:
+        if v.predicted is None or (keep is not None and v.metric not in keep):
+            continue
+        errs.append(v.abs_pct_error)
+        signed.append((v.predicted - v.measured) / v.measured * 100)
+    if not errs:
+        return {"rows": 0}
+    return {
+        "rows": len(errs),
+        "median_abs_pct": float(np.median(errs)),
+        "p90_abs_pct": float(np.percentile(errs, 90)),
+        "median_bias_pct": float(np.median(signed)),
+    }
+
+
+if __name__ == "__main__":  # print a fresh fit and the validation table
+    import json
+
+    rows_ = load_collective_rows()
+    fitted = fit_calibration(rows_)
+    print(json.dumps(fitted, indent=2))
+    for v in validate_collectives(rows_, None, fitted):
+        if v.predicted is None:
+            print(f"{v.row_id} {v.metric:26s} {v.measured:10.2f}  --  {v.reason}")
+        else:
+            print(
+                f"{v.row_id} {v.metric:26s} {v.measured:10.2f} {v.predicted:10.2f} "
+                f"{v.abs_pct_error:6.1f}%  {v.algorithm}"
+            )
+    print(summarize(validate_collectives(rows_, None, fitted)))
