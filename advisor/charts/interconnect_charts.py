@@ -1,0 +1,262 @@
+"""Interconnect figures: tensor-parallel all-reduce time against TP degree, per link.
+
+``tp_comm_sweep`` computes the rows (physics.collectives for the all-reduce, physics.memory for
+a memory-bound decode-step estimate); the figure builders draw them. Seconds inside, µs / ms on
+the axes, labelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
+from advisor.charts.theme import LINK_COLOURS, PALETTE, styled
+from advisor.physics.collectives import (
+    NCCL_ALGORITHMS,
+    allreduce,
+    article_allreduce_time_s,
+    tp_allreduce_bytes,
+)
+from advisor.physics.memory import weight_placement
+
+#: TP degrees the page compares; 16 only on the inter-node link (two 8-GPU nodes).
+TP_DEGREES: tuple[int, ...] = (1, 2, 4, 8, 16)
+#: The article's link parameters: alpha (s) and the bandwidth it plugs in (bytes/s).
+#: Source: data/article-claims.md ("NVLink alpha = 1.2 us, beta = 450 GB/s"; "PCIe alpha = 5 us,
+#: beta = 32 GB/s").
+ARTICLE_LINKS: dict[str, tuple[float, float]] = {
+    "NVLink": (1.2e-6, 450e9),
+    "PCIe": (5e-6, 32e9),
+}
+#: Which of our links each article link is compared with.
+ARTICLE_VS_OURS: dict[str, str] = {"NVLink": "nvlink4", "PCIe": "pcie5"}
+
+
+def engine_algorithms(engine: str) -> tuple[str, ...] | None:
+    """All-reduce algorithms an engine may use: NCCL's only for 'generic', plus custom kernels
+    (one-shot / two-shot) for vLLM, TensorRT-LLM and SGLang (None = every available one)."""
+    return NCCL_ALGORITHMS if engine == "generic" else None
+
+
+def max_tp_on(link: Interconnect) -> int:
+    """Largest TP degree drawn for a link: 8 inside a node, 16 over the network."""
+    return 16 if link.scope == "inter_node" else 8
+
+
+def tp_comm_sweep(
+    model: ModelSpec,
+    gpu: Accelerator,
+    links: Sequence[Interconnect],
+    *,
+    batch_tokens: int,
+    weights_dtype: str = "fp16",
+    pp: int = 1,
+    activation_bytes: float = 2.0,
+    engine: str = "generic",
+    tps: Sequence[int] = TP_DEGREES,
+) -> list[dict]:
+    """Per (link, TP): all-reduce time per layer and per token, and its share of a decode step.
+
+    Two all-reduces of ``batch_tokens x hidden x activation_bytes`` per layer (Megatron-LM);
+    per token = layers x per layer (a token crosses every pipeline stage). The step's compute
+    part is a memory-bound estimate: the weights every GPU reads per step / HBM bandwidth,
+    summed over the PP stages. It stands in for the latency model until that lands.
+    """
+    msg = tp_allreduce_bytes(batch_tokens, model.hidden_size, activation_bytes)
+    algs = engine_algorithms(engine)
+    rows = []
+    for link in links:
+        for tp in tps:
+            if tp > max_tp_on(link):
+                continue
+            r = allreduce(msg, tp, link, algorithms=_usable(algs, tp, link))
+            per_layer = 2 * r.time_s
+            per_token = model.num_hidden_layers * per_layer
+            w = weight_placement(model, weights_dtype, tp, pp).per_gpu_bytes
+            compute = pp * w / gpu.hbm_bandwidth_bytes_per_s
+            rows.append(
+                {"link_id": link.id, "link_name": link.name, "kind": link.kind, "tp": tp,
+                 "message_bytes": msg, "allreduce_s": r.time_s, "algorithm": r.algorithm,
+                 "per_layer_s": per_layer, "per_token_s": per_token, "compute_s": compute,
+                 "step_s": compute + per_token,
+                 "comm_share": per_token / (compute + per_token)}
+            )  # fmt: skip
+    return rows
+
+
+def _usable(algs: tuple[str, ...] | None, tp: int, link: Interconnect) -> tuple[str, ...] | None:
+    from advisor.physics.collectives import available_algorithms
+
+    if algs is None or tp == 1:
+        return None
+    ok = tuple(a for a in algs if a in available_algorithms("allreduce", tp, link))
+    return ok or None
+
+
+def bandwidth_cliff(rows: Sequence[dict]) -> dict[str, int]:
+    """Per link, the TP degree with the shortest estimated step: beyond it TP stops paying off.
+
+    >>> bandwidth_cliff([{"link_id": "a", "tp": 1, "step_s": 3.0},
+    ...                  {"link_id": "a", "tp": 2, "step_s": 2.0},
+    ...                  {"link_id": "a", "tp": 4, "step_s": 2.5}])
+    {'a': 2}
+    """
+    best: dict[str, tuple[float, int]] = {}
+    for r in rows:
+        cur = best.get(r["link_id"])
+        if cur is None or r["step_s"] < cur[0]:
+            best[r["link_id"]] = (r["step_s"], r["tp"])
+    return {k: v[1] for k, v in best.items()}
+
+
+def _colour(rows: Sequence[dict], link_id: str, i: int) -> str:
+    kinds = [r["kind"] for r in rows if r["link_id"] == link_id]
+    used = sum(1 for r in rows if r["link_id"] != link_id and r["kind"] == kinds[0])
+    return LINK_COLOURS.get(kinds[0], PALETTE[i]) if not used else PALETTE[i % len(PALETTE)]
+
+
+def _links(rows: Sequence[dict]) -> list[str]:
+    return list(dict.fromkeys(r["link_id"] for r in rows))
+
+
+def _tp_axis(fig: go.Figure) -> None:
+    fig.update_xaxes(
+        type="log", tickvals=list(TP_DEGREES), ticktext=[str(t) for t in TP_DEGREES],
+        title_text="TP degree (GPUs in the all-reduce)",
+    )  # fmt: skip
+
+
+def per_layer_figure(rows: Sequence[dict], title: str) -> go.Figure:
+    """All-reduce time per layer (two all-reduces) against TP, one line per link, µs (log)."""
+    fig = go.Figure()
+    for i, lid in enumerate(_links(rows)):
+        pts = [r for r in rows if r["link_id"] == lid and r["tp"] > 1]
+        fig.add_trace(
+            go.Scatter(
+                name=pts[0]["link_name"] if pts else lid,
+                x=[r["tp"] for r in pts],
+                y=[r["per_layer_s"] * 1e6 for r in pts],
+                customdata=[r["algorithm"] for r in pts],
+                mode="lines+markers",
+                line={"color": _colour(rows, lid, i), "width": 3},
+                hovertemplate="TP=%{x}: %{y:.3g} µs per layer (%{customdata})"
+                "<extra>%{fullData.name}</extra>",
+            )
+        )
+    _tp_axis(fig)
+    fig.update_yaxes(type="log", title_text="all-reduce time per layer (µs)")
+    return styled(fig, title, height=420)
+
+
+def step_figure(rows: Sequence[dict], title: str) -> go.Figure:
+    """Estimated decode step (memory-bound compute + all-reduce) against TP; the best TP marked."""
+    fig = go.Figure()
+    cliff = bandwidth_cliff(rows)
+    for i, lid in enumerate(_links(rows)):
+        pts = [r for r in rows if r["link_id"] == lid]
+        colour = _colour(rows, lid, i)
+        fig.add_trace(
+            go.Scatter(
+                name=pts[0]["link_name"],
+                x=[r["tp"] for r in pts],
+                y=[r["step_s"] * 1e3 for r in pts],
+                mode="lines+markers",
+                line={"color": colour, "width": 3},
+                hovertemplate="TP=%{x}: %{y:.3g} ms per step<extra>%{fullData.name}</extra>",
+            )
+        )
+        best = next(r for r in pts if r["tp"] == cliff[lid])
+        fig.add_trace(
+            go.Scatter(
+                x=[best["tp"]], y=[best["step_s"] * 1e3], mode="markers", showlegend=False,
+                marker={"symbol": "star", "size": 16, "color": colour,
+                        "line": {"color": "#222", "width": 1}},
+                hovertemplate=f"best TP on {best['link_name']}: %{{x}}<extra></extra>",
+            )
+        )  # fmt: skip
+    compute = {r["tp"]: r["compute_s"] for r in rows}
+    xs = sorted(compute)
+    fig.add_trace(
+        go.Scatter(
+            name="compute only (weights per GPU ÷ HBM bandwidth)",
+            x=xs, y=[compute[t] * 1e3 for t in xs], mode="lines",
+            line={"color": "#555", "dash": "dot"},
+            hovertemplate="TP=%{x}: %{y:.3g} ms<extra>memory-bound estimate</extra>",
+        )
+    )  # fmt: skip
+    _tp_axis(fig)
+    fig.update_yaxes(type="log", title_text="decode step estimate (ms)")
+    fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
+    return styled(fig, title, height=460)
+
+
+def share_figure(rows: Sequence[dict], title: str) -> go.Figure:
+    """Share of the estimated decode step spent in all-reduce, per link, against TP (%)."""
+    fig = go.Figure()
+    for i, lid in enumerate(_links(rows)):
+        pts = [r for r in rows if r["link_id"] == lid]
+        fig.add_trace(
+            go.Scatter(
+                name=pts[0]["link_name"],
+                x=[r["tp"] for r in pts],
+                y=[100 * r["comm_share"] for r in pts],
+                mode="lines+markers",
+                line={"color": _colour(rows, lid, i), "width": 3},
+                hovertemplate="TP=%{x}: %{y:.1f}% communicating<extra>%{fullData.name}</extra>",
+            )
+        )
+    _tp_axis(fig)
+    fig.update_yaxes(title_text="share of the step spent in all-reduce (%)", range=[0, 100])
+    fig.update_layout(showlegend=False)
+    return styled(fig, title, height=460)
+
+
+def article_comparison(
+    message_bytes: float,
+    ours: dict[str, Interconnect],
+    engine: str = "generic",
+    tps: Sequence[int] = (2, 4, 8),
+) -> list[dict]:
+    """One all-reduce of ``message_bytes``: the article's T(N) and our model, per link and N."""
+    algs = engine_algorithms(engine)
+    rows = []
+    for name, (alpha, bw) in ARTICLE_LINKS.items():
+        link = ours[ARTICLE_VS_OURS[name]]
+        for n in tps:
+            rows.append(
+                {"link": name, "n": n,
+                 "article_s": float(article_allreduce_time_s(message_bytes, n, alpha, bw)),
+                 "ours_s": allreduce(message_bytes, n, link,
+                                     algorithms=_usable(algs, n, link)).time_s,
+                 "ours_link": link.name}
+            )  # fmt: skip
+    return rows
+
+
+def article_figure(rows: Sequence[dict], title: str) -> go.Figure:
+    """Article's formula (dashed) against ours (solid) for one all-reduce, µs."""
+    fig = go.Figure()
+    for name in dict.fromkeys(r["link"] for r in rows):
+        pts = [r for r in rows if r["link"] == name]
+        colour = LINK_COLOURS["nvlink" if name == "NVLink" else "pcie"]
+        fig.add_trace(
+            go.Scatter(
+                name=f"ours: {pts[0]['ours_link']}", x=[r["n"] for r in pts],
+                y=[r["ours_s"] * 1e6 for r in pts], mode="lines+markers",
+                line={"color": colour, "width": 3},
+            )
+        )  # fmt: skip
+        alpha, bw = ARTICLE_LINKS[name]
+        fig.add_trace(
+            go.Scatter(
+                name=f"article: {name} (α {alpha * 1e6:g} µs, {bw / 1e9:g} GB/s)",
+                x=[r["n"] for r in pts], y=[r["article_s"] * 1e6 for r in pts],
+                mode="lines+markers", line={"color": colour, "dash": "dash"},
+                marker={"symbol": "diamond-open", "size": 10},
+            )
+        )  # fmt: skip
+    fig.update_xaxes(type="log", tickvals=[2, 4, 8], title_text="GPUs in the all-reduce (N)")
+    fig.update_yaxes(type="log", title_text="one all-reduce (µs)")
+    return styled(fig, title, height=400)

@@ -1,0 +1,72 @@
+"""The one plotly template every figure uses, and the app's colour palette.
+
+Set explicitly on each figure: ``import streamlit`` replaces plotly's default template with one
+that leaves colours to the web frontend, so exported images (PDF report) would come out unstyled.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import plotly.graph_objects as go
+import plotly.io as pio
+
+#: Palette, colour-blind friendly (Okabe-Ito), in the order lines are drawn.
+PALETTE: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # green
+    "#CC79A7",  # purple
+    "#56B4E9",  # sky
+    "#D55E00",  # vermillion
+    "#F0E442",  # yellow
+    "#000000",
+)
+
+#: Fixed colours for memory components, the same in every chart and the report.
+MEMORY_COLOURS: dict[str, str] = {
+    "weights": "#0072B2",
+    "kv": "#E69F00",
+    "activations": "#CC79A7",
+    "unusable": "#7F7F7F",
+    "free": "#DDE8C9",
+    "overflow": "#D55E00",
+}
+
+#: Fixed colours for the links the interconnect page compares.
+LINK_COLOURS: dict[str, str] = {
+    "pcie": "#D55E00",
+    "nvlink": "#009E73",
+    "xgmi": "#CC79A7",
+    "infiniband": "#0072B2",
+    "ethernet": "#56B4E9",
+}
+
+FONT_FAMILY = "Inter, 'Source Sans Pro', Arial, sans-serif"
+
+
+def _build_template() -> go.layout.Template:
+    base = copy.deepcopy(pio.templates["plotly_white"])
+    base.layout.colorway = list(PALETTE)
+    base.layout.font = {"family": FONT_FAMILY, "size": 14, "color": "#222222"}
+    base.layout.title = {"font": {"size": 18}, "x": 0.0, "xanchor": "left"}
+    base.layout.legend = {"bgcolor": "rgba(255,255,255,0.8)"}
+    base.layout.margin = {"l": 70, "r": 30, "t": 70, "b": 60}
+    return base
+
+
+#: The template object. Builders pass it as ``template=TEMPLATE``.
+TEMPLATE: go.layout.Template = _build_template()
+TEMPLATE_NAME = "inference_architect"
+pio.templates[TEMPLATE_NAME] = TEMPLATE
+
+
+def styled(fig: go.Figure, title: str, *, height: int = 420) -> go.Figure:
+    """Apply the template, the title and a height; returns the same figure."""
+    fig.update_layout(template=TEMPLATE, title={"text": title}, height=height)
+    return fig
+
+
+def gb(x_bytes: float) -> float:
+    """Bytes to decimal gigabytes (1e9), the unit charts label as 'GB'."""
+    return x_bytes / 1e9

@@ -1,0 +1,32 @@
+"""Inference Architect: the Streamlit entry point (page config, scenario sidebar, navigation).
+
+Run with ``make run``. Pages live in pages/ and are listed once in ``PAGES``: add a line there to
+add a page (title, file, URL path). The sidebar (app_state.py) is drawn on every run, so its
+values survive page switches and are mirrored into the URL after the page has run.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+st.set_page_config(page_title="Inference Architect", page_icon="🧮", layout="wide")
+
+from app_state import show_url_warnings, sidebar, sync_url  # noqa: E402
+
+#: (file, title, url path, icon). The first is the default page.
+PAGES: list[tuple[str, str, str, str]] = [
+    ("pages/overview.py", "Scenario", "scenario", ":material/description:"),
+    ("pages/memory.py", "Memory and KV budget", "memory", ":material/memory:"),
+    ("pages/interconnect.py", "Interconnect", "interconnect", ":material/lan:"),
+]
+
+pg = st.navigation(
+    [
+        st.Page(path, title=title, url_path=url, icon=icon, default=i == 0)
+        for i, (path, title, url, icon) in enumerate(PAGES)
+    ]
+)
+sidebar()
+show_url_warnings()
+pg.run()
+sync_url()

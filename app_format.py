@@ -1,0 +1,44 @@
+"""Number formatting for the app: units always shown, GB (1e9) and GiB (2^30) labelled."""
+
+from __future__ import annotations
+
+
+def gb(x_bytes: float, digits: int = 1) -> str:
+    """Decimal gigabytes.
+
+    >>> gb(85_520_809_984)
+    '85.5 GB'
+    """
+    return f"{x_bytes / 1e9:,.{digits}f} GB"
+
+
+def gb_gib(x_bytes: float) -> str:
+    """GB with the GiB equivalent, for capacities users compare with nvidia-smi.
+
+    >>> gb_gib(85_520_809_984)
+    '85.5 GB (79.6 GiB)'
+    """
+    return f"{x_bytes / 1e9:,.1f} GB ({x_bytes / 2**30:,.1f} GiB)"
+
+
+def small_bytes(x_bytes: float) -> str:
+    """Bytes in the largest decimal unit that keeps 3 significant digits.
+
+    >>> small_bytes(327_680), small_bytes(1_342_177_280), small_bytes(512)
+    ('328 kB', '1.34 GB', '512 B')
+    """
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(x_bytes) >= scale:
+            return f"{x_bytes / scale:.3g} {unit}"
+    return f"{x_bytes:.0f} B"
+
+
+def ms(x_s: float) -> str:
+    """Seconds shown as ms (or us below 0.1 ms).
+
+    >>> ms(0.0123), ms(13.5e-6)
+    ('12.3 ms', '13.5 µs')
+    """
+    if x_s < 1e-4:
+        return f"{x_s * 1e6:.3g} µs"
+    return f"{x_s * 1e3:.3g} ms"

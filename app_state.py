@@ -1,0 +1,388 @@
+"""The shared scenario sidebar: widgets <-> Scenario/View, session state and the URL.
+
+Every widget has an explicit key (``w.<url key>``), so its value survives page switches (the
+sidebar is drawn on every run by app.py). On the first run of a session the URL's query
+parameters seed the widgets (``app_url.scenario_from_params``: bad values are listed in a
+warning and keep their defaults); after each run ``sync_url`` writes the current scenario back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import streamlit as st
+from pydantic import ValidationError
+
+from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
+from advisor.scenario import SLA, Cost, Hardware, Options, Scenario, Workload
+from app_url import URL_KEYS, View, scenario_from_params, scenario_to_params
+
+SS = st.session_state
+_K = {path: f"w.{key}" for path, key in URL_KEYS.items()}  # field path -> widget key
+UPLOAD_KEY = "w.upload"
+LOAD_MODE_KEY = "w.loadmode"
+RATE, USERS = "arrival rate (requests/s)", "concurrent users"
+AMBIGUITY_NOTE = (
+    "“100 ms” alone is ambiguous: is it the time to the first token (TTFT), the time per "
+    "output token (TPOT) or the whole response (E2E)? At 256 output tokens and 10 ms per "
+    "token the response takes 2.6 s end to end. Set the latency each target bounds."
+)
+PAGE_LOCAL = ("view.block_size", "view.concurrency", "view.max_model_len")
+
+
+@contextmanager
+def advisor_errors(where: str) -> Iterator[None]:
+    """Show bad input as an st.error with its message, and anything else as a short one."""
+    try:
+        yield
+    except (ValueError, KeyError) as exc:  # ValidationError, UnknownIdError, HFConfigError...
+        st.error(f"{where}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - no traceback on the projector
+        st.error(f"{where}: unexpected error ({type(exc).__name__}): {str(exc)[:300]}")
+
+
+def guarded(where: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run one page section; on error show the message (``advisor_errors``) and return None."""
+    with advisor_errors(where):
+        return fn(*args, **kwargs)
+    return None
+
+
+def _seed(scenario: Scenario, view: View) -> None:
+    """Put scenario/view values into the widget keys (used once per session, from the URL)."""
+    doc = {**scenario.model_dump(), "view": view.model_dump()}
+    for path, wkey in _K.items():
+        value: Any = doc
+        for part in path.split("."):
+            value = value[part]
+        SS[wkey] = value
+    SS["_view_local"] = {p.split(".")[1]: doc["view"][p.split(".")[1]] for p in PAGE_LOCAL}
+    SS[LOAD_MODE_KEY] = USERS if scenario.workload.concurrent_users is not None else RATE
+    if SS[_K["workload.arrival_rate_per_s"]] is None:
+        SS[_K["workload.arrival_rate_per_s"]] = Workload().arrival_rate_per_s
+    if SS[_K["workload.concurrent_users"]] is None:
+        SS[_K["workload.concurrent_users"]] = 32
+
+
+def init_from_url() -> None:
+    """First run of a session: seed the widgets from the URL (defaults where it is silent)."""
+    if SS.get("_seeded"):
+        return
+    params = {k: st.query_params.get(k, "") for k in st.query_params}
+    scenario, view, warnings = scenario_from_params(params)
+    _seed(scenario, view)
+    SS["_url_warnings"] = warnings
+    SS["_seeded"] = True
+
+
+def _section(name: str, build: Any, fallback: Any) -> Any:
+    """Validate one sidebar section; on failure show the message under it, use the fallback."""
+    try:
+        return build()
+    except ValidationError as exc:
+        from advisor.scenario import format_validation_error
+
+        st.error(f"{name}: {format_validation_error(exc)}")
+    except ValueError as exc:
+        st.error(f"{name}: {exc}")
+    SS.setdefault("_invalid_sections", []).append(name)
+    return fallback
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _parse_upload(data: bytes) -> tuple[dict | None, str | None, str]:
+    """(config dict, model id, error message) for uploaded config.json bytes."""
+    try:
+        from advisor.catalog.hf_import import (
+            HFConfigError,
+            load_hf_config_bytes,
+            model_from_hf_config,
+        )
+    except ImportError:
+        return None, None, "config.json import is not available in this version"
+    try:
+        cfg = load_hf_config_bytes(data)
+        spec = model_from_hf_config(cfg)
+    except HFConfigError as exc:
+        return None, None, str(exc)
+    return cfg, spec.id, ""
+
+
+def _model_inputs() -> tuple[str, dict | None]:
+    cat = models()
+    upload = SS.get(UPLOAD_KEY)
+    cfg, uploaded_id, err = (None, None, "")
+    if upload is not None:
+        cfg, uploaded_id, err = _parse_upload(upload.getvalue())
+    st.selectbox(
+        "Model",
+        list(cat),
+        key=_K["model"],
+        format_func=lambda m: cat[m].name,
+        disabled=cfg is not None,
+        help="Catalog model; an uploaded config.json (below) takes precedence.",
+    )
+    st.file_uploader(
+        "…or upload a Hugging Face config.json", type=["json"], key=UPLOAD_KEY,
+        help="Architecture only (no weights). Limit 2 MB. Not carried in shared links.",
+    )  # fmt: skip
+    if err:
+        st.error(err)
+    if cfg is not None:
+        st.success(f"Using the uploaded model `{uploaded_id}`; remove the file to use the catalog.")
+        return uploaded_id or "uploaded", cfg
+    return SS[_K["model"]], None
+
+
+def _hardware_inputs() -> Hardware:
+    gpus, links = accelerators(), interconnects()
+    st.multiselect(
+        "Accelerators (first = the one single-deployment pages use)",
+        list(gpus), key=_K["hardware.gpus"], format_func=lambda g: gpus[g].name,
+    )  # fmt: skip
+    c1, c2 = st.columns(2)
+    c1.number_input("GPUs per node", 1, 72, step=1, key=_K["hardware.gpus_per_node"])
+    c2.number_input("Nodes", 1, 1024, step=1, key=_K["hardware.nodes"])
+    first = SS[_K["hardware.gpus"]][0] if SS[_K["hardware.gpus"]] else None
+    own = f"GPU's own ({links[gpus[first].scale_up_link].name})" if first else "GPU's own"
+    intra = [None] + [i for i, lk in links.items() if lk.scope == "intra_node"]
+    st.selectbox(
+        "Intra-node link", intra, key=_K["hardware.intra_link"],
+        format_func=lambda i: own if i is None else links[i].name,
+    )  # fmt: skip
+    inter = [i for i, lk in links.items() if lk.scope == "inter_node"]
+    st.selectbox(
+        "Inter-node link", inter, key=_K["hardware.inter_link"],
+        format_func=lambda i: links[i].name,
+    )  # fmt: skip
+    return _section(
+        "Hardware",
+        lambda: Hardware(
+            gpus=SS[_K["hardware.gpus"]],
+            gpus_per_node=SS[_K["hardware.gpus_per_node"]],
+            nodes=SS[_K["hardware.nodes"]],
+            intra_link=SS[_K["hardware.intra_link"]],
+            inter_link=SS[_K["hardware.inter_link"]],
+        ),
+        Hardware(),
+    )
+
+
+def _serving_inputs() -> tuple[Options, View]:
+    st.selectbox(
+        "Serving engine", ["generic", "trtllm", "vllm", "sglang"], key=_K["options.engine"],
+        format_func=lambda e: {"generic": "generic", "trtllm": "TensorRT-LLM", "vllm": "vLLM",
+                               "sglang": "SGLang"}[e],
+    )  # fmt: skip
+    st.multiselect(
+        "Allowed weight dtypes (first = used by single-deployment pages)",
+        list(WEIGHT_DTYPES), key=_K["options.weight_dtypes"],
+    )  # fmt: skip
+    st.multiselect(
+        "Allowed KV-cache dtypes (first = used by single-deployment pages)",
+        list(KV_DTYPES), key=_K["options.kv_dtypes"],
+    )  # fmt: skip
+    c1, c2 = st.columns(2)
+    c1.number_input("TP (tensor parallel)", 1, 64, step=1, key=_K["view.tp"])
+    c2.number_input("PP (pipeline parallel)", 1, 128, step=1, key=_K["view.pp"])
+    st.caption("TP and PP set the one deployment the Memory and Interconnect pages show.")
+    options = _section(
+        "Serving",
+        lambda: Options(
+            engine=SS[_K["options.engine"]],
+            weight_dtypes=SS[_K["options.weight_dtypes"]],
+            kv_dtypes=SS[_K["options.kv_dtypes"]],
+        ),
+        Options(),
+    )
+    return options, view_now()
+
+
+def _workload_inputs() -> Workload:
+    c1, c2 = st.columns(2)
+    c1.number_input("Input tokens", 1, 2_000_000, step=256, key=_K["workload.isl_tokens"])
+    c2.number_input("Output tokens", 1, 200_000, step=64, key=_K["workload.osl_tokens"])
+    mode = st.radio("Load given as", [RATE, USERS], key=LOAD_MODE_KEY, horizontal=True)
+    if mode == RATE:
+        st.number_input(
+            "Arrival rate (requests/s)", 0.001, 1e6, step=0.5, format="%.3g",
+            key=_K["workload.arrival_rate_per_s"],
+        )  # fmt: skip
+    else:
+        st.number_input(
+            "Concurrent users", 1, 1_000_000, step=1, key=_K["workload.concurrent_users"]
+        )
+    return _section(
+        "Workload",
+        lambda: Workload(
+            isl_tokens=SS[_K["workload.isl_tokens"]],
+            osl_tokens=SS[_K["workload.osl_tokens"]],
+            arrival_rate_per_s=SS[_K["workload.arrival_rate_per_s"]] if mode == RATE else None,
+            concurrent_users=SS[_K["workload.concurrent_users"]] if mode == USERS else None,
+        ),
+        Workload(),
+    )
+
+
+def _sla_inputs() -> SLA:
+    st.selectbox(
+        "Percentile", [50, 90, 95, 99], key=_K["sla.percentile"], format_func=lambda p: f"P{p}"
+    )
+    for path, label in (
+        ("sla.ttft_ms", "TTFT: time to first token (ms)"),
+        ("sla.tpot_ms", "TPOT: time per output token (ms)"),
+        ("sla.e2e_ms", "E2E: whole response (ms)"),
+    ):
+        st.number_input(label, 0.001, 3.6e7, value=None, step=10.0, format="%g",
+                        placeholder="no target", key=_K[path])  # fmt: skip
+    st.caption(AMBIGUITY_NOTE)
+    return _section(
+        "SLA",
+        lambda: SLA(
+            percentile=SS[_K["sla.percentile"]],
+            ttft_ms=SS[_K["sla.ttft_ms"]],
+            tpot_ms=SS[_K["sla.tpot_ms"]],
+            e2e_ms=SS[_K["sla.e2e_ms"]],
+        ),
+        SLA(),
+    )
+
+
+def _cost_inputs() -> Cost:
+    mode = st.radio(
+        "GPU cost", ["purchase", "hourly"], key=_K["cost.mode"], horizontal=True,
+        format_func=lambda m: {"purchase": "bought (amortised)", "hourly": "rented"}[m],
+    )  # fmt: skip
+    if mode == "purchase":
+        st.number_input("Price per GPU incl. server share (USD)", 0.0, 1e7, value=None,
+                        step=1000.0, placeholder="catalog default", key=_K["cost.gpu_price_usd"])  # fmt: skip
+        c1, c2 = st.columns(2)
+        c1.number_input("Amortisation (years)", 0.5, 20.0, step=0.5, key=_K["cost.amortisation_years"])  # fmt: skip
+        c2.number_input("Utilisation (0-1)", 0.01, 1.0, step=0.05, key=_K["cost.utilisation"])
+        c1.number_input("PUE", 1.0, 5.0, step=0.05, key=_K["cost.pue"])
+        c2.number_input("Electricity (USD/kWh)", 0.0, 10.0, step=0.01, key=_K["cost.usd_per_kwh"])  # fmt: skip
+    else:
+        st.number_input("Rental (USD per GPU-hour)", 0.0, 10_000.0, value=None, step=0.25,
+                        placeholder="catalog default", key=_K["cost.gpu_hour_usd"])  # fmt: skip
+    return _section(
+        "Cost",
+        lambda: Cost(**{p.split(".")[1]: SS[_K[p]] for p in _K if p.startswith("cost.")}),
+        Cost(),
+    )
+
+
+def sidebar() -> tuple[Scenario, View]:
+    """Draw the scenario sidebar; store and return the validated Scenario and View."""
+    init_from_url()
+    SS["_invalid_sections"] = []
+    with st.sidebar:
+        st.header("Scenario")
+        with st.expander("Model", expanded=True):
+            model_id, cfg = _model_inputs()
+        with st.expander("Hardware", expanded=True):
+            hardware = _hardware_inputs()
+        with st.expander("Serving", expanded=True):
+            options, view = _serving_inputs()
+        with st.expander("Workload", expanded=True):
+            workload = _workload_inputs()
+        with st.expander("Latency target (SLA)", expanded=True):
+            sla = _sla_inputs()
+        with st.expander("Cost", expanded=False):
+            cost = _cost_inputs()
+    try:
+        scenario = Scenario(
+            model=model_id, model_config_json=cfg, hardware=hardware, workload=workload,
+            sla=sla, options=options, cost=cost,
+        )  # fmt: skip
+    except ValidationError as exc:
+        from advisor.scenario import format_validation_error
+
+        st.sidebar.error(f"Scenario: {format_validation_error(exc)}")
+        scenario = Scenario()
+    SS["scenario"], SS["view"] = scenario, view
+    return scenario, view
+
+
+def current() -> tuple[Scenario, View]:
+    """The scenario and view of this run (defaults when a page runs without the sidebar)."""
+    return SS.get("scenario") or Scenario(), view_now()
+
+
+def view_now() -> View:
+    """The View: sidebar TP/PP plus the page-local values last set on a page."""
+    local = SS.get("_view_local", {})
+    try:
+        return View(tp=SS[_K["view.tp"]], pp=SS[_K["view.pp"]], **local)
+    except (KeyError, ValidationError):
+        return View()
+
+
+def local_key(field: str) -> str:
+    """Widget key of a page-local View field, restored after a page switch; pass it as key=."""
+    key = _K[f"view.{field}"]
+    if key not in SS:
+        SS[key] = SS.get("_view_local", {}).get(field, View.model_fields[field].default)
+    return key
+
+
+def remember_local(field: str) -> None:
+    """Store a page-local widget's value so it survives page switches and reaches the URL."""
+    SS.setdefault("_view_local", {})[field] = SS[_K[f"view.{field}"]]
+
+
+def show_url_warnings() -> None:
+    """The warning about ignored link parameters, on the page (until the user closes the tab)."""
+    warnings = SS.get("_url_warnings") or []
+    if warnings:
+        st.warning(
+            "Some values in the link were ignored; their defaults are used instead:\n\n"
+            + "\n".join(f"- {w}" for w in warnings)
+        )
+    if SS.get("_invalid_sections"):
+        st.warning(
+            "Invalid sidebar input (see the message in the sidebar); defaults are used for: "
+            + ", ".join(SS["_invalid_sections"])
+        )
+
+
+def sync_url() -> None:
+    """Mirror the current scenario into the URL (only when it changed)."""
+    scenario: Scenario | None = SS.get("scenario")
+    if scenario is None:
+        return
+    params = scenario_to_params(scenario, view_now())
+    current = {k: st.query_params.get(k) for k in st.query_params}
+    if current != params:
+        st.query_params.from_dict(params)
+
+
+def sequences_in_flight(scenario: Scenario, view: View) -> tuple[int, str]:
+    """Sequences in flight on one replica, and how the number was obtained (shown to the user).
+
+    Until the latency model lands, an arrival rate is turned into a concurrency with Little's
+    law at the SLA's latency (L = λ·W, W = E2E target, or TTFT + output tokens x TPOT target).
+    """
+    import math
+
+    replicas = max(1, scenario.hardware.total_gpus // (view.tp * view.pp))
+    per = f" over {replicas} replica(s) of TP×PP = {view.tp * view.pp} GPUs"
+    if view.concurrency is not None:
+        return view.concurrency, "set on this page"
+    w = scenario.workload
+    if w.concurrent_users is not None:
+        return math.ceil(w.concurrent_users / replicas), f"{w.concurrent_users} users{per}"
+    sla = scenario.sla
+    if sla.e2e_ms is not None:
+        wait_s, how = sla.e2e_ms / 1e3, "E2E target"
+    elif sla.tpot_ms is not None:
+        wait_s = ((sla.ttft_ms or 0.0) + w.osl_tokens * sla.tpot_ms) / 1e3
+        how = f"{'TTFT + ' if sla.ttft_ms else ''}{w.osl_tokens} tokens × TPOT target"
+    else:
+        return 16, "no latency target to apply Little's law to: 16 assumed"
+    n = max(1, math.ceil(w.arrival_rate_per_s * wait_s / replicas))  # type: ignore[operator]
+    return n, (
+        f"Little's law L = λ·W = {w.arrival_rate_per_s:g} req/s × {wait_s:.2f} s ({how}){per} "
+        "(an estimate until the latency model lands)"
+    )

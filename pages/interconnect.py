@@ -1,0 +1,131 @@
+"""Interconnect: tensor-parallel all-reduce cost against TP degree, per link, and the article's."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import streamlit as st
+
+from advisor.catalog import accelerators, interconnects
+from advisor.charts import interconnect_charts as ic
+from advisor.physics.collectives import article_message_bytes_for
+from app_format import ms, small_bytes
+from app_state import current, guarded, sequences_in_flight
+
+COMPARED = ("pcie5", "nvlink4", "xgmi")
+
+
+def setup() -> SimpleNamespace:
+    scenario, view = current()
+    model = scenario.model_spec()
+    gpu = accelerators()[scenario.hardware.gpus[0]]
+    links = interconnects()
+    ids = list(COMPARED)
+    own = scenario.hardware.intra_link or gpu.scale_up_link
+    if own not in ids:
+        ids.append(own)
+    ids.append(scenario.hardware.inter_link)
+    n_seq, how = sequences_in_flight(scenario, view)
+    c = SimpleNamespace(
+        scenario=scenario, view=view, model=model, gpu=gpu, links=[links[i] for i in ids],
+        all_links=links, batch=n_seq, wd=scenario.options.weight_dtypes[0],
+        engine=scenario.options.engine,
+    )  # fmt: skip
+    st.caption(
+        f"**{model.name}** (hidden {model.hidden_size:,}, {model.num_hidden_layers} layers), "
+        f"decode batch of **{n_seq:,} tokens** ({how}), weights {c.wd}, engine {c.engine} "
+        + ("(NCCL ring/tree/NVLS only)" if c.engine == "generic" else
+           "(NCCL plus one-shot/two-shot custom all-reduce)")
+        + f". Compute estimate on {gpu.name}: weights per GPU ÷ "
+        f"{gpu.hbm_bandwidth_bytes_per_s / 1e12:g} TB/s HBM."
+    )  # fmt: skip
+    return c
+
+
+def sweep_section(c: SimpleNamespace) -> list[dict]:
+    rows = ic.tp_comm_sweep(
+        c.model, c.gpu, c.links, batch_tokens=c.batch, weights_dtype=c.wd, pp=c.view.pp,
+        engine=c.engine,
+    )  # fmt: skip
+    msg = rows[0]["message_bytes"]
+    st.plotly_chart(
+        ic.per_layer_figure(
+            rows, f"All-reduce time per layer: 2 × {small_bytes(msg)} ({c.batch:,} tokens)"
+        ),
+        width="stretch",
+    )
+    st.caption(
+        "PCIe, NVLink and Infinity Fabric up to TP = 8 (one node); the inter-node link up to 16 "
+        "(two 8-GPU nodes, every GPU's traffic on its NIC). Hover for the algorithm chosen."
+    )
+    left, right = st.columns(2)
+    left.plotly_chart(
+        ic.step_figure(rows, "Decode step estimate: where TP stops paying off"), width="stretch"
+    )
+    right.plotly_chart(
+        ic.share_figure(rows, "Share of the decode step spent communicating"), width="stretch"
+    )
+    cliff = ic.bandwidth_cliff(rows)
+    names = {r["link_id"]: r["link_name"] for r in rows}
+    st.markdown(
+        "**Bandwidth cliff** (★): the TP degree with the shortest estimated step; beyond it the "
+        "all-reduce grows faster than the weight reads shrink. "
+        + "; ".join(f"{names[k]}: TP = {v}" for k, v in cliff.items())
+        + "."
+    )
+    st.caption(
+        "Compute here is a memory-bound estimate (weights per GPU ÷ HBM bandwidth, KV reads and "
+        "kernel overheads left out) standing in until the latency model lands; per token = "
+        f"{c.model.num_hidden_layers} layers × 2 all-reduces."
+    )
+    return rows
+
+
+def article_section(c: SimpleNamespace, rows: list[dict]) -> None:
+    st.subheader("The article's all-reduce formula beside ours")
+    msg = rows[0]["message_bytes"]
+    left, right = st.columns([2, 3])
+    left.markdown("**Article:**")
+    left.latex(r"T(N) = 2\alpha + 2\beta \frac{d}{N} \log_2 N")
+    left.markdown("**Ours (ring, as NCCL):**")
+    left.latex(r"T(N) = t_0 + 2(N-1)\,\alpha + \frac{2(N-1)}{N} \cdot \frac{d}{f \cdot B}")
+    per_token = c.model.hidden_size * 2
+    d15 = article_message_bytes_for(15e-6, 8, *ic.ARTICLE_LINKS["NVLink"])
+    d380 = article_message_bytes_for(380e-6, 8, *ic.ARTICLE_LINKS["PCIe"])
+    left.markdown(
+        "The article's formula moves d/N × log₂N bytes, fewer than the ring's 2(N−1)/N × d for "
+        "N > 2, pays the latency α twice whatever N is, and leaves out the software latency t₀ "
+        "and the fraction f of the raw bandwidth B a link reaches (fitted to nccl-tests). "
+        f"It never states d. Its “15 µs per layer” on NVLink at N = 8 needs "
+        f"d = {small_bytes(d15)}, its “380 µs” on PCIe (N = 8 assumed) d = {small_bytes(d380)}: "
+        f"for {c.model.name} ({small_bytes(per_token)} per token, 16-bit) that is "
+        f"{d15 / per_token:,.0f} and {d380 / per_token:,.0f} tokens in one step, so the two "
+        "figures do not describe the same batch."
+    )
+    comp = ic.article_comparison(msg, c.all_links, engine=c.engine)
+    right.plotly_chart(
+        ic.article_figure(comp, f"One all-reduce of {small_bytes(msg)}: article vs ours"),
+        width="stretch",
+    )
+    right.dataframe(
+        [
+            {
+                "link": r["link"],
+                "N": r["n"],
+                "article": ms(r["article_s"]),
+                "ours": ms(r["ours_s"]),
+                "ours / article": f"{r['ours_s'] / r['article_s']:.1f}×",
+            }
+            for r in comp
+        ],  # fmt: skip
+        hide_index=True,
+        width="stretch",
+    )
+
+
+st.title("Interconnect")
+ctx = guarded("Scenario", setup)
+if ctx is not None:
+    sweep = guarded("All-reduce against TP", sweep_section, ctx)
+    if sweep:
+        guarded("The article's formula", article_section, ctx, sweep)

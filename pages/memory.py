@@ -1,0 +1,161 @@
+"""Memory and KV budget: per-GPU memory of the chosen deployment and how many sequences fit."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import streamlit as st
+
+import app_cache
+from advisor.catalog import accelerators
+from advisor.charts import memory_charts as mc
+from advisor.physics.memory import DTYPE_BYTES, PAGED_BLOCK_SIZES, article_kv_bytes_per_sequence
+from app_format import gb, gb_gib, small_bytes
+from app_state import current, guarded, local_key, remember_local, sequences_in_flight, view_now
+
+
+def setup() -> SimpleNamespace:
+    """Page-local inputs and everything the sections share."""
+    scenario, _ = current()
+    model = scenario.model_spec()
+    gpu = accelerators()[scenario.hardware.gpus[0]]
+    c1, c2, c3 = st.columns(3)
+    c1.number_input(
+        "Sequences in flight per replica", 1, 100_000, value=None, step=1,
+        placeholder="from the scenario's load", key=local_key("concurrency"),
+        on_change=remember_local, args=("concurrency",),
+    )  # fmt: skip
+    c2.segmented_control(
+        "Paged KV block size (tokens)", list(PAGED_BLOCK_SIZES), key=local_key("block_size"),
+        on_change=remember_local, args=("block_size",), required=True,
+    )  # fmt: skip
+    c3.number_input(
+        "Tokens a contiguous allocator reserves (max_model_len)", 16, 16_777_216, value=None,
+        step=1024, placeholder=f"model maximum: {model.max_position_embeddings:,}",
+        key=local_key("max_model_len"), on_change=remember_local, args=("max_model_len",),
+    )  # fmt: skip
+    view = view_now()
+    ctx = SimpleNamespace(
+        scenario=scenario, model=model, gpu=gpu, view=view, tp=view.tp, pp=view.pp,
+        bs=view.block_size, wd=scenario.options.weight_dtypes[0],
+        kd=scenario.options.kv_dtypes[0],
+        context=scenario.workload.isl_tokens + scenario.workload.osl_tokens,
+        max_len=view.max_model_len or model.max_position_embeddings,
+    )  # fmt: skip
+    ctx.n_seq, n_how = sequences_in_flight(scenario, view)
+    st.caption(
+        f"**{model.name}** on **{gpu.name}** ({gb_gib(gpu.memory_bytes)}), TP={ctx.tp}, "
+        f"PP={ctx.pp}, weights {ctx.wd}, KV cache {ctx.kd}, {ctx.context:,} tokens per sequence "
+        f"({scenario.workload.isl_tokens:,} in + {scenario.workload.osl_tokens:,} out); "
+        f"**{ctx.n_seq:,} sequences in flight**: {n_how}. GB = 10⁹ bytes, GiB = 2³⁰ bytes."
+    )
+    return ctx
+
+
+def budget_section(c: SimpleNamespace):
+    kw = dict(tp=c.tp, pp=c.pp, weights_dtype=c.wd, kv_dtype=c.kd, context_tokens=c.context,
+              block_size=c.bs, max_model_len=c.max_len)  # fmt: skip
+    b = app_cache.budget(c.model, c.gpu.id, **kw)
+    paged_seq = mc.paged_kv_bytes_per_sequence_per_gpu(c.model, c.kd, c.context, c.bs, c.tp, c.pp)
+    curve = mc.kv_demand_curve(paged_seq, b.kv_budget_bytes_per_gpu, c.n_seq)
+
+    m = st.columns(6)
+    m[0].metric("Weights per GPU", gb(b.weights_bytes_per_gpu),
+                help=f"{gb(b.weights_bytes_total)} for the whole model ({b.params / 1e9:.1f} B parameters)")  # fmt: skip
+    m[1].metric("KV per token", small_bytes(b.kv_bytes_per_token),
+                help=f"whole model, all layers; {small_bytes(b.kv_bytes_per_token_per_gpu)} per GPU")  # fmt: skip
+    m[2].metric("KV per sequence per GPU", gb(b.kv_bytes_per_sequence_per_gpu, 3),
+                help=f"{c.context:,} tokens; {gb(b.kv_bytes_per_sequence, 3)} for the whole model")  # fmt: skip
+    m[3].metric("Max sequences, paged", f"{b.max_concurrent_sequences:,}",
+                help=f"{c.bs}-token blocks, {b.paged_utilisation:.0%} of reserved KV used")  # fmt: skip
+    m[4].metric("Max sequences, contiguous", f"{b.max_concurrent_sequences_contiguous:,}",
+                help=f"reserves {max(c.max_len, c.context):,} tokens each, {b.contiguous_utilisation:.1%} used")  # fmt: skip
+    m[5].metric("Fits", "yes" if b.fits else "no",
+                help=f"KV budget per GPU: {gb(b.kv_budget_bytes_per_gpu)}")  # fmt: skip
+    if not b.fits:
+        st.error("Does not fit: " + "; ".join(b.reasons))
+        if b.suggestions:
+            st.info("Would fit with: " + "; ".join(b.suggestions))
+    elif curve["offload_at"] is not None and c.n_seq >= curve["offload_at"]:
+        st.warning(
+            f"{c.n_seq:,} sequences need {gb(c.n_seq * paged_seq)} of KV per GPU, more than the "
+            f"{gb(b.kv_budget_bytes_per_gpu)} budget: offloading (or preemption) starts at "
+            f"{curve['offload_at']:,} sequences."
+        )
+
+    gpus = accelerators()
+    stacks = []
+    for gid in c.scenario.hardware.gpus:
+        bg = b if gid == c.gpu.id else app_cache.budget(c.model, gid, **kw)
+        label = f"<b>{gpus[gid].name}</b>" if gid == c.gpu.id else gpus[gid].name
+        stacks.append(mc.memory_stack(label, bg, paged_seq, c.n_seq))
+    title = mc.memory_stack_title(c.model.name, c.gpu.name, c.tp, c.pp)
+    st.plotly_chart(mc.memory_stack_figure(stacks, title), width="stretch")
+    if len(stacks) > 1:
+        st.caption("Other candidate accelerators at the same TP, PP, dtypes and load.")
+
+    left, right = st.columns(2)
+    off = curve["offload_at"]
+    t = f"Where offloading starts: {off:,} sequences" if off else "No room for any KV cache"
+    left.plotly_chart(mc.kv_demand_figure(curve, t), width="stretch")
+    rows = app_cache.allocation_comparison(
+        c.model, c.gpu.id, tp=c.tp, pp=c.pp, weights_dtype=c.wd, kv_dtype=c.kd,
+        context_tokens=c.context, max_model_len=c.max_len,
+    )  # fmt: skip
+    t = f"Paged vs contiguous allocation at {c.context:,} tokens"
+    right.plotly_chart(mc.allocation_figure(rows, t, c.bs), width="stretch")
+    return b
+
+
+def sweep_section(c: SimpleNamespace) -> None:
+    rows = app_cache.max_sequences_sweep(
+        c.model, c.gpu.id, weights_dtype=c.wd, kv_dtypes=tuple(c.scenario.options.kv_dtypes),
+        pp=c.pp, block_size=c.bs,
+    )  # fmt: skip
+    t = f"Max concurrent sequences vs context: {c.model.name} on {c.gpu.name}, {c.wd} weights"
+    st.plotly_chart(mc.max_sequences_figure(rows, t, c.context), width="stretch")
+    st.caption("A gap: nothing fits at that TP (weights exceed the GPU, or no room for KV).")
+
+
+def article_section(c: SimpleNamespace, b) -> None:
+    st.subheader("The article's KV formula beside the correct one")
+    m = c.model
+    article = article_kv_bytes_per_sequence(
+        c.context, 1, m.hidden_size, m.num_hidden_layers, DTYPE_BYTES[c.kd]
+    )
+    left, right = st.columns([2, 3])
+    left.markdown("**Article:**")
+    left.latex(r"2 \cdot L \cdot B \cdot d_{model} \cdot n_{layers} \cdot \text{bytes}")
+    left.markdown("**Correct (grouped-query attention):**")
+    left.latex(r"2 \cdot L \cdot B \cdot n_{kv} \cdot d_{head} \cdot n_{layers} \cdot \text{bytes}")
+    width = (
+        f"{m.num_key_value_heads} KV heads × {m.head_dim} = {m.num_key_value_heads * m.head_dim:,}"
+    )
+    mla = ("It uses multi-head latent attention and caches a compressed latent instead. "
+           if m.is_mla else "")  # fmt: skip
+    left.markdown(
+        f"For {m.name}, d_model = {m.hidden_size:,} but the cache stores {width} values per token "
+        f"per layer for K and for V. {mla}At L = {c.context:,} tokens, B = 1, {c.kd}: the "
+        f"article's formula gives **{gb(article, 2)}**, the correct figure is "
+        f"**{gb(b.kv_bytes_per_sequence, 2)}** ({article / b.kv_bytes_per_sequence:.1f}× less), "
+        f"of which each GPU holds {gb(b.kv_bytes_per_sequence_per_gpu, 3)} at TP={c.tp}, "
+        f"PP={c.pp}. The article's formula holds only for multi-head attention "
+        "(n_kv × d_head = d_model). Its “2.1 GB per sequence” for a 70B model at 4,096 tokens "
+        "matches neither (10.7 GB by its formula, 1.34 GB with Llama-2-70B's 8 KV heads)."
+    )
+    t = f"KV cache of one {c.context:,}-token sequence, {c.kd}"
+    right.plotly_chart(
+        mc.kv_formula_figure(article, b.kv_bytes_per_sequence, b.kv_bytes_per_sequence_per_gpu, t),
+        width="stretch",
+    )
+    with st.expander("Assumptions"):
+        st.markdown("\n".join(f"- {x}" for x in b.assumptions))
+
+
+st.title("Memory and KV budget")
+ctx = guarded("Scenario", setup)
+if ctx is not None:
+    budget = guarded("Memory budget", budget_section, ctx)
+    guarded("Max sequences against context", sweep_section, ctx)
+    if budget is not None:
+        guarded("The article's KV formula", article_section, ctx, budget)
