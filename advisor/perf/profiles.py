@@ -87,8 +87,23 @@ _DEFAULT_ENGINE = {
 #: 2048 by its tuning heuristic.
 
 
+_ACTIVE: dict | None = None
+
+
+def set_active(doc: dict | None) -> None:
+    """Use ``doc`` (the calibration.yaml structure) instead of the file; None = back to the file.
+
+    Used by the fit, which evaluates the model under trial constants.
+    """
+    global _ACTIVE
+    _ACTIVE = doc
+    reload()
+
+
 @cache
 def _calibration(path: Path = CALIBRATION_PATH) -> dict:
+    if _ACTIVE is not None:
+        return _ACTIVE
     if not path.exists():
         return {}
     doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}

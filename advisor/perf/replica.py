@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from functools import lru_cache
 
 import numpy as np
 
@@ -93,9 +92,15 @@ class ReplicaArrays:
         return ReplicaArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
 
 
-@lru_cache(maxsize=256)
+_BREAKDOWNS: dict[str, ParamBreakdown] = {}
+
+
 def _breakdown(model: ModelSpec) -> ParamBreakdown:
-    return param_breakdown(model)
+    # ModelSpec is not hashable (its sources dict); its JSON identifies it exactly.
+    key = model.model_dump_json(exclude={"sources", "notes", "name"})
+    if key not in _BREAKDOWNS:
+        _BREAKDOWNS[key] = param_breakdown(model)
+    return _BREAKDOWNS[key]
 
 
 def tp_link_for(cfg: ReplicaConfig, catalog_links: dict[str, Interconnect]) -> Interconnect:

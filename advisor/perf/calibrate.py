@@ -1,0 +1,157 @@
+"""Fit the efficiency and overhead constants to the published measurements.
+
+``python -m advisor calibrate`` minimises the robust (soft-L1) sum of squared log errors
+log(predicted / measured) over every representable row, each metric family weighted equally
+(so 220 offline-throughput rows do not drown 19 batch-1 decode rows), and writes
+``data/calibration.yaml`` with the constants, the residuals per family and the rows used.
+
+Constants (few, physical): per accelerator family with data, eta_mem, eta_compute_16 and
+eta_compute_fp8 (fp8 only where fp8 rows exist); per engine, step_overhead_s, seq_overhead_s,
+request_overhead_s, and an efficiency multiplier (TensorRT-LLM is the reference at 1.0).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from advisor.perf import profiles
+from advisor.perf.measurements import Case, cases
+from advisor.perf.replica import COMPUTE_PATH
+
+#: (name, lower, upper, initial) per parameter kind.
+_BOUNDS = {
+    "eta_mem": (0.3, 0.98, 0.8),
+    "eta_compute_16": (0.2, 0.98, 0.6),
+    "eta_compute_fp8": (0.15, 0.98, 0.5),
+    "step_overhead_s": (0.0, 0.03, 2e-3),
+    "seq_overhead_s": (0.0, 2e-4, 5e-6),
+    "request_overhead_s": (0.0, 0.1, 10e-3),
+    "efficiency": (0.4, 1.3, 1.0),
+}
+MIN_ROWS = 3  # a constant is fitted only when at least this many rows depend on it
+
+
+def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
+    """(section, key, field) of every constant the rows can pin down."""
+    fam_rows: Counter = Counter()
+    fam_fp8: Counter = Counter()
+    eng_rows: Counter = Counter()
+    for c in items:
+        fam = c.config.gpu.family
+        fam_rows[fam] += 1
+        if COMPUTE_PATH[c.config.weights] == "fp8":
+            fam_fp8[fam] += 1
+        eng_rows[c.config.engine] += 1
+    params: list[tuple[str, str, str]] = []
+    for fam, n in sorted(fam_rows.items()):
+        if n < MIN_ROWS:
+            continue
+        params += [("families", fam, "eta_mem"), ("families", fam, "eta_compute_16")]
+        if fam_fp8[fam] >= MIN_ROWS:
+            params.append(("families", fam, "eta_compute_fp8"))
+    for eng, n in sorted(eng_rows.items()):
+        if n < MIN_ROWS:
+            continue
+        params += [
+            ("engines", eng, "step_overhead_s"),
+            ("engines", eng, "seq_overhead_s"),
+            ("engines", eng, "request_overhead_s"),
+        ]
+        if eng != "trtllm":
+            params.append(("engines", eng, "efficiency"))
+    return params
+
+
+def _doc(params: list[tuple[str, str, str]], x: np.ndarray) -> dict:
+    doc: dict = {"families": {}, "engines": {}}
+    for (section, key, name), v in zip(params, x, strict=True):
+        doc[section].setdefault(key, {})[name] = float(v)
+    return doc
+
+
+def _residuals(items: list[Case], weights: np.ndarray) -> np.ndarray:
+    from advisor.perf.validate import predict_cases
+
+    pred = predict_cases(items)
+    meas = np.array([c.measured for c in items])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.log(pred / meas)
+    r = np.where(np.isfinite(r), r, np.log(10.0))
+    return r * weights
+
+
+def fit(items: list[Case] | None = None, max_nfev: int = 60) -> dict:
+    """Fit the constants; returns the calibration document (not yet written)."""
+    from scipy.optimize import least_squares
+
+    items = list(cases()[0] if items is None else items)
+    params = _parameters(items)
+    fam_count = Counter(c.family for c in items)
+    weights = np.array([1.0 / np.sqrt(fam_count[c.family]) for c in items])
+    lo = np.array([_BOUNDS[p[2]][0] for p in params])
+    hi = np.array([_BOUNDS[p[2]][1] for p in params])
+    x0 = np.array([_BOUNDS[p[2]][2] for p in params])
+    # Scale so every parameter moves on a comparable step (overheads are ~1e-3 s).
+    scale = np.where(hi < 1e-1, hi, 1.0)
+
+    def fun(z: np.ndarray) -> np.ndarray:
+        profiles.set_active(_doc(params, z * scale))
+        return _residuals(items, weights)
+
+    try:
+        res = least_squares(
+            fun, x0 / scale, bounds=(lo / scale, hi / scale), loss="soft_l1", f_scale=0.1,
+            max_nfev=max_nfev, diff_step=1e-3,
+        )  # fmt: skip
+        doc = _doc(params, res.x * scale)
+    finally:
+        profiles.set_active(None)
+    # SGLang has no rows: it shares vLLM's constants (same kind of Python scheduler and kernels).
+    if "vllm" in doc["engines"] and "sglang" not in doc["engines"]:
+        doc["engines"]["sglang"] = {
+            **doc["engines"]["vllm"],
+            "note": "no SGLang rows: vLLM's constants",
+        }
+    doc["engines"].setdefault("generic", {})
+    doc["engines"]["generic"]["note"] = (
+        "fitted to PyTorch-native rows (gpt-fast) and untagged engines: a plain compiled server"
+    )
+    return doc
+
+
+def write(doc: dict, path: Path | None = None) -> dict:
+    """Evaluate the fitted constants, attach residuals, write YAML; returns the summary."""
+    from advisor.perf.validate import predictions, summarise
+
+    path = path or profiles.CALIBRATION_PATH
+    profiles.set_active(doc)
+    try:
+        preds, skipped = predictions()
+    finally:
+        profiles.set_active(None)
+    table = summarise(preds)
+    out = {
+        "generated_by": "python -m advisor calibrate",
+        "generated_on": _dt.date.today().isoformat(),
+        "source": "data/measurements.csv (rows listed under residuals)",
+        "families": doc["families"],
+        "engines": doc["engines"],
+        "fit_summary": {k: {kk: round(vv, 2) for kk, vv in v.items()} for k, v in table.items()},
+        "residuals": {p.id: round(p.error * 100, 1) for p in preds if np.isfinite(p.predicted)},
+        "rows_skipped": len(skipped),
+    }
+    header = (
+        "# Fitted by `python -m advisor calibrate` (advisor/perf/calibrate.py); do not edit by hand.\n"
+        "# families: eta_* = achieved fraction of datasheet HBM bandwidth / dense tensor peak.\n"
+        "# engines: overheads in seconds per decode iteration / per running sequence per iteration /\n"
+        "#          per request (first token); efficiency multiplies both etas.\n"
+        "# residuals: row id -> (predicted / measured - 1) in percent, after the fit.\n"
+    )
+    path.write_text(header + yaml.safe_dump(out, sort_keys=False, width=100), encoding="utf-8")
+    profiles.reload()
+    return out

@@ -1,0 +1,92 @@
+"""Serving-level predictions from step times: offline throughput, static batches, fixed concurrency.
+
+Vectorised over replicas. Conventions (the ones the published benchmarks use):
+- offline throughput (trtllm-bench, MLPerf Offline): every request queued at once; the server
+  runs as many sequences as its KV cache and ``max_num_seqs`` allow; in steady state each
+  iteration also prefills the prompts of the requests that replace finished ones
+  (``batch x isl / osl`` prompt tokens per iteration, in-flight batching / chunked prefill);
+- static batching (TensorRT-LLM gptSessionBenchmark): prefill the whole batch, then ``osl``
+  decode steps;
+- fixed concurrency (vLLM ``--max-concurrency``): ``n`` sequences always running; each new
+  request's prefill stalls the others once per ``osl`` tokens.
+Throughputs are output tokens per second of one replica.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.perf.replica import ReplicaArrays, max_running
+from advisor.perf.step import StepTimes, decode_step, prefill
+
+
+def offline_batch(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray) -> np.ndarray:
+    """Running sequences in offline mode: min(KV capacity at isl + osl, engine max_num_seqs)."""
+    cap = max_running(r, np.asarray(isl, dtype=float) + np.asarray(osl, dtype=float))
+    return np.minimum(cap, r.max_num_seqs)
+
+
+def offline_step(
+    r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray
+) -> tuple[np.ndarray, StepTimes]:
+    isl = np.asarray(isl, dtype=float)
+    osl = np.asarray(osl, dtype=float)
+    b = offline_batch(r, isl, osl)
+    step = decode_step(
+        r,
+        np.maximum(b, 1.0),
+        isl + osl / 2.0,
+        prefill_tokens=np.maximum(b, 1.0) * isl / osl,
+        prompt_tokens=isl,
+    )
+    return b, step
+
+
+def offline_throughput(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray) -> np.ndarray:
+    """Output tokens/s of one replica with all requests queued (0 where nothing fits)."""
+    b, step = offline_step(r, isl, osl)
+    return np.where(b >= 1, b / step.total, 0.0)
+
+
+def static_throughput(
+    r: ReplicaArrays, batch: np.ndarray, isl: np.ndarray, osl: np.ndarray
+) -> np.ndarray:
+    """Output tokens/s of a static batch: batch x osl / (prefill(batch) + osl x decode step)."""
+    batch = np.asarray(batch, dtype=float)
+    osl = np.asarray(osl, dtype=float)
+    isl = np.asarray(isl, dtype=float)
+    pre = prefill(r, isl, batch).total
+    dec = decode_step(r, batch, isl + osl / 2.0).total
+    return batch * osl / (pre + osl * dec)
+
+
+def prefill_interruption_s(r: ReplicaArrays, isl: np.ndarray) -> np.ndarray:
+    """GPU time one prompt's prefill takes from the running batch (no request overhead)."""
+    p = prefill(r, isl)
+    return p.total - r.request_overhead_s - r.step_overhead_s
+
+
+def concurrency_tpot(
+    r: ReplicaArrays, n: np.ndarray, isl: np.ndarray, osl: np.ndarray
+) -> np.ndarray:
+    """Mean time per output token with ``n`` sequences always running.
+
+    TPOT = step(n, isl + osl/2) + n x prefill(isl) / osl: over one request's ``osl`` tokens the
+    other ``n`` requests are each replaced once, and each replacement's prefill stalls the batch.
+    """
+    n = np.asarray(n, dtype=float)
+    osl = np.asarray(osl, dtype=float)
+    isl = np.asarray(isl, dtype=float)
+    step = decode_step(r, n, isl + osl / 2.0).total
+    return step + n * prefill_interruption_s(r, isl) / osl
+
+
+def concurrency_throughput(
+    r: ReplicaArrays, n: np.ndarray, isl: np.ndarray, osl: np.ndarray
+) -> np.ndarray:
+    """Output tokens/s with ``n`` sequences always running: n x osl / (TTFT + osl x TPOT)."""
+    n = np.asarray(n, dtype=float)
+    osl = np.asarray(osl, dtype=float)
+    tpot = concurrency_tpot(r, n, isl, osl)
+    ttft = prefill(r, isl).total
+    return n * osl / (ttft + osl * tpot)
