@@ -1,8 +1,11 @@
 """Inference Architect: the Streamlit entry point (page config, scenario sidebar, navigation).
 
-Run with ``make run``. Pages live in pages/ and are listed once in ``PAGES``: add a line there to
-add a page (title, file, URL path). The sidebar (app_state.py) is drawn on every run, so its
-values survive page switches and are mirrored into the URL after the page has run.
+Run with ``make run``. Pages live in app_pages/ and are listed once in ``PAGES``: add a line
+there to add a page (file, title, URL path, icon). Not pages/: a folder of that name puts
+Streamlit in its legacy multipage mode, where the first visit to a deep link such as /memory on a
+fresh server runs the page without app.py (no sidebar, no st.navigation). The sidebar
+(app_state.py) is drawn on every run, so its values survive page switches; it is mirrored into
+the URL after the page has run.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from app_state import show_url_warnings, sidebar, sync_url  # noqa: E402
 
 #: (file, title, url path, icon). The first is the default page.
 PAGES: list[tuple[str, str, str, str]] = [
-    ("pages/overview.py", "Scenario", "scenario", ":material/description:"),
-    ("pages/memory.py", "Memory and KV budget", "memory", ":material/memory:"),
-    ("pages/interconnect.py", "Interconnect", "interconnect", ":material/lan:"),
+    ("app_pages/overview.py", "Scenario", "scenario", ":material/description:"),
+    ("app_pages/memory.py", "Memory and KV budget", "memory", ":material/memory:"),
+    ("app_pages/interconnect.py", "Interconnect", "interconnect", ":material/lan:"),
 ]
 
 pg = st.navigation(

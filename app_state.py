@@ -29,6 +29,7 @@ AMBIGUITY_NOTE = (
     "output token (TPOT) or the whole response (E2E)? At 256 output tokens and 10 ms per "
     "token the response takes 2.6 s end to end. Set the latency each target bounds."
 )
+OWN = "own"  # the intra-link choice "each GPU's own link" (None in the Scenario)
 PAGE_LOCAL = ("view.block_size", "view.concurrency", "view.max_model_len")
 
 
@@ -58,6 +59,8 @@ def _seed(scenario: Scenario, view: View) -> None:
         for part in path.split("."):
             value = value[part]
         SS[wkey] = value
+    if SS[_K["hardware.intra_link"]] is None:
+        SS[_K["hardware.intra_link"]] = OWN
     SS["_view_local"] = {p.split(".")[1]: doc["view"][p.split(".")[1]] for p in PAGE_LOCAL}
     SS[LOAD_MODE_KEY] = USERS if scenario.workload.concurrent_users is not None else RATE
     if SS[_K["workload.arrival_rate_per_s"]] is None:
@@ -147,10 +150,10 @@ def _hardware_inputs() -> Hardware:
     c2.number_input("Nodes", 1, 1024, step=1, key=_K["hardware.nodes"])
     first = SS[_K["hardware.gpus"]][0] if SS[_K["hardware.gpus"]] else None
     own = f"GPU's own ({links[gpus[first].scale_up_link].name})" if first else "GPU's own"
-    intra = [None] + [i for i, lk in links.items() if lk.scope == "intra_node"]
+    intra = [OWN] + [i for i, lk in links.items() if lk.scope == "intra_node"]
     st.selectbox(
         "Intra-node link", intra, key=_K["hardware.intra_link"],
-        format_func=lambda i: own if i is None else links[i].name,
+        format_func=lambda i: own if i == OWN else links[i].name,
     )  # fmt: skip
     inter = [i for i, lk in links.items() if lk.scope == "inter_node"]
     st.selectbox(
@@ -163,7 +166,7 @@ def _hardware_inputs() -> Hardware:
             gpus=SS[_K["hardware.gpus"]],
             gpus_per_node=SS[_K["hardware.gpus_per_node"]],
             nodes=SS[_K["hardware.nodes"]],
-            intra_link=SS[_K["hardware.intra_link"]],
+            intra_link=None if SS[_K["hardware.intra_link"]] == OWN else SS[_K["hardware.intra_link"]],
             inter_link=SS[_K["hardware.inter_link"]],
         ),
         Hardware(),

@@ -107,7 +107,7 @@ def article_section(c: SimpleNamespace, rows: list[dict]) -> None:
         ic.article_figure(comp, f"One all-reduce of {small_bytes(msg)}: article vs ours"),
         width="stretch",
     )
-    right.dataframe(
+    right.table(
         [
             {
                 "link": r["link"],
@@ -118,8 +118,6 @@ def article_section(c: SimpleNamespace, rows: list[dict]) -> None:
             }
             for r in comp
         ],  # fmt: skip
-        hide_index=True,
-        width="stretch",
     )
 
 

@@ -66,9 +66,9 @@ def budget_section(c: SimpleNamespace):
                 help=f"whole model, all layers; {small_bytes(b.kv_bytes_per_token_per_gpu)} per GPU")  # fmt: skip
     m[2].metric("KV per sequence per GPU", gb(b.kv_bytes_per_sequence_per_gpu, 3),
                 help=f"{c.context:,} tokens; {gb(b.kv_bytes_per_sequence, 3)} for the whole model")  # fmt: skip
-    m[3].metric("Max sequences, paged", f"{b.max_concurrent_sequences:,}",
+    m[3].metric("Sequences (paged)", f"{b.max_concurrent_sequences:,}",
                 help=f"{c.bs}-token blocks, {b.paged_utilisation:.0%} of reserved KV used")  # fmt: skip
-    m[4].metric("Max sequences, contiguous", f"{b.max_concurrent_sequences_contiguous:,}",
+    m[4].metric("Sequences (contiguous)", f"{b.max_concurrent_sequences_contiguous:,}",
                 help=f"reserves {max(c.max_len, c.context):,} tokens each, {b.contiguous_utilisation:.1%} used")  # fmt: skip
     m[5].metric("Fits", "yes" if b.fits else "no",
                 help=f"KV budget per GPU: {gb(b.kv_budget_bytes_per_gpu)}")  # fmt: skip

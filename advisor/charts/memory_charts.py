@@ -106,10 +106,14 @@ def memory_stack_figure(stacks: Sequence[MemoryStack], title: str) -> go.Figure:
             )
         )
     cap = max(gb(s.capacity_bytes) for s in stacks)
-    fig.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.25, "x": 0})
+    fig.update_layout(
+        barmode="stack",
+        legend={"orientation": "h", "y": 1.0, "x": 0, "yanchor": "bottom", "traceorder": "normal"},
+        margin={"t": 110},
+    )
     fig.update_xaxes(title_text=GB_AXIS, range=[0, _x_max(stacks, cap)])
     fig.update_yaxes(automargin=True)
-    return styled(fig, title, height=max(260, 110 + 60 * len(stacks)))
+    return styled(fig, title, height=max(300, 180 + 60 * len(stacks)))
 
 
 def _x_max(stacks: Sequence[MemoryStack], cap: float) -> float:
@@ -202,9 +206,22 @@ def max_sequences_figure(rows: Sequence[dict], title: str, chosen_context: int) 
         annotation_text=f"scenario: {chosen_context:,} tokens",
         annotation_position="top",
     )
-    fig.update_xaxes(type="log", title_text="context per sequence (tokens, prompt + output)")
-    fig.update_yaxes(type="log", title_text="max concurrent sequences per replica (paged)")
+    ctxs = sorted({r["context_tokens"] for r in rows})
+    fig.update_xaxes(
+        type="log", tickvals=ctxs, ticktext=[_tokens(c) for c in ctxs],
+        title_text="context per sequence (tokens, prompt + output)",
+    )  # fmt: skip
+    fig.update_yaxes(type="log", dtick=1, title_text="max concurrent sequences per replica (paged)")
     return styled(fig, title, height=460)
+
+
+def _tokens(n: int) -> str:
+    """Token counts as axis labels: 512, 4k, 128k (k = 1024).
+
+    >>> _tokens(512), _tokens(4096), _tokens(131072), _tokens(1000)
+    ('512', '4k', '128k', '1000')
+    """
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
 
 
 def allocation_comparison(
@@ -229,13 +246,13 @@ def allocation_comparison(
         )  # fmt: skip
         if not rows:
             rows.append(
-                {"allocation": f"contiguous, {max(max_model_len, context_tokens):,} reserved",
+                {"allocation": f"contiguous<br>{max(max_model_len, context_tokens):,} reserved",
                  "block_size": None,
                  "max_sequences": b.max_concurrent_sequences_contiguous,
                  "utilisation": b.contiguous_utilisation}
             )  # fmt: skip
         rows.append(
-            {"allocation": f"paged, {bs}-token blocks", "block_size": bs,
+            {"allocation": f"paged<br>{bs}-token blocks", "block_size": bs,
              "max_sequences": b.max_concurrent_sequences, "utilisation": b.paged_utilisation}
         )  # fmt: skip
     return rows
@@ -334,11 +351,7 @@ def kv_formula_figure(
     article_bytes: float, correct_bytes: float, per_gpu_bytes: float, title: str
 ) -> go.Figure:
     """Three bars: the article's formula (d_model), the correct total (KV heads), per GPU."""
-    labels = [
-        "article: 2·L·B·d_model·layers·bytes",
-        "correct: 2·L·n_kv·d_head·layers·bytes",
-        "correct, per GPU (TP/PP split)",
-    ]
+    labels = ["article's formula (d_model)", "correct (KV heads)", "correct, per GPU"]
     values = [gb(article_bytes), gb(correct_bytes), gb(per_gpu_bytes)]
     fig = go.Figure(
         go.Bar(
