@@ -1,0 +1,179 @@
+"""The Streamlit app under AppTest: every page runs, shown numbers equal the advisor's, the URL
+round-trips, malformed links warn instead of failing.
+
+Expected numbers come from advisor.physics.memory.memory_budget called with the same inputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from advisor.catalog import get_accelerator, get_model
+from advisor.physics.memory import memory_budget
+from advisor.scenario import Scenario
+from app_format import gb
+from app_url import URL_KEYS, View, scenario_from_params, scenario_to_params
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+PAGES = ["app_pages/overview.py", "app_pages/memory.py", "app_pages/interconnect.py"]
+
+
+def _app(params: dict[str, str] | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for k, v in (params or {}).items():
+        at.query_params[k] = v
+    return at.run()
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _widget(at: AppTest, key: str):
+    for kind in ("selectbox", "multiselect", "number_input", "radio"):
+        for w in getattr(at, kind):
+            if w.key == key:
+                return w
+    raise KeyError(key)
+
+
+def test_app_runs_without_exception():
+    at = _app()
+    assert not at.exception
+    assert not at.error
+    assert at.title[0].value == "Inference Architect"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_runs_with_the_default_scenario(page):
+    at = _app()
+    at.switch_page(page).run()
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_memory_page_numbers_equal_memory_budget_defaults():
+    at = _app()
+    at.switch_page("app_pages/memory.py").run()
+    s = Scenario()
+    b = memory_budget(
+        get_model(s.model), get_accelerator(s.hardware.gpus[0]), tp=View().tp, pp=1,
+        weights_dtype=s.options.weight_dtypes[0], kv_dtype=s.options.kv_dtypes[0],
+        context_tokens=s.workload.isl_tokens + s.workload.osl_tokens,
+    )  # fmt: skip
+    m = _metrics(at)
+    assert m["Weights per GPU"] == gb(b.weights_bytes_per_gpu)
+    assert m["Sequences (paged)"] == f"{b.max_concurrent_sequences:,}"
+    assert m["Sequences (contiguous)"] == f"{b.max_concurrent_sequences_contiguous:,}"
+    assert m["Fits"] == "yes"
+
+
+def test_changing_gpu_tp_and_context_updates_the_numbers():
+    at = _app()
+    at.switch_page("app_pages/memory.py").run()
+    _widget(at, "w.g").set_value(["mi300x", "h100-sxm"]).run()
+    _widget(at, "w.tp").set_value(2).run()
+    _widget(at, "w.in").set_value(8000).run()
+    assert not at.exception and not at.error
+    b = memory_budget(
+        get_model("llama-3.1-70b"), get_accelerator("mi300x"), tp=2, pp=1,
+        weights_dtype="fp16", kv_dtype="fp16", context_tokens=8000 + 256,
+    )  # fmt: skip
+    m = _metrics(at)
+    assert m["Weights per GPU"] == gb(b.weights_bytes_per_gpu)
+    assert m["KV per sequence per GPU"] == gb(b.kv_bytes_per_sequence_per_gpu, 3)
+    assert m["Sequences (paged)"] == f"{b.max_concurrent_sequences:,}"
+    # the URL follows the sidebar
+    assert at.query_params["g"] == "mi300x,h100-sxm"
+    assert at.query_params["tp"] == "2"
+
+
+def test_tp1_70b_fp16_on_h100_does_not_fit_and_says_why():
+    at = _app({"tp": "1"})
+    at.switch_page("app_pages/memory.py").run()
+    assert _metrics(at)["Fits"] == "no"
+    assert any("Does not fit" in e.value for e in at.error)  # the result, not a crash
+    assert not at.exception
+
+
+def test_empty_accelerator_list_shows_an_error_next_to_it_not_a_traceback():
+    at = _app()
+    at.switch_page("app_pages/memory.py").run()
+    _widget(at, "w.g").set_value([]).run()
+    assert not at.exception
+    assert any("Hardware" in e.value and "gpus" in e.value for e in at.sidebar.error)
+    assert any("defaults are used for: Hardware" in w.value for w in at.warning)
+
+
+def test_inputs_survive_page_switches():
+    at = _app()
+    at.switch_page("app_pages/memory.py").run()
+    _widget(at, "w.tp").set_value(8).run()
+    at.switch_page("app_pages/interconnect.py").run()
+    at.switch_page("app_pages/memory.py").run()
+    assert _widget(at, "w.tp").value == 8
+
+
+def test_link_reproduces_the_scenario():
+    params = {"m": "llama-3.1-8b", "g": "l40s", "tp": "1", "in": "2048", "users": "40"}
+    at = _app(params)
+    at.switch_page("app_pages/memory.py").run()
+    assert not at.warning
+    assert _widget(at, "w.m").value == "llama-3.1-8b"
+    assert _widget(at, "w.g").value == ["l40s"]
+    assert at.session_state["scenario"].workload.concurrent_users == 40
+    b = memory_budget(
+        get_model("llama-3.1-8b"), get_accelerator("l40s"), tp=1, context_tokens=2048 + 256
+    )
+    assert _metrics(at)["Sequences (paged)"] == f"{b.max_concurrent_sequences:,}"
+
+
+def test_malformed_link_warns_and_keeps_defaults_for_those_fields_only():
+    at = _app({"g": "h999", "tp": "banana", "p": "97", "in": "4096", "zz": "1"})
+    assert not at.exception
+    text = " ".join(w.value for w in at.warning)
+    assert "h999" in text and "allowed" in text  # field, value, allowed values
+    assert "banana" in text and "'97'" in text and "'zz'" in text
+    s = at.session_state["scenario"]
+    assert s.hardware.gpus == ["h100-sxm"] and s.sla.percentile == 99  # defaults
+    assert s.workload.isl_tokens == 4096  # the good value is kept
+
+
+# --- URL mapping (pure) --------------------------------------------------------------------
+
+
+def test_url_keys_are_short_and_unique():
+    assert len(set(URL_KEYS.values())) == len(URL_KEYS)
+    assert all(len(k) <= 5 for k in URL_KEYS.values())
+
+
+def test_round_trip_scenario_params_scenario():
+    s = Scenario(
+        model="mixtral-8x7b",
+        hardware={"gpus": ["mi300x", "h100-sxm"], "gpus_per_node": 4, "nodes": 2,
+                  "intra_link": "pcie5", "inter_link": "roce-400g"},
+        workload={"isl_tokens": 3000, "osl_tokens": 500, "arrival_rate_per_s": None,
+                  "concurrent_users": 123},
+        sla={"percentile": 90, "ttft_ms": 250.5, "tpot_ms": None, "e2e_ms": 9000.0},
+        options={"weight_dtypes": ["int4", "fp8"], "kv_dtypes": ["fp8"], "engine": "vllm"},
+        cost={"mode": "hourly", "gpu_hour_usd": 2.345678901},
+    )  # fmt: skip
+    v = View(tp=2, pp=2, block_size=32, concurrency=17, max_model_len=32768)
+    s2, v2, warnings = scenario_from_params(scenario_to_params(s, v))
+    assert warnings == []
+    assert s2 == s and v2 == v
+
+
+def test_round_trip_of_the_defaults():
+    s, v, w = scenario_from_params(scenario_to_params(Scenario(), View()))
+    assert (s, v, w) == (Scenario(), View(), [])
+
+
+def test_rate_and_users_together_is_refused_as_a_pair():
+    s, _, w = scenario_from_params({"rate": "3", "users": "10"})
+    assert s.workload == Scenario().workload
+    assert len(w) == 1 and "exactly one" in w[0]

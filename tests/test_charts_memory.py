@@ -1,0 +1,119 @@
+"""Memory figure builders: titles, traces, template and values equal the advisor's numbers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor.catalog import get_accelerator, get_interconnect, get_model
+from advisor.charts import interconnect_charts as ic
+from advisor.charts import memory_charts as mc
+from advisor.charts.theme import TEMPLATE
+from advisor.physics.collectives import allreduce, tp_allreduce_bytes
+from advisor.physics.memory import memory_budget
+
+MODEL, GPU = get_model("llama-3.1-70b"), get_accelerator("h100-sxm")
+
+
+@pytest.fixture(scope="module")
+def budget():
+    return memory_budget(MODEL, GPU, tp=4, context_tokens=1280)
+
+
+def _template_is_ours(fig) -> bool:
+    return fig.layout.template.layout.colorway == TEMPLATE.layout.colorway
+
+
+def test_stack_segments_sum_to_capacity_and_match_the_budget(budget):
+    paged = mc.paged_kv_bytes_per_sequence_per_gpu(MODEL, "fp16", 1280, 16, 4, 1)
+    s = mc.memory_stack("H100", budget, paged, 13)
+    total = s.weights_bytes + s.kv_in_use_bytes + s.activations_bytes + s.free_bytes
+    assert math.isclose(total + s.unusable_bytes, budget.capacity_bytes)  # nothing lost
+    assert s.kv_in_use_bytes == pytest.approx(13 * paged) and s.overflow_bytes == 0
+    title = mc.memory_stack_title(MODEL.name, GPU.name, 4, 1)
+    fig = mc.memory_stack_figure([s], title)
+    assert (
+        fig.layout.title.text
+        == "Memory per GPU: Llama 3.1 70B on NVIDIA H100 SXM5 80GB, TP=4, PP=1"
+    )
+    assert _template_is_ours(fig)
+    assert [t.name for t in fig.data][:2] == ["Weights", "KV cache in use"]
+    assert fig.data[0].x[0] == pytest.approx(budget.weights_bytes_per_gpu / 1e9)
+
+
+def test_stack_shows_overflow_beyond_the_budget(budget):
+    paged = mc.paged_kv_bytes_per_sequence_per_gpu(MODEL, "fp16", 1280, 16, 4, 1)
+    s = mc.memory_stack("H100", budget, paged, budget.max_concurrent_sequences + 50)
+    assert s.free_bytes < paged and s.overflow_bytes > 0
+    fig = mc.memory_stack_figure([s], "t")
+    assert "KV over budget (offload)" in [t.name for t in fig.data]
+
+
+def test_offload_starts_one_past_max_concurrent_sequences(budget):
+    # paged bytes at block 16 and the budget's max sequences use the same rounding
+    paged = mc.paged_kv_bytes_per_sequence_per_gpu(MODEL, "fp16", 1280, 16, 4, 1)
+    curve = mc.kv_demand_curve(paged, budget.kv_budget_bytes_per_gpu, 13)
+    assert curve["offload_at"] == budget.max_concurrent_sequences + 1
+    fig = mc.kv_demand_figure(curve, "Where offloading starts")
+    assert fig.layout.title.text == "Where offloading starts" and len(fig.data) == 1
+
+
+def test_sweep_lines_per_tp_and_kv_dtype_equal_memory_budget():
+    rows = mc.max_sequences_sweep(MODEL, GPU, weights_dtype="fp16", kv_dtypes=["fp16", "fp8"])
+    fig = mc.max_sequences_figure(rows, "Max sequences", 1280)
+    assert len(fig.data) == 4 * 2 and _template_is_ours(fig)
+    r = next(
+        r for r in rows if r["tp"] == 8 and r["kv_dtype"] == "fp8" and r["context_tokens"] == 4096
+    )
+    b = memory_budget(MODEL, GPU, tp=8, kv_dtype="fp8", context_tokens=4096)
+    assert r["max_sequences"] == b.max_concurrent_sequences
+    tp1 = [r for r in rows if r["tp"] == 1]
+    assert all(r["max_sequences"] == 0 for r in tp1)  # 141 GB of fp16 weights > one 80 GB GPU
+    assert fig.data[0].y[0] is None  # drawn as a gap
+
+
+def test_allocation_rows_contiguous_then_paged(budget):
+    rows = mc.allocation_comparison(
+        MODEL, GPU, tp=4, pp=1, weights_dtype="fp16", kv_dtype="fp16", context_tokens=1280,
+        max_model_len=131072,
+    )  # fmt: skip
+    assert [r["block_size"] for r in rows] == [None, 16, 32, 64]
+    assert rows[0]["max_sequences"] == budget.max_concurrent_sequences_contiguous
+    assert rows[1]["max_sequences"] == budget.max_concurrent_sequences
+    assert rows[0]["utilisation"] == pytest.approx(1280 / 131072)
+    assert rows[3]["utilisation"] == pytest.approx(1280 / 1280)  # 1280 = 20 x 64
+    fig = mc.allocation_figure(rows, "Paged vs contiguous", 16)
+    assert fig.layout.title.text == "Paged vs contiguous" and len(fig.data[0].y) == 4
+
+
+def test_kv_formula_figure_values():
+    # Llama-2-70B at 4096 tokens, fp16: article 10.74 GB, correct 1.34 GB (data/article-claims.md)
+    fig = mc.kv_formula_figure(10.73741824e9, 1.34217728e9, 0.33554432e9, "KV")
+    assert list(fig.data[0].y) == pytest.approx([10.73741824, 1.34217728, 0.33554432])
+
+
+def test_interconnect_rows_equal_collectives_and_two_allreduces_per_layer():
+    links = [get_interconnect("nvlink4"), get_interconnect("ib-ndr")]
+    rows = ic.tp_comm_sweep(MODEL, GPU, links, batch_tokens=13)
+    msg = tp_allreduce_bytes(13, MODEL.hidden_size, 2)
+    r = next(r for r in rows if r["link_id"] == "nvlink4" and r["tp"] == 8)
+    expected = allreduce(msg, 8, links[0], algorithms=("ring", "tree", "nvls")).time_s
+    assert r["per_layer_s"] == pytest.approx(2 * expected)
+    assert r["per_token_s"] == pytest.approx(80 * 2 * expected)  # 80 layers
+    assert {r["tp"] for r in rows if r["link_id"] == "nvlink4"} == {1, 2, 4, 8}
+    assert 16 in {r["tp"] for r in rows if r["link_id"] == "ib-ndr"}
+    fig = ic.per_layer_figure(rows, "All-reduce time per layer")
+    assert len(fig.data) == 2 and fig.layout.title.text == "All-reduce time per layer"
+    step = ic.step_figure(rows, "Step")
+    assert len(step.data) == 2 * 2 + 1 and _template_is_ours(step)  # line + star per link + compute
+
+
+def test_article_comparison_uses_the_article_formula():
+    from advisor.catalog import interconnects
+
+    rows = ic.article_comparison(16384, interconnects())
+    nv8 = next(r for r in rows if r["link"] == "NVLink" and r["n"] == 8)
+    assert nv8["article_s"] * 1e6 == pytest.approx(2.427, abs=1e-3)  # collectives.py doctest
+    fig = ic.article_figure(rows, "Article vs ours")
+    assert len(fig.data) == 4
