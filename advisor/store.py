@@ -1,0 +1,341 @@
+"""Saved scenarios: an embedded SQLite database in the user's data folder, one per machine.
+
+Layout: ``engagement(id, name)`` keeps clients apart; ``scenario(engagement_id, name, json,
+view_json, created, updated)`` holds each saved scenario, unique by name within its engagement.
+``json`` is exactly ``dump_scenario`` output and is read back through ``load_scenario`` (so an
+older ``schema_version`` is upgraded or refused with a ScenarioError naming why); ``view_json`` is
+a small JSON object of display settings (e.g. TP/PP of the single-deployment pages). Nothing read
+from the database is ever unpickled or executed: JSON only.
+
+Durability: WAL journal, every write in ``BEGIN IMMEDIATE ... COMMIT`` on its own connection (a
+scenario saved is complete or absent, never half-written; concurrent writers wait on the lock for
+up to ``timeout_s``). A file that is not a SQLite database, or a damaged one, raises StoreError
+with a message naming the file, never a bare sqlite3 traceback.
+
+The folder comes from the environment variable ``INFERENCE_ARCHITECT_DATA_DIR`` (default
+``~/.local/share/inference-architect``); the database file is ``scenarios.sqlite3`` in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from advisor.scenario import Scenario, dump_scenario, load_scenario
+
+ENV_VAR = "INFERENCE_ARCHITECT_DATA_DIR"
+DEFAULT_DIR = Path("~/.local/share/inference-architect")
+DB_NAME = "scenarios.sqlite3"
+MAX_NAME_CHARS = 200
+DEFAULT_ENGAGEMENT = "default"
+#: Store schema version, kept in SQLite's ``user_version``.
+STORE_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS engagement (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS scenario (
+    id INTEGER PRIMARY KEY,
+    engagement_id INTEGER NOT NULL REFERENCES engagement(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    json TEXT NOT NULL,
+    view_json TEXT NOT NULL DEFAULT '{}',
+    created TEXT NOT NULL,
+    updated TEXT NOT NULL,
+    UNIQUE (engagement_id, name)
+);
+"""
+
+
+class StoreError(Exception):
+    """The store cannot do what was asked; the message says which file or name and why."""
+
+
+@dataclass(frozen=True)
+class ScenarioInfo:
+    """One row of a listing (the scenario itself is parsed only on ``load``)."""
+
+    engagement: str
+    name: str
+    created: str
+    updated: str
+
+
+@dataclass(frozen=True)
+class Saved:
+    """A loaded scenario with its display settings and timestamps (ISO 8601, UTC)."""
+
+    engagement: str
+    name: str
+    scenario: Scenario
+    view: dict[str, Any]
+    created: str
+    updated: str
+
+
+def data_dir() -> Path:
+    """The user data folder: ``$INFERENCE_ARCHITECT_DATA_DIR`` or ~/.local/share/inference-architect."""
+    raw = os.environ.get(ENV_VAR, "").strip()
+    return Path(raw).expanduser() if raw else DEFAULT_DIR.expanduser()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def check_name(value: str, what: str = "name") -> str:
+    """A stripped, non-empty name of at most 200 characters; StoreError otherwise.
+
+    >>> check_name("  H100 vs MI300X ")
+    'H100 vs MI300X'
+    """
+    if not isinstance(value, str):
+        raise StoreError(f"{what} must be text, got {type(value).__name__}")
+    name = value.strip()
+    if not name:
+        raise StoreError(f"{what} is empty; give 1 to {MAX_NAME_CHARS} characters")
+    if len(name) > MAX_NAME_CHARS:
+        raise StoreError(f"{what} has {len(name)} characters; the limit is {MAX_NAME_CHARS}")
+    if any(ord(c) < 32 for c in name):
+        raise StoreError(f"{what} {name[:40]!r} contains control characters")
+    return name
+
+
+def _view_json(view: dict[str, Any] | None) -> str:
+    view = view or {}
+    if not isinstance(view, dict) or not all(
+        isinstance(k, str) and (v is None or isinstance(v, bool | int | float | str))
+        for k, v in view.items()
+    ):
+        raise StoreError(f"view must map names to plain values, got {view!r:.80}")
+    return json.dumps(view, sort_keys=True)
+
+
+class Store:
+    """Named scenarios per engagement in one SQLite file. Cheap to create; one connection per call.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     st = Store(Path(d) / "s.sqlite3")
+    ...     st.save("Acme", "baseline", Scenario())
+    ...     [i.name for i in st.list("Acme")], st.load("Acme", "baseline").scenario == Scenario()
+    (['baseline'], True)
+    """
+
+    def __init__(self, path: Path | str | None = None, *, timeout_s: float = 10.0) -> None:
+        self.path = Path(path) if path is not None else data_dir() / DB_NAME
+        self.timeout_s = timeout_s
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the data folder {self.path.parent}: {exc.strerror or exc} "
+                f"(set {ENV_VAR} to a writable folder)"
+            ) from None
+        with self._write() as con:
+            version = con.execute("PRAGMA user_version").fetchone()[0]
+            if version > STORE_VERSION:
+                raise StoreError(
+                    f"{self.path} was written by a newer version of the app (store version "
+                    f"{version}, this app reads {STORE_VERSION}); update the app"
+                )
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    con.execute(statement)
+            if version < STORE_VERSION:
+                con.execute(f"PRAGMA user_version = {STORE_VERSION}")
+
+    # -- connections -----------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            con = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None)
+            con.execute("PRAGMA foreign_keys = ON")
+            mode = con.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":  # e.g. a read-only folder
+                con.execute("PRAGMA synchronous = FULL")
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        return con
+
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        msg = str(exc)
+        if "not a database" in msg or "malformed" in msg or "corrupt" in msg:
+            return StoreError(
+                f"the scenario database {self.path} is damaged or not a SQLite file ({msg}); "
+                f"move it aside to start a new one, or set {ENV_VAR} to another folder"
+            )
+        if "locked" in msg or "busy" in msg:
+            return StoreError(
+                f"the scenario database {self.path} stayed locked by another writer for "
+                f"{self.timeout_s:g} s; try again"
+            )
+        return StoreError(f"scenario database {self.path}: {msg}")
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        con = self._connect()
+        try:
+            yield con
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        finally:
+            con.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One transaction: BEGIN IMMEDIATE (takes the write lock first), COMMIT or ROLLBACK."""
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        finally:
+            con.close()
+
+    # -- engagements -----------------------------------------------------------------------
+    def engagements(self) -> list[str]:
+        """Engagement names, sorted (case-insensitive)."""
+        with self._read() as con:
+            rows = con.execute(
+                "SELECT name FROM engagement ORDER BY name COLLATE NOCASE"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    @staticmethod
+    def _engagement_id(con: sqlite3.Connection, engagement: str, *, create: bool) -> int | None:
+        row = con.execute("SELECT id FROM engagement WHERE name = ?", (engagement,)).fetchone()
+        if row is not None:
+            return int(row[0])
+        if not create:
+            return None
+        cur = con.execute(
+            "INSERT INTO engagement (name, created) VALUES (?, ?)", (engagement, _now())
+        )
+        return int(cur.lastrowid)
+
+    def add_engagement(self, engagement: str) -> str:
+        """Create an engagement (no error when it exists); returns the cleaned name."""
+        engagement = check_name(engagement, "engagement")
+        with self._write() as con:
+            self._engagement_id(con, engagement, create=True)
+        return engagement
+
+    def delete_engagement(self, engagement: str) -> int:
+        """Delete an engagement and all its scenarios; returns how many scenarios went."""
+        with self._write() as con:
+            eid = self._engagement_id(con, engagement, create=False)
+            if eid is None:
+                return 0
+            n = con.execute("SELECT COUNT(*) FROM scenario WHERE engagement_id = ?", (eid,))
+            count = int(n.fetchone()[0])
+            con.execute("DELETE FROM engagement WHERE id = ?", (eid,))
+        return count
+
+    # -- scenarios -------------------------------------------------------------------------
+    def save(
+        self,
+        engagement: str,
+        name: str,
+        scenario: Scenario,
+        view: dict[str, Any] | None = None,
+    ) -> None:
+        """Insert or replace the scenario ``name`` of ``engagement`` (created if new)."""
+        engagement = check_name(engagement, "engagement")
+        name = check_name(name, "scenario name")
+        if not isinstance(scenario, Scenario):
+            raise StoreError(f"can only save a Scenario, got {type(scenario).__name__}")
+        doc, view_doc, now = dump_scenario(scenario), _view_json(view), _now()
+        with self._write() as con:
+            eid = self._engagement_id(con, engagement, create=True)
+            con.execute(
+                "INSERT INTO scenario (engagement_id, name, json, view_json, created, updated) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (engagement_id, name) DO UPDATE SET "
+                "json = excluded.json, view_json = excluded.view_json, updated = excluded.updated",
+                (eid, name, doc, view_doc, now, now),
+            )
+
+    def list(self, engagement: str) -> list[ScenarioInfo]:
+        """The engagement's scenarios, most recently updated first (empty if none)."""
+        with self._read() as con:
+            rows = con.execute(
+                "SELECT e.name, s.name, s.created, s.updated FROM scenario s "
+                "JOIN engagement e ON e.id = s.engagement_id WHERE e.name = ? "
+                "ORDER BY s.updated DESC, s.name COLLATE NOCASE",
+                (engagement,),
+            ).fetchall()
+        return [ScenarioInfo(*r) for r in rows]
+
+    def load(self, engagement: str, name: str) -> Saved:
+        """The saved scenario; StoreError if absent, ScenarioError if its JSON is refused."""
+        with self._read() as con:
+            row = con.execute(
+                "SELECT s.json, s.view_json, s.created, s.updated FROM scenario s "
+                "JOIN engagement e ON e.id = s.engagement_id WHERE e.name = ? AND s.name = ?",
+                (engagement, name),
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"no scenario named {name!r} in engagement {engagement!r}")
+        scenario = load_scenario(row[0])  # ScenarioError says why an old/bad one is refused
+        try:
+            view = json.loads(row[1])
+        except json.JSONDecodeError:
+            view = {}
+        return Saved(engagement, name, scenario, view if isinstance(view, dict) else {}, *row[2:])
+
+    def delete(self, engagement: str, name: str) -> bool:
+        """Delete one scenario; True if it existed."""
+        with self._write() as con:
+            cur = con.execute(
+                "DELETE FROM scenario WHERE name = ? AND engagement_id = "
+                "(SELECT id FROM engagement WHERE name = ?)",
+                (name, engagement),
+            )
+            return cur.rowcount > 0
+
+    def rename(self, engagement: str, old: str, new: str) -> str:
+        """Rename a scenario within its engagement; StoreError if absent or the new name is taken."""
+        new = check_name(new, "new scenario name")
+        with self._write() as con:
+            eid = self._engagement_id(con, engagement, create=False)
+            exists = (
+                eid is not None
+                and con.execute(
+                    "SELECT 1 FROM scenario WHERE engagement_id = ? AND name = ?", (eid, old)
+                ).fetchone()
+            )
+            if not exists:
+                raise StoreError(f"no scenario named {old!r} in engagement {engagement!r}")
+            if (
+                new != old
+                and con.execute(
+                    "SELECT 1 FROM scenario WHERE engagement_id = ? AND name = ?", (eid, new)
+                ).fetchone()
+            ):
+                raise StoreError(f"engagement {engagement!r} already has a scenario named {new!r}")
+            con.execute(
+                "UPDATE scenario SET name = ?, updated = ? WHERE engagement_id = ? AND name = ?",
+                (new, _now(), eid, old),
+            )
+        return new
+
+    def check(self) -> str:
+        """SQLite's integrity check: 'ok' or the problems found."""
+        with self._read() as con:
+            rows = con.execute("PRAGMA integrity_check").fetchall()
+        return "; ".join(r[0] for r in rows)
