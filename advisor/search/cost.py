@@ -1,0 +1,98 @@
+"""Cost of a GPU-hour and of a million output tokens.
+
+Purchase mode: amortised capital plus power, divided by the utilisation (the fraction of the
+hours the fleet does useful work)::
+
+    usd_per_gpu_hour = (price / (years x 8760 h) + TDP_kW x PUE x usd_per_kWh) / utilisation
+
+Hourly mode: the rental rate (paid for every hour, so no utilisation division).
+Cost per million output tokens at a throughput of ``tok_s`` output tokens/s on ``gpus`` GPUs::
+
+    usd_per_mtok = gpus x usd_per_gpu_hour / (tok_s x 3600) x 1e6
+
+Defaults per accelerator: data/prices.yaml (sourced or labelled as assumptions).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.catalog import accelerators
+from advisor.catalog.loader import DATA_DIR
+from advisor.scenario import Cost
+
+HOURS_PER_YEAR = 8760.0
+
+
+class Price(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    hour_usd: Annotated[float, Field(gt=0, le=1000)]
+    purchase_usd: Annotated[float, Field(gt=0, le=10_000_000)]
+    sources: dict[str, str]
+
+
+@cache
+def default_prices() -> dict[str, Price]:
+    """data/prices.yaml, validated."""
+    doc = yaml.safe_load((DATA_DIR / "prices.yaml").read_text())
+    return {k: Price.model_validate(v) for k, v in doc["prices"].items()}
+
+
+def purchase_usd_per_gpu_hour(
+    price_usd: float, years: float, tdp_w: float, pue: float, usd_per_kwh: float, utilisation: float
+) -> float:
+    """Amortised purchase + power per useful GPU-hour.
+
+    usd/h = (price / (years x 8760) + TDP_kW x PUE x usd/kWh) / utilisation.
+    Source: straight-line depreciation; power = TDP x PUE (The Green Grid, PUE definition).
+
+    >>> round(purchase_usd_per_gpu_hour(35040.0, 4.0, 700.0, 1.3, 0.12, 1.0), 4)  # 1 + 0.1092
+    1.1092
+    """
+    capex = price_usd / (years * HOURS_PER_YEAR)
+    power = tdp_w / 1000.0 * pue * usd_per_kwh
+    return (capex + power) / utilisation
+
+
+def usd_per_gpu_hour(gpu_id: str, cost: Cost) -> tuple[float, str]:
+    """(USD per GPU-hour, a one-line statement of how it was obtained)."""
+    p = default_prices().get(gpu_id)
+    if cost.mode == "hourly":
+        if cost.gpu_hour_usd is not None:
+            return cost.gpu_hour_usd, f"{gpu_id}: ${cost.gpu_hour_usd:.2f}/GPU-h (user rate)"
+        rate = p.hour_usd if p else 3.0
+        src = p.sources.get("hour_usd", "") if p else "assumption: no catalog price"
+        return rate, f"{gpu_id}: ${rate:.2f}/GPU-h default ({src})"
+    price = (
+        cost.gpu_price_usd if cost.gpu_price_usd is not None else (p.purchase_usd if p else 30e3)
+    )
+    tdp = accelerators()[gpu_id].tdp_w
+    rate = purchase_usd_per_gpu_hour(
+        price, cost.amortisation_years, tdp, cost.pue, cost.usd_per_kwh, cost.utilisation
+    )
+    who = "user price" if cost.gpu_price_usd is not None else "default price, data/prices.yaml"
+    return rate, (
+        f"{gpu_id}: ${price:,.0f} ({who}) over {cost.amortisation_years:g} years + "
+        f"{tdp:.0f} W x PUE {cost.pue:g} x ${cost.usd_per_kwh:g}/kWh, at {cost.utilisation:.0%} "
+        f"utilisation = ${rate:.2f}/GPU-h"
+    )
+
+
+def usd_per_million_tokens(gpus, usd_per_gpu_hour, tok_per_s) -> np.ndarray:
+    """USD per 1e6 output tokens: gpus x rate / (tok/s x 3600) x 1e6 (inf at zero throughput).
+
+    >>> float(usd_per_million_tokens(8, 2.0, 1000.0))  # 16 $/h / 3.6e6 tok/h x 1e6
+    4.444444444444445
+    """
+    with np.errstate(divide="ignore"):
+        return (
+            np.asarray(gpus, float)
+            * usd_per_gpu_hour
+            / (np.asarray(tok_per_s, float) * 3600.0)
+            * 1e6
+        )

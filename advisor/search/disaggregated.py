@@ -1,0 +1,145 @@
+"""Disaggregated serving candidates: a prefill pool and a decode pool (Splitwise, DistServe, Dynamo).
+
+Each pool is DP replicas of its own TP (PP = 1) on the same accelerator, weight and KV dtype.
+- Prefill pool: requests queue for a prefill replica (per-replica rate = rate / DP_p); modelled
+  with the same continuous-batching queue, output length 1 (arrivals during a prefill are
+  prefilled together next).
+- KV transfer per request: isl x kv_bytes_per_token (whole model) over the link between the
+  pools: the node's scale-up link when both pools fit in one node, else the inter-node link.
+  t_kv = latency + bytes / bandwidth.
+- Decode pool: continuous batching with no prompt work (prefill_s = 0), so no prefill stalls.
+Combined percentiles are sums of the parts' percentiles (an upper bound for the sum of
+independent delays): TTFT_q = TTFT_q(prefill) + t_kv + wait_q(decode); E2E_q likewise.
+DP per pool: 1, 2, 3, 4, 6, 8, 12, ... (powers of two and 1.5x powers of two) to keep the pairs
+tractable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.catalog import interconnects
+from advisor.physics.memory import kv_bytes_per_token_per_layer
+from advisor.physics.queueing import QUANTILES, LoadResult
+from advisor.scenario import Scenario
+from advisor.search.evaluate import ShapeTable, load, service
+
+
+def dp_values(limit: int) -> np.ndarray:
+    """1, 2, 3, 4, 6, 8, 12, 16, ... <= limit.
+
+    >>> dp_values(13).tolist()
+    [1, 2, 3, 4, 6, 8, 12]
+    """
+    out = {1}
+    v = 2
+    while v <= limit:
+        out.add(v)
+        if v * 3 // 2 <= limit:
+            out.add(v * 3 // 2)
+        v *= 2
+    return np.array(sorted(out), dtype=int)
+
+
+def _q(stats) -> np.ndarray:
+    return np.stack([stats.quantile_s(q) for q in QUANTILES], axis=1)
+
+
+@dataclass
+class Disagg:
+    pre_shape: np.ndarray
+    pre_dp: np.ndarray
+    dec_shape: np.ndarray
+    dec_dp: np.ndarray
+    gpus: np.ndarray
+    rate: np.ndarray
+    ttft_q: np.ndarray  # [n, 4] seconds
+    tpot_q: np.ndarray
+    e2e_q: np.ndarray
+    stable: np.ndarray
+    reason_code: np.ndarray
+    capacity_req_per_s: np.ndarray  # total
+    kv_transfer_s: np.ndarray
+    tpot_mean_s: np.ndarray
+    running_mean: np.ndarray  # per decode replica
+
+
+def evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None:
+    """All (prefill pool, decode pool) pairs that fit the GPUs; None if the space is empty."""
+    hw = scenario.hardware
+    total = hw.total_gpus
+    if total < 2:
+        return None
+    base = np.array(
+        [i for i, s in enumerate(st.shapes) if s.pp == 1 and not s.spec and s.tp <= total // 2],
+        dtype=int,
+    )
+    if base.size == 0:
+        return None
+    # pools: (shape, dp) with shape GPUs x dp <= total - 1
+    dps = dp_values(total)
+    pi = np.repeat(base, dps.size)
+    pd = np.tile(dps, base.size)
+    keep = st.r.gpus[pi] * pd <= total - 1
+    pi, pd = pi[keep], pd[keep]
+    if pi.size == 0:
+        return None
+    wl = scenario.workload
+    # prefill pool: osl = 1
+    sc_pre = scenario.model_copy(update={"workload": replace_workload(wl, osl=1)})
+    tiny = np.full((pi.size, st.step_tab_s.shape[1]), 1e-6)
+    pre_res, _ = load(sc_pre, service(tiny, st.prefill_s[pi], np.full(pi.size, np.inf)), pd * 1.0)
+    dec_res, _ = load(
+        scenario, service(st.step_tab_s[pi], np.zeros(pi.size), st.max_running[pi]), pd * 1.0
+    )
+    # pair pools: same gpu / dtypes, total GPUs within budget
+    key = np.array([hash((st.shapes[i].gpu, st.shapes[i].weights, st.shapes[i].kv)) for i in pi])
+    g = st.r.gpus[pi] * pd
+    a, b = np.meshgrid(np.arange(pi.size), np.arange(pi.size), indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    ok = (key[a] == key[b]) & (g[a] + g[b] <= total)
+    a, b = a[ok], b[ok]
+    if a.size == 0:
+        return None
+    m = scenario.model_spec()
+    links = interconnects()
+    kv_tok = np.array(
+        [kv_bytes_per_token_per_layer(m, st.shapes[i].kv) * m.num_hidden_layers for i in pi[a]]
+    )
+    intra = links[hw.intra_link] if hw.intra_link else None
+    same_node = (g[a] + g[b]) <= hw.gpus_per_node
+    inter = links[hw.inter_link]
+    bw_intra = np.array(
+        [(intra or links[st.r.tp_link_id[i]]).bandwidth_bytes_per_s for i in pi[a]]
+    ) if intra is None else np.full(a.size, intra.bandwidth_bytes_per_s)  # fmt: skip
+    lat_intra = 1e-5
+    bw = np.where(same_node, bw_intra, inter.bandwidth_bytes_per_s)
+    lat = np.where(same_node, lat_intra, inter.latency_s)
+    t_kv = lat + float(wl.isl_tokens) * kv_tok / bw
+    pq, dq = _q(pre_res.ttft), _q(dec_res.ttft)
+    ttft = pq[a] + t_kv[:, None] + dq[b]
+    e2e = pq[a] + t_kv[:, None] + _q(dec_res.e2e)[b]
+    stable = pre_res.stable[a] & dec_res.stable[b]
+    reason = np.where(pre_res.stable[a], dec_res.reason_code[b], pre_res.reason_code[a])
+    cap = np.minimum(pre_res.capacity_req_per_s[a] * pd[a], dec_res.capacity_req_per_s[b] * pd[b])
+    rate = np.full(a.size, wl.arrival_rate_per_s or 0.0)
+    if wl.arrival_rate_per_s is None:  # closed loop: approximate by the slower pool's rate
+        rate = np.minimum(pre_res.throughput_tok_per_s[a] * pd[a],
+                          dec_res.throughput_tok_per_s[b] * pd[b] / wl.osl_tokens)  # fmt: skip
+    return Disagg(
+        pre_shape=pi[a], pre_dp=pd[a], dec_shape=pi[b], dec_dp=pd[b],
+        gpus=(g[a] + g[b]).astype(int), rate=rate,
+        ttft_q=np.where(stable[:, None], ttft, np.inf), tpot_q=_q(dec_res.tpot)[b],
+        e2e_q=np.where(stable[:, None], e2e, np.inf), stable=stable, reason_code=reason,
+        capacity_req_per_s=cap, kv_transfer_s=t_kv, tpot_mean_s=dec_res.tpot.mean_s[b],
+        running_mean=dec_res.running_mean[b],
+    )  # fmt: skip
+
+
+def replace_workload(wl, *, osl: int):
+    return wl.model_copy(update={"osl_tokens": osl, "osl_cv": 0.0})
+
+
+__all__ = ["Disagg", "LoadResult", "dp_values", "evaluate_disaggregated"]

@@ -1,0 +1,211 @@
+"""Vectorised evaluation: step-time tables per replica shape, latency under load per (shape, DP).
+
+Method (all numpy, no Python loop per candidate):
+1. ``build_shapes``: one ReplicaArrays for every shape; shapes whose weights (plus draft) do not
+   fit, or whose KV cache cannot hold one sequence of isl + osl tokens, are rejected with a
+   counted reason (counted once per (shape, DP) candidate they would have produced).
+2. Decode step time per shape on a batch grid 1, 2, 4, ..., 4096 (one ``decode_step`` call over
+   shapes x grid at the mean context isl + osl/2, as ``perf.validate.service_for``); the queueing
+   model's ``decode_step_fn`` interpolates linearly between grid points.
+   Speculative decoding (Leviathan et al. 2023): per target step the draft runs k steps and the
+   target verifies k + 1 tokens per sequence (``decode_step`` with ``batch x k`` piggy-backed
+   tokens attending to the context); a step yields E = (1 - a^(k+1)) / (1 - a) tokens, so the
+   time per output token is (k x T_draft(b) + T_verify(b)) / E. Because T_verify grows with the
+   batch (the step turns compute-bound), the speedup falls with the batch and can drop below 1.
+3. ``latency_under_load`` (physics/queueing.py, continuous batching) on every (shape, DP) pair
+   with the per-replica arrival rate = total rate / DP.
+Closed loop (``workload.concurrent_users`` = N, no think time): the throughput X solves
+X = N / E2E_mean(X) (Little's law); solved per candidate by vectorised bisection in log space.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.catalog import models
+from advisor.perf.replica import ReplicaArrays, build_replicas, max_running
+from advisor.perf.step import decode_step, prefill
+from advisor.physics.queueing import LoadResult, ServiceModel, latency_under_load
+from advisor.physics.speculative import expected_tokens_per_step
+from advisor.scenario import Scenario
+from advisor.search.space import Shape, dp_pairs, replica_config, shapes
+
+GRID = 2.0 ** np.arange(0, 13)  # decode batch grid 1..4096
+GB = 1e9
+
+
+@dataclass
+class ShapeTable:
+    """Feasible shapes with their arrays and step-time tables."""
+
+    shapes: list[Shape]
+    r: ReplicaArrays
+    step_tab_s: np.ndarray  # [n, G] time per output token at batch GRID[j]
+    plain_tab_s: np.ndarray  # [n, G] without speculative decoding (for the speedup)
+    prefill_s: np.ndarray  # [n]
+    max_running: np.ndarray  # [n] >= 1
+    draft: ReplicaArrays | None
+    draft_row: np.ndarray  # [n] index into draft arrays (-1 when no speculation)
+    tokens_per_step: float
+    context_tokens: float
+
+
+def build_shapes(scenario: Scenario) -> tuple[ShapeTable, Counter]:
+    """Enumerate shapes, reject the infeasible with counted reasons, tabulate step times."""
+    wl, opt, hw = scenario.workload, scenario.options, scenario.hardware
+    all_shapes = shapes(scenario)
+    cfgs = [replica_config(scenario, s) for s in all_shapes]
+    r = build_replicas(cfgs)
+    isl, osl = float(wl.isl_tokens), float(wl.osl_tokens)
+    total = hw.total_gpus
+    weights = r.dense_weight_bytes + r.expert_weight_bytes
+    spec = np.array([s.spec for s in all_shapes], dtype=bool)
+
+    draft = None
+    draft_row = np.full(len(all_shapes), -1)
+    k = opt.spec_tokens
+    e_tok = float(expected_tokens_per_step(opt.spec_acceptance, k))
+    if spec.any():
+        dmodel = models()[opt.draft_model]
+        keys: dict[tuple, int] = {}
+        dcfgs = []
+        for i, s in enumerate(all_shapes):
+            if not s.spec:
+                continue
+            dtp = min(s.tp, hw.gpus_per_node, 8)
+            dw = "fp8" if s.weights == "fp8" else "fp16"
+            key = (s.gpu, dtp, s.kv, dw)
+            if key not in keys:
+                keys[key] = len(dcfgs)
+                dcfgs.append(replica_config(scenario, s, model=dmodel, tp=dtp, pp=1, weights=dw))
+            draft_row[i] = keys[key]
+        draft = build_replicas(dcfgs)
+        dsel = np.maximum(draft_row, 0)
+        dweights = np.where(spec, (draft.dense_weight_bytes + draft.expert_weight_bytes)[dsel], 0)
+        dkv = np.where(spec, draft.kv_full_per_token[dsel] + draft.kv_window_per_token[dsel], 0)
+        r = dataclasses.replace(
+            r,
+            kv_budget_bytes=r.kv_budget_bytes - dweights,
+            kv_full_per_token=r.kv_full_per_token + dkv,
+        )
+        weights = weights + dweights
+
+    cap = np.minimum(max_running(r, np.full(r.n, isl + osl)), r.max_num_seqs)
+    rejected: Counter = Counter()
+    n_dp = total // r.gpus.astype(int)
+    no_fit = r.kv_budget_bytes <= 0
+    for i in np.nonzero(no_fit | (cap < 1))[0]:
+        s = all_shapes[i]
+        if no_fit[i]:
+            what = "weights + draft" if s.spec else "weights"
+            reason = (
+                f"{what} do not fit: {weights[i] / GB:.0f} GB > "
+                f"{(r.kv_budget_bytes[i] + weights[i]) / GB:.0f} GB usable per GPU "
+                f"({s.weights}, TP={s.tp}, PP={s.pp}, {s.gpu})"
+            )
+        else:
+            reason = f"KV cache cannot hold one sequence of {isl + osl:.0f} tokens ({s.gpu})"
+        rejected[reason] += int(n_dp[i])
+    ok = np.nonzero(~(no_fit | (cap < 1)))[0]
+    r = r.take(ok)
+    kept = [all_shapes[i] for i in ok]
+    spec = spec[ok]
+    draft_row = draft_row[ok]
+    cap = cap[ok]
+
+    ctx = isl + osl / 2.0
+    n, g = r.n, GRID.size
+    rows = np.repeat(np.arange(n), g)
+    b = np.tile(GRID, n)
+    rr = r.take(rows)
+    plain = decode_step(rr, b, ctx).total.reshape(n, g)
+    tab = plain.copy()
+    pre = prefill(r, np.full(n, isl)).total
+    if spec.any():
+        si = np.nonzero(spec)[0]
+        srows = np.repeat(si, g)
+        sb = np.tile(GRID, si.size)
+        verify = decode_step(r.take(srows), sb, ctx, prefill_tokens=sb * k, prompt_tokens=ctx)
+        dr = draft.take(draft_row[srows])
+        dstep = decode_step(dr, sb, ctx).total
+        tab[si] = ((k * dstep + verify.total) / e_tok).reshape(si.size, g)
+        pre = pre.copy()
+        pre[si] += prefill(draft.take(draft_row[si]), np.full(si.size, isl)).total
+    return (
+        ShapeTable(kept, r, tab, plain, pre, np.maximum(cap, 1.0), draft, draft_row, e_tok, ctx),
+        rejected,
+    )
+
+
+def interp_step(tab: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise linear interpolation of ``tab`` [n, G] on the power-of-two GRID at batch ``b``.
+
+    Beyond the last grid point the last segment is extrapolated linearly.
+
+    >>> float(interp_step(np.array([[1.0, 2.0, 4.0] + [8.0] * 10]), np.array([3.0]))[0])
+    3.0
+    """
+    b = np.clip(np.asarray(b, dtype=float), 1.0, None)
+    j = np.clip(np.floor(np.log2(b)).astype(int), 0, GRID.size - 2)
+    lo = GRID[j]
+    frac = (b - lo) / lo  # next grid point is 2 x lo
+    rows = np.arange(tab.shape[0])
+    return tab[rows, j] + (tab[rows, j + 1] - tab[rows, j]) * frac
+
+
+def service(tab: np.ndarray, prefill_s: np.ndarray, mr: np.ndarray) -> ServiceModel:
+    """Queueing ServiceModel over candidate rows (decode step from the interpolated table)."""
+    return ServiceModel(
+        decode_step_base_s=0.0,
+        decode_step_per_seq_s=0.0,
+        prefill_s=prefill_s,
+        max_running=mr,
+        decode_step_fn=lambda bb: interp_step(tab, bb),
+    )
+
+
+def load(scenario: Scenario, sm: ServiceModel, dp: np.ndarray) -> tuple[LoadResult, np.ndarray]:
+    """Latency under the scenario's load for candidates with ``dp`` replicas each.
+
+    Returns (LoadResult per replica, total arrival rate per candidate in requests/s).
+    """
+    wl = scenario.workload
+    kw = dict(isl_tokens=float(wl.isl_tokens), isl_cv=wl.isl_cv, osl_cv=wl.osl_cv)
+    osl = float(wl.osl_tokens)
+    if wl.arrival_rate_per_s is not None:
+        rate = np.full(dp.size, wl.arrival_rate_per_s)
+        return latency_under_load(sm, rate / dp, osl, **kw), rate
+    # Closed loop: X = N / E2E(X / dp); g(X) = X E2E - N increases with X. Bisection in log X.
+    users = float(wl.concurrent_users)
+    probe = latency_under_load(sm, np.full(dp.size, 1e-9), osl, **kw)
+    hi = np.minimum(users / probe.e2e.mean_s, probe.capacity_req_per_s * dp * 0.999)
+    lo = hi * 1e-4
+    for _ in range(16):
+        mid = np.sqrt(lo * hi)
+        res = latency_under_load(sm, mid / dp, osl, **kw)
+        g = np.where(res.stable, mid * res.e2e.mean_s - users, 1.0)
+        lo = np.where(g < 0, mid, lo)
+        hi = np.where(g < 0, hi, mid)
+    return latency_under_load(sm, lo / dp, osl, **kw), lo
+
+
+@dataclass
+class Evaluated:
+    """Aggregated candidates: (shape row, DP) and their latency under load."""
+
+    shape_idx: np.ndarray
+    dp: np.ndarray
+    gpus: np.ndarray
+    rate: np.ndarray  # total requests/s served
+    res: LoadResult
+
+
+def evaluate_aggregated(scenario: Scenario, st: ShapeTable) -> Evaluated:
+    idx, dp = dp_pairs(st.r.gpus.astype(int), scenario.hardware.total_gpus)
+    sm = service(st.step_tab_s[idx], st.prefill_s[idx], st.max_running[idx])
+    res, rate = load(scenario, sm, dp.astype(float))
+    return Evaluated(idx, dp, st.r.gpus[idx].astype(int) * dp, rate, res)

@@ -1,0 +1,181 @@
+"""Plain-language reasons the winner wins, and the decision-matrix agreement check.
+
+Every sentence is computed from the evaluated arrays (no canned text): the all-reduce share of
+the winner's step, what TP x 2 and TP / 2 would change, what the weight dtype saves against
+fp16, the speculative speedup at the operating batch, and the cost/GPU trade-offs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.search.evaluate import interp_step
+
+
+def _find(st, **want) -> int | None:
+    for i, s in enumerate(st.shapes):
+        if all(getattr(s, k) == v for k, v in want.items()):
+            return i
+    return None
+
+
+def _step_ms(st, k: int, b: float) -> float:
+    return float(interp_step(st.step_tab_s[k : k + 1], np.array([b]))[0]) * 1e3
+
+
+def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
+    st = t.st
+    k = int(t.shape_of[best_i])
+    s = st.shapes[k]
+    b = max(1.0, float(t.running[best_i]) + 1.0)
+    out = []
+    if best_i >= t.na:
+        j = best_i - t.na
+        out.append(
+            f"Disaggregated serving wins: decode replicas never stall for prompts; moving the KV "
+            f"cache costs {t.dg.kv_transfer_s[j] * 1e3:.2f} ms per request."
+        )
+    from advisor.perf.step import decode_step
+
+    step = decode_step(st.r.take(np.array([k])), b, st.context_tokens)
+    total = float(step.total[0])
+    comm = float(step.communication[0])
+    link = str(st.r.tp_link_id[k])
+    if s.tp > 1:
+        out.append(
+            f"TP={s.tp} on {link}: all-reduce {comm / total:.0%} of the {total * 1e3:.2f} ms decode "
+            f"step at batch {b:.0f}."
+        )
+    else:
+        out.append(
+            f"TP=1: no all-reduce; the {total * 1e3:.2f} ms decode step at batch {b:.0f} is "
+            f"{float(step.memory[0]) / total:.0%} memory reads, "
+            f"{float(step.compute[0]) / total:.0%} compute, "
+            f"{float(step.overhead[0]) / total:.0%} engine overhead."
+        )
+    for tp2, word in ((s.tp * 2, "double"), (s.tp // 2, "halve")):
+        if tp2 < 1 or tp2 == s.tp:
+            continue
+        k2 = _find(st, gpu=s.gpu, tp=tp2, pp=s.pp, weights=s.weights, kv=s.kv, spec=s.spec)
+        if k2 is None:
+            if word == "halve":
+                out.append(f"TP={tp2} does not fit in memory with {s.weights} weights.")
+            continue
+        d_all = _step_ms(st, k2, b) - _step_ms(st, k, b)
+        c2 = float(decode_step(st.r.take(np.array([k2])), b, st.context_tokens).communication[0])
+        out.append(
+            f"TP={tp2} ({str(st.r.tp_link_id[k2])}) would {'add' if d_all > 0 else 'save'} "
+            f"{abs(d_all):.2f} ms per decode step at batch {b:.0f} (all-reduce "
+            f"{c2 * 1e3:.2f} ms vs {comm * 1e3:.2f} ms) on {tp2 * s.pp} instead of "
+            f"{s.tp * s.pp} GPUs per replica."
+        )
+    if s.weights != "fp16":
+        k16 = _find(st, gpu=s.gpu, tp=s.tp, pp=s.pp, weights="fp16", kv=s.kv, spec=s.spec)
+        mem = float(step.bytes_per_gpu[0])
+        if k16 is None:
+            out.append(f"{s.weights.upper()} weights make TP={s.tp} fit; fp16 would not.")
+        else:
+            s16 = _step_ms(st, k16, b)
+            dq = float(step.dequant[0])
+            out.append(
+                f"{s.weights.upper()} weights: decode step {_step_ms(st, k, b):.2f} ms vs "
+                f"{s16:.2f} ms at fp16 (batch {b:.0f}; {mem / 1e9:.1f} GB read per GPU per step"
+                + (f"; dequantization {dq * 1e3:.2f} ms" if dq > 0 else "")
+                + ")."
+            )
+    if s.spec:
+        speed = float(st.plain_tab_s[k, 0] / st.step_tab_s[k, 0])
+        sp_b = float(
+            interp_step(st.plain_tab_s[k : k + 1], np.array([b]))[0]
+            / interp_step(st.step_tab_s[k : k + 1], np.array([b]))[0]
+        )
+        out.append(
+            f"Speculative decoding ({sc.options.draft_model}, k={sc.options.spec_tokens}, "
+            f"acceptance {sc.options.spec_acceptance:g}: {st.tokens_per_step:.2f} tokens/step): "
+            f"{speed:.2f}x faster per token at batch 1, {sp_b:.2f}x at batch {b:.0f}."
+        )
+    elif sc.options.speculative:
+        k2 = _find(st, gpu=s.gpu, tp=s.tp, pp=s.pp, weights=s.weights, kv=s.kv, spec=True)
+        if k2 is not None:
+            sp_b = float(
+                interp_step(st.plain_tab_s[k2 : k2 + 1], np.array([b]))[0]
+                / interp_step(st.step_tab_s[k2 : k2 + 1], np.array([b]))[0]
+            )
+            out.append(
+                f"Speculative decoding not chosen: {sp_b:.2f}x per-token speedup at batch "
+                f"{b:.0f} does not pay for the draft's memory and cost at this load."
+            )
+    feas = np.nonzero(ratio <= 1.0)[0]
+    out.append(
+        f"{feas.size} of {t.n} evaluated deployments meet the SLA; the winner costs "
+        f"${float(t.cost[best_i]):.3f} per million output tokens on {int(t.gpus[best_i])} GPUs "
+        f"with {metric} {float(lat[best_i]):.1f} ms; headroom {float(t.cap[best_i] / max(t.rate[best_i], 1e-300)):.1f}x "
+        "the offered rate before saturation."
+    )
+    if feas.size > 1:
+        fastest = feas[np.argmin(lat[feas])]
+        if fastest != best_i:
+            out.append(
+                f"The lowest-latency deployment that meets the SLA has {metric} "
+                f"{float(lat[fastest]):.1f} ms on {int(t.gpus[fastest])} GPUs at "
+                f"${float(t.cost[fastest]):.3f}/M tokens."
+            )
+    return out
+
+
+def agreement(sc, t, best, ans, params, ratio, deployment):
+    """Compare the search's winner with the article's decision-matrix answer for the size."""
+    from advisor.search.recommend import DecisionMatrix
+
+    diffs = []
+    shaped = None
+    st = t.st
+    # the article-shaped aggregated candidate: replica of ans.gpus GPUs, its dtype and spec
+    sel = []
+    for i in range(t.na):
+        s = st.shapes[int(t.ev.shape_idx[i])]
+        if s.tp * s.pp != ans.gpus or t.ev.dp[i] != 1:
+            continue
+        if ans.weights and s.weights != ans.weights:
+            continue
+        if s.spec != (ans.speculative and sc.options.speculative):
+            continue
+        sel.append(i)
+    if sel:
+        sel = np.array(sel)
+        j = int(sel[np.lexsort((t.cost[sel], ratio[sel]))[0]])
+        shaped = deployment(j)
+    if best is None:
+        agrees = None
+        diffs.append("the search found no deployment meeting the SLA")
+    else:
+        per_replica = best.tp * best.pp if best.kind == "aggregated" else best.gpus
+        if per_replica != ans.gpus:
+            diffs.append(
+                f"GPUs per replica: search {per_replica}, article {ans.gpus}"
+                + (f" ({best.dp} replicas for the load)" if best.dp > 1 else "")
+            )
+        if ans.weights and best.weights != ans.weights:
+            diffs.append(f"weights: search {best.weights}, article {ans.weights}")
+        if ans.speculative and not best.speculative:
+            diffs.append(
+                "speculative decoding: article yes, search no"
+                + ("" if sc.options.speculative else " (not enabled in the scenario's options)")
+            )
+        agrees = not diffs
+        if shaped is not None and diffs:
+            why = f"the article's shape ({shaped.description}) " + (
+                f"also meets the SLA but costs ${shaped.usd_per_million_tokens:.3f}/M tokens "
+                f"vs ${best.usd_per_million_tokens:.3f}"
+                if shaped.meets_sla
+                else f"misses the SLA (worst target at {shaped.sla_ratio:.2f}x)"
+                if shaped.stable
+                else f"is unstable at this load ({shaped.unstable_reason})"
+            )
+            diffs.append(why)
+        elif shaped is None and diffs:
+            diffs.append("the article's shape does not fit in memory or the GPUs available")
+    return DecisionMatrix(
+        model_params_b=params / 1e9, row=ans.row, article_answer=ans.text, note=ans.note,
+        agrees=agrees, differences=diffs, article_shaped=shaped,
+    )  # fmt: skip

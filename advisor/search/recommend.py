@@ -1,0 +1,386 @@
+"""``recommend(scenario) -> Recommendation``: the SLA-driven deployment search.
+
+Pipeline: enumerate shapes (space.py) -> step tables and memory rejections (evaluate.py) ->
+latency under load for every (shape, DP) pair and every disaggregated pool pair -> SLA filter
+at the scenario's percentile -> cost per million output tokens (cost.py) -> rank by cost (or
+GPUs) -> best, Pareto frontiers, near misses, explanation, article decision matrix, capacity.
+
+Cost per million output tokens is at the *offered* load (the GPUs are paid for whether busy or
+not). Throughput per GPU in the Pareto frontier is likewise the offered output tokens/s per GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from advisor.physics.params import param_breakdown
+from advisor.physics.queueing import QUANTILES, REASONS, latency_under_load
+from advisor.scenario import Scenario
+from advisor.search.cost import usd_per_gpu_hour, usd_per_million_tokens
+from advisor.search.decision_matrix import article_answer
+from advisor.search.disaggregated import evaluate_disaggregated
+from advisor.search.evaluate import build_shapes, evaluate_aggregated, interp_step, service
+from advisor.search.pareto import pareto_min_min
+
+_M = ConfigDict(extra="forbid")
+PCT = ("p50", "p90", "p95", "p99")
+
+
+class Percentiles(BaseModel):
+    model_config = _M
+    p50: float
+    p90: float
+    p95: float
+    p99: float
+
+
+class Deployment(BaseModel):
+    """One evaluated deployment with its predicted behaviour at the offered load (ms, tok/s, USD)."""
+
+    model_config = _M
+    kind: str  # "aggregated" | "disaggregated"
+    description: str
+    gpu: str
+    tp: int
+    pp: int
+    dp: int
+    weights: str
+    kv: str
+    speculative: bool
+    prefill_pool: dict[str, int] | None = None  # {"tp", "dp"} for disaggregated
+    decode_pool: dict[str, int] | None = None
+    gpus: int
+    nodes: int
+    ttft_ms: Percentiles
+    tpot_ms: Percentiles
+    e2e_ms: Percentiles
+    stable: bool
+    unstable_reason: str | None = None
+    meets_sla: bool
+    sla_ratio: float  # worst (value / target) over the stated targets; <= 1 meets the SLA
+    throughput_tok_s: float
+    throughput_per_gpu_tok_s: float
+    usd_per_hour: float
+    usd_per_million_tokens: float
+    max_rate_req_s: float  # stability limit of the whole deployment
+    headroom: float  # max_rate_req_s / offered rate
+    running_batch: float  # mean sequences in decode per replica
+    step_breakdown_ms: dict[str, float] = {}
+
+
+class ParetoPoint(BaseModel):
+    model_config = _M
+    description: str
+    gpus: int
+    throughput_per_gpu_tok_s: float
+    usd_per_million_tokens: float
+    latency_ms: float
+    meets_sla: bool
+
+
+class NearMiss(BaseModel):
+    model_config = _M
+    deployment: Deployment
+    fails: list[str]
+
+
+class DecisionMatrix(BaseModel):
+    model_config = _M
+    model_params_b: float
+    row: str
+    article_answer: str
+    note: str
+    agrees: bool | None
+    differences: list[str]
+    article_shaped: Deployment | None = None
+
+
+class CapacityRow(BaseModel):
+    model_config = _M
+    target_rate_req_s: float
+    replicas: int
+    gpus: int
+    nodes: int
+
+
+class Capacity(BaseModel):
+    model_config = _M
+    replica: str
+    gpus_per_replica: int
+    max_rate_per_replica_at_sla_req_s: float
+    sla_headroom: float  # replicas x max rate at SLA / offered rate
+    rows: list[CapacityRow]
+
+
+class Recommendation(BaseModel):
+    model_config = _M
+    scenario: str
+    model: str
+    sla: str
+    latency_metric: str  # the metric on the Pareto frontiers, e.g. "P99 TPOT"
+    best: Deployment | None
+    no_best_reason: str | None = None
+    pareto: list[ParetoPoint]
+    pareto_cost: list[ParetoPoint]
+    near_misses: list[NearMiss]
+    explanation: list[str]
+    candidates_evaluated: int
+    feasible: int
+    rejected: dict[str, int]
+    decision_matrix: DecisionMatrix
+    capacity: Capacity | None
+    cost_basis: list[str]
+    assumptions: list[str]
+    elapsed_ms: float
+
+
+ASSUMPTIONS = [
+    "Queueing: continuous batching (Orca-style), Poisson arrivals, analytic percentiles "
+    "(physics/queueing.latency_under_load); per-replica arrival rate = total rate / DP.",
+    "Concurrent users (closed loop, no think time): throughput X solves X = N / E2E(X).",
+    "Speculative decoding: draft at the target's TP (at most 8, one node), fp16 (fp8 with fp8 "
+    "targets), sharing the target's GPUs; time per token = (k T_draft + T_verify) / E.",
+    "Disaggregated: pools on the same accelerator and dtypes, PP = 1; percentiles of the two "
+    "pools are added (upper bound); KV moved once per request over the inter-pool link.",
+    "Cost per million output tokens at the offered load.",
+]
+
+
+class _Table:
+    """All candidates (aggregated then disaggregated) as parallel arrays."""
+
+    def __init__(self, sc: Scenario, st, ev, dg):
+        self.st, self.ev, self.dg = st, ev, dg
+        na = ev.dp.size
+        nd = 0 if dg is None else dg.gpus.size
+        self.na, self.n = na, na + nd
+        res = ev.res
+        q = lambda s: np.stack([s.quantile_s(x) for x in QUANTILES], axis=1)  # noqa: E731
+        parts = [(q(res.ttft), q(res.tpot), q(res.e2e))]
+        if dg is not None:
+            parts.append((dg.ttft_q, dg.tpot_q, dg.e2e_q))
+        self.ttft = np.concatenate([p[0] for p in parts])
+        self.tpot = np.concatenate([p[1] for p in parts])
+        self.e2e = np.concatenate([p[2] for p in parts])
+        cat = lambda a, b: np.concatenate([a, b]) if dg is not None else np.asarray(a)  # noqa: E731
+        self.stable = cat(res.stable, dg.stable if dg else None)
+        self.reason = cat(res.reason_code, dg.reason_code if dg else None)
+        self.gpus = cat(ev.gpus, dg.gpus if dg else None).astype(int)
+        self.rate = cat(ev.rate, dg.rate if dg else None)
+        self.cap = cat(res.capacity_req_per_s * ev.dp, dg.capacity_req_per_s if dg else None)
+        self.running = cat(res.running_mean, dg.running_mean if dg else None)
+        shape_of = cat(ev.shape_idx, dg.dec_shape if dg else None)
+        self.shape_of = shape_of
+        gpu_ids = sorted({s.gpu for s in st.shapes})
+        self.rates = {g: usd_per_gpu_hour(g, sc.cost) for g in gpu_ids}
+        per_gpu = np.array([self.rates[st.shapes[i].gpu][0] for i in range(len(st.shapes))])
+        self.usd_h = self.gpus * per_gpu[shape_of] if len(st.shapes) else np.zeros(0)
+        self.tput = np.where(self.stable, self.rate * sc.workload.osl_tokens, 0.0)
+        self.cost = (
+            usd_per_million_tokens(self.gpus, per_gpu[shape_of], self.tput)
+            if self.n
+            else np.zeros(0)
+        )
+
+
+def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list[tuple[str, np.ndarray, float]]]:
+    qi = QUANTILES.index(sc.sla.percentile / 100)
+    checks = [
+        (name, arr[:, qi], target)
+        for name, arr, target in (
+            ("TTFT", t.ttft, sc.sla.ttft_ms),
+            ("TPOT", t.tpot, sc.sla.tpot_ms),
+            ("E2E", t.e2e, sc.sla.e2e_ms),
+        )
+        if target is not None
+    ]
+    ratio = np.zeros(t.n)
+    for _, v, target in checks:
+        ratio = np.maximum(ratio, v * 1e3 / target)
+    ratio = np.where(t.stable, ratio, np.inf)
+    return ratio, checks
+
+
+def _latency_metric(sc: Scenario, t: _Table) -> tuple[str, np.ndarray]:
+    qi = QUANTILES.index(sc.sla.percentile / 100)
+    for name, arr, target in (
+        ("TPOT", t.tpot, sc.sla.tpot_ms),
+        ("TTFT", t.ttft, sc.sla.ttft_ms),
+        ("E2E", t.e2e, sc.sla.e2e_ms),
+    ):
+        if target is not None:
+            return f"P{sc.sla.percentile} {name}", arr[:, qi] * 1e3
+    return f"P{sc.sla.percentile} E2E", t.e2e[:, qi] * 1e3
+
+
+def _pct(row: np.ndarray) -> Percentiles:
+    return Percentiles(**{k: float(v) * 1e3 for k, v in zip(PCT, row, strict=True)})
+
+
+def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: bool) -> Deployment:
+    st = t.st
+    gpn = sc.hardware.gpus_per_node
+    if i < t.na:
+        s = st.shapes[int(t.ev.shape_idx[i])]
+        dp = int(t.ev.dp[i])
+        spec = " + speculative decoding" if s.spec else ""
+        desc = f"{dp} x (TP={s.tp}, PP={s.pp}) on {s.gpu}, weights {s.weights}, KV {s.kv}{spec}"
+        kind, tp, pp, extra = "aggregated", s.tp, s.pp, {}
+        per_replica_nodes = math.ceil(s.tp * s.pp / gpn)
+        nodes = max(per_replica_nodes * dp if s.tp * s.pp >= gpn else math.ceil(t.gpus[i] / gpn), 1)
+    else:
+        j = i - t.na
+        dg = t.dg
+        s = st.shapes[int(dg.dec_shape[j])]
+        ps = st.shapes[int(dg.pre_shape[j])]
+        pdp, ddp = int(dg.pre_dp[j]), int(dg.dec_dp[j])
+        desc = (
+            f"disaggregated on {s.gpu}: prefill {pdp} x TP={ps.tp} + decode {ddp} x TP={s.tp}, "
+            f"weights {s.weights}, KV {s.kv} (KV transfer {dg.kv_transfer_s[j] * 1e3:.2f} ms)"
+        )
+        kind, tp, pp, dp = "disaggregated", s.tp, 1, ddp
+        extra = {"prefill_pool": {"tp": ps.tp, "dp": pdp}, "decode_pool": {"tp": s.tp, "dp": ddp}}
+        nodes = math.ceil(t.gpus[i] / gpn)
+    rate = float(t.rate[i])
+    bd: dict[str, float] = {}
+    if breakdown and i < t.na:
+        from advisor.perf.step import decode_step
+
+        k = int(t.ev.shape_idx[i])
+        b = max(1.0, float(t.running[i]) + 1.0)
+        bd = decode_step(st.r.take(np.array([k])), b, st.context_tokens).component_dict(0)
+        bd["batch"] = b
+    return Deployment(
+        kind=kind, description=desc, gpu=s.gpu, tp=tp, pp=pp, dp=dp, weights=s.weights,
+        kv=s.kv, speculative=s.spec, gpus=int(t.gpus[i]), nodes=int(nodes),
+        ttft_ms=_pct(t.ttft[i]), tpot_ms=_pct(t.tpot[i]), e2e_ms=_pct(t.e2e[i]),
+        stable=bool(t.stable[i]),
+        unstable_reason=None if t.stable[i] else REASONS[int(t.reason[i])],
+        meets_sla=bool(ratio[i] <= 1.0), sla_ratio=float(ratio[i]),
+        throughput_tok_s=float(t.tput[i]),
+        throughput_per_gpu_tok_s=float(t.tput[i] / t.gpus[i]),
+        usd_per_hour=float(t.usd_h[i]), usd_per_million_tokens=float(t.cost[i]),
+        max_rate_req_s=float(t.cap[i]), headroom=float(t.cap[i] / rate) if rate > 0 else math.inf,
+        running_batch=float(t.running[i]), step_breakdown_ms=bd, **extra,
+    )  # fmt: skip
+
+
+def _rank_key(sc: Scenario, t: _Table, lat: np.ndarray) -> np.ndarray:
+    if sc.rank_by == "gpus":
+        return np.lexsort((lat, t.cost, t.gpus))
+    return np.lexsort((lat, t.gpus, t.cost))
+
+
+def _fails(checks, i: int, pct: int) -> list[str]:
+    out = []
+    for name, v, target in checks:
+        ms = float(v[i]) * 1e3
+        if not ms <= target:
+            out.append(
+                f"P{pct} {name} {ms:.1f} ms > {target:g} ms (+{(ms / target - 1) * 100:.0f}%)"
+                if math.isfinite(ms)
+                else f"P{pct} {name} unbounded (unstable)"
+            )
+    return out
+
+
+def recommend(scenario: Scenario) -> Recommendation:
+    """Search every deployment the scenario's hardware allows; see the module docstring."""
+    t0 = time.perf_counter()
+    sc = scenario
+    st, rejected = build_shapes(sc)
+    if st.r.n:
+        ev = evaluate_aggregated(sc, st)
+        dg = evaluate_disaggregated(sc, st) if sc.options.disaggregated else None
+    else:
+        ev, dg = None, None
+    params = param_breakdown(sc.model_spec()).total
+    ans = article_answer(params)
+    if ev is None:
+        return Recommendation(
+            scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric="",
+            best=None, no_best_reason="no deployment fits in memory: " + "; ".join(
+                f"{k} ({v})" for k, v in Counter(rejected).most_common(3)),
+            pareto=[], pareto_cost=[], near_misses=[], explanation=[], candidates_evaluated=0,
+            feasible=0, rejected=dict(rejected),
+            decision_matrix=DecisionMatrix(model_params_b=params / 1e9, row=ans.row,
+                article_answer=ans.text, note=ans.note, agrees=None,
+                differences=["nothing fits on the given hardware"]),
+            capacity=None, cost_basis=[], assumptions=ASSUMPTIONS,
+            elapsed_ms=(time.perf_counter() - t0) * 1e3,
+        )  # fmt: skip
+    t = _Table(sc, st, ev, dg)
+    ratio, checks = _sla(sc, t)
+    metric, lat = _latency_metric(sc, t)
+    feasible = ratio <= 1.0
+    order = _rank_key(sc, t, lat)
+    ranked = order[feasible[order]]
+    best_i = int(ranked[0]) if ranked.size else None
+    best = _deployment(sc, t, best_i, ratio, True) if best_i is not None else None
+    reason = None
+    pct = sc.sla.percentile
+
+    # near misses: infeasible, smallest violation first, distinct shapes
+    miss_order = np.lexsort((t.cost, ratio))
+    miss_order = miss_order[~feasible[miss_order]]
+    near, seen = [], set()
+    for i in miss_order[:200]:
+        key = int(t.shape_of[i]) if i < t.na else ("d", int(t.shape_of[i]))
+        if key in seen:
+            continue
+        seen.add(key)
+        d = _deployment(sc, t, int(i), ratio, False)
+        fails = _fails(checks, int(i), pct) or [f"unstable: {d.unstable_reason}"]
+        if not d.stable:
+            fails = [f"unstable at the offered load ({d.unstable_reason})"]
+        near.append(NearMiss(deployment=d, fails=fails))
+        if len(near) == 5:
+            break
+    if best is None:
+        closest = near[0] if near else None
+        reason = f"no deployment meets {sc.sla.describe()} at the offered load" + (
+            f"; closest: {closest.deployment.description} ({'; '.join(closest.fails)})"
+            if closest
+            else ""
+        )
+
+    # Pareto frontiers (stable candidates)
+    stab = np.nonzero(t.stable)[0]
+    tpg = t.tput / np.maximum(t.gpus, 1)
+
+    def points(idx: np.ndarray) -> list[ParetoPoint]:
+        idx = idx[:: max(1, idx.size // 40)]
+        out = []
+        for i in idx:
+            d = _deployment(sc, t, int(i), ratio, False)
+            out.append(ParetoPoint(description=d.description, gpus=d.gpus,
+                throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
+                usd_per_million_tokens=d.usd_per_million_tokens,
+                latency_ms=float(lat[i]), meets_sla=d.meets_sla))  # fmt: skip
+        return out
+
+    pareto = points(stab[pareto_min_min(-tpg[stab], lat[stab])])
+    pareto_cost = points(stab[pareto_min_min(t.cost[stab], lat[stab])])
+
+    from advisor.search.capacity import capacity_plan
+    from advisor.search.explain import agreement, explain
+
+    cap = capacity_plan(sc, t, best_i, checks) if best_i is not None else None
+    explanation = explain(sc, t, best_i, ratio, lat, metric) if best_i is not None else []
+    dm = agreement(sc, t, best, ans, params, ratio, lambda i: _deployment(sc, t, i, ratio, False))
+    return Recommendation(
+        scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric=metric,
+        best=best, no_best_reason=reason, pareto=pareto, pareto_cost=pareto_cost,
+        near_misses=near, explanation=explanation, candidates_evaluated=int(t.n),
+        feasible=int(feasible.sum()), rejected=dict(rejected), decision_matrix=dm,
+        capacity=cap, cost_basis=[v[1] for v in t.rates.values()], assumptions=ASSUMPTIONS,
+        elapsed_ms=(time.perf_counter() - t0) * 1e3,
+    )  # fmt: skip
+
+
+__all__ = ["Recommendation", "recommend", "interp_step", "service", "latency_under_load"]
