@@ -30,8 +30,9 @@ _BOUNDS = {
     "eta_compute_fp8": (0.15, 0.98, 0.5),
     "step_overhead_s": (0.0, 0.03, 2e-3),
     "seq_overhead_s": (0.0, 2e-4, 5e-6),
-    "request_overhead_s": (0.0, 0.1, 10e-3),
-    "efficiency": (0.4, 1.3, 1.0),
+    "request_overhead_s": (0.0, 0.05, 10e-3),
+    "efficiency": (0.4, 1.05, 1.0),
+    "attention_efficiency": (0.2, 1.0, 0.75),
 }
 MIN_ROWS = 3  # a constant is fitted only when at least this many rows depend on it
 
@@ -40,37 +41,53 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
     """(section, key, field) of every constant the rows can pin down."""
     fam_rows: Counter = Counter()
     fam_fp8: Counter = Counter()
+    fam_16: Counter = Counter()
     eng_rows: Counter = Counter()
+    eng_ttft: Counter = Counter()
+    eng_batched: Counter = Counter()
     for c in items:
+        if c.kind in ("ttft_b1", "load_ttft", "conc_tput"):
+            eng_ttft[c.config.engine] += 1
+        if c.kind in ("offline", "static", "load_itl", "load_ttft", "conc_tpot", "conc_tput"):
+            eng_batched[c.config.engine] += 1
         fam = c.config.gpu.family
         fam_rows[fam] += 1
         if COMPUTE_PATH[c.config.weights] == "fp8":
             fam_fp8[fam] += 1
+        else:
+            fam_16[fam] += 1
         eng_rows[c.config.engine] += 1
-    params: list[tuple[str, str, str]] = []
+    params: list[tuple[str, str, str]] = [("global", "attention", "attention_efficiency")]
     for fam, n in sorted(fam_rows.items()):
         if n < MIN_ROWS:
             continue
-        params += [("families", fam, "eta_mem"), ("families", fam, "eta_compute_16")]
+        params.append(("families", fam, "eta_mem"))
+        if fam_16[fam] >= MIN_ROWS:
+            params.append(("families", fam, "eta_compute_16"))
         if fam_fp8[fam] >= MIN_ROWS:
             params.append(("families", fam, "eta_compute_fp8"))
     for eng, n in sorted(eng_rows.items()):
         if n < MIN_ROWS:
             continue
-        params += [
-            ("engines", eng, "step_overhead_s"),
-            ("engines", eng, "seq_overhead_s"),
-            ("engines", eng, "request_overhead_s"),
-        ]
+        # Only constants some rows depend on: a request overhead needs TTFT rows, a per-sequence
+        # overhead needs batched rows; otherwise the fit would wander off on a flat direction.
+        params.append(("engines", eng, "step_overhead_s"))
+        if eng_batched[eng] >= MIN_ROWS:
+            params.append(("engines", eng, "seq_overhead_s"))
+        if eng_ttft[eng] >= 1:
+            params.append(("engines", eng, "request_overhead_s"))
         if eng != "trtllm":
             params.append(("engines", eng, "efficiency"))
     return params
 
 
 def _doc(params: list[tuple[str, str, str]], x: np.ndarray) -> dict:
-    doc: dict = {"families": {}, "engines": {}}
+    doc: dict = {"families": {}, "engines": {}, "global": {}}
     for (section, key, name), v in zip(params, x, strict=True):
-        doc[section].setdefault(key, {})[name] = float(v)
+        if section == "global":
+            doc["global"][name] = float(v)
+        else:
+            doc[section].setdefault(key, {})[name] = float(v)
     return doc
 
 
@@ -139,6 +156,7 @@ def write(doc: dict, path: Path | None = None) -> dict:
         "generated_by": "python -m advisor calibrate",
         "generated_on": _dt.date.today().isoformat(),
         "source": "data/measurements.csv (rows listed under residuals)",
+        "global": doc.get("global", {}),
         "families": doc["families"],
         "engines": doc["engines"],
         "fit_summary": {k: {kk: round(vv, 2) for kk, vv in v.items()} for k, v in table.items()},

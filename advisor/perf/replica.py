@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
-from advisor.perf.profiles import engine_profile, family_efficiency
+from advisor.perf.profiles import attention_efficiency, engine_profile, family_efficiency
 from advisor.physics.memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     activation_reserve_bytes,
@@ -81,6 +81,7 @@ class ReplicaArrays:
     seq_overhead_s: np.ndarray
     request_overhead_s: np.ndarray
     max_num_seqs: np.ndarray
+    attn_eff: np.ndarray  # attention kernels' fraction of the GEMM efficiency (calibrated)
     gpus: np.ndarray  # TP x PP
 
     @property
@@ -178,7 +179,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
         step_overhead_s=eng.step_overhead_s, seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s, max_num_seqs=eng.max_num_seqs,
-        gpus=tp * pp,
+        attn_eff=attention_efficiency(), gpus=tp * pp,
     )  # fmt: skip
 
 

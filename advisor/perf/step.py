@@ -95,11 +95,8 @@ def _stage_gpu_time(
     kv_bytes: np.ndarray,
     experts_tokens: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
-    flops = (
-        2.0 * r.linear_active_params * tokens
-        + 4.0 * r.layers_stage * r.attn_width * batch * context
-    )
-    flops = flops + extra_attn_flops
+    linear_flops = 2.0 * r.linear_active_params * tokens
+    attn_flops = 4.0 * r.layers_stage * r.attn_width * batch * context + extra_attn_flops
     touched = np.where(
         r.num_experts > 0,
         expected_experts_touched(np.maximum(r.num_experts, 1), r.experts_per_tok, experts_tokens)
@@ -107,9 +104,10 @@ def _stage_gpu_time(
         0.0,
     )
     weight_bytes = r.dense_weight_bytes + r.expert_weight_bytes * touched
-    nbytes = weight_bytes + kv_bytes
-    compute = flops / r.peak_flops
-    memory = nbytes / r.hbm_bw
+    # Attention kernels (FlashAttention/FMHA, paged KV reads) reach a lower fraction of peak and
+    # bandwidth than dense GEMMs/GEMVs: one calibrated attention efficiency scales both.
+    compute = linear_flops / r.peak_flops + attn_flops / (r.peak_flops * r.attn_eff)
+    memory = weight_bytes / r.hbm_bw + kv_bytes / (r.hbm_bw * r.attn_eff)
     passes = 1.0 + tokens / DEQUANT_ROWS_PER_PASS
     dequant = np.where(
         r.weight_only,
@@ -119,7 +117,7 @@ def _stage_gpu_time(
         / (r.peak_flops_16 * VECTOR_TO_TENSOR_RATIO),
         0.0,
     )
-    return flops, nbytes, compute, memory, dequant
+    return linear_flops + attn_flops, weight_bytes + kv_bytes, compute, memory, dequant
 
 
 def _split(compute: np.ndarray, memory: np.ndarray, dequant: np.ndarray) -> tuple[np.ndarray, ...]:

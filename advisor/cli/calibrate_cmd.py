@@ -1,0 +1,23 @@
+"""``advisor calibrate``: fit the efficiency constants and write data/calibration.yaml."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from advisor.cli import add_json_flag, int_in
+from advisor.perf.calibrate import fit, write
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("calibrate", help="fit efficiency constants to data/measurements.csv")
+    p.add_argument("--max-evals", type=int_in(1, 10_000), default=60, help="fit iterations budget")
+    p.add_argument("--out", default=None, help="output YAML (default data/calibration.yaml)")
+    add_json_flag(p)
+    return p
+
+
+def run(args: argparse.Namespace) -> dict:
+    doc = fit(max_nfev=args.max_evals)
+    out = write(doc, Path(args.out) if args.out else None)
+    return {k: out[k] for k in ("global", "families", "engines", "fit_summary", "rows_skipped")}

@@ -1,0 +1,149 @@
+"""``advisor estimate``: latency and throughput of one deployment, or of each line of a JSONL file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
+from advisor.catalog.loader import UnknownIdError
+from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
+from advisor.cli.common import resolve_gpu, resolve_link, resolve_model
+from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.profiles import ENGINES
+from advisor.scenario import format_validation_error
+
+MAX_INPUT_BYTES = 10_000_000
+_KEYS = {
+    "model", "gpu", "tp", "pp", "dp", "weights", "kv", "isl", "osl", "concurrency", "qps",
+    "link", "inter_link", "engine", "spec_draft", "spec_tokens", "spec_acceptance", "gpus_per_node",
+}  # fmt: skip
+
+
+def _concurrency(text: str) -> int | str:
+    if text.strip().lower() == "max":
+        return "max"
+    return int_in(1, 1_000_000)(text)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("estimate", help="TTFT, TPOT, end-to-end latency and throughput")
+    p.add_argument("--input", help="JSONL file: one estimate per line (keys as the flags)")
+    p.add_argument("--model", help="catalog id or path to a config.json")
+    p.add_argument("--gpu", help="accelerator id")
+    p.add_argument("--tp", type=int_in(1, 1024), default=1)
+    p.add_argument("--pp", type=int_in(1, 1024), default=1)
+    p.add_argument("--dp", type=int_in(1, 100_000), default=1)
+    p.add_argument("--weights", type=choice_of(WEIGHT_DTYPES, "weights dtype"), default="fp16")
+    p.add_argument("--kv", type=choice_of(KV_DTYPES, "KV dtype"), default="fp16")
+    p.add_argument("--isl", type=int_in(1, 10_000_000), help="input (prompt) tokens")
+    p.add_argument("--osl", type=int_in(1, 1_000_000), help="output tokens")
+    p.add_argument("--concurrency", type=_concurrency, default=None, help="N or max")
+    p.add_argument("--qps", type=float_in(0, 1e7, lo_open=True), default=None, help="requests/s")
+    p.add_argument("--link", help="intra-node interconnect id (default: the GPU's own)")
+    p.add_argument("--inter-link", dest="inter_link", help="inter-node interconnect id")
+    p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int_in(1, 72), default=8)
+    p.add_argument("--engine", type=choice_of(ENGINES, "engine"), default="generic")
+    p.add_argument("--spec-draft", dest="spec_draft", help="draft model id")
+    p.add_argument("--spec-tokens", dest="spec_tokens", type=int_in(1, 16), default=4)
+    p.add_argument("--spec-acceptance", dest="spec_acceptance", type=float_in(0, 1), default=0.7)
+    add_json_flag(p)
+    return p
+
+
+def _run_one(d: dict) -> dict:
+    for key in ("model", "gpu", "isl", "osl"):
+        if d.get(key) is None:
+            raise CliInputError(f"--{key} is required")
+    if d.get("concurrency") is not None and d.get("qps") is not None:
+        raise CliInputError("--concurrency and --qps are exclusive: give one of them")
+    if d.get("spec_draft") is not None and d.get("qps") is not None:
+        raise CliInputError("--spec-draft works with --concurrency N, not with --qps")
+    model = resolve_model(str(d["model"]))
+    gpu = resolve_gpu(str(d["gpu"]))
+    draft = resolve_model(str(d["spec_draft"])) if d.get("spec_draft") else None
+    for flag in ("link", "inter_link"):
+        if d.get(flag):
+            resolve_link(str(d[flag]), "--" + flag.replace("_", "-"))
+    fields = {
+        k: v for k, v in d.items() if k not in ("model", "gpu", "spec_draft") and v is not None
+    }
+    if draft is not None:
+        fields["spec_draft"] = draft
+    if fields.get("concurrency") is None and fields.get("qps") is None:
+        fields["concurrency"] = 1
+    try:
+        inp = EstimateInput.model_validate(fields)
+    except ValidationError as exc:
+        raise CliInputError(format_validation_error(exc, prefix="--")) from None
+    if inp.pp > model.num_hidden_layers:
+        raise CliInputError(f"--pp {inp.pp} exceeds the model's {model.num_hidden_layers} layers")
+    if draft is not None and inp.concurrency == "max":
+        raise CliInputError("--spec-draft needs --concurrency N (a number), not max")
+    return estimate(model, gpu, inp)
+
+
+def _args_dict(args: argparse.Namespace) -> dict:
+    return {k: getattr(args, k) for k in _KEYS}
+
+
+def run(args: argparse.Namespace) -> dict:
+    if args.input is None:
+        return _run_one(_args_dict(args))
+    path = Path(args.input)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise CliInputError(f"--input {args.input}: cannot read: {exc.strerror}") from None
+    if size > MAX_INPUT_BYTES:
+        raise CliInputError(f"--input: file is {size:,} bytes; the limit is {MAX_INPUT_BYTES:,}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise CliInputError("--input: file is not UTF-8 text") from None
+    results = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            d = json.loads(line)
+            if not isinstance(d, dict):
+                raise CliInputError(f"line {n}: expected a JSON object")
+            unknown = sorted(set(d) - _KEYS)
+            if unknown:
+                raise CliInputError(f"line {n}: unknown keys {unknown}; allowed: {sorted(_KEYS)}")
+            results.append(_run_one(d))
+        except (json.JSONDecodeError, RecursionError) as exc:
+            results.append({"line": n, "error": f"not valid JSON: {exc}"})
+        except (CliInputError, UnknownIdError, ValueError) as exc:
+            results.append({"line": n, "error": str(exc)})
+    return {"results": results}
+
+
+def render(r: dict) -> str:
+    if "results" in r:
+        return "\n".join(json.dumps(x) for x in r["results"])
+    head = (
+        f"{r['model']} on {r['gpus']} x {r['gpu']} (TP={r['tp']} PP={r['pp']} DP={r['dp']}), "
+        f"weights {r['weights']}, KV {r['kv']}, engine {r['engine']}"
+    )
+    if not r["fits"] or r.get("stable") is False:
+        return head + "\n" + "\n".join(f"  NOT FEASIBLE: {x}" for x in r["reasons"])
+    lines = [
+        head,
+        f"  TTFT {r['ttft_ms']:.1f} ms   TPOT {r['tpot_ms']:.2f} ms   E2E {r['e2e_ms']:.0f} ms",
+        f"  throughput {r['throughput_tok_s']:.0f} output tok/s ({r['throughput_tok_s_per_gpu']:.0f} per GPU) "
+        f"at {r['concurrency']:.1f} running sequences",
+    ]
+    for phase, comp in r["breakdown"].items():
+        if isinstance(comp, dict):
+            parts = ", ".join(f"{k} {v:.2f}" for k, v in comp.items() if v > 0.005)
+            lines.append(f"  {phase} breakdown (ms): {parts}")
+        else:
+            lines.append(f"  {phase}: {comp:.2f}")
+    for note in r.get("notes", []):
+        lines.append(f"  note: {note}")
+    return "\n".join(lines)

@@ -1,0 +1,239 @@
+"""The estimate for one deployment: TTFT, TPOT, end-to-end latency and throughput, with breakdown.
+
+The CLI's ``estimate`` and the app's single-deployment pages call ``estimate``; the search calls
+the same step-time functions on many candidates at once, so both give the same numbers.
+
+Load modes: a fixed number of running sequences (``concurrency``), as many as the KV cache
+holds (``concurrency="max"``: offline throughput, as trtllm-bench and MLPerf Offline measure),
+or Poisson arrivals at ``qps`` requests/s (steady-state means from the queueing model; the
+running batch follows from Little's law).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from advisor.catalog import get_interconnect
+from advisor.catalog.specs import Accelerator, ModelSpec
+from advisor.perf.predict import concurrency_tpot, offline_step, prefill_interruption_s
+from advisor.perf.profiles import engine_profile, family_efficiency
+from advisor.perf.replica import (
+    ReplicaConfig,
+    build_replicas,
+    max_running,
+    pp_link_for,
+    tp_link_for,
+)
+from advisor.perf.step import StepTimes, decode_step, prefill
+from advisor.physics.memory import memory_budget
+from advisor.physics.speculative import expected_tokens_per_step
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class EstimateInput(BaseModel):
+    """Everything ``estimate`` needs besides the model and GPU specs (validated bounds)."""
+
+    model_config = _STRICT
+
+    tp: Annotated[int, Field(ge=1, le=1024)] = 1
+    pp: Annotated[int, Field(ge=1, le=1024)] = 1
+    dp: Annotated[int, Field(ge=1, le=100_000)] = 1
+    weights: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "fp16"
+    kv: Literal["fp16", "bf16", "fp8", "int8"] = "fp16"
+    isl: Annotated[int, Field(ge=1, le=10_000_000)] = 1024
+    osl: Annotated[int, Field(ge=1, le=1_000_000)] = 256
+    concurrency: Annotated[int, Field(ge=1, le=1_000_000)] | Literal["max"] | None = 1
+    qps: Annotated[float, Field(gt=0, le=1e7)] | None = None
+    link: str | None = None
+    inter_link: str | None = None
+    gpus_per_node: Annotated[int, Field(ge=1, le=72)] = 8
+    engine: Literal["generic", "trtllm", "vllm", "sglang"] = "generic"
+    spec_draft: ModelSpec | None = None
+    spec_tokens: Annotated[int, Field(ge=1, le=16)] = 4
+    spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
+
+
+def _components(s: StepTimes) -> dict[str, float]:
+    return s.component_dict(0)
+
+
+def _speculative_tpot(
+    cfg: ReplicaConfig, draft: ModelSpec, b: float, ctx: float, k: int, a: float
+) -> tuple[float, float, dict]:
+    """TPOT with speculative decoding: (k draft steps + one verify step of k+1 tokens) / E.
+
+    The draft runs on the same GPUs with the same TP (vLLM's draft-model mode); verification
+    processes b x (k+1) tokens in one target step, which turns compute-bound at large batch.
+    Source: Leviathan et al. 2023; formulas.md "Speculative decoding".
+    """
+    target = build_replicas([cfg])
+    draft_cfg = ReplicaConfig(
+        model=draft, gpu=cfg.gpu, tp=min(cfg.tp, draft.num_key_value_heads), pp=1,
+        weights=cfg.weights, kv=cfg.kv, engine=cfg.engine, intra_link=cfg.intra_link,
+        inter_link=cfg.inter_link, gpus_per_node=cfg.gpus_per_node,
+    )  # fmt: skip
+    d = build_replicas([draft_cfg])
+    draft_step = float(decode_step(d, b, ctx).total[0])
+    # Verification: k+1 query tokens per sequence in one pass over weights and the KV cache.
+    verify = decode_step(target, b, ctx, prefill_tokens=b * k, prompt_tokens=ctx)
+    plain = float(decode_step(target, b, ctx).total[0])
+    e = float(expected_tokens_per_step(a, k))
+    tpot = (k * draft_step + float(verify.total[0])) / e
+    info = {
+        "expected_tokens_per_step": e,
+        "draft_step_ms": draft_step * 1e3,
+        "verify_step_ms": float(verify.total[0]) * 1e3,
+        "plain_step_ms": plain * 1e3,
+        "speedup": plain / tpot,
+    }
+    return tpot, plain, info
+
+
+def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
+    """Predict latency and throughput of one deployment; infeasible ones come back with reasons."""
+    intra = get_interconnect(inp.link) if inp.link else None
+    inter = get_interconnect(inp.inter_link) if inp.inter_link else None
+    cfg = ReplicaConfig(
+        model=model, gpu=gpu, tp=inp.tp, pp=inp.pp, weights=inp.weights, kv=inp.kv,
+        engine=inp.engine, intra_link=intra, inter_link=inter, gpus_per_node=inp.gpus_per_node,
+    )  # fmt: skip
+    r = build_replicas([cfg])
+    isl, osl = float(inp.isl), float(inp.osl)
+    ctx_max = isl + osl
+    mem = memory_budget(
+        model, gpu, tp=inp.tp, pp=inp.pp, weights_dtype=inp.weights, kv_dtype=inp.kv,
+        context_tokens=int(ctx_max), suggest=True,
+    )  # fmt: skip
+    eng = engine_profile(inp.engine)
+    eff = family_efficiency(gpu.family)
+    gpus = inp.tp * inp.pp * inp.dp
+    cap = float(np.minimum(max_running(r, ctx_max), r.max_num_seqs)[0])
+    base = {
+        "model": model.id, "gpu": gpu.id, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,
+        "gpus": gpus, "weights": inp.weights, "kv": inp.kv, "isl": inp.isl, "osl": inp.osl,
+        "engine": inp.engine,
+        "engine_profile": {
+            "name": eng.name, "calibrated": eng.fitted, "step_overhead_ms": eng.step_overhead_s * 1e3,
+            "seq_overhead_us": eng.seq_overhead_s * 1e6, "request_overhead_ms": eng.request_overhead_s * 1e3,
+            "efficiency": eng.efficiency, "max_num_seqs": eng.max_num_seqs,
+            "eta_mem": eff.eta_mem, "eta_compute_16": eff.eta_compute_16,
+            "eta_compute_fp8": eff.eta_compute_fp8, "family_calibrated": eff.fitted,
+        },
+        "tp_link": tp_link_for(cfg, _links()).id if inp.tp > 1 else None,
+        "pp_link": pp_link_for(cfg, _links()).id if inp.pp > 1 else None,
+        "max_concurrency": int(cap),
+        "memory": {
+            "weights_gb_per_gpu": mem.weights_bytes_per_gpu / 1e9,
+            "kv_budget_gb_per_gpu": mem.kv_budget_bytes_per_gpu / 1e9,
+            "kv_bytes_per_token": mem.kv_bytes_per_token,
+        },
+    }  # fmt: skip
+    reasons = list(mem.reasons)
+    if mem.fits and cap < 1:
+        reasons.append(f"no {int(ctx_max)}-token sequence fits in the KV budget")
+    if reasons:
+        return {
+            **base, "fits": False, "reasons": reasons, "suggestions": mem.suggestions,
+            "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "throughput_tok_s": 0.0,
+            "throughput_tok_s_per_gpu": 0.0, "concurrency": 0, "breakdown": {},
+        }  # fmt: skip
+
+    notes: list[str] = []
+    pre = prefill(r, isl)
+    ttft = float(pre.total[0])
+    breakdown = {"prefill": _components(pre)}
+    spec = None
+    if inp.qps is not None:
+        from advisor.perf.validate import service_for
+        from advisor.physics.queueing import latency_under_load
+
+        rate = inp.qps / inp.dp
+        res = latency_under_load(
+            service_for(r, np.array([isl]), np.array([osl])), rate, osl, isl_tokens=isl
+        )
+        stable = bool(res.stable[0])
+        if not stable:
+            cap_rate = float(res.capacity_req_per_s[0]) * inp.dp
+            return {
+                **base, "fits": True, "stable": False,
+                "reasons": [f"{inp.qps:g} req/s exceeds the capacity of about {cap_rate:.3g} req/s "
+                            f"({inp.dp} replica(s)); the queue grows without bound"],
+                "ttft_ms": math.inf, "tpot_ms": math.inf, "e2e_ms": math.inf,
+                "throughput_tok_s": cap_rate * osl, "throughput_tok_s_per_gpu": cap_rate * osl / gpus,
+                "concurrency": int(cap), "breakdown": breakdown, "suggestions": [],
+            }  # fmt: skip
+        b = float(res.running_mean[0])
+        ttft = float(res.ttft.mean_s[0])
+        tpot = float(res.tpot.mean_s[0])
+        step = decode_step(r, max(b, 1.0), isl + osl / 2.0)
+        breakdown["decode_step"] = _components(step)
+        breakdown["queueing_ms"] = (ttft - float(pre.total[0])) * 1e3
+        throughput = inp.qps * osl
+        percentiles = {
+            "ttft_ms": {
+                f"p{q}": float(getattr(res.ttft, f"p{q}_s")[0]) * 1e3 for q in (50, 90, 95, 99)
+            },
+            "tpot_ms": {
+                f"p{q}": float(getattr(res.tpot, f"p{q}_s")[0]) * 1e3 for q in (50, 90, 95, 99)
+            },
+        }
+        base["percentiles"] = percentiles
+        concurrency = b
+    elif inp.concurrency == "max":
+        b_arr, step = offline_step(r, np.array([isl]), np.array([osl]))
+        concurrency = float(b_arr[0])
+        tpot = float(step.total[0])
+        breakdown["decode_step"] = _components(step)
+        throughput = concurrency / tpot * inp.dp
+        notes.append(
+            f"offline: {int(concurrency)} sequences running, each iteration also prefills "
+            f"{concurrency * isl / osl:.0f} prompt tokens of the requests that replace finished ones"
+        )
+    else:
+        n = float(inp.concurrency or 1)
+        if n > cap:
+            reasons.append(
+                f"--concurrency {int(n)} exceeds the {int(cap)} sequences of {int(ctx_max)} tokens "
+                "the KV budget holds (use --concurrency max)"
+            )
+            return {
+                **base, "fits": False, "reasons": reasons, "suggestions": mem.suggestions,
+                "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "throughput_tok_s": 0.0,
+                "throughput_tok_s_per_gpu": 0.0, "concurrency": int(n), "breakdown": breakdown,
+            }  # fmt: skip
+        step = decode_step(r, n, isl + osl / 2.0)
+        breakdown["decode_step"] = _components(step)
+        if inp.spec_draft is not None:
+            tpot, _, spec = _speculative_tpot(
+                cfg, inp.spec_draft, n, isl + osl / 2.0, inp.spec_tokens, inp.spec_acceptance
+            )
+        elif n > 1:
+            tpot = float(concurrency_tpot(r, n, isl, osl)[0])
+            breakdown["prefill_interruptions_ms_per_token"] = (
+                float(n * prefill_interruption_s(r, isl)[0] / osl) * 1e3
+            )
+        else:
+            tpot = float(step.total[0])
+        concurrency = n
+        throughput = n * osl / (ttft + osl * tpot) * inp.dp
+    e2e = ttft + (osl - 1) * tpot
+    out = {
+        **base, "fits": True, "reasons": [], "suggestions": [],
+        "ttft_ms": ttft * 1e3, "tpot_ms": tpot * 1e3, "e2e_ms": e2e * 1e3,
+        "throughput_tok_s": throughput, "throughput_tok_s_per_gpu": throughput / gpus,
+        "concurrency": concurrency, "breakdown": breakdown, "notes": notes,
+    }  # fmt: skip
+    if spec is not None:
+        out["speculative"] = spec
+    return out
+
+
+def _links() -> dict:
+    from advisor.catalog import interconnects
+
+    return interconnects()

@@ -1,0 +1,89 @@
+"""Speculative decoding over acceptance rate, draft length and batch, vectorised.
+
+The same physics as ``advisor.perf.estimate._speculative_tpot`` (draft on the same GPUs with
+TP = min(TP, draft KV heads), verification of k+1 tokens per sequence in one target step):
+
+    speedup(a, k, b) = E(a, k) x T_plain(b) / (k x T_draft(b) + T_verify(b, k))
+
+with E the expected tokens per target step (Leviathan et al. 2023, eq. 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.catalog.specs import ModelSpec
+from advisor.perf.replica import ReplicaConfig, build_replicas
+from advisor.perf.step import decode_step
+from advisor.perf.sweeps import repeat
+from advisor.physics.speculative import expected_tokens_per_step
+
+
+def draft_config(cfg: ReplicaConfig, draft: ModelSpec) -> ReplicaConfig:
+    """The draft's replica: same GPUs, links and dtypes, TP = min(TP, draft KV heads), PP = 1."""
+    return ReplicaConfig(
+        model=draft, gpu=cfg.gpu, tp=min(cfg.tp, draft.num_key_value_heads), pp=1,
+        weights=cfg.weights, kv=cfg.kv, engine=cfg.engine, intra_link=cfg.intra_link,
+        inter_link=cfg.inter_link, gpus_per_node=cfg.gpus_per_node,
+    )  # fmt: skip
+
+
+def step_times(
+    cfg: ReplicaConfig, draft: ModelSpec, batches: np.ndarray, ks: np.ndarray, ctx: float
+) -> dict:
+    """Plain, draft and verify step times (s): plain/draft shape [nb], verify shape [nk, nb]."""
+    b = np.asarray(batches, dtype=float).reshape(-1)
+    k = np.asarray(ks, dtype=float).reshape(-1)
+    target = build_replicas([cfg])
+    d = build_replicas([draft_config(cfg, draft)])
+    nb, nk = b.size, k.size
+    plain = decode_step(repeat(target, nb), b, np.full(nb, ctx)).total
+    draft_s = decode_step(repeat(d, nb), b, np.full(nb, ctx)).total
+    bb = np.tile(b, nk)  # [nk * nb], k major
+    kk = np.repeat(k, nb)
+    verify = decode_step(
+        repeat(target, nb * nk), bb, np.full(nb * nk, ctx), prefill_tokens=bb * kk,
+        prompt_tokens=np.full(nb * nk, ctx),
+    ).total.reshape(nk, nb)  # fmt: skip
+    return {"plain_s": plain, "draft_s": draft_s, "verify_s": verify}
+
+
+def speedup_grid(
+    cfg: ReplicaConfig,
+    draft: ModelSpec,
+    batch: float,
+    ctx: float,
+    acceptances: np.ndarray,
+    ks: np.ndarray,
+) -> np.ndarray:
+    """Speedup per token at one batch, shape [len(ks), len(acceptances)]."""
+    a = np.asarray(acceptances, dtype=float).reshape(-1)
+    k = np.asarray(ks, dtype=float).reshape(-1)
+    t = step_times(cfg, draft, np.array([batch]), k, ctx)
+    e = expected_tokens_per_step(a[None, :], k[:, None])
+    return e * t["plain_s"][0] / (k[:, None] * t["draft_s"][0] + t["verify_s"][:, :1])
+
+
+def speedup_vs_batch(
+    cfg: ReplicaConfig,
+    draft: ModelSpec,
+    batches: np.ndarray,
+    ctx: float,
+    acceptance: float,
+    ks: np.ndarray,
+) -> np.ndarray:
+    """Speedup per token against batch for each k, shape [len(ks), len(batches)]."""
+    k = np.asarray(ks, dtype=float).reshape(-1)
+    t = step_times(cfg, draft, batches, k, ctx)
+    e = np.asarray(expected_tokens_per_step(acceptance, k))[:, None]
+    return e * t["plain_s"][None, :] / (k[:, None] * t["draft_s"][None, :] + t["verify_s"])
+
+
+def break_even_batch(batches: np.ndarray, speedup: np.ndarray) -> float | None:
+    """First batch at which the speedup falls below 1 (None if it never does in the range).
+
+    >>> break_even_batch(np.array([1, 2, 4, 8]), np.array([2.0, 1.5, 0.9, 0.7]))
+    4.0
+    """
+    below = np.nonzero(np.asarray(speedup) < 1.0)[0]
+    return float(np.asarray(batches)[below[0]]) if below.size else None

@@ -1,0 +1,141 @@
+"""Sweeps for the latency page: step time and throughput against batch, and roofline points.
+
+Pure numpy over ``decode_step``/``prefill`` (the same physics ``estimate`` uses), vectorised by
+repeating the one replica once per batch size (``ReplicaArrays.take``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from advisor.catalog import get_interconnect
+from advisor.catalog.specs import Accelerator, ModelSpec
+from advisor.perf.estimate import EstimateInput
+from advisor.perf.replica import ReplicaArrays, ReplicaConfig, max_running
+from advisor.perf.step import StepTimes, decode_step, prefill
+from advisor.physics.roofline import ridge_point_flops_per_byte
+
+COMPONENTS = ("compute", "memory", "dequant", "communication", "overhead", "bubble")
+
+
+def replica_config(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> ReplicaConfig:
+    """The ReplicaConfig ``estimate`` builds for the same input (links resolved from the catalog)."""
+    return ReplicaConfig(
+        model=model, gpu=gpu, tp=inp.tp, pp=inp.pp, weights=inp.weights, kv=inp.kv,
+        engine=inp.engine, intra_link=get_interconnect(inp.link) if inp.link else None,
+        inter_link=get_interconnect(inp.inter_link) if inp.inter_link else None,
+        gpus_per_node=inp.gpus_per_node,
+    )  # fmt: skip
+
+
+def repeat(r: ReplicaArrays, n: int) -> ReplicaArrays:
+    """The first candidate of ``r`` repeated ``n`` times (so every argument can be an [n] array)."""
+    return r.take(np.zeros(int(n), dtype=int))
+
+
+def batch_cap(r: ReplicaArrays, context_tokens: float) -> int:
+    """Largest running batch: sequences whose KV fits, capped by the engine's max_num_seqs (>= 0).
+
+    >>> from advisor.catalog import get_accelerator, get_model
+    >>> from advisor.perf.replica import build_replicas
+    >>> r = build_replicas([ReplicaConfig(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"))])
+    >>> batch_cap(r, 2048) == min(int(max_running(r, 2048)[0]), int(r.max_num_seqs[0]))
+    True
+    """
+    return int(min(max_running(r, context_tokens)[0], r.max_num_seqs[0]))
+
+
+def batch_grid(max_batch: int, points: int = 60) -> np.ndarray:
+    """Integer batch sizes 1..max_batch, geometrically spaced, unique, always ending at max_batch.
+
+    >>> batch_grid(4).tolist()
+    [1.0, 2.0, 3.0, 4.0]
+    """
+    top = max(int(max_batch), 1)
+    grid = np.unique(np.round(np.geomspace(1, top, num=min(points, top))))
+    return grid.astype(float)
+
+
+def batch_sweep(r: ReplicaArrays, context_tokens: float, batches: np.ndarray) -> dict:
+    """Decode step (= TPOT without prefill interruptions) and throughput per replica vs batch.
+
+    throughput = batch / step time (output tokens/s of one replica); components in ms.
+    """
+    b = np.asarray(batches, dtype=float)
+    s = decode_step(repeat(r, b.size), b, np.full(b.size, float(context_tokens)))
+    return {
+        "batch": b,
+        "step_ms": s.total * 1e3,
+        "throughput_tok_s": b / s.total,
+        "components_ms": {k: np.asarray(getattr(s, k)) * 1e3 for k in COMPONENTS},
+        "intensity": s.flops_per_gpu / s.bytes_per_gpu,
+    }
+
+
+def intensity(s: StepTimes) -> float:
+    """Arithmetic intensity (FLOP per byte of HBM traffic) of a step's busiest GPU."""
+    return float(s.flops_per_gpu[0] / s.bytes_per_gpu[0])
+
+
+def roofline_points(
+    r: ReplicaArrays, isl_tokens: float, batch: float, context_tokens: float
+) -> dict:
+    """Prefill and decode arithmetic intensity against the achievable roofline of the GPU.
+
+    ``peak_flops_per_s`` and ``bandwidth_bytes_per_s`` are the calibrated achievable values
+    (datasheet x efficiency), the ones step times use; the ridge point is their ratio.
+    """
+    pre = prefill(r, float(isl_tokens))
+    dec = decode_step(r, float(batch), float(context_tokens))
+    peak, bw = float(r.peak_flops[0]), float(r.hbm_bw[0])
+    return {
+        "peak_flops_per_s": peak,
+        "bandwidth_bytes_per_s": bw,
+        "ridge_flops_per_byte": float(ridge_point_flops_per_byte(peak, bw)),
+        "prefill_intensity": intensity(pre),
+        "decode_intensity": intensity(dec),
+        "batch": float(batch),
+        "isl_tokens": float(isl_tokens),
+    }
+
+
+def scenario_input(scenario, tp: int, pp: int, concurrency: int | None = None) -> EstimateInput:
+    """The EstimateInput of a Scenario's single deployment (first GPU, first dtypes) at TP x PP.
+
+    Load: ``concurrency`` if given (sequences per replica); else the scenario's concurrent users
+    spread over the replicas the GPUs hold; else its arrival rate over those replicas (``qps``
+    with ``dp`` = replicas: steady-state queueing means and percentiles).
+    """
+    import math
+
+    hw, w, o = scenario.hardware, scenario.workload, scenario.options
+    replicas = max(1, hw.total_gpus // (tp * pp))
+    load: dict = {}
+    if concurrency is not None:
+        load = {"concurrency": int(concurrency)}
+    elif w.concurrent_users is not None:
+        load = {"concurrency": math.ceil(w.concurrent_users / replicas)}
+    else:
+        load = {"qps": float(w.arrival_rate_per_s), "dp": replicas, "concurrency": None}
+    return EstimateInput(
+        tp=tp, pp=pp, weights=o.weight_dtypes[0], kv=o.kv_dtypes[0], isl=w.isl_tokens,
+        osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
+        gpus_per_node=hw.gpus_per_node, engine=o.engine, **load,
+    )  # fmt: skip
+
+
+def fmt_ms(x_ms: float | None) -> str:
+    """A latency in ms with sensible precision (s above 1,000 ms); '—' when absent.
+
+    >>> fmt_ms(6184.46), fmt_ms(128.29), fmt_ms(23.75), fmt_ms(1.1503), fmt_ms(None)
+    ('6.18 s', '128 ms', '23.8 ms', '1.15 ms', '—')
+    """
+    if x_ms is None or not np.isfinite(x_ms):
+        return "—" if x_ms is None else "∞"
+    if x_ms >= 1000:
+        return f"{x_ms / 1e3:,.2f} s"
+    if x_ms >= 100:
+        return f"{x_ms:.0f} ms"
+    if x_ms >= 10:
+        return f"{x_ms:.1f} ms"
+    return f"{x_ms:.2f} ms"
