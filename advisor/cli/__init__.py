@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "catalog": "advisor.cli.catalog_cmd",
     "memory": "advisor.cli.memory_cmd",
     "collective": "advisor.cli.collective_cmd",
+    "recommend": "advisor.cli.recommend_cmd",
     "estimate": "advisor.cli.estimate_cmd",
     "validate": "advisor.cli.validate_cmd",
     "calibrate": "advisor.cli.calibrate_cmd",

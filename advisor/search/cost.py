@@ -87,7 +87,7 @@ def usd_per_million_tokens(gpus, usd_per_gpu_hour, tok_per_s) -> np.ndarray:
     """USD per 1e6 output tokens: gpus x rate / (tok/s x 3600) x 1e6 (inf at zero throughput).
 
     >>> float(usd_per_million_tokens(8, 2.0, 1000.0))  # 16 $/h / 3.6e6 tok/h x 1e6
-    4.444444444444445
+    4.444444444444444
     """
     with np.errstate(divide="ignore"):
         return (

@@ -1,0 +1,164 @@
+"""``advisor recommend``: the SLA-driven deployment search (advisor.search.recommend)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
+from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
+
+
+def _list_of(allowed, what):
+    def parse(text: str) -> list[str]:
+        out = [v.strip().lower() for v in text.split(",") if v.strip()]
+        bad = [v for v in out if v not in allowed]
+        if not out or bad:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {bad[0] if bad else text!r} (allowed: {', '.join(allowed)})"
+            )
+        return out
+
+    return parse
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser("recommend", help="search deployments that meet a latency SLA")
+    p.add_argument("--scenario", help="scenario JSON file (other flags are then ignored)")
+    p.add_argument("--model", default="llama-3.1-70b", help="catalog model id")
+    p.add_argument(
+        "--gpu",
+        type=_list_of(sorted(accelerators()), "accelerator"),
+        default=["h100-sxm"],
+        help="accelerator id(s), comma-separated",
+    )
+    p.add_argument("--gpus-per-node", type=int_in(1, 72), default=8)
+    p.add_argument("--nodes", type=int_in(1, 1024), default=1)
+    p.add_argument("--intra", type=choice_of(sorted(interconnects()), "link"), default=None)
+    p.add_argument("--inter", type=choice_of(sorted(interconnects()), "link"), default="ib-ndr")
+    p.add_argument("--isl", type=int_in(1, 2_000_000), default=1024, help="input tokens")
+    p.add_argument("--osl", type=int_in(1, 200_000), default=256, help="output tokens")
+    p.add_argument("--qps", type=float_in(0, 1e6, lo_open=True), default=2.0, help="requests/s")
+    p.add_argument("--ttft-p99-ms", type=float_in(0, 3.6e6, lo_open=True), default=None)
+    p.add_argument("--tpot-p99-ms", type=float_in(0, 6e4, lo_open=True), default=None)
+    p.add_argument("--e2e-p99-ms", type=float_in(0, 3.6e7, lo_open=True), default=None)
+    p.add_argument(
+        "--percentile",
+        type=choice_of(["50", "90", "95", "99"], "percentile"),
+        default="99",
+        help="percentile the --*-p99-ms targets apply to",
+    )
+    p.add_argument(
+        "--weights",
+        type=_list_of(list(WEIGHT_DTYPES), "weight dtype"),
+        default=["fp16", "fp8", "int8", "int4"],
+    )
+    p.add_argument("--kv", type=_list_of(list(KV_DTYPES), "KV dtype"), default=["fp16", "fp8"])
+    p.add_argument(
+        "--engine",
+        type=choice_of(["generic", "trtllm", "vllm", "sglang"], "engine"),
+        default="generic",
+    )
+    p.add_argument("--spec-draft", default=None, help="draft model id (enables speculation)")
+    p.add_argument("--spec-acceptance", type=float_in(0, 1), default=0.7)
+    p.add_argument("--no-disaggregated", action="store_true", help="skip prefill/decode pools")
+    p.add_argument("--rank-by", type=choice_of(["cost", "gpus"], "ranking"), default="cost")
+    add_json_flag(p)
+    return p  # fmt: skip
+
+
+def scenario_from_args(args: argparse.Namespace):
+    from advisor.scenario import (
+        SLA,
+        Hardware,
+        Options,
+        Scenario,
+        ScenarioError,
+        Workload,
+        format_validation_error,
+        load_scenario,
+    )
+
+    if args.scenario:
+        try:
+            data = Path(args.scenario).read_bytes()
+        except OSError as exc:
+            raise CliInputError(
+                f"--scenario {args.scenario}: cannot read: {exc.strerror}"
+            ) from None
+        try:
+            return load_scenario(data)
+        except ScenarioError as exc:
+            raise CliInputError(f"--scenario {args.scenario}: {exc}") from None
+    if args.model not in models():
+        raise CliInputError(
+            f"--model: unknown model {args.model!r} (allowed: {', '.join(sorted(models()))})"
+        )
+    if args.spec_draft is not None and args.spec_draft not in models():
+        raise CliInputError(
+            f"--spec-draft: unknown model {args.spec_draft!r} "
+            f"(allowed: {', '.join(sorted(models()))})"
+        )
+    targets = (args.ttft_p99_ms, args.tpot_p99_ms, args.e2e_p99_ms)
+    try:
+        return Scenario(
+            name="cli",
+            model=args.model,
+            hardware=Hardware(gpus=args.gpu, gpus_per_node=args.gpus_per_node, nodes=args.nodes,
+                              intra_link=args.intra, inter_link=args.inter),
+            workload=Workload(isl_tokens=args.isl, osl_tokens=args.osl,
+                              arrival_rate_per_s=args.qps),
+            sla=SLA(percentile=int(args.percentile), ttft_ms=targets[0],
+                    tpot_ms=targets[1] if any(v is not None for v in targets) else 50.0,
+                    e2e_ms=targets[2]),
+            options=Options(weight_dtypes=args.weights, kv_dtypes=args.kv, engine=args.engine,
+                            speculative=args.spec_draft is not None,
+                            draft_model=args.spec_draft or "llama-3.2-1b",
+                            spec_acceptance=args.spec_acceptance,
+                            disaggregated=not args.no_disaggregated),
+            rank_by=args.rank_by,
+        )  # fmt: skip
+    except ValidationError as exc:
+        raise CliInputError(format_validation_error(exc)) from None
+
+
+def run(args: argparse.Namespace) -> dict:
+    from advisor.search.recommend import recommend
+
+    return recommend(scenario_from_args(args)).model_dump(mode="json")
+
+
+def render(r: dict) -> str:
+    lines = [f"{r['model']}: {r['sla']}  ({r['candidates_evaluated']:,} deployments evaluated, "
+             f"{r['feasible']:,} meet the SLA, {r['elapsed_ms']:.0f} ms)"]  # fmt: skip
+    b = r["best"]
+    if b is None:
+        lines.append(f"NO DEPLOYMENT: {r['no_best_reason']}")
+    else:
+        lines += [
+            f"best: {b['description']}",
+            f"  GPUs {b['gpus']} ({b['nodes']} node(s)); ${b['usd_per_million_tokens']:.3f} "
+            f"per 1M output tokens; {b['throughput_tok_s']:.0f} tok/s "
+            f"({b['throughput_per_gpu_tok_s']:.0f}/GPU); headroom {b['headroom']:.1f}x",
+        ]
+        for m in ("ttft_ms", "tpot_ms", "e2e_ms"):
+            v = b[m]
+            lines.append(
+                f"  {m[:-3].upper():5s} P50 {v['p50']:.1f}  P90 {v['p90']:.1f}  "
+                f"P95 {v['p95']:.1f}  P99 {v['p99']:.1f} ms"
+            )
+    lines.append("why:")
+    lines += [f"  - {x}" for x in r["explanation"]]
+    dm = r["decision_matrix"]
+    lines.append(f"article ({dm['row']}): {dm['article_answer']}; agrees: {dm['agrees']}")
+    lines += [f"  - {x}" for x in dm["differences"]]
+    if r["near_misses"]:
+        lines.append("near misses:")
+        lines += [f"  - {n['deployment']['description']}: {'; '.join(n['fails'])}"
+                  for n in r["near_misses"]]  # fmt: skip
+    if r["rejected"]:
+        lines.append(f"rejected (memory): {sum(r['rejected'].values()):,} candidates")
+        lines += [f"  - {k}: {v}" for k, v in list(r["rejected"].items())[:5]]
+    return "\n".join(lines)
