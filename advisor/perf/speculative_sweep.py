@@ -87,3 +87,17 @@ def break_even_batch(batches: np.ndarray, speedup: np.ndarray) -> float | None:
     """
     below = np.nonzero(np.asarray(speedup) < 1.0)[0]
     return float(np.asarray(batches)[below[0]]) if below.size else None
+
+
+def draft_candidates(target: ModelSpec, catalog: dict[str, ModelSpec]) -> list[str]:
+    """Catalog models with fewer parameters than ``target`` (smallest first): possible drafts.
+
+    >>> from advisor.catalog import get_model, models
+    >>> draft_candidates(get_model("llama-3.1-8b"), models())[:2]
+    ['llama-3.2-1b', 'llama-3.2-3b']
+    """
+    from advisor.physics.params import param_breakdown
+
+    n = param_breakdown(target).total
+    sizes = {k: param_breakdown(m).total for k, m in catalog.items() if k != target.id}
+    return sorted((k for k, s in sizes.items() if s < n), key=lambda k: sizes[k])

@@ -1,0 +1,144 @@
+"""Latency: TTFT/TPOT breakdown, roofline and batch sweep for the sidebar's deployment."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import streamlit as st
+
+from advisor.catalog import accelerators
+from advisor.charts import latency_charts as lc
+from advisor.perf.estimate import estimate
+from advisor.perf.replica import build_replicas
+from advisor.perf.sweeps import (
+    batch_cap,
+    batch_grid,
+    batch_sweep,
+    fmt_ms,
+    replica_config,
+    roofline_points,
+    scenario_input,
+)
+from app_state import current, guarded
+
+
+def setup() -> SimpleNamespace:
+    scenario, view = current()
+    model = scenario.model_spec()
+    gpu = accelerators()[scenario.hardware.gpus[0]]
+    inp = scenario_input(scenario, view.tp, view.pp, view.concurrency)
+    est = estimate(model, gpu, inp)
+    load = (
+        f"{inp.qps:g} requests/s over {inp.dp} replica(s) (steady-state queueing)"
+        if inp.qps is not None
+        else f"{inp.concurrency:,} sequences per replica"
+        + (" (set on the Memory page)" if view.concurrency is not None else "")
+    )
+    st.caption(
+        f"**{model.name}** on **{gpu.name}**, TP={inp.tp}, PP={inp.pp}, weights {inp.weights}, "
+        f"KV {inp.kv}, {inp.isl:,} input + {inp.osl:,} output tokens, load: {load}."
+    )
+    return SimpleNamespace(scenario=scenario, view=view, model=model, gpu=gpu, inp=inp, est=est)
+
+
+def profile_section(c: SimpleNamespace) -> None:
+    p = c.est["engine_profile"]
+    cal = (
+        "calibrated on the published measurements"
+        if p["calibrated"]
+        else "defaults, NOT calibrated"
+    )
+    fam = "calibrated" if p["family_calibrated"] else "priors (not calibrated)"
+    st.info(
+        f"Engine profile **{p['name']}** ({cal}): step overhead {p['step_overhead_ms']:.2f} ms, "
+        f"{p['seq_overhead_us']:.2f} µs per running sequence, request overhead "
+        f"{p['request_overhead_ms']:.1f} ms, kernel efficiency ×{p['efficiency']:.2f}, "
+        f"max {p['max_num_seqs']:,} running sequences. {c.gpu.family} efficiencies ({fam}): "
+        f"HBM {p['eta_mem']:.0%}, 16-bit compute {p['eta_compute_16']:.0%}, "
+        f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet."
+    )
+
+
+def summary_section(c: SimpleNamespace) -> bool:
+    e = c.est
+    if not e["fits"] or e.get("stable") is False:
+        st.error("Not servable as set: " + "; ".join(e["reasons"]))
+        if e.get("suggestions"):
+            st.info("Would fit with: " + "; ".join(e["suggestions"]))
+        return False
+    m = st.columns(6)
+    m[0].metric("TTFT", fmt_ms(e["ttft_ms"]), help="time to first token (mean)")
+    m[1].metric("TPOT", fmt_ms(e["tpot_ms"]), help="time per output token (mean)")
+    m[2].metric("E2E", fmt_ms(e["e2e_ms"]), help=f"TTFT + {c.inp.osl - 1} × TPOT")
+    m[3].metric("Throughput", f"{e['throughput_tok_s']:,.0f} tok/s", help="output tokens/s, all replicas")  # fmt: skip
+    m[4].metric("Per GPU", f"{e['throughput_tok_s_per_gpu']:,.0f} tok/s")
+    m[5].metric("Running sequences", f"{e['concurrency']:,.1f}",
+                help=f"per replica; the KV cache holds up to {e['max_concurrency']:,}")  # fmt: skip
+    pct = e.get("percentiles")
+    if pct:
+        rows = [
+            {"metric": name.split("_")[0].upper(),
+             **{p.upper(): fmt_ms(v) for p, v in pct[name].items()}}
+            for name in ("ttft_ms", "tpot_ms")
+        ]  # fmt: skip
+        st.dataframe(rows, hide_index=True)
+        st.caption(f"SLA: {c.scenario.sla.describe()}. Percentiles from the queueing model.")
+    for n in e.get("notes") or []:
+        st.caption(n)
+    return True
+
+
+def breakdown_section(c: SimpleNamespace) -> None:
+    rows = lc.breakdown_rows(c.est)
+    title = f"Where the time goes: {c.model.name}, TP={c.inp.tp}, PP={c.inp.pp}"
+    st.plotly_chart(lc.breakdown_figure(rows, title), width="stretch")
+    st.caption(
+        "Compute and memory overlap (roofline): the step shows only the binding one. "
+        "Dequantization appears only when it is not hidden under the weight reads. TPOT bar = "
+        "one decode step at the running batch (plus prefill interruptions per token)."
+    )
+
+
+def roofline_section(c: SimpleNamespace) -> None:
+    cfg = replica_config(c.model, c.gpu, c.inp)
+    r = build_replicas([cfg])
+    ctx = c.inp.isl + c.inp.osl / 2.0
+    cap = batch_cap(r, c.inp.isl + c.inp.osl)
+    if cap < 1:
+        st.warning("No sequence fits in the KV budget: no batch sweep.")
+        return
+    sweep = batch_sweep(r, ctx, batch_grid(cap))
+    batch = max(float(c.est.get("concurrency") or 1.0), 1.0)
+    pts = roofline_points(r, c.inp.isl, batch, ctx)
+    wd = c.inp.weights
+    g = c.gpu.peak_flops_per_s
+    ds_peak = (g.fp8 if wd == "fp8" and g.fp8 else (g.bf16 or g.fp16)) or pts["peak_flops_per_s"]
+    left, right = st.columns(2)
+    left.plotly_chart(
+        lc.roofline_figure(pts, sweep, f"Roofline: {c.gpu.name}, {wd} weights",
+                           datasheet=(ds_peak, c.gpu.hbm_bandwidth_bytes_per_s)),
+        width="stretch",
+    )  # fmt: skip
+    left.caption(
+        f"Achievable peak {pts['peak_flops_per_s'] / 1e12:,.0f} TFLOP/s and HBM "
+        f"{pts['bandwidth_bytes_per_s'] / 1e12:.2f} TB/s per GPU (datasheet × calibrated "
+        f"efficiency): ridge at {pts['ridge_flops_per_byte']:,.0f} FLOP/byte. Left of it a step "
+        "is memory-bound, right of it compute-bound."
+    )
+    right.plotly_chart(
+        lc.batch_figure(sweep, f"Decode step and throughput vs batch (max {cap:,})", batch),
+        width="stretch",
+    )
+    right.caption(
+        f"One replica, context {ctx:,.0f} tokens (input + half the output). Up to {cap:,} "
+        "sequences: the KV budget or the engine's max_num_seqs, whichever is lower."
+    )
+
+
+st.title("Latency")
+ctx = guarded("Scenario", setup)
+if ctx is not None:
+    guarded("Engine profile", profile_section, ctx)
+    if guarded("Latency estimate", summary_section, ctx):
+        guarded("Breakdown", breakdown_section, ctx)
+    guarded("Roofline and batch sweep", roofline_section, ctx)

@@ -1,0 +1,125 @@
+"""Speculative decoding: speedup against acceptance rate, draft length and batch size."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import streamlit as st
+
+from advisor.catalog import accelerators, models
+from advisor.charts import latency_charts as lc
+from advisor.perf.estimate import estimate
+from advisor.perf.replica import build_replicas
+from advisor.perf.speculative_sweep import (
+    break_even_batch,
+    draft_candidates,
+    speedup_grid,
+    speedup_vs_batch,
+)
+from advisor.perf.sweeps import batch_cap, batch_grid, replica_config, scenario_input
+from advisor.physics.speculative import expected_tokens_per_step
+from app_state import current, guarded, sequences_in_flight
+
+ACCEPTANCES = np.round(np.linspace(0.0, 1.0, 21), 2)
+KS = np.arange(1, 9)
+DEFAULT_DRAFT = "llama-3.2-1b"
+
+
+def setup() -> SimpleNamespace | None:
+    scenario, view = current()
+    model = scenario.model_spec()
+    gpu = accelerators()[scenario.hardware.gpus[0]]
+    cat = models()
+    drafts = draft_candidates(model, cat)
+    if not drafts:
+        st.warning(f"No catalog model is smaller than {model.name}: nothing to draft with.")
+        return None
+    preferred = scenario.options.draft_model or DEFAULT_DRAFT
+    default = preferred if preferred in drafts else drafts[0]
+    c1, c2, c3 = st.columns(3)
+    draft_id = c1.selectbox("Draft model", drafts, index=drafts.index(default),
+                            format_func=lambda m: cat[m].name, key="spec.draft")  # fmt: skip
+    a = c2.slider("Acceptance rate (per drafted token)", 0.0, 1.0,
+                  float(scenario.options.spec_acceptance), 0.05, key="spec.acceptance")  # fmt: skip
+    k = c3.slider("Draft tokens per step (k)", 1, 8, min(int(scenario.options.spec_tokens), 8),
+                  key="spec.k")  # fmt: skip
+    inp = scenario_input(scenario, view.tp, view.pp, 1)
+    cfg = replica_config(model, gpu, inp)
+    ctx = inp.isl + inp.osl / 2.0
+    cap = batch_cap(build_replicas([cfg]), inp.isl + inp.osl)
+    n_seq, how = sequences_in_flight(scenario, view)
+    batch = float(max(1, min(n_seq, cap))) if cap >= 1 else 1.0
+    st.caption(
+        f"Target **{model.name}** on **{gpu.name}** (TP={inp.tp}, PP={inp.pp}, {inp.weights} "
+        f"weights), draft **{cat[draft_id].name}** on the same GPUs. Batch "
+        f"**{batch:,.0f} sequences** per replica ({how}"
+        + (f"; capped at the {cap:,} the KV cache holds" if n_seq > cap else "")
+        + f"), context {ctx:,.0f} tokens."
+    )  # fmt: skip
+    return SimpleNamespace(
+        scenario=scenario, model=model, gpu=gpu, draft=cat[draft_id], a=a, k=k, inp=inp,
+        cfg=cfg, ctx=ctx, cap=cap, batch=batch,
+    )  # fmt: skip
+
+
+def summary_section(c: SimpleNamespace) -> None:
+    if c.cap < 1:
+        st.error(f"{c.model.name} does not fit at TP={c.inp.tp}, PP={c.inp.pp}: no sequence fits.")
+        return
+    # The estimate itself (same physics), at the scenario's batch and the chosen (a, k).
+    est = estimate(c.model, c.gpu, c.inp.model_copy(update={
+        "concurrency": int(c.batch), "spec_draft": c.draft, "spec_tokens": c.k,
+        "spec_acceptance": c.a,
+    }))  # fmt: skip
+    if not est["fits"]:
+        st.error("Not servable as set: " + "; ".join(est["reasons"]))
+        return
+    s = est["speculative"]
+    bs = batch_grid(c.cap)
+    be = break_even_batch(bs, speedup_vs_batch(c.cfg, c.draft, bs, c.ctx, c.a, np.array([c.k]))[0])
+    m = st.columns(5)
+    m[0].metric("Speedup per token", f"{s['speedup']:.2f}×")
+    m[1].metric("Tokens per target step", f"{s['expected_tokens_per_step']:.2f}",
+                help="(1 − a^(k+1)) / (1 − a), Leviathan et al. 2023")  # fmt: skip
+    m[2].metric("TPOT with / without", f"{est['tpot_ms']:.1f} / {s['plain_step_ms']:.1f} ms")
+    m[3].metric("Draft step / verify step", f"{s['draft_step_ms']:.2f} / {s['verify_step_ms']:.1f} ms")  # fmt: skip
+    m[4].metric("Stops paying at batch", "never (≤ max)" if be is None else f"{be:,.0f}",
+                help=f"first batch up to {c.cap:,} where the speedup falls below 1×")  # fmt: skip
+
+
+def heatmap_section(c: SimpleNamespace) -> None:
+    grid = speedup_grid(c.cfg, c.draft, c.batch, c.ctx, ACCEPTANCES, KS)
+    best = np.unravel_index(np.argmax(grid), grid.shape)
+    title = f"Speedup at batch {c.batch:,.0f}: acceptance rate × draft length"
+    left, right = st.columns(2)
+    left.plotly_chart(lc.speedup_heatmap(grid, ACCEPTANCES, KS, title), width="stretch")
+    pays = ACCEPTANCES[(grid >= 1.0).any(axis=0)]
+    left.caption(
+        f"Best here: k = {KS[best[0]]} at acceptance {ACCEPTANCES[best[1]]:.2f} "
+        f"({grid[best]:.2f}×). "
+        + (f"Below acceptance {pays.min():.2f} no k pays at this batch. " if pays.size else
+           "No (acceptance, k) pays at this batch. ")
+        + "Dashed line: speedup = 1×."
+    )  # fmt: skip
+    ks = sorted({1, 2, 4, 8, c.k})
+    bs = batch_grid(c.cap)
+    sv = speedup_vs_batch(c.cfg, c.draft, bs, c.ctx, c.a, np.array(ks))
+    right.plotly_chart(
+        lc.speedup_batch_figure(bs, sv, ks, f"Speedup vs batch at acceptance {c.a:.2f}", c.batch),
+        width="stretch",
+    )
+    e = expected_tokens_per_step(c.a, c.k)
+    right.caption(
+        f"Verification processes batch × (k+1) tokens in one target step: memory-bound at small "
+        f"batch (almost free), compute-bound at large batch, where the {e:.2f} tokens per step "
+        "no longer pay for the draft steps and the bigger verify step."
+    )
+
+
+st.title("Speculative decoding")
+ctx = guarded("Scenario", setup)
+if ctx is not None:
+    guarded("Speculative estimate", summary_section, ctx)
+    if ctx.cap >= 1:
+        guarded("Speedup maps", heatmap_section, ctx)
