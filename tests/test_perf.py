@@ -1,0 +1,155 @@
+"""Performance model: physics checks with sources, monotonicity properties, validation guard."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.catalog import get_accelerator, get_model
+from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.replica import ReplicaConfig, build_replicas
+from advisor.perf.step import decode_step, prefill
+from advisor.physics.speculative import expected_tokens_per_step, speculative_speedup
+
+
+def replica(model="llama-2-7b", gpu="a100-sxm-80gb", **kw):
+    return build_replicas([ReplicaConfig(model=get_model(model), gpu=get_accelerator(gpu), **kw)])
+
+
+def test_llama2_7b_batch1_reads_13_5_gb_per_token():
+    # 6.74e9 params x 2 bytes = 13.48 GB of weights, plus a little KV: about 13.5 GB per token
+    # (issue 3; Kipply, "Transformer Inference Arithmetic").
+    s = decode_step(replica(), 1.0, 128.0)
+    assert s.bytes_per_gpu[0] / 1e9 == pytest.approx(13.5, rel=0.01)
+    assert s.memory[0] > 0 and s.compute[0] == 0  # batch 1 is memory-bound
+
+
+def test_decode_turns_compute_bound_at_large_batch():
+    # Llama-3.1-8B (GQA): batch 2048 at 128 tokens does 33 TFLOP against ~50 GB of reads.
+    s = decode_step(replica("llama-3.1-8b", gpu="h100-sxm"), 2048.0, 128.0)
+    assert s.compute[0] > 0 and s.memory[0] == 0
+
+
+def test_moe_batch1_reads_only_active_experts():
+    # Mixtral top-2 of 8: batch 1 reads ~2/8 of the expert weights, batch 64 reads all of them.
+    r = replica("mixtral-8x7b", "h100-sxm", tp=2)
+    b1 = decode_step(r, 1.0, 128.0).bytes_per_gpu[0]
+    b64 = decode_step(r, 64.0, 128.0).bytes_per_gpu[0]
+    assert b1 < 0.45 * b64
+
+
+def test_speculative_expectation_limits():
+    # Leviathan et al. 2023 eq. 1: a = 0 -> 1 token; a -> 1 -> k + 1.
+    assert expected_tokens_per_step(0.0, 5) == 1.0
+    assert expected_tokens_per_step(0.999999, 5) == pytest.approx(6.0, rel=1e-4)
+    assert expected_tokens_per_step(1.0, 5) == 6.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(a1=st.floats(0, 1), a2=st.floats(0, 1), k=st.integers(1, 8))
+def test_higher_acceptance_never_lowers_speedup_at_batch1(a1, a2, k):
+    lo, hi = sorted((a1, a2))
+    s = lambda a: speculative_speedup(a, k, 1.0, 10.0, 10.5)  # noqa: E731
+    assert s(hi) >= s(lo) - 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    model=st.sampled_from(
+        ["llama-2-7b", "llama-3.1-70b", "mixtral-8x7b", "gemma-2-27b", "deepseek-v3"]
+    ),
+    c1=st.integers(1, 100_000),
+    c2=st.integers(1, 100_000),
+    b=st.integers(1, 256),
+)
+def test_more_context_never_lowers_decode_time(model, c1, c2, b):
+    r = replica(model, "h200-sxm", tp=8)
+    lo, hi = sorted((c1, c2))
+    assert decode_step(r, b, hi).total[0] >= decode_step(r, b, lo).total[0] - 1e-12
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-70b", "mixtral-8x22b", "llama-3.1-405b"])
+def test_more_tp_never_raises_weight_reads_per_gpu(model):
+    reads = [
+        decode_step(replica(model, "h200-sxm", tp=tp, weights="fp8"), 1.0, 512.0).bytes_per_gpu[0]
+        for tp in (1, 2, 4, 8)
+    ]
+    assert all(b2 <= b1 for b1, b2 in zip(reads, reads[1:], strict=False))
+
+
+def test_pp_not_faster_than_tp_for_one_sequence():
+    tp = decode_step(replica("llama-3.1-70b", "h100-sxm", tp=4), 1.0, 1024.0).total[0]
+    pp = decode_step(
+        replica("llama-3.1-70b", "h100-sxm", tp=1, pp=4, weights="fp8"), 1.0, 1024.0
+    ).total[0]
+    pp16 = decode_step(replica("llama-3.1-70b", "h100-sxm", pp=4), 1.0, 1024.0).total[0]
+    assert pp16 > tp and pp > 0
+
+
+def test_pcie_tp_pays_more_communication_than_nvlink():
+    from advisor.catalog import get_interconnect
+
+    nv = decode_step(replica("llama-3.1-70b", "h100-sxm", tp=8), 32.0, 1024.0)
+    pc = decode_step(
+        replica("llama-3.1-70b", "h100-sxm", tp=8, intra_link=get_interconnect("pcie5")),
+        32.0,
+        1024.0,
+    )
+    assert pc.communication[0] > 2 * nv.communication[0]
+
+
+def test_prefill_grows_superlinearly_with_prompt():
+    r = replica("llama-3.1-8b", "h100-sxm")
+    fixed = r.request_overhead_s[0] + r.step_overhead_s[0]
+    short, long = (prefill(r, np.array([t])).total[0] - fixed for t in (1024.0, 32768.0))
+    assert long > 32 * short  # the causal attention term grows as T^2
+
+
+def test_estimate_breakdown_sums_to_tpot():
+    r = estimate(
+        get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), EstimateInput(isl=512, osl=128)
+    )
+    assert sum(r["breakdown"]["decode_step"].values()) == pytest.approx(r["tpot_ms"], rel=1e-9)
+    assert sum(r["breakdown"]["prefill"].values()) == pytest.approx(r["ttft_ms"], rel=1e-9)
+
+
+def test_infeasible_estimate_is_a_result_with_reasons():
+    r = estimate(
+        get_model("llama-2-70b"), get_accelerator("h100-sxm"), EstimateInput(weights="fp16")
+    )
+    assert r["fits"] is False and "weights need" in r["reasons"][0] and r["ttft_ms"] is None
+
+
+def test_overload_reports_capacity_not_nan():
+    r = estimate(
+        get_model("llama-3.1-70b"),
+        get_accelerator("h100-sxm"),
+        EstimateInput(tp=4, qps=500, concurrency=None),
+    )
+    assert r["stable"] is False and "capacity" in r["reasons"][0]
+
+
+def test_spec_decoding_helps_at_batch1_hurts_at_large_batch():
+    m, g = get_model("llama-3.1-70b"), get_accelerator("h100-sxm")
+    draft = get_model("llama-3.2-1b")
+    small = estimate(
+        m, g, EstimateInput(tp=4, concurrency=1, spec_draft=draft, spec_acceptance=0.8)
+    )
+    big = estimate(m, g, EstimateInput(tp=4, concurrency=96, spec_draft=draft, spec_acceptance=0.8))
+    assert small["speculative"]["speedup"] > 1.3
+    assert big["speculative"]["speedup"] < small["speculative"]["speedup"]
+
+
+def test_validation_errors_stay_within_reached_levels():
+    # Regression guard on the calibrated model (data/calibration.yaml): the medians reached when
+    # the calibration was written, with a margin; see `python -m advisor validate`.
+    from advisor.perf.validate import validation_report
+
+    fam = validation_report()["families"]
+    assert fam["batch-1 decode"]["median_ape_pct"] < 17
+    assert fam["TTFT"]["median_ape_pct"] < 15
+    assert fam["TTFT/ITL under load"]["median_ape_pct"] < 15
+    assert fam["offline throughput"]["median_ape_pct"] < 18
+    assert fam["all-reduce"]["median_ape_pct"] < 10
