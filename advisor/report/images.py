@@ -1,0 +1,122 @@
+"""Plotly figures to PNG bytes with kaleido 1.x, one browser kept alive across exports.
+
+kaleido 1.x drives a Chrome/Chromium found via ``BROWSER_PATH`` or on PATH. Each plain
+``fig.to_image()`` starts a browser (3-6 s); ``kaleido.start_sync_server()`` once, then each image
+costs about 0.3 s. The server starts on the first export and is stopped at interpreter exit.
+
+When no browser is found (or the export fails), ``figure_png`` returns None and
+:func:`charts_status` says why and how to enable charts; the report lists the missing charts.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import threading
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+
+ENABLE_HINT = "install chromium (apt-get install chromium) or set BROWSER_PATH"
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+#: Seconds one image may take (the first includes the browser start).
+EXPORT_TIMEOUT_S = 60.0
+
+# plotly passes kopts on every call; with a server running kaleido warns that they are ignored.
+warnings.filterwarnings("ignore", message="The kopts argument is ignored", category=UserWarning)
+
+_lock = threading.Lock()
+_state: dict = {"started": False, "broken": None}
+_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kaleido-export")
+
+
+def browser_path() -> str | None:
+    """The browser kaleido will use: ``BROWSER_PATH`` if it exists, else one on PATH."""
+    env = os.environ.get("BROWSER_PATH")
+    if env:
+        return env if os.path.isfile(env) and os.access(env, os.X_OK) else None
+    for name in BROWSER_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def charts_status() -> tuple[bool, str]:
+    """(available, message): whether charts can be exported now, and if not, why and how."""
+    if _state["broken"]:
+        return False, f"chart export failed ({_state['broken']}); {ENABLE_HINT}"
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        return False, "the kaleido package is not installed (pip install kaleido)"
+    if browser_path() is None:
+        return False, f"no Chrome/Chromium browser found: {ENABLE_HINT}"
+    return True, "charts exported with kaleido"
+
+
+def _start() -> bool:
+    if _state["started"]:
+        return True
+    ok, _ = charts_status()
+    if not ok:
+        return False
+    import kaleido
+
+    path = browser_path()
+    if path and not os.environ.get("BROWSER_PATH"):
+        os.environ["BROWSER_PATH"] = path  # kaleido/choreographer look here first
+    kaleido.start_sync_server(silence_warnings=True)
+    _state["started"] = True
+    return True
+
+
+def stop() -> None:
+    """Stop the kaleido server (registered at exit; safe to call twice)."""
+    with _lock:
+        if _state["started"]:
+            import kaleido
+
+            try:
+                kaleido.stop_sync_server(silence_warnings=True)
+            finally:
+                _state["started"] = False
+
+
+atexit.register(stop)
+
+
+def _render(fig, width: int, height: int, scale: float) -> bytes:
+    import plotly.io as pio
+
+    return pio.to_image(fig, format="png", width=width, height=height, scale=scale)
+
+
+def figure_png(fig, width: int, height: int, scale: float = 2) -> bytes | None:
+    """PNG bytes of ``fig`` at ``scale`` x (width x height) pixels, or None if charts are off.
+
+    Thread-safe (the app may export from several sessions): one export at a time.
+    """
+    with _lock:
+        if _state["broken"]:
+            return None
+        try:
+            if not _start():
+                return None
+            future = _pool.submit(_render, fig, width, height, scale)
+            return future.result(timeout=EXPORT_TIMEOUT_S)
+        except FutureTimeout:
+            _state["broken"] = f"no image within {EXPORT_TIMEOUT_S:.0f} s"
+        except Exception as exc:  # noqa: BLE001 - the report goes on without the chart
+            _state["broken"] = (
+                f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            )
+        return None
+
+
+def warm_up() -> bool:
+    """Start the server and render a trivial figure (so the first real export is fast)."""
+    import plotly.graph_objects as go
+
+    return figure_png(go.Figure(), 100, 100, scale=1) is not None

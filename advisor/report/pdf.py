@@ -1,0 +1,856 @@
+"""The PDF recommendation summary: the document the client takes home (issue 7).
+
+``build_report(scenario, client=..., consultant=..., recommendation=...) -> bytes`` lays out:
+cover block, executive summary, the scenario (every input with units), charts (the same figure
+builders as the app, PNG at 2x), assumptions and confidence (calibration constants, measured
+error per prediction family, sensitivities), article disagreements, sources. Every page has a
+branded header and a footer with the page number.
+
+Charts need kaleido and a Chrome/Chromium (``images.charts_status``); without them the PDF still
+builds, with the tables, and lists the missing charts and how to enable them.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import io
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from fpdf import FPDF
+from fpdf.enums import XPos, YPos
+
+import advisor
+from advisor.catalog import accelerators, interconnects, models
+from advisor.catalog.loader import DATA_DIR
+from advisor.report import fonts, images
+from advisor.report.text import NAME_LIMIT, NOTES_LIMIT, clean, latin1
+from advisor.scenario import Scenario
+
+TITLE = "LLM serving recommendation"
+BRAND = "Inference Architect"
+ACCENT = (0, 114, 178)  # the charts' blue (theme.PALETTE[0])
+GREY = (110, 110, 110)
+LIGHT = (235, 241, 247)
+#: Chart image size in CSS pixels before the 2x scale (aspect of a page-wide figure).
+CHART_W, CHART_H = 900, 480
+#: Time the sensitivity re-runs may take in total, seconds (skipped beyond).
+SENSITIVITY_BUDGET_S = 4.0
+
+
+# --------------------------------------------------------------------------- data access helpers
+
+
+def _pick(obj: Any, *names: str, default: Any = None) -> Any:
+    """The first attribute or key of ``obj`` among ``names`` that is not None."""
+    for name in names:
+        value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+        if value is not None:
+            return value
+    return default
+
+
+def _num(x: Any) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return v if v == v and abs(v) != float("inf") else None
+
+
+def _fmt(x: Any, spec: str = ".1f", unit: str = "") -> str:
+    v = _num(x)
+    if v is None:
+        return "n/a"
+    return f"{v:{spec}}{(' ' + unit) if unit else ''}"
+
+
+@dataclass
+class Deployment:
+    """The facts the report prints about one deployment (from ``search.recommend.Deployment``)."""
+
+    description: str
+    gpu: str = "?"
+    gpu_name: str = "?"
+    gpus: int | None = None
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    weights: str = "?"
+    kv: str = "?"
+    speculative: bool = False
+    disaggregated: bool = False
+    prefill_pool: dict | None = None
+    decode_pool: dict | None = None
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
+    throughput_tok_s: float | None = None
+    usd_per_mtok: float | None = None
+    running: float | None = None
+    headroom: float | None = None
+    meets_sla: bool | None = None
+
+    def sentence(self) -> str:
+        spec = "with speculative decoding" if self.speculative else "no speculative decoding"
+        n = self.gpus if self.gpus is not None else self.tp * self.pp * self.dp
+        if self.disaggregated:
+            pre, dec = self.prefill_pool or {}, self.decode_pool or {}
+            shape = (
+                f"disaggregated: prefill pool {pre.get('dp', '?')} × TP={pre.get('tp', '?')} + "
+                f"decode pool {dec.get('dp', '?')} × TP={dec.get('tp', '?')}, PP=1"
+            )
+            batching = "continuous batching in the decode pool, prompts in the prefill pool"
+        else:
+            shape = f"{self.dp} replica{'s' if self.dp != 1 else ''} (DP={self.dp}) of TP={self.tp} × PP={self.pp}"
+            batching = "continuous batching"
+        return (
+            f"{n} × {self.gpu_name}, {shape}, weights {self.weights}, KV cache {self.kv}, "
+            f"{spec}, {batching}"
+        )
+
+    def short(self) -> str:
+        return self.description
+
+    def key(self) -> tuple:
+        return (self.description,)
+
+
+def deployment(obj: Any, percentile: int = 99) -> Deployment:
+    """Read a ``search.recommend.Deployment`` (or a dict with its fields)."""
+    gpu = str(_pick(obj, "gpu", default="?"))
+    gpus = accelerators()
+    kind = str(_pick(obj, "kind", default="aggregated"))
+
+    def pct(name: str) -> float | None:
+        p = _pick(obj, name)
+        if isinstance(p, dict):
+            return _num(p.get(f"p{percentile}"))
+        return _num(getattr(p, f"p{percentile}", p))
+
+    meets = _pick(obj, "meets_sla")
+    return Deployment(
+        description=str(_pick(obj, "description", default=gpu)),
+        gpu=gpu,
+        gpu_name=gpus[gpu].name if gpu in gpus else gpu,
+        gpus=_pick(obj, "gpus"),
+        tp=int(_pick(obj, "tp", default=1)),
+        pp=int(_pick(obj, "pp", default=1)),
+        dp=int(_pick(obj, "dp", default=1)),
+        weights=str(_pick(obj, "weights", default="?")),
+        kv=str(_pick(obj, "kv", default="?")),
+        speculative=bool(_pick(obj, "speculative", default=False)),
+        disaggregated=kind == "disaggregated",
+        prefill_pool=_pick(obj, "prefill_pool"),
+        decode_pool=_pick(obj, "decode_pool"),
+        ttft_ms=pct("ttft_ms"),
+        tpot_ms=pct("tpot_ms"),
+        e2e_ms=pct("e2e_ms"),
+        throughput_tok_s=_num(_pick(obj, "throughput_tok_s")),
+        usd_per_mtok=_num(_pick(obj, "usd_per_million_tokens")),
+        running=_num(_pick(obj, "running_batch")),
+        headroom=_num(_pick(obj, "headroom")),
+        meets_sla=None if meets is None else bool(meets),
+    )
+
+
+def _try_recommend(scenario: Scenario) -> tuple[Any, str | None]:
+    """``recommend(scenario)`` if the search is installed; (None, why) otherwise."""
+    try:
+        from advisor.search.recommend import recommend
+    except ImportError:
+        return None, "the recommendation engine (advisor.search.recommend) is not available"
+    return recommend(scenario), None
+
+
+@cache
+def _validation() -> dict:
+    from advisor.perf.validate import validation_report
+
+    return validation_report()
+
+
+@cache
+def _measurement_sources() -> dict[str, dict[str, str]]:
+    path = DATA_DIR / "measurements.csv"
+    with path.open(encoding="utf-8") as fh:
+        return {row["id"]: row for row in csv.DictReader(fh)}
+
+
+def _calibration() -> dict:
+    from advisor.perf.profiles import _calibration as cal
+
+    return cal()
+
+
+def _article_claims(scenario: Scenario, rec: Any) -> tuple[list[Any], str | None]:
+    try:
+        from advisor import article_check
+    except ImportError:
+        return [], "the article check (advisor.article_check) is not available in this version"
+    fn = None
+    for name in ("check", "check_claims", "claims", "article_claims", "run"):
+        fn = getattr(article_check, name, None)
+        if callable(fn):
+            break
+    if fn is None:
+        return [], "advisor.article_check has no check function"
+    try:
+        try:
+            return list(fn(scenario, rec)), None
+        except TypeError:
+            return list(fn(scenario)), None
+    except Exception as exc:  # noqa: BLE001 - a note, never a failed report
+        return [], f"the article check failed: {type(exc).__name__}"
+
+
+# --------------------------------------------------------------------------- the document
+
+
+class _Doc(FPDF):
+    def __init__(self, subtitle: str) -> None:
+        super().__init__(orientation="P", unit="mm", format="A4")
+        self.family = fonts.register(self)
+        self.unicode = self.family == fonts.FAMILY
+        self.subtitle = subtitle
+        self.set_margins(16, 20, 16)
+        self.set_auto_page_break(True, margin=18)
+        self.set_title(TITLE)
+        self.set_author(BRAND)
+        self.set_creator(f"{BRAND} {advisor.__version__}")
+
+    def t(self, text: str) -> str:
+        return text if self.unicode else latin1(text)
+
+    def header(self) -> None:
+        self.set_font(self.family, "B", 9)
+        self.set_text_color(*ACCENT)
+        self.set_xy(self.l_margin, 8)
+        self.cell(self.epw / 2, 6, self.t(BRAND), align="L")
+        self.set_font(self.family, "", 8)
+        self.set_text_color(*GREY)
+        self.cell(self.epw / 2, 6, self.t(self.subtitle), align="R")
+        self.set_draw_color(*ACCENT)
+        self.set_line_width(0.4)
+        self.line(self.l_margin, 14.5, self.w - self.r_margin, 14.5)
+        self.set_text_color(0, 0, 0)
+        self.set_y(self.t_margin)
+
+    def footer(self) -> None:
+        self.set_y(-12)
+        self.set_font(self.family, "", 8)
+        self.set_text_color(*GREY)
+        self.cell(self.epw / 2, 6, self.t(f"{BRAND} {advisor.__version__}"), align="L")
+        self.cell(self.epw / 2, 6, f"Page {self.page_no()} of {{nb}}", align="R")
+        self.set_text_color(0, 0, 0)
+
+    # building blocks
+    def h1(self, text: str) -> None:
+        if self.get_y() > self.h - 45:
+            self.add_page()
+        self.ln(3)
+        self.set_font(self.family, "B", 14)
+        self.set_text_color(*ACCENT)
+        self.multi_cell(0, 7, self.t(text), new_x=XPos.LMARGIN, new_y=YPos.NEXT, align="L")
+        self.set_text_color(0, 0, 0)
+        self.ln(1)
+
+    def h2(self, text: str) -> None:
+        if self.get_y() > self.h - 35:
+            self.add_page()
+        self.ln(1.5)
+        self.set_font(self.family, "B", 11)
+        self.multi_cell(0, 6, self.t(text), new_x=XPos.LMARGIN, new_y=YPos.NEXT, align="L")
+
+    def para(self, text: str, size: float = 10, bold: bool = False, colour=(0, 0, 0)) -> None:
+        self.set_font(self.family, "B" if bold else "", size)
+        self.set_text_color(*colour)
+        self.multi_cell(0, size * 0.5, self.t(text), new_x=XPos.LMARGIN, new_y=YPos.NEXT, align="L")
+        self.set_text_color(0, 0, 0)
+        self.ln(1)
+
+    def bullets(self, items: Sequence[str], size: float = 9.5) -> None:
+        self.set_font(self.family, "", size)
+        for item in items:
+            self.set_x(self.l_margin + 2)
+            self.cell(4, size * 0.5, self.t("•"))
+            self.multi_cell(
+                self.epw - 6,
+                size * 0.5,
+                self.t(item),
+                new_x=XPos.LMARGIN,
+                new_y=YPos.NEXT,
+                align="L",
+            )
+        self.ln(1)
+
+    def table(self, rows: Sequence[Sequence[str]], widths: Sequence[float], size: float = 8.5,
+              align: str = "LEFT") -> None:  # fmt: skip
+        self.set_font(self.family, "", size)
+        with super().table(
+            col_widths=tuple(widths), width=self.epw, line_height=size * 0.5, text_align=align,
+            headings_style=_headings(self), cell_fill_color=(248, 250, 252),
+            cell_fill_mode="ROWS", borders_layout="HORIZONTAL_LINES", padding=0.8,
+        ) as tab:  # fmt: skip
+            for r in rows:
+                row = tab.row()
+                for cell in r:
+                    row.cell(self.t(str(cell)))
+        self.ln(2)
+
+
+def _headings(doc: _Doc):
+    from fpdf.fonts import FontFace
+
+    return FontFace(emphasis="BOLD", color=(255, 255, 255), fill_color=ACCENT, family=doc.family)
+
+
+@dataclass
+class _Context:
+    scenario: Scenario
+    rec: Any
+    rec_note: str | None
+    best: Deployment | None
+    alternatives: list[tuple[str, str]]
+    missing_charts: list[tuple[str, str]] = field(default_factory=list)
+    images: int = 0
+
+
+def build_report(
+    scenario: Scenario,
+    *,
+    client: str = "",
+    consultant: str = "",
+    recommendation: Any = None,
+    compare: Sequence[tuple[str, Scenario]] | None = None,
+    notes: str = "",
+    sensitivities: bool = True,
+    charts: bool = True,
+    date: _dt.date | None = None,
+) -> bytes:
+    """The PDF as bytes. ``recommendation`` defaults to ``recommend(scenario)`` when available.
+
+    ``client``/``consultant`` are truncated to 200 characters, ``notes`` to 2,000, after removing
+    control and bidi characters; text is never interpreted as markup. ``compare`` adds a
+    comparison section over (label, scenario) pairs. ``charts=False`` skips the images.
+    """
+    client_t = clean(client, NAME_LIMIT)
+    consultant_t = clean(consultant, NAME_LIMIT)
+    notes_t = clean(notes, NOTES_LIMIT, multiline=True)
+    rec, rec_note = recommendation, None
+    if rec is None:
+        rec, rec_note = _try_recommend(scenario)
+    best_obj = _pick(rec, "best") if rec is not None else None
+    best = deployment(best_obj, scenario.sla.percentile) if best_obj is not None else None
+    alts = _alternatives(rec, best)
+    ctx = _Context(scenario, rec, rec_note, best, alts)
+
+    subtitle = clean(client_t or scenario.name, 60)
+    doc = _Doc(subtitle)
+    doc.add_page()
+    _cover(doc, ctx, client_t, consultant_t, date or _dt.date.today())
+    _summary(doc, ctx)
+    if notes_t:
+        doc.h2("Notes")
+        doc.para(notes_t, 9.5)
+    _scenario_section(doc, ctx)
+    if charts:
+        _charts_section(doc, ctx)
+    else:
+        ctx.missing_charts.append(("all charts", "charts were switched off for this export"))
+    if compare:
+        _compare_section(doc, compare)
+    _assumptions(doc, ctx, sensitivities)
+    _article(doc, ctx)
+    _sources(doc, ctx)
+    if ctx.missing_charts:
+        _missing_charts(doc, ctx)
+    out = doc.output()
+    return bytes(out)
+
+
+def report_bytes_for_app(
+    scenario: Scenario, client: str = "", consultant: str = "", recommendation: Any = None
+) -> bytes:
+    """For ``st.download_button(data=lambda: report_bytes_for_app(...), on_click="ignore")``."""
+    return build_report(
+        scenario, client=client, consultant=consultant, recommendation=recommendation
+    )
+
+
+def _alternatives(rec: Any, best: Deployment | None) -> list[tuple[str, str]]:
+    """The top two alternatives and why each lost: (description, reason).
+
+    One that is cheaper (or smaller) but misses the SLA (the first near miss, else a Pareto point
+    that fails it), and one that meets the SLA at a higher cost (the cost frontier).
+    """
+    if rec is None or best is None:
+        return []
+    metric = _pick(rec, "latency_metric", default="latency")
+    cheaper: list[tuple[str, str]] = []
+    for nm in _pick(rec, "near_misses", default=[]) or []:
+        d = _pick(nm, "deployment")
+        fails = "; ".join(str(f) for f in (_pick(nm, "fails", default=[]) or []))
+        cost = _num(_pick(d, "usd_per_million_tokens"))
+        extra = f" (it would cost {cost:,.3f} USD per million tokens)" if cost is not None else ""
+        cheaper.append(
+            (str(_pick(d, "description", default="?")), f"misses the SLA: {fails}{extra}")
+        )
+    for p in _pick(rec, "pareto", default=[]) or []:
+        if not p.meets_sla and p.description != best.description:
+            cheaper.append(
+                (
+                    p.description,
+                    f"{p.gpus} GPUs but misses the SLA: {metric} {p.latency_ms:,.1f} ms",
+                )
+            )
+    dearer: list[tuple[str, str]] = []
+    for p in _pick(rec, "pareto_cost", default=[]) or []:
+        if p.meets_sla and p.description != best.description:
+            b = best.usd_per_mtok or 0.0
+            diff = f" ({(p.usd_per_million_tokens / b - 1) * 100:+.0f}%)" if b > 0 else ""
+            dearer.append((p.description, f"meets the SLA ({metric} {p.latency_ms:,.1f} ms) but costs "
+                           f"{p.usd_per_million_tokens:,.3f} USD per million tokens{diff} on {p.gpus} GPUs"))  # fmt: skip
+    out = cheaper[:1] + dearer[:1]
+    for extra in cheaper[1:] + dearer[1:]:
+        if len(out) >= 2:
+            break
+        out.append(extra)
+    return out[:2]
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _cover(doc: _Doc, ctx: _Context, client: str, consultant: str, date: _dt.date) -> None:
+    s = ctx.scenario
+    doc.set_fill_color(*LIGHT)
+    y0 = doc.get_y()
+    doc.rect(doc.l_margin, y0, doc.epw, 44, style="F")
+    doc.set_xy(doc.l_margin + 5, y0 + 4)
+    doc.set_font(doc.family, "B", 20)
+    doc.set_text_color(*ACCENT)
+    doc.cell(doc.epw - 10, 10, doc.t(TITLE), new_x=XPos.LMARGIN, new_y=YPos.NEXT, align="L")
+    doc.set_text_color(0, 0, 0)
+    rows = [
+        ("Client / engagement", client or "(not given)"),
+        ("Consultant", consultant or "(not given)"),
+        ("Scenario", clean(s.name, NAME_LIMIT)),
+        ("Date", date.isoformat()),
+        ("Prepared with", f"{BRAND} {advisor.__version__}"),
+    ]
+    doc.set_font(doc.family, "", 9.5)
+    for label, value in rows:
+        doc.set_x(doc.l_margin + 5)
+        doc.set_font(doc.family, "B", 9.5)
+        doc.cell(42, 5.2, doc.t(label))
+        doc.set_font(doc.family, "", 9.5)
+        doc.multi_cell(
+            doc.epw - 52,
+            5.2,
+            doc.t(value),
+            new_x=XPos.LMARGIN,
+            new_y=YPos.NEXT,
+            max_line_height=5.2,
+        )
+    doc.set_y(max(doc.get_y(), y0 + 44) + 4)
+
+
+def _sla_lines(s: Scenario, d: Deployment) -> list[str]:
+    out = []
+    for label, target, got in (
+        ("TTFT", s.sla.ttft_ms, d.ttft_ms),
+        ("TPOT", s.sla.tpot_ms, d.tpot_ms),
+        ("E2E", s.sla.e2e_ms, d.e2e_ms),
+    ):
+        if target is None:
+            if got is not None:
+                out.append(f"P{s.sla.percentile} {label} {got:,.1f} ms (no target)")
+            continue
+        if got is None:
+            out.append(f"P{s.sla.percentile} {label} target ≤ {target:g} ms: not computed")
+            continue
+        margin = (target - got) / target * 100
+        verdict = "met" if got <= target else "MISSED"
+        out.append(
+            f"P{s.sla.percentile} {label} {got:,.1f} ms against ≤ {target:g} ms: {verdict}, "
+            f"margin {margin:+.0f}%"
+        )
+    return out
+
+
+def _summary(doc: _Doc, ctx: _Context) -> None:
+    s = ctx.scenario
+    doc.h1("Executive summary")
+    model = s.model_spec()
+    load = (
+        f"{s.workload.arrival_rate_per_s:g} requests/s"
+        if s.workload.arrival_rate_per_s is not None
+        else f"{s.workload.concurrent_users:,} concurrent users"
+    )
+    doc.para(
+        f"Question: serve {model.name} at {load} with {s.workload.isl_tokens:,} input and "
+        f"{s.workload.osl_tokens:,} output tokens per request, SLA {s.sla.describe()}, on at most "
+        f"{s.hardware.total_gpus} GPUs ({', '.join(s.hardware.gpus)}).",
+        9.5,
+    )
+    d = ctx.best
+    if d is None:
+        reason = (
+            ctx.rec_note
+            or str(_pick(ctx.rec, "no_best_reason", default=""))
+            or ("no deployment meets the SLA within the hardware")
+        )
+        doc.para("No recommendation: " + clean(reason, 600), 10.5, bold=True, colour=(170, 40, 0))
+        return
+    doc.para("Recommended deployment: " + d.sentence() + ".", 10.5, bold=True)
+    if d.headroom is not None:
+        doc.para(
+            f"Headroom: {d.headroom:.1f}× the offered load before the deployment saturates.", 9
+        )
+    facts = _sla_lines(s, d)
+    facts.append(
+        f"Throughput {_fmt(d.throughput_tok_s, ',.0f', 'output tokens/s')} on "
+        f"{d.gpus if d.gpus is not None else d.tp * d.pp * d.dp} GPUs"
+        + (f", {d.running:,.0f} sequences running per replica" if d.running else "")
+    )
+    facts.append(f"Cost {_fmt(d.usd_per_mtok, ',.3f')} USD per million output tokens "
+                 f"({s.cost.mode} pricing)")  # fmt: skip
+    doc.bullets(facts)
+    expl = _pick(ctx.rec, "explanation", default="")
+    if ctx.alternatives:
+        doc.h2("The top alternatives and why they lost")
+        doc.bullets([f"{clean(a, 300)}: {clean(why, 400)}" for a, why in ctx.alternatives], 9)
+    if expl:
+        doc.h2("Why this deployment")
+        lines = list(expl) if isinstance(expl, list | tuple) else [str(expl)]
+        doc.bullets([clean(x, 600) for x in lines[:8]], 9)
+
+
+def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
+    w, h, o, c = s.workload, s.hardware, s.options, s.cost
+    gpus = accelerators()
+    links = interconnects()
+    model = s.model_spec()
+    rows = [
+        ("Model", f"{model.name} ({s.model})", ""),
+        (
+            "Accelerators considered",
+            ", ".join(gpus[g].name if g in gpus else g for g in h.gpus),
+            "",
+        ),
+        ("GPUs per node × nodes", f"{h.gpus_per_node} × {h.nodes} = {h.total_gpus}", "GPUs"),
+        (
+            "Intra-node link",
+            links[h.intra_link].name if h.intra_link in links else "each GPU's own",
+            "",
+        ),
+        (
+            "Inter-node link",
+            links[h.inter_link].name if h.inter_link in links else h.inter_link,
+            "",
+        ),
+        ("Input length (ISL)", f"{w.isl_tokens:,} (CV {w.isl_cv:g})", "tokens"),
+        ("Output length (OSL)", f"{w.osl_tokens:,} (CV {w.osl_cv:g})", "tokens"),
+    ]
+    if w.arrival_rate_per_s is not None:
+        rows.append(("Load: Poisson arrival rate", f"{w.arrival_rate_per_s:g}", "requests/s"))
+    else:
+        rows.append(("Load: concurrent users (closed loop)", f"{w.concurrent_users:,}", "users"))
+    rows += [
+        ("SLA percentile", f"P{s.sla.percentile}", ""),
+        ("SLA time to first token", _opt(s.sla.ttft_ms), "ms"),
+        ("SLA time per output token", _opt(s.sla.tpot_ms), "ms"),
+        ("SLA end-to-end latency", _opt(s.sla.e2e_ms), "ms"),
+        ("Weight dtypes allowed", ", ".join(o.weight_dtypes), ""),
+        ("KV-cache dtypes allowed", ", ".join(o.kv_dtypes), ""),
+        ("Serving engine", o.engine, ""),
+        ("Max TP / max PP", f"{o.max_tp} / {o.max_pp}", ""),
+        ("Speculative decoding", "considered" if o.speculative else "off", ""),
+    ]
+    if o.speculative:
+        rows += [
+            ("Draft model", str(o.draft_model), ""),
+            ("Draft tokens per step (k)", str(o.spec_tokens), "tokens"),
+            ("Acceptance rate", f"{o.spec_acceptance:g}", "fraction"),
+        ]
+    rows.append(("Disaggregated prefill/decode", "considered" if o.disaggregated else "off", ""))
+    rows.append(("Pricing", c.mode, ""))
+    if c.mode == "purchase":
+        rows += [
+            ("GPU price (incl. server share)", _opt(c.gpu_price_usd, "catalog default"), "USD"),
+            ("Amortisation", f"{c.amortisation_years:g}", "years"),
+            ("Utilisation", f"{c.utilisation:g}", "fraction of hours"),
+            ("PUE", f"{c.pue:g}", ""),
+            ("Electricity", f"{c.usd_per_kwh:g}", "USD/kWh"),
+        ]
+    else:
+        rows.append(("GPU-hour price", _opt(c.gpu_hour_usd, "catalog default"), "USD/GPU-hour"))
+    rows.append(
+        ("Ranked by", "cost per million tokens" if s.rank_by == "cost" else "fewest GPUs", "")
+    )
+    return rows
+
+
+def _opt(v: float | None, none: str = "no target") -> str:
+    return none if v is None else f"{v:g}"
+
+
+def _scenario_section(doc: _Doc, ctx: _Context) -> None:
+    doc.h1("The scenario")
+    rows = [("Input", "Value", "Unit"), *_scenario_rows(ctx.scenario)]
+    doc.table(rows, (62, 80, 36))
+
+
+def _memory_figure(ctx: _Context):
+    from advisor.charts import memory_charts as mc
+    from advisor.physics.memory import memory_budget
+
+    s, d = ctx.scenario, ctx.best
+    model = s.model_spec()
+    gid = d.gpu if d else s.hardware.gpus[0]
+    gpu = accelerators()[gid]
+    tp, pp = (d.tp, d.pp) if d else (1, 1)
+    wd = d.weights if d else s.options.weight_dtypes[0]
+    kd = d.kv if d else s.options.kv_dtypes[0]
+    context = s.workload.isl_tokens + s.workload.osl_tokens
+    b = memory_budget(
+        model, gpu, tp=tp, pp=pp, weights_dtype=wd, kv_dtype=kd, context_tokens=context
+    )
+    paged = mc.paged_kv_bytes_per_sequence_per_gpu(model, kd, context, 16, tp, pp)
+    n = int(d.running) if d and d.running else max(1, b.max_concurrent_sequences)
+    stack = mc.memory_stack(gpu.name, b, paged, max(1, n))
+    return mc.memory_stack_figure([stack], mc.memory_stack_title(model.name, gpu.name, tp, pp))
+
+
+def _figure_builders(ctx: _Context) -> list[tuple[str, Callable[[], Any]]]:
+    out: list[tuple[str, Callable[[], Any]]] = [
+        ("Memory and KV budget per GPU", lambda: _memory_figure(ctx))
+    ]
+    rec = ctx.rec
+    out.append(("Latency breakdown", lambda: _chart_from("latency", rec, ctx)))
+    out.append(("Pareto frontier: cost against latency", lambda: _chart_from("pareto", rec, ctx)))
+    return out
+
+
+def _chart_from(kind: str, rec: Any, ctx: _Context):
+    """The app's figure for ``kind`` built from the recommendation (None if unavailable)."""
+    from advisor.report import figures
+
+    return figures.figure(kind, rec, ctx.scenario)
+
+
+def _charts_section(doc: _Doc, ctx: _Context) -> None:
+    doc.h1("Charts")
+    ok, why = images.charts_status()
+    for title, build in _figure_builders(ctx):
+        try:
+            fig = build()
+        except Exception as exc:  # noqa: BLE001 - a missing chart is listed, not fatal
+            ctx.missing_charts.append(
+                (title, f"could not be built ({type(exc).__name__}: {clean(exc, 160)})")
+            )
+            continue
+        if fig is None:
+            ctx.missing_charts.append(
+                (title, "no data for this chart (no recommendation or builder)")
+            )
+            continue
+        if not ok:
+            ctx.missing_charts.append((title, why))
+            continue
+        png = images.figure_png(fig, CHART_W, CHART_H, scale=2)
+        if png is None:
+            ctx.missing_charts.append((title, images.charts_status()[1]))
+            continue
+        h = doc.epw * CHART_H / CHART_W
+        if doc.get_y() + h > doc.h - doc.b_margin:
+            doc.add_page()
+        doc.image(io.BytesIO(png), x=doc.l_margin, w=doc.epw, h=h)
+        ctx.images += 1
+        doc.ln(3)
+    if ctx.images == 0:
+        doc.para("No chart could be embedded; see 'Missing charts' at the end.", 9.5, colour=GREY)
+
+
+def _compare_section(doc: _Doc, compare: Sequence[tuple[str, Scenario]]) -> None:
+    doc.h1("Comparison")
+    rows = [("Scenario", "Recommended deployment", "TPOT ms", "USD/Mtok")]
+    for label, sc in list(compare)[:8]:
+        rec, note = _try_recommend(sc)
+        b = _pick(rec, "best") if rec is not None else None
+        if b is None:
+            rows.append((clean(label, 60), note or "no deployment meets the SLA", "", ""))
+            continue
+        d = deployment(b, sc.sla.percentile)
+        rows.append((clean(label, 60), d.short(), _fmt(d.tpot_ms), _fmt(d.usd_per_mtok, ".3f")))
+    doc.table(rows, (42, 86, 24, 26))
+
+
+def _perturbations(s: Scenario) -> list[tuple[str, Scenario]]:
+    w = s.workload
+    out = []
+    if w.arrival_rate_per_s is not None:
+        for f in (0.5, 1.5):
+            out.append((f"arrival rate ×{f:g} ({w.arrival_rate_per_s * f:g} requests/s)",
+                        s.model_copy(update={"workload": w.model_copy(update={"arrival_rate_per_s": w.arrival_rate_per_s * f})})))  # fmt: skip
+    else:
+        for f in (0.5, 1.5):
+            n = max(1, round(w.concurrent_users * f))
+            out.append((f"concurrent users ×{f:g} ({n:,})",
+                        s.model_copy(update={"workload": w.model_copy(update={"concurrent_users": n})})))  # fmt: skip
+    out.append((f"context ×2 ({w.isl_tokens * 2:,} input tokens)",
+                s.model_copy(update={"workload": w.model_copy(update={"isl_tokens": min(w.isl_tokens * 2, 2_000_000)})})))  # fmt: skip
+    o = s.options
+    if o.speculative:
+        a = max(0.0, o.spec_acceptance - 0.2)
+        out.append((f"acceptance rate {o.spec_acceptance:g} → {a:g}",
+                    s.model_copy(update={"options": o.model_copy(update={"spec_acceptance": a})})))  # fmt: skip
+    return out
+
+
+def _sensitivity_rows(ctx: _Context) -> tuple[list[tuple[str, str, str]], str | None]:
+    if ctx.best is None:
+        return [], "no recommendation to perturb"
+    try:
+        from advisor.search.recommend import recommend
+    except ImportError:
+        return [], "the recommendation engine is not available"
+    rows, start = [], time.perf_counter()
+    for label, sc in _perturbations(ctx.scenario):
+        if time.perf_counter() - start > SENSITIVITY_BUDGET_S:
+            rows.append((label, "skipped (time budget)", ""))
+            continue
+        try:
+            r = recommend(sc)
+        except Exception as exc:  # noqa: BLE001
+            rows.append((label, f"failed: {type(exc).__name__}", ""))
+            continue
+        b = _pick(r, "best")
+        if b is None:
+            rows.append((label, "no deployment meets the SLA", "yes: infeasible"))
+            continue
+        d = deployment(b, sc.sla.percentile)
+        flips = "no" if d.key() == ctx.best.key() else "yes"
+        rows.append((label, f"{d.short()}, {_fmt(d.usd_per_mtok, '.3f')} USD/Mtok", flips))
+    return rows, None
+
+
+def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
+    doc.h1("Assumptions and confidence")
+    cal = _calibration()
+    doc.h2("Calibration constants (data/calibration.yaml)")
+    if cal:
+        doc.para(
+            f"Fitted by '{clean(cal.get('generated_by', '?'), 80)}' on "
+            f"{clean(cal.get('generated_on', '?'), 40)} from {clean(cal.get('source', '?'), 120)}. "
+            "η = achieved fraction of datasheet HBM bandwidth / dense tensor peak.",
+            8.5,
+        )
+        rows = [("GPU family", "η memory", "η compute 16-bit", "η compute fp8")]
+        for fam, v in (cal.get("families") or {}).items():
+            rows.append((fam, _fmt(v.get("eta_mem"), ".3f"), _fmt(v.get("eta_compute_16"), ".3f"),
+                         _fmt(v.get("eta_compute_fp8"), ".3f")))  # fmt: skip
+        doc.table(rows, (45, 45, 45, 43), align="RIGHT")
+        rows = [("Engine", "step overhead μs", "per-sequence μs", "per-request ms", "efficiency")]
+        for eng, v in (cal.get("engines") or {}).items():
+            mark = " (this scenario)" if eng == ctx.scenario.options.engine else ""
+            rows.append((eng + mark, _fmt((_num(v.get("step_overhead_s")) or 0) * 1e6, ".0f"),
+                         _fmt((_num(v.get("seq_overhead_s")) or 0) * 1e6, ".2f"),
+                         _fmt((_num(v.get("request_overhead_s")) or 0) * 1e3, ".1f"),
+                         _fmt(v.get("efficiency", 1.0), ".3f")))  # fmt: skip
+        doc.table(rows, (46, 34, 34, 34, 30), align="RIGHT")
+    else:
+        doc.para("No calibration file: the model uses its prior efficiencies.", 9)
+
+    doc.h2("Measured error of each prediction kind (published measurements)")
+    try:
+        v = _validation()
+        rows = [("Prediction", "rows", "median |error| %", "p90 |error| %", "bias %")]
+        for fam, r in v["families"].items():
+            rows.append((fam, str(r.get("rows", 0)), _fmt(r.get("median_ape_pct")),
+                         _fmt(r.get("p90_ape_pct")), _fmt(r.get("bias_pct"), "+.1f")))  # fmt: skip
+        doc.table(rows, (58, 22, 34, 32, 32), align="RIGHT")
+        doc.para(
+            f"{v['rows_used']} of {v['rows_total']} rows of data/measurements.csv predicted "
+            f"({v['rows_skipped']} cannot be represented). Bias = median of predicted / measured − 1.",
+            8.5,
+        )
+    except Exception as exc:  # noqa: BLE001
+        doc.para(f"Validation unavailable: {type(exc).__name__}", 9)
+
+    doc.h2("Sensitivities: what would change the recommendation")
+    if not sensitivities:
+        doc.para("Not computed for this export.", 9)
+        return
+    rows, why = _sensitivity_rows(ctx)
+    if why:
+        doc.para(f"Not computed: {why}.", 9)
+        return
+    doc.table([("Change", "Recommendation then", "Flips?"), *rows], (58, 100, 20))
+
+
+def _claim_text(c: Any) -> tuple[str, str, str]:
+    claim = clean(_pick(c, "claim", "title", "rule", "text", default=str(c)), 300)
+    computed = clean(_pick(c, "computed", "ours", "value", "finding", default=""), 300)
+    verdict = _pick(c, "verdict", "status", "agrees", default="")
+    if isinstance(verdict, bool):
+        verdict = "agrees" if verdict else "disagrees"
+    return claim, computed, clean(verdict, 40)
+
+
+def _article(doc: _Doc, ctx: _Context) -> None:
+    doc.h1("Where the article's rules of thumb disagree")
+    claims, why = _article_claims(ctx.scenario, ctx.rec)
+    if why:
+        doc.para(why + ".", 9, colour=GREY)
+        return
+    rows = [_claim_text(c) for c in claims]
+    disagree = [r for r in rows if r[2] and not r[2].lower().startswith(("agree", "ok", "holds"))]
+    if not disagree:
+        doc.para(f"All {len(rows)} checked rules of thumb agree with the computed answer.", 9)
+        return
+    doc.table([("Rule of thumb", "Computed here", "Verdict"), *disagree], (70, 84, 24))
+
+
+def _sources(doc: _Doc, ctx: _Context) -> None:
+    doc.h1("Sources")
+    s = ctx.scenario
+    gpus = accelerators()
+    doc.h2("Datasheets and model cards")
+    items: list[str] = []
+    seen: set[str] = set()
+    entries = [gpus[g] for g in s.hardware.gpus if g in gpus]
+    if s.model in models():
+        entries.append(models()[s.model])
+    for e in entries:
+        for src in dict.fromkeys((getattr(e, "sources", None) or {}).values()):
+            if src in seen:
+                continue
+            seen.add(src)
+            items.append(f"{e.name}: {clean(src, 400)}")
+    doc.bullets(items or ["(no catalog sources)"], 8)
+    doc.h2("Measurements behind the calibration for these accelerators")
+    try:
+        rows_used = [r for r in _validation()["rows"] if r["gpu"] in s.hardware.gpus]
+    except Exception:  # noqa: BLE001
+        rows_used = []
+    meta = _measurement_sources()
+    by_source: dict[str, list[str]] = {}
+    for r in rows_used:
+        src = meta.get(r["id"], {}).get("source", "?")
+        by_source.setdefault(src, []).append(r["id"])
+    items = [f"{', '.join(ids[:12])}{' …' if len(ids) > 12 else ''} ({len(ids)} rows): "
+             f"{clean(src, 300)}" for src, ids in by_source.items()]  # fmt: skip
+    doc.bullets(items or ["(no measurement rows for these accelerators)"], 8)
+
+
+def _missing_charts(doc: _Doc, ctx: _Context) -> None:
+    doc.h1("Missing charts")
+    doc.bullets([f"{t}: {why}" for t, why in ctx.missing_charts], 9)
+    if not images.charts_status()[0]:
+        doc.para(f"To enable charts: {images.ENABLE_HINT}.", 9)
