@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
+
 from advisor.cli import add_json_flag
 from advisor.perf.validate import validation_report
 
@@ -17,15 +19,30 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> dict:
     rep = validation_report()
-    try:
-        from advisor.search import queueing_validation  # type: ignore[attr-defined]
+    from advisor.search.validation import queueing_validation
 
-        rep["queueing_by_load"] = queueing_validation()
-    except ImportError:
-        pass
+    rep["queueing_by_load"] = _by_load(queueing_validation())
     if not args.rows and not args.json:
         rep.pop("rows")
     return rep
+
+
+def _by_load(rows: list[dict]) -> dict[str, dict]:
+    """Median and p90 |error| of TTFT and ITL per load level (utilisation low/medium/high)."""
+    out: dict[str, dict] = {}
+    for level in ("low", "medium", "high"):
+        for kind in ("load_ttft", "load_itl"):
+            errs = np.array(
+                [abs(x["error"]) * 100 for x in rows if x["load_level"] == level and x["kind"] == kind
+                 and np.isfinite(x["error"])]
+            )  # fmt: skip
+            if errs.size:
+                out[f"{kind.removeprefix('load_')} {level}"] = {
+                    "rows": int(errs.size),
+                    "median_ape_pct": float(np.median(errs)),
+                    "p90_ape_pct": float(np.percentile(errs, 90)),
+                }
+    return out
 
 
 def render(r: dict) -> str:
@@ -42,6 +59,10 @@ def render(r: dict) -> str:
         f"rows: {r['rows_total']} total, {r['rows_used']} used, {r['rows_skipped']} not representable:"
     )
     lines += [f"  {n:>3}  {reason}" for reason, n in r["skipped_reasons"].items()]
-    for row in r.get("queueing_by_load", []) or []:
-        lines.append(f"  load {row}")
+    lines.append("queueing model by load level (utilisation <0.3 low, <0.7 medium, else high):")
+    for name, st in r.get("queueing_by_load", {}).items():
+        lines.append(
+            f"  {name:<12} {st['rows']:>4} rows  median |err| {st['median_ape_pct']:5.1f}%  "
+            f"p90 {st['p90_ape_pct']:5.1f}%"
+        )
     return "\n".join(lines)
