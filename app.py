@@ -21,6 +21,8 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("app_pages/overview.py", "Scenario", "scenario", ":material/description:"),
     ("app_pages/memory.py", "Memory and KV budget", "memory", ":material/memory:"),
     ("app_pages/interconnect.py", "Interconnect", "interconnect", ":material/lan:"),
+    ("app_pages/scenarios.py", "Scenarios", "scenarios", ":material/save:"),
+    ("app_pages/compare.py", "Compare", "compare", ":material/compare:"),
     ("app_pages/latency.py", "Latency", "latency", ":material/timer:"),
     ("app_pages/speculative.py", "Speculative decoding", "speculative", ":material/fast_forward:"),
 ]

@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS scenario (
 """
 
 
-class StoreError(Exception):
+class StoreError(ValueError):
     """The store cannot do what was asked; the message says which file or name and why."""
 
 

@@ -1,0 +1,140 @@
+"""Figures of the Compare page: two to four scenarios overlaid (pure functions, explicit template).
+
+Inputs are plain data (labels and ``estimate`` results), so the PDF report can reuse them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from advisor.catalog.specs import Accelerator, ModelSpec
+from advisor.charts.theme import PALETTE, TEMPLATE, styled
+from advisor.perf.estimate import EstimateInput, estimate
+
+#: Step-time components in drawing order, with the colours used on every compare chart.
+COMPONENTS: tuple[tuple[str, str, str], ...] = (
+    ("compute", "compute", "#0072B2"),
+    ("memory", "memory (weights + KV reads)", "#E69F00"),
+    ("dequant", "dequantization", "#CC79A7"),
+    ("communication", "communication", "#009E73"),
+    ("overhead", "engine overhead", "#7F7F7F"),
+    ("bubble", "pipeline bubble", "#56B4E9"),
+)
+
+
+def latency_breakdown_figure(results: Mapping[str, Mapping]) -> go.Figure:
+    """Prefill (TTFT) and one decode step (TPOT) split into components, one bar per scenario.
+
+    ``results`` maps a scenario label to an ``estimate`` result; infeasible ones get no bar and
+    are named in the x label as "(does not fit)".
+    """
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("Prefill of one request (≈ TTFT without queueing)", "One decode step"),
+        horizontal_spacing=0.12,
+    )
+    labels = [_short(k) + ("" if r.get("fits") else " (does not fit)") for k, r in results.items()]
+    for key, name, colour in COMPONENTS:
+        for col, part in ((1, "prefill"), (2, "decode_step")):
+            ys = [
+                (r.get("breakdown") or {}).get(part, {}).get(key, 0.0) if r.get("fits") else 0.0
+                for r in results.values()
+            ]
+            fig.add_trace(
+                go.Bar(
+                    x=labels,
+                    y=ys,
+                    name=name,
+                    marker_color=colour,
+                    legendgroup=key,
+                    showlegend=col == 1,
+                    hovertemplate="%{x}<br>" + name + ": %{y:.3g} ms<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+    fig.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.25})
+    fig.update_yaxes(title_text="time (ms)", row=1, col=1)
+    fig.update_yaxes(title_text="time (ms)", row=1, col=2)
+    return styled(fig, "Latency breakdown by scenario (ms)", height=480)
+
+
+def batch_sweep(
+    model: ModelSpec, gpu: Accelerator, inp: EstimateInput, batches: Sequence[int]
+) -> list[dict]:
+    """Per running batch size: TPOT (ms) and output throughput per GPU (tokens/s) of one replica.
+
+    Stops at the first batch the KV cache cannot hold. Each point is ``estimate`` with a fixed
+    concurrency and DP = 1 (one replica), so scenarios with different GPU counts compare per GPU.
+    """
+    rows = []
+    for b in batches:
+        res = estimate(model, gpu, inp.model_copy(update={"concurrency": b, "qps": None, "dp": 1}))
+        if not res["fits"]:
+            break
+        rows.append(
+            {
+                "batch": b,
+                "tpot_ms": res["tpot_ms"],
+                "ttft_ms": res["ttft_ms"],
+                "throughput_tok_s_per_gpu": res["throughput_tok_s_per_gpu"],
+            }
+        )
+    return rows
+
+
+def powers_of_two(limit: int) -> list[int]:
+    """1, 2, 4, ... up to ``limit`` (at least [1]).
+
+    >>> powers_of_two(40)
+    [1, 2, 4, 8, 16, 32]
+    """
+    return [2**i for i in range(int(math.log2(max(limit, 1))) + 1)]
+
+
+def throughput_vs_batch_figure(sweeps: Mapping[str, Sequence[Mapping]]) -> go.Figure:
+    """Throughput per GPU and TPOT against running batch, one line per scenario (log-2 x axis)."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("Output throughput per GPU", "Time per output token (TPOT)"),
+        horizontal_spacing=0.12,
+    )
+    for i, (label, rows) in enumerate(sweeps.items()):
+        colour = PALETTE[i % len(PALETTE)]
+        xs = [r["batch"] for r in rows]
+        for col, key, unit in (
+            (1, "throughput_tok_s_per_gpu", "tokens/s per GPU"),
+            (2, "tpot_ms", "ms"),
+        ):
+            fig.add_trace(
+                go.Scatter(
+                    x=xs,
+                    y=[r[key] for r in rows],
+                    mode="lines+markers",
+                    name=_short(label),
+                    legendgroup=label,
+                    showlegend=col == 1,
+                    line={"color": colour},
+                    hovertemplate=f"{_short(label)}<br>batch %{{x}}<br>%{{y:.3g}} {unit}"
+                    "<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+    for col in (1, 2):
+        fig.update_xaxes(type="log", dtick=math.log10(2), title_text="running batch (sequences)",
+                         row=1, col=col)  # fmt: skip
+    fig.update_yaxes(title_text="tokens/s per GPU", rangemode="tozero", row=1, col=1)
+    fig.update_yaxes(title_text="TPOT (ms)", rangemode="tozero", row=1, col=2)
+    fig.update_layout(legend={"orientation": "h", "y": -0.25}, template=TEMPLATE)
+    return styled(fig, "Throughput and TPOT against batch size, one replica", height=480)
+
+
+def _short(label: str, n: int = 40) -> str:
+    return label if len(label) <= n else label[: n - 1] + "…"

@@ -1,0 +1,163 @@
+"""App-layer helpers for saved and example scenarios: the store, loading into the sidebar,
+the single deployment a scenario describes (for Compare), cached advisor calls.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+from pydantic import ValidationError
+
+from advisor.catalog import accelerators
+from advisor.examples import EXAMPLES
+from advisor.perf.estimate import EstimateInput, estimate
+from advisor.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
+from advisor.store import Store, StoreError
+from app_state import UPLOAD_KEY, _seed
+from app_url import View, scenario_to_params
+
+SS = st.session_state
+ENGAGEMENT_KEY = "sc.engagement"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A scenario the user can pick: where it comes from, its label, the scenario and TP/PP."""
+
+    label: str
+    scenario: Scenario
+    view: View
+
+
+def open_store() -> tuple[Store | None, str | None]:
+    """The store (path from the environment), or None and the message saying why not."""
+    try:
+        return Store(), None
+    except StoreError as exc:
+        return None, str(exc)
+
+
+def view_from(doc: dict[str, Any] | None) -> View:
+    """A View from saved settings; unknown or invalid keys are dropped (defaults kept)."""
+    doc = doc or {}
+    fields = {k: v for k, v in doc.items() if k in View.model_fields}
+    try:
+        return View(**fields)
+    except ValidationError:
+        return View()
+
+
+def can_load_into_sidebar(scenario: Scenario) -> str | None:
+    """None, or why the sidebar cannot show this scenario exactly."""
+    if scenario.model_config_json is not None:
+        return (
+            f"its model {scenario.model!r} is an imported config.json; the sidebar takes a "
+            "config.json through its uploader (upload the file there)"
+        )
+    return None
+
+
+def load_into_sidebar(scenario: Scenario, view: View, label: str) -> None:
+    """Button callback: put the scenario into the sidebar widgets and the URL.
+
+    Runs as ``on_click`` (before the script), the only time widget values may be set.
+    """
+    why = can_load_into_sidebar(scenario)
+    if why:
+        SS["sc.flash"] = ("error", f"“{label}” cannot be loaded into the sidebar: {why}.")
+        return
+    _seed(scenario, view)
+    st.query_params.from_dict(scenario_to_params(scenario, view))
+    note = ""
+    if SS.get(UPLOAD_KEY) is not None:
+        note = (
+            " Remove the uploaded config.json in the sidebar: it takes precedence over the model."
+        )
+    SS["sc.flash"] = ("success", f"Loaded “{label}” into the sidebar.{note}")
+
+
+def flash() -> None:
+    """Show (once) the message a callback left."""
+    msg = SS.pop("sc.flash", None)
+    if msg:
+        getattr(st, msg[0])(msg[1])
+
+
+def examples() -> list[Choice]:
+    return [Choice(ex.title, ex.scenario, View(tp=ex.tp, pp=ex.pp)) for ex in EXAMPLES.values()]
+
+
+def estimate_input(scenario: Scenario, view: View) -> EstimateInput:
+    """The one deployment the sidebar describes: first GPU, first dtypes, TP/PP from the view,
+    as many data-parallel replicas as the GPUs allow; the scenario's load (rate or users)."""
+    hw, w, opt = scenario.hardware, scenario.workload, scenario.options
+    per = view.tp * view.pp
+    if per > hw.total_gpus:
+        raise ValueError(
+            f"TP×PP = {view.tp}×{view.pp} = {per} GPUs exceeds the {hw.total_gpus} GPUs of the "
+            "hardware"
+        )
+    dp = max(1, hw.total_gpus // per)
+    load: dict[str, Any]
+    if w.arrival_rate_per_s is not None:
+        load = {"qps": w.arrival_rate_per_s, "concurrency": None}
+    else:
+        load = {"concurrency": math.ceil((w.concurrent_users or 1) / dp)}
+    return EstimateInput(
+        tp=view.tp, pp=view.pp, dp=dp, weights=opt.weight_dtypes[0], kv=opt.kv_dtypes[0],
+        isl=w.isl_tokens, osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
+        gpus_per_node=hw.gpus_per_node, engine=opt.engine, **load,
+    )  # fmt: skip
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def estimate_for(scenario_json: str, view_json: str) -> dict:
+    """``estimate`` of the scenario's sidebar deployment (cached on the JSON texts)."""
+    scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
+    gpu = accelerators()[scenario.hardware.gpus[0]]
+    return estimate(scenario.model_spec(), gpu, estimate_input(scenario, view))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def sweep_for(scenario_json: str, view_json: str) -> list[dict]:
+    from advisor.charts.compare_charts import batch_sweep, powers_of_two
+
+    scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
+    gpu = accelerators()[scenario.hardware.gpus[0]]
+    inp = estimate_input(scenario, view)
+    return batch_sweep(scenario.model_spec(), gpu, inp, powers_of_two(1024))
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def recommend_for(scenario_json: str) -> Any:
+    """``advisor.search.recommend`` (cached on the scenario JSON); None if not available."""
+    try:
+        from advisor.search.recommend import recommend
+    except ImportError:
+        return None
+    return recommend(load_scenario(scenario_json))
+
+
+def keys(scenario: Scenario, view: View) -> tuple[str, str]:
+    """Cache keys: the scenario JSON (without its name) and the view JSON."""
+    return dump_scenario(scenario.model_copy(update={"name": ""})), view.model_dump_json()
+
+
+__all__ = [
+    "Choice",
+    "ScenarioError",
+    "StoreError",
+    "can_load_into_sidebar",
+    "estimate_for",
+    "examples",
+    "flash",
+    "keys",
+    "load_into_sidebar",
+    "open_store",
+    "recommend_for",
+    "sweep_for",
+    "view_from",
+]

@@ -1,0 +1,156 @@
+"""Scenarios and Compare pages under AppTest (the data folder set per test with tmp_path), and
+the compare figure builders. Expected values: the scenarios the tests save, ``estimate`` on the
+same inputs, and the examples in advisor/examples.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from advisor.catalog import get_accelerator, get_model
+from advisor.charts import compare_charts as cc
+from advisor.examples import EXAMPLES
+from advisor.perf.estimate import EstimateInput, estimate
+from advisor.store import DB_NAME, ENV_VAR, Store
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+NEW_PAGES = ["app_pages/scenarios.py", "app_pages/compare.py"]
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def _page(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    return at.switch_page(page).run()
+
+
+def _button(at: AppTest, key: str):
+    return next(b for b in at.button if b.key == key)
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("page", NEW_PAGES)
+def test_new_pages_run_with_the_default_scenario(page):
+    _ok(_page(page))
+
+
+@pytest.mark.parametrize("key", list(EXAMPLES))
+@pytest.mark.parametrize("page", NEW_PAGES + ["app_pages/overview.py", "app_pages/memory.py"])
+def test_pages_run_with_each_example_loaded(page, key):
+    at = _page("app_pages/scenarios.py")
+    i = list(EXAMPLES).index(key)
+    _button(at, f"sc.ex.{i}").click().run()
+    _ok(at)
+    assert any("Loaded" in s.value for s in at.success)
+    ex = EXAMPLES[key]
+    assert at.session_state["scenario"].model == ex.scenario.model
+    assert at.session_state["scenario"].hardware == ex.scenario.hardware
+    assert at.session_state["scenario"].sla == ex.scenario.sla
+    assert at.query_params["m"] in (ex.scenario.model, [ex.scenario.model])
+    at.switch_page(page).run()
+    _ok(at)
+
+
+def test_save_then_find_it_in_a_new_session(_data_dir):
+    at = _page("app_pages/scenarios.py")
+    _button(at, "sc.ex.0").click().run()  # 70B on 4x H100 into the sidebar
+    at.text_input(key="sc.name").set_value("Acme baseline").run()
+    _button(at, "sc.save").click().run()
+    _ok(at)
+    assert any("Saved “Acme baseline”" in s.value for s in at.success)
+    # A new session on the same data folder (as after a restart) lists and loads it.
+    at2 = _page("app_pages/scenarios.py")
+    _ok(at2)
+    assert any("Acme baseline" in m.value for m in at2.markdown)
+    assert Store(_data_dir / DB_NAME).load("default", "Acme baseline").scenario.model == (
+        EXAMPLES["70b-4xh100-tpot50"].scenario.model
+    )
+    _button(at2, "sc.load.0").click().run()
+    _ok(at2)
+    assert at2.session_state["scenario"].hardware.gpus_per_node == 4
+    at2.switch_page("app_pages/compare.py").run()
+    assert "default / Acme baseline" in at2.multiselect(key="cmp.pick").options
+
+
+def test_compare_two_scenarios_shows_estimate_numbers():
+    at = _page("app_pages/compare.py")
+    a, b = (f"Example: {EXAMPLES[k].title}" for k in ("70b-4xh100-tpot50", "8b-1xl40s"))
+    at.multiselect(key="cmp.pick").set_value([a, b]).run()
+    _ok(at)
+    tables = at.dataframe
+    assert len(tables) == 2
+    out = tables[1].value
+    assert list(out.columns) == [a, b]
+    # The shown mean TPOT equals estimate() for the example's sidebar deployment.
+    ex = EXAMPLES["8b-1xl40s"]
+    r = estimate(
+        get_model("llama-3.1-8b"),
+        get_accelerator("l40s"),
+        EstimateInput(
+            tp=1, dp=1, weights="fp16", kv="fp16", isl=512, osl=256, qps=1.0, gpus_per_node=1,
+            inter_link=ex.scenario.hardware.inter_link, engine="vllm", concurrency=None,
+        ),
+    )  # fmt: skip
+    assert out.loc["TPOT (mean)", b] == f"{r['tpot_ms']:,.1f} ms"
+    assert len(at.get("plotly_chart")) == 2
+
+
+def test_corrupt_database_shows_a_message_and_the_page_works(_data_dir):
+    _data_dir.mkdir(parents=True)
+    (_data_dir / DB_NAME).write_bytes(b"not a database " * 200)
+    at = _page("app_pages/scenarios.py")
+    assert not at.exception
+    assert any("damaged or not a SQLite file" in e.value for e in at.error)
+    _button(at, "sc.ex.2").click().run()  # examples still load
+    assert not at.exception
+    assert at.session_state["scenario"].model == "llama-3.1-8b"
+
+
+# -- figure builders -----------------------------------------------------------------------------
+def _est(model: str, gpu: str, **kw) -> dict:
+    return estimate(get_model(model), get_accelerator(gpu), EstimateInput(**kw))
+
+
+def test_latency_breakdown_figure_bars_equal_the_breakdown():
+    a = _est("llama-3.1-70b", "h100-sxm", tp=4, weights="fp8", concurrency=8, link="nvlink4")
+    b = _est("llama-3.1-8b", "l40s", tp=1, concurrency=8)
+    bad = _est("llama-3.1-405b", "l40s", tp=1, concurrency=1)
+    assert not bad["fits"]
+    fig = cc.latency_breakdown_figure({"A": a, "B": b, "C": bad})
+    assert fig.layout.title.text == "Latency breakdown by scenario (ms)"
+    assert fig.layout.template.layout.font.family  # explicit template, not streamlit's
+    compute = [t for t in fig.data if t.name == "compute"]
+    assert len(compute) == 2  # prefill and decode subplots
+    assert list(compute[1].y) == pytest.approx(
+        [a["breakdown"]["decode_step"]["compute"], b["breakdown"]["decode_step"]["compute"], 0.0]
+    )
+    assert list(compute[0].x)[2] == "C (does not fit)"
+
+
+def test_batch_sweep_and_throughput_figure():
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("l40s")
+    rows = cc.batch_sweep(model, gpu, EstimateInput(tp=1), cc.powers_of_two(1 << 20))
+    assert rows and rows[0]["batch"] == 1
+    # Stops at the KV cache: the last batch fits, twice it does not.
+    assert rows[-1]["batch"] < 1 << 20
+    nxt = estimate(model, gpu, EstimateInput(tp=1, concurrency=rows[-1]["batch"] * 2))
+    assert not nxt["fits"]
+    # More sequences per step: more tokens per GPU (memory-bound decode), slower tokens.
+    assert rows[-1]["throughput_tok_s_per_gpu"] > rows[0]["throughput_tok_s_per_gpu"]
+    assert rows[-1]["tpot_ms"] > rows[0]["tpot_ms"]
+    fig = cc.throughput_vs_batch_figure({"8B on L40S": rows, "empty": []})
+    assert fig.layout.title.text == "Throughput and TPOT against batch size, one replica"
+    assert len(fig.data) == 4
+    assert list(fig.data[0].y) == [r["throughput_tok_s_per_gpu"] for r in rows]
+    assert fig.layout.xaxis.type == "log"
