@@ -369,8 +369,18 @@ def build_report(
     _sources(doc, ctx)
     if ctx.missing_charts:
         _missing_charts(doc, ctx)
-    out = doc.output()
-    return bytes(out)
+    out = bytes(doc.output())
+    _LAST.clear()
+    _LAST.update(pages=doc.page_no(), images=ctx.images, missing_charts=list(ctx.missing_charts))
+    return out
+
+
+_LAST: dict = {}
+
+
+def last_build_info() -> dict:
+    """Pages, embedded images and missing charts of the last ``build_report`` in this process."""
+    return dict(_LAST)
 
 
 def report_bytes_for_app(

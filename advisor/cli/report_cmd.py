@@ -1,0 +1,85 @@
+"""``advisor report``: the PDF recommendation summary (advisor.report.pdf.build_report).
+
+Takes ``--scenario FILE.json`` or the same flags as ``recommend`` (its parser is reused), plus
+``--out FILE.pdf`` and the free-text ``--client`` / ``--consultant`` (sanitised and truncated to
+200 characters in the PDF).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from advisor.cli import CliInputError, recommend_cmd
+
+
+class _Renamed:
+    """Lets recommend_cmd.add_parser build its flags on a parser named 'report'."""
+
+    def __init__(self, sub: argparse._SubParsersAction) -> None:
+        self._sub = sub
+
+    def add_parser(self, _name: str, **kwargs) -> argparse.ArgumentParser:
+        kwargs["help"] = "PDF recommendation summary (same flags as recommend, plus --out)"
+        return self._sub.add_parser("report", **kwargs)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = recommend_cmd.add_parser(_Renamed(sub))
+    p.add_argument("--out", help="PDF file to write (required)")
+    p.add_argument("--client", default="", help="client / engagement name (max 200 characters)")
+    p.add_argument("--consultant", default="", help="consultant name (max 200 characters)")
+    p.add_argument("--no-sensitivities", action="store_true", help="skip the perturbed re-runs")
+    return p
+
+
+def _check_out(value: str | None) -> Path:
+    if not value:
+        raise CliInputError("--out is required (the PDF file to write, e.g. --out report.pdf)")
+    path = Path(value)
+    if path.is_dir():
+        raise CliInputError(f"--out {value}: is a directory; give a file name")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise CliInputError(f"--out {value}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CliInputError(f"--out {value}: not writable")
+    return path
+
+
+def run(args: argparse.Namespace) -> dict:
+    from advisor.report import images
+    from advisor.report.pdf import build_report, last_build_info
+    from advisor.search.recommend import recommend
+
+    out = _check_out(args.out)
+    scenario = recommend_cmd.scenario_from_args(args)
+    rec = recommend(scenario)
+    pdf = build_report(
+        scenario, client=args.client, consultant=args.consultant, recommendation=rec,
+        sensitivities=not args.no_sensitivities,
+    )  # fmt: skip
+    try:
+        out.write_bytes(pdf)
+    except OSError as exc:
+        raise CliInputError(f"--out {args.out}: cannot write: {exc.strerror}") from None
+    info = last_build_info()
+    ok, why = images.charts_status()
+    return {
+        "out": str(out),
+        "bytes": len(pdf),
+        "pages": info.get("pages"),
+        "images": info.get("images"),
+        "missing_charts": info.get("missing_charts", []),
+        "charts": "available" if ok else why,
+        "recommended": rec.best.description if rec.best is not None else None,
+    }
+
+
+def render(r: dict) -> str:
+    lines = [f"wrote {r['out']} ({r['bytes']:,} bytes, {r['pages']} pages, {r['images']} charts)"]
+    lines.append(f"recommended: {r['recommended'] or 'none (no deployment meets the SLA)'}")
+    for title, why in r["missing_charts"]:
+        lines.append(f"missing chart: {title}: {why}")
+    return "\n".join(lines)
