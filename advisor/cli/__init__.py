@@ -28,6 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "estimate": "advisor.cli.estimate_cmd",
     "validate": "advisor.cli.validate_cmd",
     "calibrate": "advisor.cli.calibrate_cmd",
+    "report": "advisor.cli.report_cmd",
 }
 
 
