@@ -25,6 +25,8 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("app_pages/compare.py", "Compare", "compare", ":material/compare:"),
     ("app_pages/latency.py", "Latency", "latency", ":material/timer:"),
     ("app_pages/speculative.py", "Speculative decoding", "speculative", ":material/fast_forward:"),
+    ("app_pages/trust.py", "Trust", "trust", ":material/verified:"),
+    ("app_pages/article.py", "Article check", "article", ":material/fact_check:"),
 ]
 
 pg = st.navigation(
