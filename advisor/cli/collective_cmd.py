@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from advisor.cli import CliInputError, add_json_flag, choice_of, int_in
+from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
 from advisor.cli.common import resolve_gpu, resolve_link
 from advisor.physics.collectives import OPS, collective
 
@@ -13,19 +13,8 @@ DEFAULT_INTER_NODE_LINK = "ib-ndr"
 MAX_BYTES = 1e12
 
 
-def _bytes(text: str) -> float:
-    """argparse type: a message size in bytes, an int or float literal (``1e6``) in 1..1e12."""
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of bytes (allowed: 1..{MAX_BYTES:g})"
-        ) from None
-    if not 1 <= value <= MAX_BYTES:
-        raise argparse.ArgumentTypeError(
-            f"{text.strip()} is out of range (allowed: 1..{MAX_BYTES:g})"
-        )
-    return value
+#: argparse type: a message size in bytes, an int or float literal (``1e6``) in 1..1e12.
+_bytes = float_in(1, MAX_BYTES)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
