@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
-from advisor.charts.theme import LINK_COLOURS, PALETTE, styled
+from advisor.charts.theme import LINK_COLOURS, PALETTE, log_ticks, styled
 from advisor.physics.collectives import (
     NCCL_ALGORITHMS,
     allreduce,
@@ -146,7 +146,7 @@ def per_layer_figure(rows: Sequence[dict], title: str) -> go.Figure:
             )
         )
     _tp_axis(fig)
-    fig.update_yaxes(type="log", dtick="D2", title_text="all-reduce time per layer (µs)")
+    fig.update_yaxes(type="log", **log_ticks(), title_text="all-reduce time per layer (µs)")
     return styled(fig, title, height=420)
 
 
@@ -187,7 +187,7 @@ def step_figure(rows: Sequence[dict], title: str) -> go.Figure:
         )
     )  # fmt: skip
     _tp_axis(fig)
-    fig.update_yaxes(type="log", dtick="D2", title_text="decode step estimate (ms)")
+    fig.update_yaxes(type="log", **log_ticks(), title_text="decode step estimate (ms)")
     fig.update_layout(legend={"orientation": "h", "y": -0.25, "x": 0})
     return styled(fig, title, height=460)
 
@@ -258,5 +258,5 @@ def article_figure(rows: Sequence[dict], title: str) -> go.Figure:
             )
         )  # fmt: skip
     fig.update_xaxes(type="log", tickvals=[2, 4, 8], title_text="GPUs in the all-reduce (N)")
-    fig.update_yaxes(type="log", dtick="D2", title_text="one all-reduce (µs)")
+    fig.update_yaxes(type="log", **log_ticks(), title_text="one all-reduce (µs)")
     return styled(fig, title, height=400)

@@ -70,3 +70,14 @@ def styled(fig: go.Figure, title: str, *, height: int = 420) -> go.Figure:
 def gb(x_bytes: float) -> float:
     """Bytes to decimal gigabytes (1e9), the unit charts label as 'GB'."""
     return x_bytes / 1e9
+
+
+def log_ticks(lo_exp: int = -3, hi_exp: int = 7) -> dict:
+    """Tick values 1-2-5 per decade for a log axis, labelled in full (200, not a bare '2').
+
+    >>> log_ticks(0, 1)["tickvals"]
+    [1, 2, 5, 10, 20, 50]
+    """
+    vals = [m * 10**e for e in range(lo_exp, hi_exp + 1) for m in (1, 2, 5)]
+    vals = [round(v, 6) if v < 1 else int(v) for v in vals]
+    return {"tickvals": vals, "ticktext": [f"{v:,g}" for v in vals]}
