@@ -18,6 +18,7 @@ from app_state import show_url_warnings, sidebar, sync_url  # noqa: E402
 
 #: (file, title, url path, icon). The first is the default page.
 PAGES: list[tuple[str, str, str, str]] = [
+    ("app_pages/recommendation.py", "Recommendation", "recommendation", ":material/recommend:"),
     ("app_pages/overview.py", "Scenario", "scenario", ":material/description:"),
     ("app_pages/memory.py", "Memory and KV budget", "memory", ":material/memory:"),
     ("app_pages/interconnect.py", "Interconnect", "interconnect", ":material/lan:"),

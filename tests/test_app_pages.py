@@ -45,7 +45,7 @@ def test_app_runs_without_exception():
     at = _app()
     assert not at.exception
     assert not at.error
-    assert at.title[0].value == "Inference Architect"
+    assert at.title[0].value == "Recommendation"  # the default (first) page
 
 
 @pytest.mark.parametrize("page", PAGES)

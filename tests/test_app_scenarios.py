@@ -17,7 +17,7 @@ from advisor.store import DB_NAME, ENV_VAR, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-NEW_PAGES = ["app_pages/scenarios.py", "app_pages/compare.py"]
+NEW_PAGES = ["app_pages/recommendation.py", "app_pages/scenarios.py", "app_pages/compare.py"]
 
 
 @pytest.fixture(autouse=True)
@@ -153,4 +153,44 @@ def test_batch_sweep_and_throughput_figure():
     assert fig.layout.title.text == "Throughput and TPOT against batch size, one replica"
     assert len(fig.data) == 4
     assert list(fig.data[0].y) == [r["throughput_tok_s_per_gpu"] for r in rows]
+    assert fig.layout.xaxis.type == "log"
+
+
+def test_recommendation_page_shows_recommend_numbers():
+    from advisor.scenario import Scenario
+    from advisor.search.recommend import recommend
+
+    at = AppTest.from_file(APP, default_timeout=120).run()  # the default page
+    _ok(at)
+    assert at.title[0].value == "Recommendation"
+    rec = recommend(Scenario())
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["GPUs"] == str(rec.best.gpus)
+    assert metrics["P99 TPOT"] == f"{rec.best.tpot_ms.p99:,.1f} ms"
+    assert metrics["Cost"] == f"${rec.best.usd_per_million_tokens:,.3f} / M tokens"
+
+
+def test_recommendation_page_says_when_nothing_meets_the_sla():
+    at = _page("app_pages/scenarios.py")
+    _button(at, "sc.ex.2").click().run()  # 8B on one L40S
+    at.number_input(key="w.tpot").set_value(0.01).run()  # 10 µs per token: impossible
+    at.switch_page("app_pages/recommendation.py").run()
+    assert not at.exception
+    assert any("No deployment meets the SLA" in e.value for e in at.error)
+    assert not at.metric
+
+
+def test_pareto_figure_hover_names_the_deployment():
+    from advisor.charts.recommend_charts import pareto_figure
+    from advisor.scenario import Scenario
+    from advisor.search.recommend import recommend
+
+    rec = recommend(Scenario())
+    fig = pareto_figure(rec.pareto, rec.pareto_cost, latency_metric=rec.latency_metric,
+                        sla_ms=50.0, best=rec.best.description)  # fmt: skip
+    assert fig.layout.title.text.startswith("Pareto frontiers")
+    meets = [t for t in fig.data if t.name == "meets the SLA"]
+    shown = {row[0] for t in meets for row in t.customdata}
+    assert shown == {p.description for p in rec.pareto + rec.pareto_cost if p.meets_sla}
+    assert any(t.name == "recommended" for t in fig.data)
     assert fig.layout.xaxis.type == "log"

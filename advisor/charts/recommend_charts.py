@@ -1,0 +1,111 @@
+"""Figures of the Recommendation page (pure functions, explicit template)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from advisor.charts.theme import PALETTE, styled
+
+MEETS, MISSES, BEST = PALETTE[2], PALETTE[5], PALETTE[0]
+
+
+def pareto_figure(
+    throughput_points: Sequence,
+    cost_points: Sequence,
+    *,
+    latency_metric: str,
+    sla_ms: float | None = None,
+    best: str | None = None,
+) -> go.Figure:
+    """The two Pareto frontiers against the latency metric: throughput per GPU (higher is better)
+    and cost per million output tokens (lower is better). Points are ``ParetoPoint``-like objects
+    (description, gpus, throughput_per_gpu_tok_s, usd_per_million_tokens, latency_ms,
+    meets_sla); hovering shows the deployment. ``best`` (a description) is ringed; ``sla_ms``
+    draws the target as a dashed vertical line."""
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        horizontal_spacing=0.12,
+        subplot_titles=("Throughput per GPU against latency", "Cost against latency"),
+    )
+    panels = (
+        (1, throughput_points, "throughput_per_gpu_tok_s", "output tokens/s per GPU"),
+        (2, cost_points, "usd_per_million_tokens", "USD per million output tokens"),
+    )
+    for col, points, key, unit in panels:
+        pts = sorted(points, key=lambda p: p.latency_ms)
+        fig.add_trace(
+            go.Scatter(
+                x=[p.latency_ms for p in pts],
+                y=[getattr(p, key) for p in pts],
+                mode="lines",
+                line={"color": "#AAAAAA", "dash": "dot"},
+                hoverinfo="skip",
+                showlegend=False,
+            ),  # fmt: skip
+            row=1,
+            col=col,
+        )
+        for meets, name, colour in ((True, "meets the SLA", MEETS), (False, "misses it", MISSES)):
+            sel = [p for p in pts if bool(p.meets_sla) is meets]
+            fig.add_trace(
+                go.Scatter(
+                    x=[p.latency_ms for p in sel],
+                    y=[getattr(p, key) for p in sel],
+                    mode="markers",
+                    marker={"color": colour, "size": 11},
+                    name=name,
+                    legendgroup=name,
+                    showlegend=col == 1,
+                    customdata=[
+                        [
+                            p.description,
+                            p.gpus,
+                            p.throughput_per_gpu_tok_s,
+                            p.usd_per_million_tokens,
+                        ]
+                        for p in sel
+                    ],
+                    hovertemplate="<b>%{customdata[0]}</b><br>%{customdata[1]} GPUs<br>"
+                    f"{latency_metric} %{{x:.3g}} ms<br>%{{customdata[2]:,.0f}} tokens/s per GPU"
+                    "<br>$%{customdata[3]:,.3f} per million tokens<extra></extra>",
+                ),
+                row=1,
+                col=col,
+            )
+        chosen = [p for p in pts if best is not None and p.description == best]
+        if chosen:
+            fig.add_trace(
+                go.Scatter(
+                    x=[chosen[0].latency_ms],
+                    y=[getattr(chosen[0], key)],
+                    mode="markers",
+                    marker={
+                        "size": 22,
+                        "color": "rgba(0,0,0,0)",
+                        "line": {"color": BEST, "width": 3},
+                    },
+                    name="recommended",
+                    legendgroup="best",
+                    showlegend=col == 1,
+                    hoverinfo="skip",
+                ),  # fmt: skip
+                row=1,
+                col=col,
+            )
+        if sla_ms is not None:
+            fig.add_vline(x=sla_ms, line={"color": "#444444", "dash": "dash"}, row=1, col=col)
+        fig.update_xaxes(title_text=f"{latency_metric} (ms)", type="log", row=1, col=col)
+        fig.update_yaxes(title_text=unit, rangemode="tozero", row=1, col=col)
+    if sla_ms is not None:
+        fig.add_annotation(
+            x=1.0, y=1.0, xref="paper", yref="paper", xanchor="right", yanchor="bottom",
+            text=f"dashed line: SLA target {sla_ms:g} ms", showarrow=False, font={"size": 12},
+        )  # fmt: skip
+    fig.update_layout(legend={"orientation": "h", "y": -0.22})
+    return styled(
+        fig, f"Pareto frontiers: what each millisecond of {latency_metric} costs", height=480
+    )

@@ -1,0 +1,168 @@
+"""Recommendation: the best deployment for the sidebar scenario, why, the near misses, the Pareto
+frontiers and the article's decision-matrix answer beside it."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from advisor.charts.recommend_charts import pareto_figure
+from app_scenarios import keys, recommend_for
+from app_state import current, guarded
+
+
+def _pct(p, pct: int) -> float:
+    return getattr(p, f"p{pct}")
+
+
+def _target_ms(scenario, metric: str) -> float | None:
+    for word, value in (("TTFT", scenario.sla.ttft_ms), ("TPOT", scenario.sla.tpot_ms),
+                        ("E2E", scenario.sla.e2e_ms)):  # fmt: skip
+        if word in metric:
+            return value
+    return None
+
+
+def best_section(rec, scenario) -> None:
+    pct = scenario.sla.percentile
+    b = rec.best
+    if b is None:
+        st.error(
+            f"**No deployment meets the SLA ({rec.sla}).** {rec.no_best_reason or ''} "
+            "The closest misses are listed below: relax the target, add GPUs or allow other "
+            "dtypes in the sidebar."
+        )
+        return
+    st.success(f"**Recommended:** {b.description}")
+    c = st.columns(5)
+    c[0].metric("GPUs", f"{b.gpus}", help=f"{b.nodes} node(s)")
+    c[1].metric(f"P{pct} TTFT", f"{_pct(b.ttft_ms, pct):,.1f} ms")
+    c[2].metric(f"P{pct} TPOT", f"{_pct(b.tpot_ms, pct):,.1f} ms")
+    c[3].metric("Throughput per GPU", f"{b.throughput_per_gpu_tok_s:,.0f} tokens/s",
+                help="Output tokens/s per GPU at the offered load")  # fmt: skip
+    c[4].metric("Cost", f"${b.usd_per_million_tokens:,.3f} / M tokens",
+                help=f"Per million output tokens at the offered load; ${b.usd_per_hour:,.2f} per "
+                "hour for the deployment")  # fmt: skip
+    st.caption(
+        f"SLA {rec.sla}; P{pct} end to end {_pct(b.e2e_ms, pct) / 1e3:,.2f} s; "
+        f"{b.running_batch:.1f} sequences decoding per replica on average; the deployment "
+        f"saturates at {b.max_rate_req_s:,.2f} requests/s ({b.headroom:.1f}× the offered load)."
+    )
+    st.markdown("**Why**\n\n" + "\n".join(f"- {line}" for line in rec.explanation))
+
+
+def matrix_section(rec) -> None:
+    dm = rec.decision_matrix
+    st.subheader("The article's decision matrix")
+    st.markdown(
+        f"Model size **{dm.model_params_b:,.1f} B** parameters → row **{dm.row}**: "
+        f"“{dm.article_answer}”."
+    )
+    if dm.agrees is None:
+        st.info("Agreement: not applicable (nothing to compare).")
+    elif dm.agrees:
+        st.success("Agreement: the search agrees with the article.")
+    else:
+        st.warning("Agreement: the search disagrees with the article.")
+    for d in dm.differences:
+        st.markdown(f"- {d}")
+    if dm.note:
+        st.caption(dm.note)
+    if dm.article_shaped is not None:
+        a = dm.article_shaped
+        st.caption(
+            f"The article's shape as evaluated: {a.description}: {a.gpus} GPUs, "
+            f"{'meets' if a.meets_sla else 'misses'} the SLA, "
+            f"${a.usd_per_million_tokens:,.3f} per million tokens."
+        )
+
+
+def near_misses_section(rec, pct: int) -> None:
+    if not rec.near_misses:
+        return
+    st.subheader("Near misses")
+    st.dataframe(
+        pd.DataFrame(
+            [
+                {
+                    "deployment": m.deployment.description,
+                    "misses by": "; ".join(m.fails),
+                    "GPUs": m.deployment.gpus,
+                    f"P{pct} TTFT (ms)": round(_pct(m.deployment.ttft_ms, pct), 1),
+                    f"P{pct} TPOT (ms)": round(_pct(m.deployment.tpot_ms, pct), 1),
+                    "USD per M tokens": round(m.deployment.usd_per_million_tokens, 3),
+                }
+                for m in rec.near_misses
+            ]
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+
+
+def details_section(rec) -> None:
+    if rec.capacity is not None:
+        cap = rec.capacity
+        st.subheader("Capacity planning")
+        st.caption(
+            f"One replica ({cap.replica}, {cap.gpus_per_replica} GPUs) serves up to "
+            f"{cap.max_rate_per_replica_at_sla_req_s:,.2f} requests/s within the SLA."
+        )
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "requests/s": r.target_rate_req_s,
+                        "replicas": r.replicas,
+                        "GPUs": r.gpus,
+                        "nodes": r.nodes,
+                    }  # fmt: skip
+                    for r in cap.rows
+                ]
+            ),
+            hide_index=True,
+        )
+    with st.expander("Search details and assumptions"):
+        st.markdown(
+            f"{rec.candidates_evaluated:,} deployments evaluated, {rec.feasible:,} meet the SLA, "
+            f"in {rec.elapsed_ms:,.0f} ms."
+        )
+        if rec.rejected:
+            st.markdown(
+                "**Rejected before evaluation:**\n\n"
+                + "\n".join(f"- {n:,} × {why}" for why, n in rec.rejected.items())
+            )
+        st.markdown("**Cost basis:**\n\n" + "\n".join(f"- {c}" for c in rec.cost_basis))
+        st.markdown("**Assumptions:**\n\n" + "\n".join(f"- {a}" for a in rec.assumptions))
+
+
+def page() -> None:
+    scenario, view = current()
+    sj, _ = keys(scenario, view)
+    rec = recommend_for(sj)
+    if rec is None:
+        st.error("The recommendation search is not available in this version.")
+        return
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        guarded("Recommendation", best_section, rec, scenario)
+    with right:
+        guarded("Decision matrix", matrix_section, rec)
+    if rec.pareto or rec.pareto_cost:
+        fig = pareto_figure(
+            rec.pareto, rec.pareto_cost, latency_metric=rec.latency_metric,
+            sla_ms=_target_ms(scenario, rec.latency_metric),
+            best=rec.best.description if rec.best else None,
+        )  # fmt: skip
+        st.plotly_chart(fig, width="stretch")
+    guarded("Near misses", near_misses_section, rec, scenario.sla.percentile)
+    guarded("Details", details_section, rec)
+
+
+st.title("Recommendation")
+st.caption(
+    "The cheapest deployment of the sidebar's hardware that meets the latency target at the "
+    "offered load (rank by cost; GPUs, TP, PP, data-parallel replicas, dtypes, disaggregation "
+    "and speculative decoding as the sidebar allows)."
+)
+guarded("Recommendation", page)
