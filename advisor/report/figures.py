@@ -6,7 +6,6 @@ Each function returns a plotly Figure, or None when the data or the builder is n
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from advisor.catalog import accelerators
@@ -61,19 +60,18 @@ def pareto_figure(rec: Any, scenario: Scenario):
     """The recommendation page's Pareto frontier, if the chart module provides one."""
     if rec is None or not getattr(rec, "pareto", None):
         return None
-    for module, names in (
-        ("advisor.charts.recommend_charts", ("pareto_figure", "pareto_cost_figure")),
-        ("advisor.charts.search_charts", ("pareto_figure",)),
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ImportError:
-            continue
-        for name in names:
-            fn = getattr(mod, name, None)
-            if callable(fn):
-                return fn(rec)
-    raise LookupError("no Pareto figure builder in advisor.charts yet")
+    from advisor.charts import recommend_charts as rc
+
+    metric = getattr(rec, "latency_metric", "latency")
+    sla = scenario.sla
+    target = None
+    for word, v in (("TTFT", sla.ttft_ms), ("TPOT", sla.tpot_ms), ("E2E", sla.e2e_ms)):
+        if word in metric:
+            target = v
+    best = rec.best.description if getattr(rec, "best", None) is not None else None
+    return rc.pareto_figure(
+        rec.pareto, rec.pareto_cost, latency_metric=metric, sla_ms=target, best=best
+    )
 
 
 def figure(kind: str, rec: Any, scenario: Scenario):

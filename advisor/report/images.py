@@ -90,7 +90,9 @@ atexit.register(stop)
 def _render(fig, width: int, height: int, scale: float) -> bytes:
     import plotly.io as pio
 
-    return pio.to_image(fig, format="png", width=width, height=height, scale=scale)
+    with warnings.catch_warnings():  # only this export thread; pytest resets global filters
+        warnings.filterwarnings("ignore", message="The kopts argument", category=UserWarning)
+        return pio.to_image(fig, format="png", width=width, height=height, scale=scale)
 
 
 def figure_png(fig, width: int, height: int, scale: float = 2) -> bytes | None:

@@ -18,7 +18,7 @@ import io
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from fpdf import FPDF
@@ -158,13 +158,25 @@ def deployment(obj: Any, percentile: int = 99) -> Deployment:
     )
 
 
+@lru_cache(maxsize=64)
+def _recommend_json(scenario_json: str) -> Any:
+    from advisor.search.recommend import recommend
+
+    return recommend(Scenario.model_validate_json(scenario_json))
+
+
+def _recommend(scenario: Scenario) -> Any:
+    """``recommend(scenario)``, memoised per scenario (sensitivity re-runs repeat across exports)."""
+    return _recommend_json(scenario.model_dump_json())
+
+
 def _try_recommend(scenario: Scenario) -> tuple[Any, str | None]:
     """``recommend(scenario)`` if the search is installed; (None, why) otherwise."""
     try:
-        from advisor.search.recommend import recommend
+        import advisor.search.recommend  # noqa: F401
     except ImportError:
         return None, "the recommendation engine (advisor.search.recommend) is not available"
-    return recommend(scenario), None
+    return _recommend(scenario), None
 
 
 @cache
@@ -727,7 +739,7 @@ def _sensitivity_rows(ctx: _Context) -> tuple[list[tuple[str, str, str]], str | 
     if ctx.best is None:
         return [], "no recommendation to perturb"
     try:
-        from advisor.search.recommend import recommend
+        import advisor.search.recommend  # noqa: F401
     except ImportError:
         return [], "the recommendation engine is not available"
     rows, start = [], time.perf_counter()
@@ -736,7 +748,7 @@ def _sensitivity_rows(ctx: _Context) -> tuple[list[tuple[str, str, str]], str | 
             rows.append((label, "skipped (time budget)", ""))
             continue
         try:
-            r = recommend(sc)
+            r = _recommend(sc)
         except Exception as exc:  # noqa: BLE001
             rows.append((label, f"failed: {type(exc).__name__}", ""))
             continue

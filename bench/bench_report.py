@@ -1,0 +1,37 @@
+"""Time the PDF report for the default scenario: cold (first export starts the browser) and warm.
+
+Prints the times; never asserts (target: under 3 s warm). Run: .venv/bin/python bench/bench_report.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from advisor.report import images  # noqa: E402
+from advisor.report.pdf import build_report, last_build_info  # noqa: E402
+from advisor.scenario import Scenario  # noqa: E402
+
+
+def main() -> None:
+    s = Scenario()
+    ok, why = images.charts_status()
+    print(f"charts: {'available' if ok else why}")
+    for label in ("cold", "warm", "warm"):
+        t = time.perf_counter()
+        pdf = build_report(s, client="Bench client", consultant="Bench")
+        dt = time.perf_counter() - t
+        info = last_build_info()
+        print(
+            f"{label}: {dt:.2f} s, {len(pdf):,} bytes, {info['pages']} pages, {info['images']} images"
+        )
+    t = time.perf_counter()
+    build_report(s, sensitivities=False)
+    print(f"warm, no sensitivities: {time.perf_counter() - t:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
