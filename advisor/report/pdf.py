@@ -212,10 +212,7 @@ def _article_claims(scenario: Scenario, rec: Any) -> tuple[list[Any], str | None
     if fn is None:
         return [], "advisor.article_check has no check function"
     try:
-        try:
-            return list(fn(scenario, rec)), None
-        except TypeError:
-            return list(fn(scenario)), None
+        return list(fn()), None
     except Exception as exc:  # noqa: BLE001 - a note, never a failed report
         return [], f"the article check failed: {type(exc).__name__}"
 
@@ -272,7 +269,7 @@ class _Doc(FPDF):
         self.ln(1)
 
     def h2(self, text: str) -> None:
-        if self.get_y() > self.h - 35:
+        if self.get_y() > self.h - 50:
             self.add_page()
         self.ln(1.5)
         self.set_font(self.family, "B", 11)
@@ -818,7 +815,7 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
 
 def _claim_text(c: Any) -> tuple[str, str, str]:
     claim = clean(_pick(c, "claim", "title", "rule", "text", default=str(c)), 300)
-    computed = clean(_pick(c, "computed", "ours", "value", "finding", default=""), 300)
+    computed = clean(_pick(c, "recomputed", "computed", default=""), 300)
     verdict = _pick(c, "verdict", "status", "agrees", default="")
     if isinstance(verdict, bool):
         verdict = "agrees" if verdict else "disagrees"
@@ -827,16 +824,29 @@ def _claim_text(c: Any) -> tuple[str, str, str]:
 
 def _article(doc: _Doc, ctx: _Context) -> None:
     doc.h1("Where the article's rules of thumb disagree")
+    dm = _pick(ctx.rec, "decision_matrix") if ctx.rec is not None else None
+    if dm is not None:
+        doc.h2(f"Decision matrix ({clean(_pick(dm, 'row', default='?'), 40)} parameters)")
+        agrees = _pick(dm, "agrees")
+        verdict = {True: "agrees with", False: "differs from", None: "cannot be compared with"}[
+            agrees
+        ]
+        doc.para(f"The article's rule for this model size, '{clean(_pick(dm, 'article_answer', default='?'), 200)}', "
+                 f"{verdict} the computed recommendation.", 9)  # fmt: skip
+        diffs = [clean(x, 400) for x in (_pick(dm, "differences", default=[]) or [])]
+        if diffs:
+            doc.bullets(diffs, 8.5)
+        doc.h2("The article's other figures, recomputed")
     claims, why = _article_claims(ctx.scenario, ctx.rec)
     if why:
         doc.para(why + ".", 9, colour=GREY)
         return
     rows = [_claim_text(c) for c in claims]
-    disagree = [r for r in rows if r[2] and not r[2].lower().startswith(("agree", "ok", "holds"))]
+    disagree = [r for r in rows if r[2] and r[2].lower() not in ("agrees", "ok", "holds")]
     if not disagree:
         doc.para(f"All {len(rows)} checked rules of thumb agree with the computed answer.", 9)
         return
-    doc.table([("Rule of thumb", "Computed here", "Verdict"), *disagree], (70, 84, 24))
+    doc.table([("Article", "Recomputed here", "Verdict"), *disagree], (78, 76, 24), size=8)
 
 
 def _sources(doc: _Doc, ctx: _Context) -> None:
