@@ -166,7 +166,9 @@ def _hardware_inputs() -> Hardware:
             gpus=SS[_K["hardware.gpus"]],
             gpus_per_node=SS[_K["hardware.gpus_per_node"]],
             nodes=SS[_K["hardware.nodes"]],
-            intra_link=None if SS[_K["hardware.intra_link"]] == OWN else SS[_K["hardware.intra_link"]],
+            intra_link=None
+            if SS[_K["hardware.intra_link"]] == OWN
+            else SS[_K["hardware.intra_link"]],
             inter_link=SS[_K["hardware.inter_link"]],
         ),
         Hardware(),
