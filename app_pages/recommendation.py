@@ -15,6 +15,17 @@ def _pct(p, pct: int) -> float:
     return getattr(p, f"p{pct}")
 
 
+def _ms(x_ms: float) -> str:
+    """Milliseconds below 10 s, seconds above.
+
+    >>> _ms(19.246), _ms(2381.96), _ms(12_500.0)
+    ('19.2 ms', '2,382 ms', '12.5 s')
+    """
+    if x_ms >= 10_000:
+        return f"{x_ms / 1e3:,.1f} s"
+    return f"{x_ms:,.0f} ms" if x_ms >= 1000 else f"{x_ms:,.1f} ms"
+
+
 def _target_ms(scenario, metric: str) -> float | None:
     for word, value in (("TTFT", scenario.sla.ttft_ms), ("TPOT", scenario.sla.tpot_ms),
                         ("E2E", scenario.sla.e2e_ms)):  # fmt: skip
@@ -34,13 +45,13 @@ def best_section(rec, scenario) -> None:
         )
         return
     st.success(f"**Recommended:** {b.description}")
-    c = st.columns(5)
+    c = st.columns([1, 1.3, 1.3, 1.6, 1.6])
     c[0].metric("GPUs", f"{b.gpus}", help=f"{b.nodes} node(s)")
-    c[1].metric(f"P{pct} TTFT", f"{_pct(b.ttft_ms, pct):,.1f} ms")
-    c[2].metric(f"P{pct} TPOT", f"{_pct(b.tpot_ms, pct):,.1f} ms")
+    c[1].metric(f"P{pct} TTFT", _ms(_pct(b.ttft_ms, pct)))
+    c[2].metric(f"P{pct} TPOT", _ms(_pct(b.tpot_ms, pct)))
     c[3].metric("Throughput per GPU", f"{b.throughput_per_gpu_tok_s:,.0f} tokens/s",
                 help="Output tokens/s per GPU at the offered load")  # fmt: skip
-    c[4].metric("Cost", f"${b.usd_per_million_tokens:,.3f} / M tokens",
+    c[4].metric("Cost per M output tokens", f"${b.usd_per_million_tokens:,.3f}",
                 help=f"Per million output tokens at the offered load; ${b.usd_per_hour:,.2f} per "
                 "hour for the deployment")  # fmt: skip
     st.caption(
@@ -48,7 +59,11 @@ def best_section(rec, scenario) -> None:
         f"{b.running_batch:.1f} sequences decoding per replica on average; the deployment "
         f"saturates at {b.max_rate_req_s:,.2f} requests/s ({b.headroom:.1f}× the offered load)."
     )
-    st.markdown("**Why**\n\n" + "\n".join(f"- {line}" for line in rec.explanation))
+
+
+def why_section(rec) -> None:
+    if rec.best is not None:
+        st.markdown("**Why**\n\n" + "\n".join(f"- {line}" for line in rec.explanation))
 
 
 def matrix_section(rec) -> None:
@@ -143,9 +158,10 @@ def page() -> None:
     if rec is None:
         st.error("The recommendation search is not available in this version.")
         return
+    guarded("Recommendation", best_section, rec, scenario)
     left, right = st.columns([3, 2], gap="large")
     with left:
-        guarded("Recommendation", best_section, rec, scenario)
+        guarded("Why", why_section, rec)
     with right:
         guarded("Decision matrix", matrix_section, rec)
     if rec.pareto or rec.pareto_cost:
