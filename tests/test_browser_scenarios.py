@@ -98,6 +98,8 @@ def test_save_reload_find_compare(server, browser):
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
     _no_exception(page)
     page.screenshot(path=str(SHOTS / "recommendation.png"), full_page=True)
+    # The main area scrolls inside the page: shoot the chart itself too.
+    page.locator(".js-plotly-plot").first.screenshot(path=str(SHOTS / "recommendation-pareto.png"))
 
     page.goto(server + "/scenarios")
     page.get_by_role("heading", name="Examples").wait_for(timeout=30_000)
@@ -137,5 +139,7 @@ def test_save_reload_find_compare(server, browser):
     _no_exception(page)
     assert page.get_by_text("Inputs").count() >= 1
     page.screenshot(path=str(SHOTS / "compare.png"), full_page=True)
+    for i, name in enumerate(("compare-latency", "compare-batch")):
+        page.locator(".js-plotly-plot").nth(i).screenshot(path=str(SHOTS / f"{name}.png"))
     ctx.close()
     assert EXAMPLES  # the examples the test saved exist
