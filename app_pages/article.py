@@ -11,6 +11,11 @@ BADGE = {"holds": ":green-badge[holds]", "wrong": ":red-badge[wrong]",
          "holds only if": ":orange-badge[holds only if]"}  # fmt: skip
 
 
+def md(text: str) -> str:
+    """Text for st.markdown: underscores and asterisks shown as written (d_model, 2*alpha)."""
+    return text.replace("_", r"\_").replace("*", r"\*")
+
+
 def body() -> None:
     items = claims()
     counts = {v: sum(c.verdict == v for c in items) for v in BADGE}
@@ -26,9 +31,11 @@ def body() -> None:
             continue
         with st.container(border=True):
             left, right = st.columns([3, 2])
-            left.markdown(f"**{c.topic}** · {BADGE[c.verdict]}  \n{c.claim}")
-            left.markdown(f"**Recomputed:** {c.recomputed}")
-            left.markdown(f"**{'Why' if c.verdict == 'holds' else 'Assumption'}:** {c.assumption}")
+            left.markdown(f"**{c.topic}** · {BADGE[c.verdict]}  \n{md(c.claim)}")
+            left.markdown(f"**Recomputed:** {md(c.recomputed)}")
+            left.markdown(
+                f"**{'Why' if c.verdict == 'holds' else 'Assumption'}:** {md(c.assumption)}"
+            )
             right.metric("Article", c.article_value)
             right.caption(f"Function: `{c.function}`" + (f"  \n{c.detail}" if c.detail else ""))
     st.subheader("The article's decision matrix")

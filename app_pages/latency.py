@@ -95,7 +95,9 @@ def breakdown_section(c: SimpleNamespace) -> None:
     st.caption(
         "Compute and memory overlap (roofline): the step shows only the binding one. "
         "Dequantization appears only when it is not hidden under the weight reads. TPOT bar = "
-        "one decode step at the running batch (plus prefill interruptions per token)."
+        "one decode step at the running batch (plus prefill interruptions per token). Under a "
+        "request rate the bar is one decode step at the mean running batch; the TPOT metric is "
+        "the queueing model's mean, which also counts prefills interleaved with decoding."
     )
 
 

@@ -37,6 +37,18 @@ COMPONENT_LABELS: dict[str, str] = {
 }
 
 
+def _vline_trace(x: float, y0: float, y1: float, name: str, colour: str, dash: str) -> go.Scatter:
+    """A vertical line as a trace (layout shapes on log axes take log10 coordinates)."""
+    return go.Scatter(
+        x=[x, x],
+        y=[y0, y1],
+        mode="lines",
+        name=name,
+        line={"color": colour, "dash": dash},
+        hovertemplate=f"{name}<extra></extra>",
+    )
+
+
 def breakdown_rows(est: Mapping) -> dict[str, dict[str, float]]:
     """{'TTFT': {component: ms}, 'TPOT': {...}} from an ``estimate`` result.
 
@@ -54,7 +66,8 @@ def breakdown_rows(est: Mapping) -> dict[str, dict[str, float]]:
         tpot = dict(bd["decode_step"])
         if "prefill_interruptions_ms_per_token" in bd:
             tpot["prefill interruptions"] = float(bd["prefill_interruptions_ms_per_token"])
-        out["TPOT"] = tpot
+        out["TPOT" if "prefill_interruptions_ms_per_token" in bd or "queueing_ms" not in bd
+            else "decode step"] = tpot  # fmt: skip
     return out
 
 
@@ -66,7 +79,7 @@ def breakdown_figure(rows: Mapping[str, Mapping[str, float]], title: str) -> go.
     """
     names = list(rows)
     comps = [c for c in COMPONENT_COLOURS if any(rows[n].get(c, 0.0) > 0 for n in names)]
-    fig = make_subplots(rows=len(names) or 1, cols=1, vertical_spacing=0.25,
+    fig = make_subplots(rows=len(names) or 1, cols=1, vertical_spacing=0.4,
                         subplot_titles=[f"{n}: {sum(rows[n].values()):,.3g} ms" for n in names])  # fmt: skip
     for i, n in enumerate(names, start=1):
         for c in comps:
@@ -80,9 +93,10 @@ def breakdown_figure(rows: Mapping[str, Mapping[str, float]], title: str) -> go.
                 ),
                 row=i, col=1,
             )  # fmt: skip
-        fig.update_xaxes(title_text="ms", row=i, col=1)
-    fig.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.25})
-    return styled(fig, title, height=380)
+    fig.update_xaxes(title_text="ms", row=len(names) or 1, col=1)
+    fig.update_yaxes(showticklabels=False)
+    fig.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.3})
+    return styled(fig, title, height=400)
 
 
 def roofline_figure(
@@ -133,13 +147,14 @@ def roofline_figure(
             x=[ai], y=[min(peak, ai * bw) / 1e12], mode="markers+text", name=name,
             marker={"size": 14, "color": colour, "symbol": sym, "line": {"width": 1, "color": "#222"}},
             text=[f"{ai:,.0f} FLOP/B" if ai >= 10 else f"{ai:.2g} FLOP/B"],
-            textposition="bottom right",
+            textposition="bottom left" if key == "prefill_intensity" else "bottom right",
             hovertemplate=f"{name}: %{{x:.3g}} FLOP/B<extra></extra>",
         ))  # fmt: skip
-    fig.add_vline(x=ridge, line={"dash": "dash", "color": PALETTE[5]},
-                  annotation_text=f"ridge {ridge:,.0f} FLOP/B", annotation_position="top left")  # fmt: skip
-    fig.update_xaxes(type="log", dtick="D2", title_text="arithmetic intensity (FLOP per byte of HBM traffic)")  # fmt: skip
-    fig.update_yaxes(type="log", dtick="D2", title_text="attainable TFLOP/s per GPU")
+    y_lo = float(np.min(np.minimum(peak, x * bw))) / 1e12
+    fig.add_trace(_vline_trace(ridge, y_lo, peak / 1e12 * 1.5, f"ridge {ridge:,.0f} FLOP/B",
+                               PALETTE[5], "dash"))  # fmt: skip
+    fig.update_xaxes(type="log", dtick=1, title_text="arithmetic intensity (FLOP per byte of HBM traffic)")  # fmt: skip
+    fig.update_yaxes(type="log", dtick=1, title_text="attainable TFLOP/s per GPU")
     fig.update_layout(legend={"orientation": "h", "y": -0.25})
     return styled(fig, title, height=480)
 
@@ -159,8 +174,9 @@ def batch_figure(sweep: Mapping, title: str, current_batch: float | None = None)
         hovertemplate="batch %{x:.0f}: %{y:,.0f} tokens/s<extra></extra>",
     ), secondary_y=True)  # fmt: skip
     if current_batch is not None:
-        fig.add_vline(x=current_batch, line={"dash": "dot", "color": "#444"},
-                      annotation_text=f"scenario: {current_batch:,.0f}")  # fmt: skip
+        top = float(np.max(sweep["step_ms"]))
+        fig.add_trace(_vline_trace(current_batch, 0.0, top, f"scenario batch {current_batch:,.0f}",
+                                   "#444444", "dot"), secondary_y=False)  # fmt: skip
     fig.update_xaxes(type="log", title_text="running sequences (batch)")
     fig.update_yaxes(title_text="decode step (ms)", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text="output tokens/s per replica", rangemode="tozero", secondary_y=True)
@@ -211,11 +227,14 @@ def speedup_batch_figure(
             line={"color": PALETTE[i % len(PALETTE)], "width": 2.5},
             hovertemplate=f"k = {k}, batch %{{x:.0f}}: %{{y:.2f}}×<extra></extra>",
         ))  # fmt: skip
-    fig.add_hline(y=1.0, line={"dash": "dash", "color": "#B2182B"},
-                  annotation_text="1× (no gain)", annotation_position="bottom left")  # fmt: skip
+    fig.add_trace(go.Scatter(
+        x=[float(b.min()), float(b.max())], y=[1.0, 1.0], mode="lines", name="1× (no gain)",
+        line={"dash": "dash", "color": "#B2182B"}, hoverinfo="skip",
+    ))  # fmt: skip
     if current_batch is not None:
-        fig.add_vline(x=current_batch, line={"dash": "dot", "color": "#444"},
-                      annotation_text=f"scenario: {current_batch:,.0f}")  # fmt: skip
+        top = max(float(np.nanmax(speedups)), 1.0)
+        fig.add_trace(_vline_trace(current_batch, 0.0, top, f"scenario batch {current_batch:,.0f}",
+                                   "#444444", "dot"))  # fmt: skip
     fig.update_xaxes(type="log", title_text="running sequences (batch)")
     fig.update_yaxes(title_text="speedup per token (×)", rangemode="tozero")
     fig.update_layout(legend={"orientation": "h", "y": -0.25})
