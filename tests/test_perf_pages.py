@@ -1,0 +1,82 @@
+"""Latency, Speculative decoding, Trust and Article check pages under AppTest.
+
+Expected numbers come from the advisor functions the pages call (estimate, validation_report,
+article_check.claims) with the same inputs; the default scenario is advisor.scenario.Scenario().
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from advisor.article_check import claims
+from advisor.catalog import get_accelerator, get_model
+from advisor.perf.estimate import estimate
+from advisor.perf.sweeps import fmt_ms, scenario_input
+from advisor.perf.validate import validation_report
+from advisor.scenario import Scenario
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+PAGES = ["app_pages/latency.py", "app_pages/speculative.py", "app_pages/trust.py",
+         "app_pages/article.py"]  # fmt: skip
+
+
+def _page(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    return at.switch_page(page).run()
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_runs_with_the_default_scenario(page):
+    at = _page(page)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_latency_numbers_follow_tp_from_the_sidebar():
+    at = _page("app_pages/latency.py")
+    next(w for w in at.number_input if w.key == "w.tp").set_value(8).run()
+    at.run()
+    assert not at.exception
+    s = Scenario()
+    e = estimate(get_model(s.model), get_accelerator(s.hardware.gpus[0]), scenario_input(s, 8, 1))
+    m = _metrics(at)
+    assert m["TTFT"] == fmt_ms(e["ttft_ms"])
+    assert m["TPOT"] == fmt_ms(e["tpot_ms"])
+    assert m["Throughput"] == f"{e['throughput_tok_s']:,.0f} tok/s"
+    assert "TP=8" in at.caption[0].value
+
+
+def test_speculative_speedup_follows_the_sliders():
+    at = _page("app_pages/speculative.py")
+    before = _metrics(at)["Speedup per token"]
+    at.slider(key="spec.acceptance").set_value(0.2).run()
+    after = _metrics(at)["Speedup per token"]
+    # Lower acceptance: fewer tokens per target step (1.25 at a = 0.2, k = 4 vs 2.77 at 0.7).
+    assert _metrics(at)["Tokens per target step"] == "1.25"
+    assert float(after.rstrip("×")) < float(before.rstrip("×"))
+
+
+def test_trust_filter_by_gpu_narrows_the_rows():
+    at = _page("app_pages/trust.py")
+    total = len(validation_report()["rows"])
+    assert f"{total} measurements" in at.get("plotly_chart")[0].proto.spec
+    at.multiselect(key="trust.gpu").set_value(["h100-sxm"]).run()
+    n = sum(r["gpu"] == "h100-sxm" for r in validation_report()["rows"])
+    assert f"Predicted vs measured: {n} measurements" in at.get("plotly_chart")[0].proto.spec
+    assert 0 < n < total
+
+
+def test_article_page_filters_by_verdict():
+    at = _page("app_pages/article.py")
+    assert len([m for m in at.metric if m.label == "Article"]) == len(claims())
+    at.segmented_control(key="article.show").set_value("wrong").run()
+    wrong = sum(c.verdict == "wrong" for c in claims())
+    assert len([m for m in at.metric if m.label == "Article"]) == wrong
