@@ -173,6 +173,28 @@ def page() -> None:
         st.plotly_chart(fig, width="stretch")
     guarded("Near misses", near_misses_section, rec, scenario.sla.percentile)
     guarded("Details", details_section, rec)
+    guarded("PDF summary", pdf_section, scenario, rec)
+
+
+def pdf_section(scenario, rec) -> None:
+    """Client-facing PDF; built only when the button is clicked (data is a callable)."""
+    from advisor.report.images import charts_status
+    from advisor.report.pdf import report_bytes_for_app
+
+    st.subheader("PDF summary for the client")
+    c1, c2 = st.columns(2)
+    client = c1.text_input("Client / engagement", max_chars=200, key="pdf_client")
+    consultant = c2.text_input("Consultant", max_chars=200, key="pdf_consultant")
+    ok, message = charts_status()
+    if not ok:
+        st.info(f"The PDF will have tables only: {message}")
+    st.download_button(
+        "Download PDF summary",
+        data=lambda: report_bytes_for_app(scenario, client, consultant, rec),
+        file_name="inference-architect-recommendation.pdf",
+        mime="application/pdf",
+        on_click="ignore",
+    )
 
 
 st.title("Recommendation")
