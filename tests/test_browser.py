@@ -127,7 +127,7 @@ def test_change_gpu_and_tp_then_share_the_link(server, browser):
     page.close()
 
 
-@pytest.mark.parametrize("path,name", [("", "scenario"), ("interconnect", "interconnect")])
+@pytest.mark.parametrize("path,name", [("scenario", "scenario"), ("interconnect", "interconnect")])
 def test_pages_render_and_screenshot(server, browser, path, name):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1600, "height": 2400})

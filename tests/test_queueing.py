@@ -475,3 +475,12 @@ def test_validate_against_rows_exercises_the_path():
     assert burst and all(d["capacity_abs_pct_error"] is not None for d in burst)
     summary = summarise_validation(res)
     assert any(k.startswith("steady:") for k in summary)
+
+
+@pytest.mark.parametrize("policy", ["continuous", "chunked", "static"])
+def test_vanishing_rate_is_the_unloaded_latency_not_nan(policy):
+    # Found by hypothesis: a rate of 1e-313 req/s overflowed pi0 / lam in the static idle
+    # probability (inf / inf = NaN). At such a rate TTFT is the prefill alone (0.5 s here).
+    sm = ServiceModel(0.03125, 0.0, 0.5, 1, 0.0)
+    r = latency_under_load(sm, 1e-313, 1, isl_tokens=1, policy=policy)
+    assert r.ttft.mean_s[0] == pytest.approx(0.5) and r.ttft.p99_s[0] == pytest.approx(0.5)

@@ -815,8 +815,8 @@ def _static_terms(service: ServiceModel, lam, pre, ep2, nd, mr):
     var_k = np.where(k < mr, k, 0.0)  # batch sizes ~ Poisson, none when always full
     var_len = slope_s**2 * var_k
     pi0 = np.exp(-lam * s_k)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        idle = np.where(lam > 0, (pi0 / lam) / (pi0 / lam + s_k), 1.0)
+    # (pi0 / lam) / (pi0 / lam + s_k), written without the division that overflows for tiny lam
+    idle = pi0 / (pi0 + lam * s_k)
     rho_p = lam * pre
     # length-biased residual of the batch in progress, then a batched prefill with the
     # Poisson(lam L_b) requests that arrived during it
