@@ -1,28 +1,41 @@
 """Benchmark: the full recommendation search for 8 nodes x 8 GPUs with all options.
 
-Prints candidates evaluated, elapsed ms (measured inside recommend) and candidates/s.
+Prints, per run, candidates evaluated, elapsed ms (measured inside recommend) and candidates/s;
+then the best and the median of the runs and the median exclusive time per search phase
+(advisor/search/timing.py). The machine may be shared: compare best and median, not one run.
 Never asserts on speed.
+
+    python bench/bench_search.py [RUNS]
 """
 
 from __future__ import annotations
 
+import statistics
+import sys
 import time
+from pathlib import Path
 
-from advisor.scenario import Hardware, Options, Scenario
-from advisor.search.recommend import recommend
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from advisor.scenario import Hardware, Options, Scenario  # noqa: E402
+from advisor.search.recommend import recommend  # noqa: E402
+from advisor.search.timing import PHASES  # noqa: E402
 
 
-def main() -> None:
+def main(runs: int = 5) -> None:
     sc = Scenario(
         model="llama-3.1-70b",
         hardware=Hardware(gpus=["h100-sxm", "a100-sxm-80gb", "mi300x"], gpus_per_node=8, nodes=8),
         options=Options(speculative=True, disaggregated=True),
     )
     recommend(sc)  # warm caches (catalog loading, imports)
-    for _ in range(3):
+    elapsed, phases = [], []
+    for _ in range(runs):
         t0 = time.perf_counter()
         r = recommend(sc)
         wall = (time.perf_counter() - t0) * 1e3
+        elapsed.append(r.elapsed_ms)
+        phases.append(r.phase_ms)
         rej = sum(r.rejected.values())
         print(
             f"8x8 GPUs, 3 accelerators, 4 weight x 2 KV dtypes, speculative, disaggregated: "
@@ -30,7 +43,16 @@ def main() -> None:
             f"{r.elapsed_ms:.0f} ms (wall {wall:.0f} ms) = "
             f"{r.candidates_evaluated / (r.elapsed_ms / 1e3):,.0f} candidates/s"
         )
+    best, med = min(elapsed), statistics.median(elapsed)
+    n = r.candidates_evaluated
+    print(
+        f"best of {runs}: {best:.0f} ms ({n / best * 1e3:,.0f} candidates/s); "
+        f"median {med:.0f} ms ({n / med * 1e3:,.0f} candidates/s)"
+    )
+    names = [*PHASES, "other"]
+    split = ", ".join(f"{k} {statistics.median(p.get(k, 0.0) for p in phases):.1f}" for k in names)
+    print(f"median per phase (ms, exclusive): {split}")
 
 
 if __name__ == "__main__":
-    main()
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)

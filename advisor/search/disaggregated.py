@@ -25,6 +25,7 @@ from advisor.physics.memory import kv_bytes_per_token_per_layer
 from advisor.physics.queueing import QUANTILES, LoadResult
 from advisor.scenario import Scenario
 from advisor.search.evaluate import ShapeTable, load, service
+from advisor.search.timing import phase
 
 
 def dp_values(limit: int) -> np.ndarray:
@@ -68,6 +69,11 @@ class Disagg:
 
 def evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None:
     """All (prefill pool, decode pool) pairs that fit the GPUs; None if the space is empty."""
+    with phase("evaluate"):
+        return _evaluate_disaggregated(scenario, st)
+
+
+def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None:
     hw = scenario.hardware
     total = hw.total_gpus
     if total < 2:

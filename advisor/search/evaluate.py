@@ -33,6 +33,7 @@ from advisor.physics.queueing import LoadResult, ServiceModel, latency_under_loa
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import Scenario
 from advisor.search.space import Shape, dp_pairs, replica_config, shapes
+from advisor.search.timing import phase
 
 GRID = 2.0 ** np.arange(0, 13)  # decode batch grid 1..4096
 GB = 1e9
@@ -56,9 +57,15 @@ class ShapeTable:
 
 def build_shapes(scenario: Scenario) -> tuple[ShapeTable, Counter]:
     """Enumerate shapes, reject the infeasible with counted reasons, tabulate step times."""
+    with phase("enumerate"):
+        all_shapes = shapes(scenario)
+        cfgs = [replica_config(scenario, s) for s in all_shapes]
+    with phase("build"):
+        return _build(scenario, all_shapes, cfgs)
+
+
+def _build(scenario: Scenario, all_shapes: list[Shape], cfgs: list) -> tuple[ShapeTable, Counter]:
     wl, opt, hw = scenario.workload, scenario.options, scenario.hardware
-    all_shapes = shapes(scenario)
-    cfgs = [replica_config(scenario, s) for s in all_shapes]
     r = build_replicas(cfgs)
     isl, osl = float(wl.isl_tokens), float(wl.osl_tokens)
     total = hw.total_gpus
@@ -176,6 +183,11 @@ def load(scenario: Scenario, sm: ServiceModel, dp: np.ndarray) -> tuple[LoadResu
     wl = scenario.workload
     kw = dict(isl_tokens=float(wl.isl_tokens), isl_cv=wl.isl_cv, osl_cv=wl.osl_cv)
     osl = float(wl.osl_tokens)
+    with phase("queueing"):
+        return _load(sm, dp, osl, kw, wl)
+
+
+def _load(sm: ServiceModel, dp: np.ndarray, osl: float, kw: dict, wl):
     if wl.arrival_rate_per_s is not None:
         rate = np.full(dp.size, wl.arrival_rate_per_s)
         return latency_under_load(sm, rate / dp, osl, **kw), rate
@@ -205,6 +217,11 @@ class Evaluated:
 
 
 def evaluate_aggregated(scenario: Scenario, st: ShapeTable) -> Evaluated:
+    with phase("evaluate"):
+        return _evaluate_aggregated(scenario, st)
+
+
+def _evaluate_aggregated(scenario: Scenario, st: ShapeTable) -> Evaluated:
     idx, dp = dp_pairs(st.r.gpus.astype(int), scenario.hardware.total_gpus)
     sm = service(st.step_tab_s[idx], st.prefill_s[idx], st.max_running[idx])
     res, rate = load(scenario, sm, dp.astype(float))

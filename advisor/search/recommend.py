@@ -26,6 +26,7 @@ from advisor.search.decision_matrix import article_answer
 from advisor.search.disaggregated import evaluate_disaggregated
 from advisor.search.evaluate import build_shapes, evaluate_aggregated, interp_step, service
 from advisor.search.pareto import pareto_min_min
+from advisor.search.timing import PHASES, Phases, phase
 
 _M = ConfigDict(extra="forbid")
 PCT = ("p50", "p90", "p95", "p99")
@@ -137,6 +138,8 @@ class Recommendation(BaseModel):
     cost_basis: list[str]
     assumptions: list[str]
     elapsed_ms: float
+    #: Exclusive wall time per search phase (advisor/search/timing.py PHASES), ms.
+    phase_ms: dict[str, float] = {}
 
 
 ASSUMPTIONS = [
@@ -292,7 +295,17 @@ def _fails(checks, i: int, pct: int) -> list[str]:
 def recommend(scenario: Scenario) -> Recommendation:
     """Search every deployment the scenario's hardware allows; see the module docstring."""
     t0 = time.perf_counter()
-    sc = scenario
+    ph = Phases()
+    with ph.active():
+        rec = _recommend(scenario)
+    elapsed = (time.perf_counter() - t0) * 1e3
+    ms = {k: ph.ms.get(k, 0.0) for k in PHASES}
+    ms["other"] = max(elapsed - sum(ms.values()), 0.0)
+    return rec.model_copy(update={"elapsed_ms": elapsed, "phase_ms": ms})
+
+
+def _recommend(sc: Scenario) -> Recommendation:
+    t0 = time.perf_counter()
     st, rejected = build_shapes(sc)
     if st.r.n:
         ev = evaluate_aggregated(sc, st)
@@ -314,65 +327,69 @@ def recommend(scenario: Scenario) -> Recommendation:
             capacity=None, cost_basis=[], assumptions=ASSUMPTIONS,
             elapsed_ms=(time.perf_counter() - t0) * 1e3,
         )  # fmt: skip
-    t = _Table(sc, st, ev, dg)
-    ratio, checks = _sla(sc, t)
-    metric, lat = _latency_metric(sc, t)
-    feasible = ratio <= 1.0
-    order = _rank_key(sc, t, lat)
-    ranked = order[feasible[order]]
-    best_i = int(ranked[0]) if ranked.size else None
-    best = _deployment(sc, t, best_i, ratio, True) if best_i is not None else None
-    reason = None
-    pct = sc.sla.percentile
+    with phase("rank"):
+        t = _Table(sc, st, ev, dg)
+        ratio, checks = _sla(sc, t)
+        metric, lat = _latency_metric(sc, t)
+        feasible = ratio <= 1.0
+        order = _rank_key(sc, t, lat)
+        ranked = order[feasible[order]]
+        best_i = int(ranked[0]) if ranked.size else None
+        best = _deployment(sc, t, best_i, ratio, True) if best_i is not None else None
+        reason = None
+        pct = sc.sla.percentile
 
-    # near misses: infeasible, smallest violation first, distinct shapes
-    miss_order = np.lexsort((t.cost, ratio))
-    miss_order = miss_order[~feasible[miss_order]]
-    near, seen = [], set()
-    for i in miss_order[:200]:
-        key = int(t.shape_of[i]) if i < t.na else ("d", int(t.shape_of[i]))
-        if key in seen:
-            continue
-        seen.add(key)
-        d = _deployment(sc, t, int(i), ratio, False)
-        fails = _fails(checks, int(i), pct) or [f"unstable: {d.unstable_reason}"]
-        if not d.stable:
-            fails = [f"unstable at the offered load ({d.unstable_reason})"]
-        near.append(NearMiss(deployment=d, fails=fails))
-        if len(near) == 5:
-            break
-    if best is None:
-        closest = near[0] if near else None
-        reason = f"no deployment meets {sc.sla.describe()} at the offered load" + (
-            f"; closest: {closest.deployment.description} ({'; '.join(closest.fails)})"
-            if closest
-            else ""
-        )
-
-    # Pareto frontiers (stable candidates)
-    stab = np.nonzero(t.stable)[0]
-    tpg = t.tput / np.maximum(t.gpus, 1)
-
-    def points(idx: np.ndarray) -> list[ParetoPoint]:
-        idx = idx[:: max(1, idx.size // 40)]
-        out = []
-        for i in idx:
+        # near misses: infeasible, smallest violation first, distinct shapes
+        miss_order = np.lexsort((t.cost, ratio))
+        miss_order = miss_order[~feasible[miss_order]]
+        near, seen = [], set()
+        for i in miss_order[:200]:
+            key = int(t.shape_of[i]) if i < t.na else ("d", int(t.shape_of[i]))
+            if key in seen:
+                continue
+            seen.add(key)
             d = _deployment(sc, t, int(i), ratio, False)
-            out.append(ParetoPoint(description=d.description, gpus=d.gpus,
-                throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
-                usd_per_million_tokens=d.usd_per_million_tokens,
-                latency_ms=float(lat[i]), meets_sla=d.meets_sla))  # fmt: skip
-        return out
+            fails = _fails(checks, int(i), pct) or [f"unstable: {d.unstable_reason}"]
+            if not d.stable:
+                fails = [f"unstable at the offered load ({d.unstable_reason})"]
+            near.append(NearMiss(deployment=d, fails=fails))
+            if len(near) == 5:
+                break
+        if best is None:
+            closest = near[0] if near else None
+            reason = f"no deployment meets {sc.sla.describe()} at the offered load" + (
+                f"; closest: {closest.deployment.description} ({'; '.join(closest.fails)})"
+                if closest
+                else ""
+            )
 
-    pareto = points(stab[pareto_min_min(-tpg[stab], lat[stab])])
-    pareto_cost = points(stab[pareto_min_min(t.cost[stab], lat[stab])])
+        # Pareto frontiers (stable candidates)
+        stab = np.nonzero(t.stable)[0]
+        tpg = t.tput / np.maximum(t.gpus, 1)
+
+        def points(idx: np.ndarray) -> list[ParetoPoint]:
+            idx = idx[:: max(1, idx.size // 40)]
+            out = []
+            for i in idx:
+                d = _deployment(sc, t, int(i), ratio, False)
+                out.append(ParetoPoint(description=d.description, gpus=d.gpus,
+                    throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
+                    usd_per_million_tokens=d.usd_per_million_tokens,
+                    latency_ms=float(lat[i]), meets_sla=d.meets_sla))  # fmt: skip
+            return out
+
+        pareto = points(stab[pareto_min_min(-tpg[stab], lat[stab])])
+        pareto_cost = points(stab[pareto_min_min(t.cost[stab], lat[stab])])
 
     from advisor.search.capacity import capacity_plan
     from advisor.search.explain import agreement, explain
 
-    cap = capacity_plan(sc, t, best_i, checks) if best_i is not None else None
-    explanation = explain(sc, t, best_i, ratio, lat, metric) if best_i is not None else []
-    dm = agreement(sc, t, best, ans, params, ratio, lambda i: _deployment(sc, t, i, ratio, False))
+    with phase("explain"):
+        cap = capacity_plan(sc, t, best_i, checks) if best_i is not None else None
+        explanation = explain(sc, t, best_i, ratio, lat, metric) if best_i is not None else []
+        dm = agreement(
+            sc, t, best, ans, params, ratio, lambda i: _deployment(sc, t, i, ratio, False)
+        )
     return Recommendation(
         scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric=metric,
         best=best, no_best_reason=reason, pareto=pareto, pareto_cost=pareto_cost,
