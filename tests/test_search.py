@@ -151,3 +151,48 @@ def test_cli_json_and_exit_codes(tmp_path):
     f.write_text('{"schema_version": 99}')
     bad3 = _cli("--scenario", str(f))
     assert bad3.returncode == 2 and "schema_version" in bad3.stderr
+
+
+# ------------------------------------------------------------------ speed-ups keep the physics
+
+_EQUIV = {
+    "8b-1node-spec": _sc(
+        workload=Workload(isl_tokens=512, osl_tokens=128, arrival_rate_per_s=4.0),
+        options=Options(speculative=True),
+    ),
+    "70b-2nodes-busy": _sc(
+        model="llama-3.1-70b",
+        hardware=Hardware(gpus=["h100-sxm", "a100-sxm-80gb"], gpus_per_node=8, nodes=2),
+        workload=Workload(isl_tokens=2048, osl_tokens=512, arrival_rate_per_s=10.0),
+        options=Options(weight_dtypes=["fp16", "fp8", "int4"], kv_dtypes=["fp16", "fp8"]),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EQUIV))
+def test_exact_fixed_point_matches_bisection(name):
+    # The search hands the queueing model a PiecewiseLinearStep, whose decode fixed point is
+    # solved exactly per linear segment. The reference is the generic callable path of the
+    # same model (60 bisection steps: the bracket shrinks by 2^-60, so the two agree to
+    # rounding). Tolerance 1e-6 relative, far inside the ~1 % budget for speed-ups.
+    from advisor.physics.queueing import ServiceModel, latency_under_load
+    from advisor.search.evaluate import interp_step, service
+    from advisor.search.space import dp_pairs
+
+    sc = _EQUIV[name]
+    st, _ = build_shapes(sc)
+    idx, dp = dp_pairs(st.r.gpus.astype(int), sc.hardware.total_gpus)
+    tab = st.step_tab_s[idx]
+    fast = service(tab, st.prefill_s[idx], st.max_running[idx])
+    ref = ServiceModel(0.0, 0.0, st.prefill_s[idx], st.max_running[idx],
+                       decode_step_fn=lambda b: interp_step(tab, b))  # fmt: skip
+    rate = sc.workload.arrival_rate_per_s / dp
+    kw = dict(isl_tokens=sc.workload.isl_tokens)
+    a = latency_under_load(ref, rate, sc.workload.osl_tokens, **kw)
+    b = latency_under_load(fast, rate, sc.workload.osl_tokens, **kw)
+    assert np.array_equal(a.stable, b.stable) and a.stable.any()
+    for m in ("ttft", "tpot", "e2e"):
+        for q in QUANTILES:
+            x, y = getattr(a, m).quantile_s(q), getattr(b, m).quantile_s(q)
+            np.testing.assert_allclose(y[a.stable], x[a.stable], rtol=1e-6)
+    np.testing.assert_allclose(b.running_mean, a.running_mean, rtol=1e-6)

@@ -60,7 +60,8 @@ Analytic approximation (what :func:`latency_under_load` computes)
    ``rho_p = arrival_rate * prefill_s`` of the server's time, stretching its time per token to
    ``tau = step(min(M, 1 + n)) / (1 - rho_p)``. Little's law gives ``n = arrival_rate * (osl - 1)
    * tau``; the fixed point is solved in closed form for the linear step (smallest root of a
-   convex piecewise-linear equation) or by vectorised bisection for a callable.
+   convex piecewise-linear equation) and for a tabulated :class:`PiecewiseLinearStep` (exact
+   per segment), or by vectorised bisection for any other callable.
 2. TTFT, continuous: an arrival waits for the iteration in progress to end, then is prefilled
    together with everyone who arrived during that iteration. Iteration lengths follow
    ``L' = D + sum of the prefills of Poisson(arrival_rate * L) arrivals``, so
@@ -249,6 +250,75 @@ class ServiceModel:
             self.max_running[i : i + 1],
             self.compute_per_seq_s[i : i + 1],
         )
+
+
+class PiecewiseLinearStep:
+    """Decode step time tabulated per candidate and interpolated linearly in the batch.
+
+    A callable for ``ServiceModel.decode_step_fn``: ``batches`` is the grid ``[G]`` (increasing,
+    first point 1, G >= 2), ``step_s`` the step times ``[n, G]`` (non-decreasing along each
+    row). ``step(b)`` is linear between grid points; below 1 the batch is clipped to 1, beyond
+    the last point the last segment is extrapolated. Because the step is exactly linear on
+    each segment, the decode fixed point n = a step(1 + n) + e has a closed form per segment
+    (:meth:`smallest_fixed_point`), which ``latency_under_load`` uses instead of bisection.
+
+    >>> f = PiecewiseLinearStep([1.0, 2.0, 4.0], [[0.010, 0.012, 0.020]])
+    >>> [round(float(f(np.array([b]))[0]), 6) for b in (0.5, 1.5, 3.0, 6.0)]  # by hand
+    [0.01, 0.011, 0.016, 0.028]
+    """
+
+    def __init__(self, batches: ArrayLike, step_s: ArrayLike) -> None:
+        g = np.asarray(batches, dtype=float)
+        t = np.atleast_2d(np.asarray(step_s, dtype=float))
+        if g.ndim != 1 or g.size < 2 or g[0] != 1.0 or np.any(np.diff(g) <= 0):
+            raise ValueError(f"batches: need an increasing grid from 1 with >= 2 points, got {g}")
+        if t.ndim != 2 or t.shape[1] != g.size:
+            raise ValueError(f"step_s: shape {t.shape} does not match {g.size} grid points")
+        self.batches = g
+        self.step_s = t
+        self.slope = np.diff(t, axis=1) / np.diff(g)  # [n, G - 1] seconds per sequence
+        self._flat_t = t[:, :-1].ravel()
+        self._flat_s = self.slope.ravel()
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        b = np.maximum(np.asarray(batch, dtype=float), 1.0)
+        g = self.batches
+        j = np.clip(np.searchsorted(g, b, side="right") - 1, 0, g.size - 2)
+        flat = np.arange(self.step_s.shape[0]) * (g.size - 1) + j
+        return self._flat_t[flat] + self._flat_s[flat] * (b - g[j])
+
+    def smallest_fixed_point(self, a: np.ndarray, e: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Smallest n in [0, hi] with n = a x step(1 + n) + e per candidate; inf if none.
+
+        g(n) = a step(1 + n) + e - n is linear between the grid nodes n_j = batches_j - 1 and
+        g(0) >= 0, so the smallest root lies in the first segment whose right node has
+        g <= 0 and is found by linear interpolation there (exact); past the last node the
+        extrapolated segment has a root iff its slope a s - 1 < 0.
+
+        >>> f = PiecewiseLinearStep([1.0, 2.0, 4.0], [[0.010, 0.012, 0.020]])
+        >>> # by hand, a = 100, e = 0: first segment n = 100 (0.010 + 0.002 n) gives n = 1.25,
+        >>> # outside it (1 + n > 2); second: n = 100 (0.012 + 0.004 (n - 1)) -> n = 0.8 / 0.6
+        >>> float(f.smallest_fixed_point(np.array([100.0]), np.zeros(1), np.array([1e9]))[0])
+        1.3333333333333333
+        """
+        a = np.asarray(a, dtype=float)[:, None]
+        e = np.asarray(e, dtype=float)[:, None]
+        nodes = self.batches - 1.0
+        gv = a * self.step_s + e - nodes  # [n, G]
+        neg = gv <= 0.0
+        has = neg.any(axis=1)
+        j = np.argmax(neg, axis=1)  # first node with g <= 0
+        rows = np.arange(gv.shape[0])
+        jl = np.maximum(j - 1, 0)
+        g_l, g_r = gv[rows, jl], gv[rows, j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inside = nodes[jl] + g_l * (nodes[j] - nodes[jl]) / (g_l - g_r)
+            inside = np.where(j == 0, 0.0, inside)
+            s_last = self.slope[:, -1]
+            k = 1.0 - a[:, 0] * s_last
+            beyond = np.where(k > 0.0, nodes[-1] + gv[:, -1] / k, np.inf)
+        root = np.where(has, inside, beyond)
+        return np.where(root <= hi, root, np.inf)
 
 
 @dataclass(frozen=True)
@@ -537,7 +607,8 @@ def _running_fixed_point(
     ``a`` = arrival rate x (decode steps' wall-time multiplier), ``e`` = arrival rate x the
     batch-independent extra decode time. Closed form for the linear step (the right side is
     convex piecewise linear in n, so the smallest root is the largest of the pieces' roots);
-    vectorised bisection for a callable step.
+    exact per segment for a :class:`PiecewiseLinearStep`; vectorised bisection for any other
+    callable step.
     """
     step_m = service.decode_step_s(np.where(np.isfinite(mr), mr, 1e9))
     capped = np.minimum(a * step_m + e, mr)  # value when the tagged batch is the full M
@@ -551,6 +622,10 @@ def _running_fixed_point(
             b1 = np.where(a * per < 1.0, (a * (base + per) + e) / (1.0 - a * per), np.inf)
             b2 = np.where(a * comp < 1.0, (a * comp + e) / (1.0 - a * comp), np.inf)
         n_unc = np.maximum(b1, b2)
+    elif isinstance(service.decode_step_fn, PiecewiseLinearStep):
+        n_unc = service.decode_step_fn.smallest_fixed_point(
+            a, e, np.where(np.isfinite(mr), mr, 1e9)
+        )
     else:
         lo = np.zeros_like(a)
         hi = np.where(np.isfinite(mr), mr, 1e9)

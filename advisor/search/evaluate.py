@@ -6,7 +6,8 @@ Method (all numpy, no Python loop per candidate):
    counted reason (counted once per (shape, DP) candidate they would have produced).
 2. Decode step time per shape on a batch grid 1, 2, 4, ..., 4096 (one ``decode_step`` call over
    shapes x grid at the mean context isl + osl/2, as ``perf.validate.service_for``); the queueing
-   model's ``decode_step_fn`` interpolates linearly between grid points.
+   model's ``decode_step_fn`` interpolates linearly between grid points
+   (``PiecewiseLinearStep``, whose decode fixed point is solved exactly per segment).
    Speculative decoding (Leviathan et al. 2023): per target step the draft runs k steps and the
    target verifies k + 1 tokens per sequence (``decode_step`` with ``batch x k`` piggy-backed
    tokens attending to the context); a step yields E = (1 - a^(k+1)) / (1 - a) tokens, so the
@@ -29,7 +30,12 @@ import numpy as np
 from advisor.catalog import models
 from advisor.perf.replica import ReplicaArrays, build_replicas, max_running
 from advisor.perf.step import decode_step, prefill
-from advisor.physics.queueing import LoadResult, ServiceModel, latency_under_load
+from advisor.physics.queueing import (
+    LoadResult,
+    PiecewiseLinearStep,
+    ServiceModel,
+    latency_under_load,
+)
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import Scenario
 from advisor.search.space import Shape, dp_pairs, replica_config, shapes
@@ -171,7 +177,7 @@ def service(tab: np.ndarray, prefill_s: np.ndarray, mr: np.ndarray) -> ServiceMo
         decode_step_per_seq_s=0.0,
         prefill_s=prefill_s,
         max_running=mr,
-        decode_step_fn=lambda bb: interp_step(tab, bb),
+        decode_step_fn=PiecewiseLinearStep(GRID, tab),
     )
 
 
