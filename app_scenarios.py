@@ -4,16 +4,15 @@ the single deployment a scenario describes (for Compare), cached advisor calls.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
 from pydantic import ValidationError
 
-from advisor.catalog import accelerators
+from advisor.charts.compare_charts import deployment_input, scenario_estimate, scenario_sweep
 from advisor.examples import EXAMPLES
-from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.estimate import EstimateInput
 from advisor.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
 from advisor.store import Store, StoreError
 from app_state import UPLOAD_KEY, _seed
@@ -91,44 +90,21 @@ def examples() -> list[Choice]:
 
 
 def estimate_input(scenario: Scenario, view: View) -> EstimateInput:
-    """The one deployment the sidebar describes: first GPU, first dtypes, TP/PP from the view,
-    as many data-parallel replicas as the GPUs allow; the scenario's load (rate or users)."""
-    hw, w, opt = scenario.hardware, scenario.workload, scenario.options
-    per = view.tp * view.pp
-    if per > hw.total_gpus:
-        raise ValueError(
-            f"TP×PP = {view.tp}×{view.pp} = {per} GPUs exceeds the {hw.total_gpus} GPUs of the "
-            "hardware"
-        )
-    dp = max(1, hw.total_gpus // per)
-    load: dict[str, Any]
-    if w.arrival_rate_per_s is not None:
-        load = {"qps": w.arrival_rate_per_s, "concurrency": None}
-    else:
-        load = {"concurrency": math.ceil((w.concurrent_users or 1) / dp)}
-    return EstimateInput(
-        tp=view.tp, pp=view.pp, dp=dp, weights=opt.weight_dtypes[0], kv=opt.kv_dtypes[0],
-        isl=w.isl_tokens, osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
-        gpus_per_node=hw.gpus_per_node, engine=opt.engine, **load,
-    )  # fmt: skip
+    """The one deployment the sidebar describes (``compare_charts.deployment_input``)."""
+    return deployment_input(scenario, view.tp, view.pp)
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def estimate_for(scenario_json: str, view_json: str) -> dict:
     """``estimate`` of the scenario's sidebar deployment (cached on the JSON texts)."""
     scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
-    gpu = accelerators()[scenario.hardware.gpus[0]]
-    return estimate(scenario.model_spec(), gpu, estimate_input(scenario, view))
+    return scenario_estimate(scenario, view.tp, view.pp)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def sweep_for(scenario_json: str, view_json: str) -> list[dict]:
-    from advisor.charts.compare_charts import batch_sweep, powers_of_two
-
     scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
-    gpu = accelerators()[scenario.hardware.gpus[0]]
-    inp = estimate_input(scenario, view)
-    return batch_sweep(scenario.model_spec(), gpu, inp, powers_of_two(1024))
+    return scenario_sweep(scenario, view.tp, view.pp)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -11,9 +11,11 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from advisor.catalog import accelerators
 from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.charts.theme import PALETTE, TEMPLATE, styled
 from advisor.perf.estimate import EstimateInput, estimate
+from advisor.scenario import Scenario
 
 #: Step-time components in drawing order, with the colours used on every compare chart.
 COMPONENTS: tuple[tuple[str, str, str], ...] = (
@@ -24,6 +26,45 @@ COMPONENTS: tuple[tuple[str, str, str], ...] = (
     ("overhead", "engine overhead", "#7F7F7F"),
     ("bubble", "pipeline bubble", "#56B4E9"),
 )
+
+
+def deployment_input(scenario: Scenario, tp: int, pp: int) -> EstimateInput:
+    """The one deployment a scenario plus TP/PP describes (the Compare page's "sidebar
+    deployment"): first GPU, first dtypes, as many data-parallel replicas as the GPUs allow,
+    the scenario's load (rate, or users spread over the replicas).
+
+    Raises ValueError when TP×PP exceeds the hardware's GPUs.
+    """
+    hw, w, opt = scenario.hardware, scenario.workload, scenario.options
+    per = tp * pp
+    if per > hw.total_gpus:
+        raise ValueError(
+            f"TP×PP = {tp}×{pp} = {per} GPUs exceeds the {hw.total_gpus} GPUs of the hardware"
+        )
+    dp = max(1, hw.total_gpus // per)
+    load: dict
+    if w.arrival_rate_per_s is not None:
+        load = {"qps": w.arrival_rate_per_s, "concurrency": None}
+    else:
+        load = {"concurrency": math.ceil((w.concurrent_users or 1) / dp)}
+    return EstimateInput(
+        tp=tp, pp=pp, dp=dp, weights=opt.weight_dtypes[0], kv=opt.kv_dtypes[0],
+        isl=w.isl_tokens, osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
+        gpus_per_node=hw.gpus_per_node, engine=opt.engine, **load,
+    )  # fmt: skip
+
+
+def scenario_estimate(scenario: Scenario, tp: int, pp: int) -> dict:
+    """``estimate`` of :func:`deployment_input` on the scenario's first accelerator."""
+    gpu = accelerators()[scenario.hardware.gpus[0]]
+    return estimate(scenario.model_spec(), gpu, deployment_input(scenario, tp, pp))
+
+
+def scenario_sweep(scenario: Scenario, tp: int, pp: int, limit: int = 1024) -> list[dict]:
+    """:func:`batch_sweep` of :func:`deployment_input` over powers of two up to ``limit``."""
+    gpu = accelerators()[scenario.hardware.gpus[0]]
+    inp = deployment_input(scenario, tp, pp)
+    return batch_sweep(scenario.model_spec(), gpu, inp, powers_of_two(limit))
 
 
 def latency_breakdown_figure(results: Mapping[str, Mapping]) -> go.Figure:
@@ -38,7 +79,7 @@ def latency_breakdown_figure(results: Mapping[str, Mapping]) -> go.Figure:
         subplot_titles=("Prefill of one request (≈ TTFT without queueing)", "One decode step"),
         horizontal_spacing=0.12,
     )
-    labels = [_short(k) + ("" if r.get("fits") else " (does not fit)") for k, r in results.items()]
+    labels = [_wrap(k + ("" if r.get("fits") else " (does not fit)")) for k, r in results.items()]
     for key, name, colour in COMPONENTS:
         for col, part in ((1, "prefill"), (2, "decode_step")):
             ys = [
@@ -58,7 +99,13 @@ def latency_breakdown_figure(results: Mapping[str, Mapping]) -> go.Figure:
                 row=1,
                 col=col,
             )
-    fig.update_layout(barmode="stack", legend={"orientation": "h", "y": -0.25})
+    # wrapped horizontal labels; the legend sits at the bottom of the figure, below them
+    fig.update_layout(
+        barmode="stack",
+        legend={"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom"},
+        margin={"b": 150},
+    )
+    fig.update_xaxes(tickangle=0)
     fig.update_yaxes(title_text="time (ms)", row=1, col=1)
     fig.update_yaxes(title_text="time (ms)", row=1, col=2)
     return styled(fig, "Latency breakdown by scenario (ms)", height=480)
@@ -134,6 +181,26 @@ def throughput_vs_batch_figure(sweeps: Mapping[str, Sequence[Mapping]]) -> go.Fi
     fig.update_yaxes(title_text="TPOT (ms)", rangemode="tozero", row=1, col=2)
     fig.update_layout(legend={"orientation": "h", "y": -0.25}, template=TEMPLATE)
     return styled(fig, "Throughput and TPOT against batch size, one replica", height=480)
+
+
+def _wrap(label: str, width: int = 20, lines: int = 3) -> str:
+    """A tick label broken at spaces into at most ``lines`` lines of about ``width`` characters.
+
+    >>> _wrap("Llama 3.1 70B on 4x H100 NVLink, P99 TPOT 50 ms")
+    'Llama 3.1 70B on 4x<br>H100 NVLink, P99<br>TPOT 50 ms'
+    >>> _wrap("C (does not fit)")
+    'C (does not fit)'
+    """
+    out: list[str] = []
+    for word in label.split():
+        if out and len(out[-1]) + 1 + len(word) <= width:
+            out[-1] += " " + word
+        else:
+            out.append(word[:width])
+    if len(out) > lines:
+        out = out[:lines]
+        out[-1] = out[-1][: width - 1] + "…"
+    return "<br>".join(out)
 
 
 def _short(label: str, n: int = 40) -> str:

@@ -259,7 +259,7 @@ class _Doc(FPDF):
 
     # building blocks
     def h1(self, text: str) -> None:
-        if self.get_y() > self.h - 45:
+        if self.get_y() > self.h - 60:  # keep the heading with its first h2 and lines
             self.add_page()
         self.ln(3)
         self.set_font(self.family, "B", 14)
@@ -327,6 +327,8 @@ class _Context:
     alternatives: list[tuple[str, str]]
     missing_charts: list[tuple[str, str]] = field(default_factory=list)
     images: int = 0
+    #: The compared scenarios (their sources are listed too); empty for a single scenario.
+    compared: list[Scenario] = field(default_factory=list)
 
 
 def build_report(
@@ -345,7 +347,10 @@ def build_report(
 
     ``client``/``consultant`` are truncated to 200 characters, ``notes`` to 2,000, after removing
     control and bidi characters; text is never interpreted as markup. ``compare`` adds a
-    comparison section over (label, scenario) pairs. ``charts=False`` skips the images.
+    comparison section (after the executive summary) over ``(label, scenario)`` or
+    ``(label, scenario, tp, pp)`` items: inputs, each recommendation, and the Compare page's
+    overlaid charts of each scenario's own deployment (``compare_charts``; without TP/PP, the
+    recommended deployment's). ``charts=False`` skips the images.
     """
     client_t = clean(client, NAME_LIMIT)
     consultant_t = clean(consultant, NAME_LIMIT)
@@ -358,11 +363,15 @@ def build_report(
     alts = _alternatives(rec, best)
     ctx = _Context(scenario, rec, rec_note, best, alts)
 
+    items = _compare_items(compare or [])
     subtitle = clean(client_t or scenario.name, 60)
     doc = _Doc(subtitle)
     doc.add_page()
-    _cover(doc, ctx, client_t, consultant_t, date or _dt.date.today())
+    _cover(doc, ctx, client_t, consultant_t, date or _dt.date.today(), items)
     _summary(doc, ctx)
+    if items:
+        ctx.compared = [it.scenario for it in items]
+        _compare_section(doc, ctx, items, charts)
     if notes_t:
         doc.h2("Notes")
         doc.para(notes_t, 9.5)
@@ -371,8 +380,6 @@ def build_report(
         _charts_section(doc, ctx)
     else:
         ctx.missing_charts.append(("all charts", "charts were switched off for this export"))
-    if compare:
-        _compare_section(doc, compare)
     _assumptions(doc, ctx, sensitivities)
     _article(doc, ctx)
     _sources(doc, ctx)
@@ -393,11 +400,19 @@ def last_build_info() -> dict:
 
 
 def report_bytes_for_app(
-    scenario: Scenario, client: str = "", consultant: str = "", recommendation: Any = None
+    scenario: Scenario,
+    client: str = "",
+    consultant: str = "",
+    recommendation: Any = None,
+    compare: Sequence[tuple] | None = None,
 ) -> bytes:
     """For ``st.download_button(data=lambda: report_bytes_for_app(...), on_click="ignore")``."""
     return build_report(
-        scenario, client=client, consultant=consultant, recommendation=recommendation
+        scenario,
+        client=client,
+        consultant=consultant,
+        recommendation=recommendation,
+        compare=compare,
     )
 
 
@@ -445,23 +460,33 @@ def _alternatives(rec: Any, best: Deployment | None) -> list[tuple[str, str]]:
 # --------------------------------------------------------------------------- sections
 
 
-def _cover(doc: _Doc, ctx: _Context, client: str, consultant: str, date: _dt.date) -> None:
+def _cover(doc: _Doc, ctx: _Context, client: str, consultant: str, date: _dt.date,
+           items: Sequence[_CompareItem] = ()) -> None:  # fmt: skip
     s = ctx.scenario
-    doc.set_fill_color(*LIGHT)
-    y0 = doc.get_y()
-    doc.rect(doc.l_margin, y0, doc.epw, 44, style="F")
-    doc.set_xy(doc.l_margin + 5, y0 + 4)
-    doc.set_font(doc.family, "B", 20)
-    doc.set_text_color(*ACCENT)
-    doc.cell(doc.epw - 10, 10, doc.t(TITLE), new_x=XPos.LMARGIN, new_y=YPos.NEXT, align="L")
-    doc.set_text_color(0, 0, 0)
     rows = [
         ("Client / engagement", client or "(not given)"),
         ("Consultant", consultant or "(not given)"),
         ("Scenario", clean(s.name, NAME_LIMIT)),
-        ("Date", date.isoformat()),
-        ("Prepared with", f"{BRAND} {advisor.__version__}"),
     ]
+    if items:
+        rows.append(("Compared", "; ".join(it.label for it in items)))
+    rows += [("Date", date.isoformat()), ("Prepared with", f"{BRAND} {advisor.__version__}")]
+    # the block grows with the text (long client names wrap); measure before drawing the fill
+    doc.set_font(doc.family, "", 9.5)
+    lines = sum(
+        len(doc.multi_cell(doc.epw - 52, 5.2, doc.t(v), dry_run=True, output="LINES"))
+        for _, v in rows
+    )
+    box_h = max(44.0, 18 + 5.2 * lines + 4)
+    doc.set_fill_color(*LIGHT)
+    y0 = doc.get_y()
+    doc.rect(doc.l_margin, y0, doc.epw, box_h, style="F")
+    doc.set_xy(doc.l_margin + 5, y0 + 4)
+    doc.set_font(doc.family, "B", 20)
+    doc.set_text_color(*ACCENT)
+    title = TITLE if not items else "LLM serving comparison"
+    doc.cell(doc.epw - 10, 10, doc.t(title), new_x=XPos.LMARGIN, new_y=YPos.NEXT, align="L")
+    doc.set_text_color(0, 0, 0)
     doc.set_font(doc.family, "", 9.5)
     for label, value in rows:
         doc.set_x(doc.l_margin + 5)
@@ -476,7 +501,7 @@ def _cover(doc: _Doc, ctx: _Context, client: str, consultant: str, date: _dt.dat
             new_y=YPos.NEXT,
             max_line_height=5.2,
         )
-    doc.set_y(max(doc.get_y(), y0 + 44) + 4)
+    doc.set_y(max(doc.get_y(), y0 + box_h) + 4)
 
 
 def _sla_lines(s: Scenario, d: Deployment) -> list[str]:
@@ -500,6 +525,18 @@ def _sla_lines(s: Scenario, d: Deployment) -> list[str]:
             f"margin {margin:+.0f}%"
         )
     return out
+
+
+def _sla_short(s: Scenario, d: Deployment) -> str:
+    """Each SLA target as "P99 TPOT 19.2 ms ≤ 50: met" (one line per target)."""
+    out = []
+    for label, target, got in (("TTFT", s.sla.ttft_ms, d.ttft_ms),
+                               ("TPOT", s.sla.tpot_ms, d.tpot_ms), ("E2E", s.sla.e2e_ms, d.e2e_ms)):  # fmt: skip
+        if target is None or got is None:
+            continue
+        verdict = "met" if got <= target else "MISSED"
+        out.append(f"P{s.sla.percentile} {label} {got:,.1f} ms (≤ {target:g}): {verdict}")
+    return "\n".join(out)
 
 
 def _summary(doc: _Doc, ctx: _Context) -> None:
@@ -620,7 +657,10 @@ def _opt(v: float | None, none: str = "no target") -> str:
 
 
 def _scenario_section(doc: _Doc, ctx: _Context) -> None:
-    doc.h1("The scenario")
+    if ctx.compared:
+        doc.h1(f"Scenario in detail: {clean(ctx.scenario.name or '(unnamed)', 80)}")
+    else:
+        doc.h1("The scenario")
     rows = [("Input", "Value", "Unit"), *_scenario_rows(ctx.scenario)]
     doc.table(rows, (62, 80, 36))
 
@@ -663,51 +703,159 @@ def _chart_from(kind: str, rec: Any, ctx: _Context):
     return figures.figure(kind, rec, ctx.scenario)
 
 
-def _charts_section(doc: _Doc, ctx: _Context) -> None:
-    doc.h1("Charts")
+def _embed(doc: _Doc, ctx: _Context, title: str, build: Callable[[], Any]) -> bool:
+    """Build one figure and embed it page-wide as a 2x PNG; a failure is listed, not fatal."""
     ok, why = images.charts_status()
-    for title, build in _figure_builders(ctx):
-        try:
-            fig = build()
-        except Exception as exc:  # noqa: BLE001 - a missing chart is listed, not fatal
-            ctx.missing_charts.append(
-                (title, f"could not be built ({type(exc).__name__}: {clean(exc, 160)})")
-            )
-            continue
-        if fig is None:
-            ctx.missing_charts.append(
-                (title, "no data for this chart (no recommendation or builder)")
-            )
-            continue
-        if not ok:
-            ctx.missing_charts.append((title, why))
-            continue
-        png = images.figure_png(fig, CHART_W, CHART_H, scale=2)
-        if png is None:
-            ctx.missing_charts.append((title, images.charts_status()[1]))
-            continue
-        h = doc.epw * CHART_H / CHART_W
-        if doc.get_y() + h > doc.h - doc.b_margin:
-            doc.add_page()
-        doc.image(io.BytesIO(png), x=doc.l_margin, w=doc.epw, h=h)
-        ctx.images += 1
-        doc.ln(3)
-    if ctx.images == 0:
+    try:
+        fig = build()
+    except Exception as exc:  # noqa: BLE001 - a missing chart is listed, not fatal
+        ctx.missing_charts.append(
+            (title, f"could not be built ({type(exc).__name__}: {clean(exc, 160)})")
+        )
+        return False
+    if fig is None:
+        ctx.missing_charts.append((title, "no data for this chart (no recommendation or builder)"))
+        return False
+    if not ok:
+        ctx.missing_charts.append((title, why))
+        return False
+    png = images.figure_png(fig, CHART_W, CHART_H, scale=2)
+    if png is None:
+        ctx.missing_charts.append((title, images.charts_status()[1]))
+        return False
+    h = doc.epw * CHART_H / CHART_W
+    if doc.get_y() + h > doc.h - doc.b_margin:
+        doc.add_page()
+    doc.image(io.BytesIO(png), x=doc.l_margin, w=doc.epw, h=h)
+    ctx.images += 1
+    doc.ln(3)
+    return True
+
+
+def _charts_section(doc: _Doc, ctx: _Context) -> None:
+    doc.h1(f"Charts: {clean(ctx.scenario.name, 80)}" if ctx.compared else "Charts")
+    embedded = [_embed(doc, ctx, title, build) for title, build in _figure_builders(ctx)]
+    if not any(embedded):
         doc.para("No chart could be embedded; see 'Missing charts' at the end.", 9.5, colour=GREY)
 
 
-def _compare_section(doc: _Doc, compare: Sequence[tuple[str, Scenario]]) -> None:
-    doc.h1("Comparison")
-    rows = [("Scenario", "Recommended deployment", "TPOT ms", "USD/Mtok")]
-    for label, sc in list(compare)[:8]:
-        rec, note = _try_recommend(sc)
+#: Scenarios a comparison holds at most (the Compare page picks two to four).
+COMPARE_LIMIT = 8
+
+
+@dataclass
+class _CompareItem:
+    label: str
+    scenario: Scenario
+    tp: int | None = None
+    pp: int | None = None
+
+
+def _compare_items(compare: Sequence[Any]) -> list[_CompareItem]:
+    """(label, scenario[, tp, pp]) items with cleaned, unique labels (the charts key on them)."""
+    out: list[_CompareItem] = []
+    seen: set[str] = set()
+    for item in list(compare)[:COMPARE_LIMIT]:
+        label, sc, *shape = item
+        base = clean(label, 60) or "(unnamed)"
+        name, n = base, 2
+        while name in seen:
+            name, n = f"{base} ({n})", n + 1
+        seen.add(name)
+        tp, pp = (int(shape[0]), int(shape[1])) if len(shape) >= 2 else (None, None)
+        out.append(_CompareItem(name, sc, tp, pp))
+    return out
+
+
+def _compare_shape(item: _CompareItem, best: Any) -> tuple[int, int]:
+    """The TP/PP the charts use: the item's, else the recommended deployment's, else 1/1."""
+    if item.tp is not None and item.pp is not None:
+        return item.tp, item.pp
+    if best is not None and _pick(best, "kind") != "disaggregated":
+        return int(_pick(best, "tp", default=1)), int(_pick(best, "pp", default=1))
+    return 1, 1
+
+
+def _compare_data(items: Sequence[_CompareItem], recs: Sequence[Any]):
+    """The Compare page's chart inputs: estimate results and batch sweeps by label."""
+    from advisor.charts import compare_charts as cc
+
+    results: dict[str, dict] = {}
+    sweeps: dict[str, list[dict]] = {}
+    for it, rec in zip(items, recs, strict=True):
+        tp, pp = _compare_shape(it, _pick(rec, "best") if rec is not None else None)
+        try:
+            results[it.label] = cc.scenario_estimate(it.scenario, tp, pp)
+            sweeps[it.label] = cc.scenario_sweep(it.scenario, tp, pp)
+        except (ValueError, KeyError) as exc:
+            results[it.label] = {"fits": False, "reasons": [str(exc)], "breakdown": {}}
+            sweeps[it.label] = []
+    return results, sweeps
+
+
+def _compare_section(
+    doc: _Doc, ctx: _Context, items: Sequence[_CompareItem], charts: bool = True
+) -> None:
+    doc.h1(f"Comparison of {len(items)} scenarios")
+    gpus = accelerators()
+    rows = [("Scenario", "Model and hardware", "Load", "SLA")]
+    for it in items:
+        s, hw, w = it.scenario, it.scenario.hardware, it.scenario.workload
+        load = (
+            f"{w.arrival_rate_per_s:g} requests/s"
+            if w.arrival_rate_per_s is not None
+            else f"{w.concurrent_users:,} users"
+        )
+        hardware = ", ".join(gpus[g].name if g in gpus else g for g in hw.gpus)
+        nodes = f" ({hw.nodes} nodes of {hw.gpus_per_node})" if hw.nodes > 1 else ""
+        rows.append((it.label, f"{s.model_spec().name} on {hw.total_gpus} × {hardware}{nodes}",
+                     f"{load}; {w.isl_tokens:,} in / {w.osl_tokens:,} out tokens",
+                     s.sla.describe()))  # fmt: skip
+    doc.table(rows, (40, 58, 46, 34), size=8)
+
+    doc.h2("The recommendation for each scenario")
+    recs: list[Any] = []
+    rows = [("Scenario", "Recommended deployment", "GPUs", "SLA", "USD/Mtok")]
+    for it in items:
+        sc = it.scenario
+        try:
+            rec, note = _try_recommend(sc)
+        except Exception as exc:  # noqa: BLE001 - one bad scenario does not sink the report
+            rec, note = None, f"the search failed: {type(exc).__name__}"
+        recs.append(rec)
         b = _pick(rec, "best") if rec is not None else None
         if b is None:
-            rows.append((clean(label, 60), note or "no deployment meets the SLA", "", ""))
+            why = note or clean(_pick(rec, "no_best_reason", default=""), 200)
+            rows.append((it.label, why or "no deployment meets the SLA", "", "", ""))
             continue
         d = deployment(b, sc.sla.percentile)
-        rows.append((clean(label, 60), d.short(), _fmt(d.tpot_ms), _fmt(d.usd_per_mtok, ".3f")))
-    doc.table(rows, (42, 86, 24, 26))
+        sla = _sla_short(sc, d)
+        rows.append((it.label, d.short(), str(d.gpus if d.gpus is not None else "?"),
+                     sla or "no target", _fmt(d.usd_per_mtok, ".3f")))  # fmt: skip
+    doc.table(rows, (36, 72, 12, 38, 20), size=8)
+
+    if not charts:
+        return
+    doc.h2("Overlaid charts (as on the Compare page)")
+    results, sweeps = _compare_data(items, recs)
+    shapes = []
+    for it, rec in zip(items, recs, strict=True):
+        tp, pp = _compare_shape(it, _pick(rec, "best") if rec is not None else None)
+        sc = it.scenario
+        shapes.append(f"{it.label}: TP={tp}, PP={pp}, {sc.options.weight_dtypes[0]} weights, "
+                      f"{sc.options.kv_dtypes[0]} KV on {sc.hardware.gpus[0]}")  # fmt: skip
+    doc.para(
+        "Each scenario's own deployment (first accelerator, first dtypes, TP/PP as below, as "
+        "many data-parallel replicas as its GPUs allow) at the scenario's load:",
+        8.5,
+    )
+    doc.bullets(shapes, 8.5)
+    from advisor.charts import compare_charts as cc
+
+    _embed(doc, ctx, "Comparison: latency breakdown by scenario",
+           lambda: cc.latency_breakdown_figure(results))  # fmt: skip
+    _embed(doc, ctx, "Comparison: throughput and TPOT against batch size",
+           lambda: cc.throughput_vs_batch_figure(sweeps))  # fmt: skip
 
 
 def _perturbations(s: Scenario) -> list[tuple[str, Scenario]]:
@@ -856,9 +1004,12 @@ def _sources(doc: _Doc, ctx: _Context) -> None:
     doc.h2("Datasheets and model cards")
     items: list[str] = []
     seen: set[str] = set()
-    entries = [gpus[g] for g in s.hardware.gpus if g in gpus]
-    if s.model in models():
-        entries.append(models()[s.model])
+    scenarios = [s, *ctx.compared]
+    gpu_ids = list(dict.fromkeys(g for sc in scenarios for g in sc.hardware.gpus))
+    entries = [gpus[g] for g in gpu_ids if g in gpus]
+    for m in dict.fromkeys(sc.model for sc in scenarios):
+        if m in models():
+            entries.append(models()[m])
     for e in entries:
         for src in dict.fromkeys((getattr(e, "sources", None) or {}).values()):
             if src in seen:
@@ -868,7 +1019,7 @@ def _sources(doc: _Doc, ctx: _Context) -> None:
     doc.bullets(items or ["(no catalog sources)"], 8)
     doc.h2("Measurements behind the calibration for these accelerators")
     try:
-        rows_used = [r for r in _validation()["rows"] if r["gpu"] in s.hardware.gpus]
+        rows_used = [r for r in _validation()["rows"] if r["gpu"] in gpu_ids]
     except Exception:  # noqa: BLE001
         rows_used = []
     meta = _measurement_sources()
