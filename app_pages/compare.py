@@ -174,6 +174,32 @@ def page() -> None:
         "Batch sweep: one replica of each sidebar deployment with a fixed number of running "
         "sequences (powers of two up to what its KV cache holds)."
     )
+    guarded("PDF summary", pdf_section, picked)
+
+
+def pdf_section(picked: list[Choice]) -> None:
+    """Comparison PDF (the first scenario's recommendation in detail, the overlaid charts);
+    built only when the button is clicked (data is a callable)."""
+    from advisor.report.images import charts_status
+    from advisor.report.pdf import report_bytes_for_app
+
+    st.subheader("PDF comparison for the client")
+    c1, c2 = st.columns(2)
+    client = c1.text_input("Client / engagement", max_chars=200, key="cmp.pdf_client")
+    consultant = c2.text_input("Consultant", max_chars=200, key="cmp.pdf_consultant")
+    ok, message = charts_status()
+    if not ok:
+        st.info(f"The PDF will have tables only: {message}")
+    first = picked[0]
+    items = [(c.label, c.scenario, c.view.tp, c.view.pp) for c in picked]
+    rec = recommend_for(keys(first.scenario, first.view)[0]) if _search_available() else None
+    st.download_button(
+        "Download PDF comparison",
+        data=lambda: report_bytes_for_app(first.scenario, client, consultant, rec, compare=items),
+        file_name="inference-architect-comparison.pdf",
+        mime="application/pdf",
+        on_click="ignore",
+    )
 
 
 st.title("Compare scenarios")
