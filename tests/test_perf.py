@@ -29,7 +29,8 @@ def test_llama2_7b_batch1_reads_13_5_gb_per_token():
 def test_decode_turns_compute_bound_at_large_batch():
     # Llama-3.1-8B (GQA): batch 2048 at 128 tokens does 33 TFLOP against ~50 GB of reads.
     s = decode_step(replica("llama-3.1-8b", gpu="h100-sxm"), 2048.0, 128.0)
-    assert s.compute[0] > 0 and s.memory[0] == 0
+    # The GEMMs turn compute-bound; decode attention still streams the KV cache (memory).
+    assert s.compute[0] > 2 * s.memory[0] > 0
 
 
 def test_moe_batch1_reads_only_active_experts():

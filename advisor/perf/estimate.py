@@ -120,7 +120,8 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         "engine_profile": {
             "name": eng.name, "calibrated": eng.fitted, "step_overhead_ms": eng.step_overhead_s * 1e3,
             "seq_overhead_us": eng.seq_overhead_s * 1e6, "request_overhead_ms": eng.request_overhead_s * 1e3,
-            "efficiency": eng.efficiency, "max_num_seqs": eng.max_num_seqs,
+            "efficiency": eng.efficiency, "mem_efficiency": eng.mem_efficiency,
+            "max_num_seqs": eng.max_num_seqs,
             "eta_mem": eff.eta_mem, "eta_compute_16": eff.eta_compute_16,
             "eta_compute_fp8": eff.eta_compute_fp8, "family_calibrated": eff.fitted,
         },

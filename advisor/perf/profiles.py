@@ -7,8 +7,9 @@ published measurements and stored in ``data/calibration.yaml``:
   ``eta_compute_16`` and ``eta_compute_fp8`` (fraction of dense tensor peak large GEMMs reach);
 - per serving engine: ``step_overhead_s`` (fixed per iteration: scheduling, launches, sampling),
   ``seq_overhead_s`` (per running sequence per iteration), ``request_overhead_s`` (per request,
-  on the first token: tokenisation, HTTP, admission), ``efficiency`` (a multiplier on both etas
-  for the engine's kernels).
+  on the first token: tokenisation, HTTP, admission), ``efficiency`` (a multiplier on the
+  compute etas for the engine's GEMM/attention kernels) and ``mem_efficiency`` (the same on
+  eta_mem, for its memory-bound decode kernels).
 
 Families with no measurements fall back to priors with sources: eta_compute from the measured
 "maximum achievable matmul FLOPS" (MAMF, S. Bekman, ml-engineering; data/reference/hardware.yaml)
@@ -67,6 +68,10 @@ class EngineProfile:
     efficiency: float
     max_num_seqs: int
     fitted: bool
+    mem_efficiency: float = 1.0
+    #: One-shot/two-shot all-reduce kernels over NVLink/xGMI peer memory (TensorRT-LLM, vLLM and
+    #: SGLang ship them); a plain PyTorch server only has NCCL's ring/tree/NVLS.
+    custom_allreduce: bool = True
     note: str = ""
 
 
@@ -74,7 +79,7 @@ class EngineProfile:
 #: what vLLM and TensorRT-LLM report in their step-time logs at small batch).
 _DEFAULT_ENGINE = {
     "generic": dict(step_overhead_s=2e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3,
-                    efficiency=1.0, max_num_seqs=512),
+                    efficiency=1.0, max_num_seqs=512, custom_allreduce=False),
     "trtllm": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3,
                    efficiency=1.0, max_num_seqs=2048),
     "vllm": dict(step_overhead_s=2e-3, seq_overhead_s=3e-6, request_overhead_s=10e-3,
@@ -154,7 +159,10 @@ def engine_profile(engine: str) -> EngineProfile:
     base = dict(_DEFAULT_ENGINE[engine])
     fitted = (_calibration().get("engines") or {}).get(engine)
     if fitted:
-        for k in ("step_overhead_s", "seq_overhead_s", "request_overhead_s", "efficiency"):
+        for k in (
+            "step_overhead_s", "seq_overhead_s", "request_overhead_s", "efficiency",
+            "mem_efficiency",
+        ):  # fmt: skip
             if k in fitted:
                 base[k] = float(fitted[k])
     note = (fitted or {}).get("note", "") if fitted else "defaults (not calibrated)"

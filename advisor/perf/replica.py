@@ -59,7 +59,8 @@ class ReplicaArrays:
     expert_weight_bytes: np.ndarray  # per GPU: all routed experts of the stage
     num_experts: np.ndarray  # 0 for dense models
     experts_per_tok: np.ndarray
-    linear_active_params: np.ndarray  # per GPU: matmul params one token uses (incl. lm_head)
+    linear_active_params: np.ndarray  # per GPU: matmul params one token uses (excl. lm_head)
+    head_params: np.ndarray  # per GPU: lm_head params (logits only for a sequence's last token)
     weight_elements: np.ndarray  # per GPU: quantized elements (for dequantization)
     attn_width: np.ndarray  # per GPU: n_q x d_head / TP (MLA: n_q x (kv_lora + rope) / TP)
     kv_full_per_token: np.ndarray  # per GPU: bytes/token of the full-attention layers
@@ -75,6 +76,7 @@ class ReplicaArrays:
     tp_link_latency: np.ndarray
     tp_link_nvls: np.ndarray  # bool
     tp_link_id: np.ndarray  # object array of ids (grouping for collectives)
+    custom_allreduce: np.ndarray  # bool: the engine has one-shot/two-shot kernels
     pp_link_bw: np.ndarray
     pp_link_latency: np.ndarray
     step_overhead_s: np.ndarray
@@ -134,9 +136,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     expert_bytes = b.moe_experts * wbytes / tp * share
     dense_bytes = placement.per_gpu_bytes - expert_bytes
     head_params = m.vocab_size * m.hidden_size / tp  # lm_head matmul on the last stage
-    linear_active = (
-        b.linear_layers - b.moe_experts + b.moe_active_experts
-    ) / tp * share + head_params
+    linear_active = (b.linear_layers - b.moe_experts + b.moe_active_experts) / tp * share
     if m.is_mla:
         attn_width = m.num_attention_heads * (m.kv_lora_rank + m.qk_rope_head_dim) / tp  # type: ignore[operator]
     else:
@@ -164,18 +164,19 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         tp=tp, pp=pp, layers_stage=layers_stage, hidden=m.hidden_size,
         dense_weight_bytes=dense_bytes, expert_weight_bytes=expert_bytes,
         num_experts=m.num_experts or 0, experts_per_tok=m.num_experts_per_tok or 0,
-        linear_active_params=linear_active,
+        linear_active_params=linear_active, head_params=head_params,
         weight_elements=b.linear_layers / tp * share if weight_only else 0.0,
         attn_width=attn_width, kv_full_per_token=kv_full, kv_window_per_token=kv_win,
         window=float(m.sliding_window) if w_layers else math.inf,
         kv_budget_bytes=budget,
         peak_flops=peak * eng.efficiency,
         peak_flops_16=peak16 * eff.eta_compute_16 * eng.efficiency,
-        hbm_bw=g.hbm_bandwidth_bytes_per_s * eff.eta_mem * eng.efficiency,
+        hbm_bw=g.hbm_bandwidth_bytes_per_s * eff.eta_mem * eng.mem_efficiency,
         weight_only=weight_only,
         act_bytes=4.0 if cfg.weights == "fp32" else 2.0,
         tp_link_bw=tl.effective_bandwidth_bytes_per_s(tp), tp_link_latency=tl.latency_s,
         tp_link_nvls=tl.in_switch_reduction, tp_link_id=tl.id,
+        custom_allreduce=eng.custom_allreduce,
         pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
         step_overhead_s=eng.step_overhead_s, seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s, max_num_seqs=eng.max_num_seqs,
@@ -194,7 +195,7 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
         values = [r[f.name] for r in rows]
         if f.name == "tp_link_id":
             cols[f.name] = np.array(values, dtype=object)
-        elif f.name in ("weight_only", "tp_link_nvls"):
+        elif f.name in ("weight_only", "tp_link_nvls", "custom_allreduce"):
             cols[f.name] = np.array(values, dtype=bool)
         else:
             cols[f.name] = np.array(values, dtype=float)

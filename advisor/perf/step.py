@@ -63,20 +63,37 @@ class StepTimes:
 
 
 def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
-    """All-reduce time per candidate (0 for TP=1), grouped by (TP, link) for the collectives model."""
+    """All-reduce time per candidate (0 for TP=1), grouped by (TP, link, engine kernels).
+
+    Engines without custom all-reduce kernels (a plain PyTorch server) get NCCL's algorithms
+    only; the others may also use the one-shot/two-shot kernels (physics.collectives).
+    """
     from advisor.physics.collectives import allreduce_time_s as _allreduce
+    from advisor.physics.collectives import available_algorithms
 
     msg = np.broadcast_to(np.asarray(message_bytes, dtype=float), r.tp.shape)
     out = np.zeros(r.tp.shape)
     links = interconnects()
-    multi = r.tp > 1
-    if not multi.any():
+    multi = np.nonzero(r.tp > 1)[0]
+    if multi.size == 0:
         return out
-    keys = np.stack([r.tp[multi].astype(int).astype(str), r.tp_link_id[multi].astype(str)], axis=1)
-    idx_multi = np.nonzero(multi)[0]
-    for key in {tuple(k) for k in keys}:
-        sel = idx_multi[(keys[:, 0] == key[0]) & (keys[:, 1] == key[1])]
-        out[sel] = _allreduce(msg[sel], int(key[0]), links[key[1]])
+    # One collectives call per distinct (TP, link, kernels) group, found without a Python loop
+    # over candidates (the search passes tens of thousands).
+    keys = (
+        r.tp[multi].astype(int).astype(str).astype(object)
+        + "|" + r.tp_link_id[multi].astype(str).astype(object)
+        + "|" + r.custom_allreduce[multi].astype(int).astype(str).astype(object)
+    )  # fmt: skip
+    uniq, inverse = np.unique(keys.astype(str), return_inverse=True)
+    for g, key in enumerate(uniq):
+        tp_s, link_id, custom_s = key.split("|")
+        tp, custom = int(tp_s), custom_s == "1"
+        idx = multi[inverse == g]
+        link = links[link_id]
+        algs = available_algorithms("allreduce", tp, link)
+        if not custom:
+            algs = tuple(a for a in algs if a not in ("one_shot", "two_shot"))
+        out[idx] = _allreduce(msg[idx], tp, link, algorithms=algs)
     return out
 
 
@@ -86,17 +103,38 @@ def p2p_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
     return np.where(r.pp > 1, t, 0.0)
 
 
+def _roofline_part(flops: np.ndarray, nbytes: np.ndarray, peak: np.ndarray, bw: np.ndarray):
+    """(compute, memory) of one kernel group: the bound resource gets the time, the other 0."""
+    c, m = flops / peak, nbytes / bw
+    return np.where(m >= c, 0.0, c), np.where(m >= c, m, 0.0)
+
+
 def _stage_gpu_time(
     r: ReplicaArrays,
     tokens: np.ndarray,
     batch: np.ndarray,
     context: np.ndarray,
-    extra_attn_flops: np.ndarray,
-    kv_bytes: np.ndarray,
+    prefill_attn_flops: np.ndarray,
+    kv_read_bytes: np.ndarray,
+    kv_write_bytes: np.ndarray,
     experts_tokens: np.ndarray,
+    logit_rows: np.ndarray,
 ) -> tuple[np.ndarray, ...]:
-    linear_flops = 2.0 * r.linear_active_params * tokens
-    attn_flops = 4.0 * r.layers_stage * r.attn_width * batch * context + extra_attn_flops
+    """GPU time of one stage as three kernel groups run one after another, each on its roofline.
+
+    - GEMMs over every token of the iteration: max(2 x active params x tokens / peak + dequant,
+      weight bytes / bandwidth) (W4A16 kernels dequantize while the weights stream in);
+    - decode attention over the cached context: max(4 x layers x width x batch x context / peak,
+      KV bytes / bandwidth), memory-bound in practice;
+    - prefill attention of the prompt tokens: causal FLOPs / peak (compute-bound).
+    Attention kernels reach ``attn_eff`` of the GEMM efficiency. They do not overlap the GEMMs
+    (separate kernels in FlashAttention/FlashInfer-based engines), so the groups add.
+    Returns (flops, bytes, compute, memory, dequant): the additive split of the stage time.
+    """
+    # Logits only for the sequences producing a token (decode batch, or one per prompt), not for
+    # every prompt token: the lm_head multiplies ``logit_rows``, the layers every token.
+    linear_flops = 2.0 * r.linear_active_params * tokens + 2.0 * r.head_params * logit_rows
+    decode_attn_flops = 4.0 * r.layers_stage * r.attn_width * batch * context
     touched = np.where(
         r.num_experts > 0,
         expected_experts_touched(np.maximum(r.num_experts, 1), r.experts_per_tok, experts_tokens)
@@ -104,10 +142,6 @@ def _stage_gpu_time(
         0.0,
     )
     weight_bytes = r.dense_weight_bytes + r.expert_weight_bytes * touched
-    # Attention kernels (FlashAttention/FMHA, paged KV reads) reach a lower fraction of peak and
-    # bandwidth than dense GEMMs/GEMVs: one calibrated attention efficiency scales both.
-    compute = linear_flops / r.peak_flops + attn_flops / (r.peak_flops * r.attn_eff)
-    memory = weight_bytes / r.hbm_bw + kv_bytes / (r.hbm_bw * r.attn_eff)
     passes = 1.0 + tokens / DEQUANT_ROWS_PER_PASS
     dequant = np.where(
         r.weight_only,
@@ -117,17 +151,17 @@ def _stage_gpu_time(
         / (r.peak_flops_16 * VECTOR_TO_TENSOR_RATIO),
         0.0,
     )
-    return linear_flops + attn_flops, weight_bytes + kv_bytes, compute, memory, dequant
-
-
-def _split(compute: np.ndarray, memory: np.ndarray, dequant: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Attribute the overlapped GPU time to its binding resource (components stay additive)."""
-    mem_bound = memory >= compute + dequant
-    return (
-        np.where(mem_bound, 0.0, compute),
-        np.where(mem_bound, memory, 0.0),
-        np.where(mem_bound, 0.0, dequant),
-    )
+    gemm_c, gemm_m = linear_flops / r.peak_flops, weight_bytes / r.hbm_bw
+    gemm_mem_bound = gemm_m >= gemm_c + dequant
+    compute = np.where(gemm_mem_bound, 0.0, gemm_c)
+    memory = np.where(gemm_mem_bound, gemm_m, 0.0)
+    dequant = np.where(gemm_mem_bound, 0.0, dequant)
+    attn_peak, attn_bw = r.peak_flops * r.attn_eff, r.hbm_bw * r.attn_eff
+    dc, dm = _roofline_part(decode_attn_flops, kv_read_bytes, attn_peak, attn_bw)
+    pc, pm = _roofline_part(prefill_attn_flops, kv_write_bytes, attn_peak, attn_bw)
+    flops = linear_flops + decode_attn_flops + prefill_attn_flops
+    nbytes = weight_bytes + kv_read_bytes + kv_write_bytes
+    return flops, nbytes, compute + dc + pc, memory + dm + pm, dequant
 
 
 def decode_step(
@@ -152,11 +186,14 @@ def decode_step(
     tokens = mb + mq
     kv = kv_bytes_per_sequence(r, c) * mb
     prompt = np.asarray(prompt_tokens, dtype=float)
+    # Piggy-backed prompt tokens attend causally over their prompt: 2 x layers x width x T each.
     extra = 2.0 * r.layers_stage * r.attn_width * mq * prompt
-    flops, nbytes, compute, memory, dequant = _stage_gpu_time(r, tokens, mb, c, extra, kv, tokens)
+    kv_write = kv_bytes_per_sequence(r, 1.0) * mq
+    flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
+        r, tokens, mb, c, extra, kv, kv_write, tokens, logit_rows=mb
+    )
     comm = 2.0 * r.layers_stage * allreduce_time_s(r, tokens * r.hidden * r.act_bytes)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
-    cmp_, mem, dq = _split(compute, memory, dequant)
     overhead = r.step_overhead_s + r.seq_overhead_s * b
     # A token crosses every stage: PP x stage time (each stage works on its micro-batch).
     pp = r.pp
@@ -166,7 +203,8 @@ def decode_step(
     return StepTimes(
         compute=pp * cmp_, memory=pp * mem, dequant=pp * dq, communication=communication,
         overhead=overhead, bubble=np.zeros_like(total), total=total,
-        compute_raw=compute, memory_raw=memory, bytes_per_gpu=nbytes, flops_per_gpu=flops,
+        compute_raw=flops / r.peak_flops, memory_raw=nbytes / r.hbm_bw, bytes_per_gpu=nbytes,
+        flops_per_gpu=flops,
     )  # fmt: skip
 
 
@@ -190,12 +228,12 @@ def prefill(
     # Causal attention over the prompt: 2 x layers x width x T^2 per prompt.
     attn = 2.0 * r.layers_stage * r.attn_width * t * t * nb / chunks
     kv_write = kv_bytes_per_sequence(r, t) * nb / chunks
-    flops, nbytes, compute, memory, dequant = _stage_gpu_time(
-        r, tokens, np.zeros_like(tokens), np.zeros_like(tokens), attn, kv_write, tokens
+    zero = np.zeros_like(tokens)
+    flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
+        r, tokens, zero, zero, attn, zero, kv_write, tokens, logit_rows=nb / chunks
     )
     comm = 2.0 * r.layers_stage * allreduce_time_s(r, tokens * r.hidden * r.act_bytes)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
-    cmp_, mem, dq = _split(compute, memory, dequant)
     stage = cmp_ + mem + dq + comm
     steps = chunks + r.pp - 1.0
     bubble = (r.pp - 1.0) * stage
@@ -204,6 +242,6 @@ def prefill(
     return StepTimes(
         compute=chunks * cmp_, memory=chunks * mem, dequant=chunks * dq,
         communication=chunks * comm + (r.pp - 1) * p2p * chunks, overhead=overhead,
-        bubble=bubble, total=total, compute_raw=compute, memory_raw=memory,
-        bytes_per_gpu=nbytes * steps, flops_per_gpu=flops * chunks,
+        bubble=bubble, total=total, compute_raw=flops / r.peak_flops,
+        memory_raw=nbytes / r.hbm_bw, bytes_per_gpu=nbytes * steps, flops_per_gpu=flops * chunks,
     )  # fmt: skip
