@@ -34,7 +34,7 @@ _BOUNDS = {
     "request_overhead_s": (0.0, 0.05, 10e-3),
     "efficiency": (0.4, 1.1, 1.0),
     "mem_efficiency": (0.5, 1.3, 1.0),
-    "attention_efficiency": (0.2, 1.0, 0.75),
+    "attention_efficiency": (0.2, 1.5, 0.75),
 }
 MIN_ROWS = 3  # a constant is fitted only when at least this many rows depend on it
 
