@@ -139,3 +139,75 @@ def test_cli_bad_input_exit_2(tmp_path, args, needle):
     assert p.returncode == 2
     assert needle in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert "Traceback" not in p.stderr
+
+
+# --------------------------------------------------------------------------- comparison PDF
+
+
+def _two_examples():
+    from advisor.examples import EXAMPLES
+
+    a, b = EXAMPLES["70b-4xh100-tpot50"], EXAMPLES["8b-1xl40s"]
+    return a, b
+
+
+@pytest.fixture(scope="module")
+def compare_report():
+    a, b = _two_examples()
+    items = [(a.title, a.scenario, a.tp, a.pp), (b.title, b.scenario, b.tp, b.pp)]
+    pdf = build_report(a.scenario, client="Société Générale – Zürich", compare=items,
+                       sensitivities=False)  # fmt: skip
+    return a, b, pdf, last_build_info()
+
+
+def test_compare_report_content(compare_report):
+    a, b, pdf, info = compare_report
+    r, text = _text(pdf)
+    flat = _flat(text)
+    assert len(r.pages) == info["pages"] >= 3
+    assert "Comparison of 2 scenarios" in flat and "Société Générale – Zürich" in flat
+    # each scenario's SLA (examples.py: both P99 TPOT <= 50 ms) and its recommended deployment
+    assert flat.count("P99 TPOT ≤ 50 ms") >= 2
+    for ex in (a, b):
+        best = recommend(ex.scenario).best
+        assert best is not None and best.description in flat
+    # the deployments the overlaid charts show: TP/PP as given (examples.py: 70B TP=4, 8B TP=1)
+    assert "TP=4, PP=1, fp8 weights" in flat and "TP=1, PP=1, fp16 weights" in flat
+    # sources of both accelerators are listed (H100 and L40S)
+    assert "NVIDIA H100" in flat and "L40S" in flat
+
+
+@pytest.mark.skipif(not CHARTS, reason="no Chrome/Chromium for kaleido")
+def test_compare_report_embeds_overlaid_charts(compare_report):
+    *_, pdf, info = compare_report
+    r, _ = _text(pdf)
+    # memory, latency, Pareto of the first scenario + the two compare charts
+    assert info["missing_charts"] == []
+    assert _image_count(r) == info["images"] == 5
+
+
+def test_compare_without_tp_uses_recommended_shape_and_survives_bad_items():
+    a, b = _two_examples()
+    # TP=64 exceeds the 4 GPUs: the scenario is listed as not fitting, the report still builds
+    pdf = build_report(a.scenario, compare=[("A", a.scenario), ("A", b.scenario, 64, 1)],
+                       sensitivities=False)  # fmt: skip
+    flat = _flat(_text(pdf)[1])
+    assert "A (2)" in flat  # duplicate labels made unique (the charts key on them)
+    # without TP/PP: the recommended deployment's shape (pdf._compare_shape; 1/1 if disaggregated)
+    best = recommend(a.scenario).best
+    tp, pp = (1, 1) if best.kind == "disaggregated" else (best.tp, best.pp)
+    assert f"A: TP={tp}, PP={pp}," in flat
+    assert "A (2): TP=64, PP=1" in flat
+
+
+def test_compare_hostile_labels_and_names():
+    a, b = _two_examples()
+    hostile = "<b>x</b>\x00\x1b[31m\u202e" + "Ü" * 10_000
+    pdf = build_report(a.scenario, client=hostile, consultant=hostile,
+                       compare=[(hostile, a.scenario, 4, 1), (hostile + "2", b.scenario, 1, 1)],
+                       sensitivities=False)  # fmt: skip
+    r, text = _text(pdf)
+    assert "<b>x</b>" in _flat(text) and "\x00" not in text and "\x1b" not in text
+    assert "\u202e" not in text
+    assert max(len(w) for w in text.split()) <= 80
+    assert len(r.pages) <= 10
