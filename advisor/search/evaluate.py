@@ -65,14 +65,27 @@ def build_shapes(scenario: Scenario) -> tuple[ShapeTable, Counter]:
     """Enumerate shapes, reject the infeasible with counted reasons, tabulate step times."""
     with phase("enumerate"):
         all_shapes = shapes(scenario)
-        cfgs = [replica_config(scenario, s) for s in all_shapes]
+        # speculative shapes share the target's replica with their non-speculative twin:
+        # build each distinct (gpu, TP, PP, weights, KV) once
+        uniq: dict[tuple, int] = {}
+        reps: list[Shape] = []
+        cfg_row = np.empty(len(all_shapes), dtype=int)
+        for i, s in enumerate(all_shapes):
+            key = (s.gpu, s.tp, s.pp, s.weights, s.kv)
+            if key not in uniq:
+                uniq[key] = len(reps)
+                reps.append(s)
+            cfg_row[i] = uniq[key]
+        cfgs = [replica_config(scenario, s) for s in reps]
     with phase("build"):
-        return _build(scenario, all_shapes, cfgs)
+        return _build(scenario, all_shapes, cfgs, cfg_row)
 
 
-def _build(scenario: Scenario, all_shapes: list[Shape], cfgs: list) -> tuple[ShapeTable, Counter]:
+def _build(
+    scenario: Scenario, all_shapes: list[Shape], cfgs: list, cfg_row: np.ndarray
+) -> tuple[ShapeTable, Counter]:
     wl, opt, hw = scenario.workload, scenario.options, scenario.hardware
-    r = build_replicas(cfgs)
+    r = build_replicas(cfgs).take(cfg_row)
     isl, osl = float(wl.isl_tokens), float(wl.osl_tokens)
     total = hw.total_gpus
     weights = r.dense_weight_bytes + r.expert_weight_bytes
@@ -143,11 +156,13 @@ def _build(scenario: Scenario, all_shapes: list[Shape], cfgs: list) -> tuple[Sha
         srows = np.repeat(si, g)
         sb = np.tile(GRID, si.size)
         verify = decode_step(r.take(srows), sb, ctx, prefill_tokens=sb * k, prompt_tokens=ctx)
-        dr = draft.take(draft_row[srows])
-        dstep = decode_step(dr, sb, ctx).total
-        tab[si] = ((k * dstep + verify.total) / e_tok).reshape(si.size, g)
+        # the draft's steps depend only on its own (few) distinct replicas: tabulate those
+        nd = draft.n
+        dstep = decode_step(draft.take(np.repeat(np.arange(nd), g)), np.tile(GRID, nd), ctx)
+        dtab = dstep.total.reshape(nd, g)[draft_row[si]]
+        tab[si] = (k * dtab + verify.total.reshape(si.size, g)) / e_tok
         pre = pre.copy()
-        pre[si] += prefill(draft.take(draft_row[si]), np.full(si.size, isl)).total
+        pre[si] += prefill(draft, np.full(nd, isl)).total[draft_row[si]]
     return (
         ShapeTable(kept, r, tab, plain, pre, np.maximum(cap, 1.0), draft, draft_row, e_tok, ctx),
         rejected,
