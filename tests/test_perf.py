@@ -154,3 +154,20 @@ def test_validation_errors_stay_within_reached_levels():
     assert fam["TTFT/ITL under load"]["median_ape_pct"] < 15
     assert fam["offline throughput"]["median_ape_pct"] < 18
     assert fam["all-reduce"]["median_ape_pct"] < 10
+
+
+def test_kv_offload_costs_pcie_time_and_names_the_tp_alternative():
+    # 200 x 4,352-token sequences of Llama-3.1-70B at TP=2 need ~143 GB of KV per GPU against a
+    # ~4 GB budget: the overflow crosses PCIe Gen5 (0.8 x 63 GB/s) every step.
+    r = estimate(get_model("llama-3.1-70b"), get_accelerator("h100-sxm"),
+                 EstimateInput(tp=2, isl=4096, osl=512, concurrency=200))  # fmt: skip
+    off = r["kv_offload"]
+    assert r["fits"] and off["pcie_link"] == "pcie5"
+    assert off["offload_ms_per_step"] == pytest.approx(
+        off["overflow_gb_per_gpu"] / 50.4 * 1e3, rel=1e-6
+    )
+    assert r["breakdown"]["decode_step"]["kv_offload"] == pytest.approx(off["offload_ms_per_step"])
+    assert (
+        off["alternative"]["tp"] > 2
+        and off["alternative"]["decode_step_ms"] < off["offload_ms_per_step"]
+    )

@@ -197,18 +197,27 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         )
     else:
         n = float(inp.concurrency or 1)
+        offload_s = 0.0
         if n > cap:
-            reasons.append(
-                f"--concurrency {int(n)} exceeds the {int(cap)} sequences of {int(ctx_max)} tokens "
-                "the KV budget holds (use --concurrency max)"
-            )
-            return {
-                **base, "fits": False, "reasons": reasons, "suggestions": mem.suggestions,
-                "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "throughput_tok_s": 0.0,
-                "throughput_tok_s_per_gpu": 0.0, "concurrency": int(n), "breakdown": breakdown,
-            }  # fmt: skip
+            offload = _kv_offload(cfg, r, n, ctx_max, isl + osl / 2.0)
+            if offload is None:
+                reasons.append(
+                    f"--concurrency {int(n)} exceeds the {int(cap)} sequences of {int(ctx_max)} "
+                    "tokens the KV budget holds, and offloading the overflow to host memory does "
+                    "not help here (use --concurrency max, more TP, or lower-bit KV)"
+                )
+                return {
+                    **base, "fits": False, "reasons": reasons, "suggestions": mem.suggestions,
+                    "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "throughput_tok_s": 0.0,
+                    "throughput_tok_s_per_gpu": 0.0, "concurrency": int(n), "breakdown": breakdown,
+                }  # fmt: skip
+            offload_s = offload["offload_ms_per_step"] / 1e3
+            base["kv_offload"] = offload
+            notes.append(offload["note"])
         step = decode_step(r, n, isl + osl / 2.0)
         breakdown["decode_step"] = _components(step)
+        if offload_s:
+            breakdown["decode_step"]["kv_offload"] = offload_s * 1e3
         if inp.spec_draft is not None:
             tpot, _, spec = _speculative_tpot(
                 cfg, inp.spec_draft, n, isl + osl / 2.0, inp.spec_tokens, inp.spec_acceptance
@@ -220,6 +229,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             )
         else:
             tpot = float(step.total[0])
+        tpot += offload_s
         concurrency = n
         throughput = n * osl / (ttft + osl * tpot) * inp.dp
     e2e = ttft + (osl - 1) * tpot
@@ -231,6 +241,67 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     }  # fmt: skip
     if spec is not None:
         out["speculative"] = spec
+    return out
+
+
+#: Pinned host-to-device copies reach ~80% of the raw PCIe rate (CUDA samples bandwidthTest:
+#: ~25-26 GB/s on Gen4 x16 of 31.5 raw; ~50 GB/s on Gen5 x16 of 63).
+PINNED_H2D_FRACTION = 0.8
+
+
+def kv_offload_time_s(overflow_bytes: float, pcie_bytes_per_s: float) -> float:
+    """Extra decode-step time when KV overflow lives in host memory: overflow / PCIe bandwidth.
+
+    Every step attends over the whole context, so the offloaded part of the KV cache crosses
+    PCIe (host to device, one direction) once per step, after the on-GPU part (no overlap).
+    Source: formulas.md "Units and conventions" (PCIe per-direction rates); FlexGen (Sheng et al.
+    2023, ICML) for the offloading schedule.
+
+    >>> round(kv_offload_time_s(6.3e9, 63e9) * 1e3, 1)  # 6.3 GB over PCIe Gen5 x16: 100 ms
+    100.0
+    """
+    return overflow_bytes / pcie_bytes_per_s
+
+
+def _kv_offload(cfg: ReplicaConfig, r, n: float, ctx_max: float, ctx_mean: float) -> dict | None:
+    """What running ``n`` sequences costs with the KV overflow in host memory, and the TP alternative."""
+    from advisor.perf.replica import kv_bytes_per_sequence
+
+    budget = float(r.kv_budget_bytes[0])
+    if budget <= 0:
+        return None
+    link = get_interconnect(cfg.gpu.pcie_link)
+    pcie_bw = link.bandwidth_bytes_per_s * PINNED_H2D_FRACTION
+    need = float(kv_bytes_per_sequence(r, ctx_mean)[0]) * n
+    overflow = max(need - budget, 0.0)
+    t = kv_offload_time_s(overflow, pcie_bw)
+    out = {
+        "overflow_gb_per_gpu": overflow / 1e9,
+        "pcie_link": link.id,
+        "pcie_gb_per_s": pcie_bw / 1e9,
+        "offload_ms_per_step": t * 1e3,
+    }
+    alt = None
+    for tp in (cfg.tp * 2, cfg.tp * 4):
+        if tp > max(cfg.gpu.scale_up_domain, 8):
+            break
+        alt_cfg = ReplicaConfig(**{**cfg.__dict__, "tp": tp})
+        ra = build_replicas([alt_cfg])
+        if float(np.minimum(max_running(ra, ctx_max), ra.max_num_seqs)[0]) >= n:
+            alt = (tp, float(decode_step(ra, n, ctx_mean).total[0]))
+            break
+    plain = float(decode_step(r, n, ctx_mean).total[0])
+    note = (
+        f"KV offload: {overflow / 1e9:.1f} GB per GPU of KV cache lives in host memory and crosses "
+        f"{link.name} ({pcie_bw / 1e9:.0f} GB/s achievable) every step: +{t * 1e3:.1f} ms on a "
+        f"{plain * 1e3:.1f} ms step"
+    )
+    if alt is not None:
+        out["alternative"] = {"tp": alt[0], "decode_step_ms": alt[1] * 1e3}
+        note += (
+            f"; TP={alt[0]} holds all {int(n)} sequences on GPU with a {alt[1] * 1e3:.1f} ms step"
+        )
+    out["note"] = note
     return out
 
 
