@@ -54,6 +54,7 @@ def test_default_report_content(default_report):
     assert 3 <= len(r.pages) <= 8 and len(r.pages) == info["pages"]
     assert "Société Générale, Zürich" in flat and "≤" in flat and "μs" in flat
     assert rec.best is not None
+    assert f"Recommended deployment: {rec.best.description}" in flat  # as the app shows it
     assert f"weights {rec.best.weights}" in flat and f"KV cache {rec.best.kv}" in flat
     assert f"{rec.best.gpus} × NVIDIA H100" in flat
     # SLA: P99 TPOT target 50 ms (Scenario default) and the predicted P99 TPOT, one decimal

@@ -563,7 +563,8 @@ def _summary(doc: _Doc, ctx: _Context) -> None:
         )
         doc.para("No recommendation: " + clean(reason, 600), 10.5, bold=True, colour=(170, 40, 0))
         return
-    doc.para("Recommended deployment: " + d.sentence() + ".", 10.5, bold=True)
+    doc.para("Recommended deployment: " + clean(d.description, 400), 10.5, bold=True)
+    doc.para(d.sentence()[:1].upper() + d.sentence()[1:] + ".", 10)
     if d.headroom is not None:
         doc.para(
             f"Headroom: {d.headroom:.1f}× the offered load before the deployment saturates.", 9
