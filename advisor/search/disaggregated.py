@@ -100,26 +100,42 @@ def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None
     dec_res, _ = load(
         scenario, service(st.step_tab_s[pi], np.zeros(pi.size), st.max_running[pi]), pd * 1.0
     )
-    # pair pools: same gpu / dtypes, total GPUs within budget
-    key = np.array([hash((st.shapes[i].gpu, st.shapes[i].weights, st.shapes[i].kv)) for i in pi])
+    # pair pools: same gpu / dtypes, total GPUs within budget (pairs built group by group)
+    groups: dict[tuple, int] = {}
+    shape_group = np.array(
+        [groups.setdefault((s.gpu, s.weights, s.kv), len(groups)) for s in st.shapes], dtype=int
+    )
+    gid = shape_group[pi]
     g = st.r.gpus[pi] * pd
-    a, b = np.meshgrid(np.arange(pi.size), np.arange(pi.size), indexing="ij")
-    a, b = a.ravel(), b.ravel()
-    ok = (key[a] == key[b]) & (g[a] + g[b] <= total)
+    pa, pb = [], []
+    for grp in range(len(groups)):
+        members = np.nonzero(gid == grp)[0]
+        if members.size:
+            x, y = np.meshgrid(members, members, indexing="ij")
+            pa.append(x.ravel())
+            pb.append(y.ravel())
+    a, b = np.concatenate(pa), np.concatenate(pb)
+    ok = g[a] + g[b] <= total
     a, b = a[ok], b[ok]
+    order = np.lexsort((b, a))  # prefill pool major, as a full meshgrid would list them
+    a, b = a[order], b[order]
     if a.size == 0:
         return None
     m = scenario.model_spec()
     links = interconnects()
-    kv_tok = np.array(
-        [kv_bytes_per_token_per_layer(m, st.shapes[i].kv) * m.num_hidden_layers for i in pi[a]]
-    )
+    kv_of = {kv: kv_bytes_per_token_per_layer(m, kv) * m.num_hidden_layers
+             for kv in {s.kv for s in st.shapes}}  # fmt: skip
+    kv_shape = np.array([kv_of[s.kv] for s in st.shapes])
+    kv_tok = kv_shape[pi[a]]
     intra = links[hw.intra_link] if hw.intra_link else None
     same_node = (g[a] + g[b]) <= hw.gpus_per_node
     inter = links[hw.inter_link]
-    bw_intra = np.array(
-        [(intra or links[st.r.tp_link_id[i]]).bandwidth_bytes_per_s for i in pi[a]]
-    ) if intra is None else np.full(a.size, intra.bandwidth_bytes_per_s)  # fmt: skip
+    if intra is None:
+        link_bw = {lid: links[lid].bandwidth_bytes_per_s for lid in set(st.r.tp_link_id)}
+        bw_shape = np.array([link_bw[lid] for lid in st.r.tp_link_id])
+        bw_intra = bw_shape[pi[a]]
+    else:
+        bw_intra = np.full(a.size, intra.bandwidth_bytes_per_s)
     lat_intra = 1e-5
     bw = np.where(same_node, bw_intra, inter.bandwidth_bytes_per_s)
     lat = np.where(same_node, lat_intra, inter.latency_s)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -59,6 +59,10 @@ class ShapeTable:
     draft_row: np.ndarray  # [n] index into draft arrays (-1 when no speculation)
     tokens_per_step: float
     context_tokens: float
+    row_of: dict[Shape, int] = field(default_factory=dict)  # shape -> row (filled on init)
+
+    def __post_init__(self) -> None:
+        self.row_of.update({s: i for i, s in enumerate(self.shapes)})
 
 
 def build_shapes(scenario: Scenario) -> tuple[ShapeTable, Counter]:

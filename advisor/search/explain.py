@@ -10,13 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.search.evaluate import interp_step
+from advisor.search.space import Shape
 
 
 def _find(st, **want) -> int | None:
-    for i, s in enumerate(st.shapes):
-        if all(getattr(s, k) == v for k, v in want.items()):
-            return i
-    return None
+    """Row of the shape with exactly these fields (gpu, tp, pp, weights, kv, spec), or None."""
+    return st.row_of.get(Shape(**want))
 
 
 def _step_ms(st, k: int, b: float) -> float:
@@ -131,18 +130,13 @@ def agreement(sc, t, best, ans, params, ratio, deployment):
     shaped = None
     st = t.st
     # the article-shaped aggregated candidate: replica of ans.gpus GPUs, its dtype and spec
-    sel = []
-    for i in range(t.na):
-        s = st.shapes[int(t.ev.shape_idx[i])]
-        if s.tp * s.pp != ans.gpus or t.ev.dp[i] != 1:
-            continue
-        if ans.weights and s.weights != ans.weights:
-            continue
-        if s.spec != (ans.speculative and sc.options.speculative):
-            continue
-        sel.append(i)
-    if sel:
-        sel = np.array(sel)
+    want_spec = ans.speculative and sc.options.speculative
+    shape_ok = np.array(
+        [s.tp * s.pp == ans.gpus and (not ans.weights or s.weights == ans.weights)
+         and s.spec == want_spec for s in st.shapes], dtype=bool,
+    )  # fmt: skip
+    sel = np.nonzero(shape_ok[t.ev.shape_idx] & (t.ev.dp == 1))[0]
+    if sel.size:
         j = int(sel[np.lexsort((t.cost[sel], ratio[sel]))[0]])
         shaped = deployment(j)
     if best is None:
