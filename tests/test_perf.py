@@ -171,3 +171,23 @@ def test_kv_offload_costs_pcie_time_and_names_the_tp_alternative():
         off["alternative"]["tp"] > 2
         and off["alternative"]["decode_step_ms"] < off["offload_ms_per_step"]
     )
+
+
+def test_expert_parallelism_costs_more_at_batch1_and_evens_out_at_large_batch():
+    # EP: at batch 1 the 2 routed experts sit whole on at most 2 of 8 GPUs, so the busiest GPU
+    # reads a full expert (TP reads 2/8 of each on every GPU); at batch 256 all 8 experts are
+    # busy on every GPU and the loads even out (expected_max_load -> mean).
+    tp = replica("mixtral-8x7b", "h100-sxm", tp=8, weights="fp8")
+    ep = replica("mixtral-8x7b", "h100-sxm", tp=8, weights="fp8", ep=True)
+    assert decode_step(ep, 1.0, 1024.0).memory[0] > 2 * decode_step(tp, 1.0, 1024.0).memory[0]
+    big_tp, big_ep = decode_step(tp, 256.0, 1024.0), decode_step(ep, 256.0, 1024.0)
+    assert big_ep.memory[0] == pytest.approx(big_tp.memory[0], rel=0.05)
+    # All-to-alls carry k/TP of the tokens' activations instead of a full all-reduce per MoE layer.
+    assert big_ep.communication[0] < big_tp.communication[0]
+
+
+def test_ep_ignored_for_dense_models_with_a_note():
+    r = estimate(
+        get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), EstimateInput(tp=2, ep=True)
+    )
+    assert r["expert_parallel"] is False and any("dense" in n for n in r["notes"])

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.catalog.loader import UnknownIdError
 from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
-from advisor.cli.common import resolve_gpu, resolve_link, resolve_model
+from advisor.cli.common import read_input_file, resolve_gpu, resolve_link, resolve_model
 from advisor.perf.estimate import EstimateInput, estimate
 from advisor.perf.profiles import ENGINES
 from advisor.scenario import format_validation_error
@@ -20,6 +19,7 @@ MAX_INPUT_BYTES = 10_000_000
 _KEYS = {
     "model", "gpu", "tp", "pp", "dp", "weights", "kv", "isl", "osl", "concurrency", "qps",
     "link", "inter_link", "engine", "spec_draft", "spec_tokens", "spec_acceptance", "gpus_per_node",
+    "ep",
 }  # fmt: skip
 
 
@@ -47,6 +47,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--inter-link", dest="inter_link", help="inter-node interconnect id")
     p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int_in(1, 72), default=8)
     p.add_argument("--engine", type=choice_of(ENGINES, "engine"), default="generic")
+    p.add_argument(
+        "--ep", action="store_true", default=None,
+        help="MoE expert parallelism over the TP GPUs (whole experts per GPU, all-to-alls)",
+    )  # fmt: skip
     p.add_argument("--spec-draft", dest="spec_draft", help="draft model id")
     p.add_argument("--spec-tokens", dest="spec_tokens", type=int_in(1, 16), default=4)
     p.add_argument("--spec-acceptance", dest="spec_acceptance", type=float_in(0, 1), default=0.7)
@@ -93,15 +97,9 @@ def _args_dict(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> dict:
     if args.input is None:
         return _run_one(_args_dict(args))
-    path = Path(args.input)
+    data = read_input_file(args.input, "--input", MAX_INPUT_BYTES)
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise CliInputError(f"--input {args.input}: cannot read: {exc.strerror}") from None
-    if size > MAX_INPUT_BYTES:
-        raise CliInputError(f"--input: file is {size:,} bytes; the limit is {MAX_INPUT_BYTES:,}")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = data.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise CliInputError("--input: file is not UTF-8 text") from None
     results = []

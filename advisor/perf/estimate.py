@@ -53,6 +53,8 @@ class EstimateInput(BaseModel):
     inter_link: str | None = None
     gpus_per_node: Annotated[int, Field(ge=1, le=72)] = 8
     engine: Literal["generic", "trtllm", "vllm", "sglang"] = "generic"
+    #: MoE expert parallelism over the TP group (whole experts per GPU, two all-to-alls per layer).
+    ep: bool = False
     spec_draft: ModelSpec | None = None
     spec_tokens: Annotated[int, Field(ge=1, le=16)] = 4
     spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
@@ -101,6 +103,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     cfg = ReplicaConfig(
         model=model, gpu=gpu, tp=inp.tp, pp=inp.pp, weights=inp.weights, kv=inp.kv,
         engine=inp.engine, intra_link=intra, inter_link=inter, gpus_per_node=inp.gpus_per_node,
+        ep=inp.ep,
     )  # fmt: skip
     r = build_replicas([cfg])
     isl, osl = float(inp.isl), float(inp.osl)
@@ -116,7 +119,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     base = {
         "model": model.id, "gpu": gpu.id, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,
         "gpus": gpus, "weights": inp.weights, "kv": inp.kv, "isl": inp.isl, "osl": inp.osl,
-        "engine": inp.engine,
+        "engine": inp.engine, "expert_parallel": bool(r.ep[0]),
         "engine_profile": {
             "name": eng.name, "calibrated": eng.fitted, "step_overhead_ms": eng.step_overhead_s * 1e3,
             "seq_overhead_us": eng.seq_overhead_s * 1e6, "request_overhead_ms": eng.request_overhead_s * 1e3,
@@ -145,6 +148,9 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         }  # fmt: skip
 
     notes: list[str] = []
+    if inp.ep and not r.ep[0]:
+        why = "the model is dense" if not model.is_moe else "TP=1 leaves nothing to spread"
+        notes.append(f"expert parallelism ignored: {why}")
     pre = prefill(r, isl)
     ttft = float(pre.total[0])
     breakdown = {"prefill": _components(pre)}

@@ -14,6 +14,7 @@ import numpy as np
 
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
 from advisor.perf.profiles import attention_efficiency, engine_profile, family_efficiency
+from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     activation_reserve_bytes,
@@ -43,7 +44,9 @@ class ReplicaConfig:
     gpus_per_node: int = 8
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
     int4_group_size: int = 128
-    #: Override of the HBM bandwidth / peak (e.g. one GCD of an MI250X); None = catalog.
+    #: Expert parallelism for MoE layers: each of the TP GPUs holds num_experts / TP whole experts
+    #: (instead of a 1/TP slice of every expert); two all-to-alls per MoE layer.
+    ep: bool = False
     label: str = ""
 
 
@@ -59,7 +62,11 @@ class ReplicaArrays:
     expert_weight_bytes: np.ndarray  # per GPU: all routed experts of the stage
     num_experts: np.ndarray  # 0 for dense models
     experts_per_tok: np.ndarray
-    linear_active_params: np.ndarray  # per GPU: matmul params one token uses (excl. lm_head)
+    linear_active_params: np.ndarray  # per GPU: non-expert matmul params per token (excl. lm_head)
+    expert_active_params: np.ndarray  # per GPU, TP-sliced: routed-expert params per token
+    moe_layer_frac: np.ndarray  # MoE layers / layers
+    ep: np.ndarray  # bool: expert parallelism over the TP group
+    a2a_bw: np.ndarray  # achievable per-GPU bandwidth for all-to-alls over the TP link
     head_params: np.ndarray  # per GPU: lm_head params (logits only for a sequence's last token)
     weight_elements: np.ndarray  # per GPU: quantized elements (for dequantization)
     attn_width: np.ndarray  # per GPU: n_q x d_head / TP (MLA: n_q x (kv_lora + rope) / TP)
@@ -136,7 +143,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     expert_bytes = b.moe_experts * wbytes / tp * share
     dense_bytes = placement.per_gpu_bytes - expert_bytes
     head_params = m.vocab_size * m.hidden_size / tp  # lm_head matmul on the last stage
-    linear_active = (b.linear_layers - b.moe_experts + b.moe_active_experts) / tp * share
+    linear_active = (b.linear_layers - b.moe_experts) / tp * share
+    expert_active = b.moe_active_experts / tp * share
     if m.is_mla:
         attn_width = m.num_attention_heads * (m.kv_lora_rank + m.qk_rope_head_dim) / tp  # type: ignore[operator]
     else:
@@ -165,6 +173,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         dense_weight_bytes=dense_bytes, expert_weight_bytes=expert_bytes,
         num_experts=m.num_experts or 0, experts_per_tok=m.num_experts_per_tok or 0,
         linear_active_params=linear_active, head_params=head_params,
+        expert_active_params=expert_active,
+        moe_layer_frac=m.num_moe_layers / layers, ep=bool(cfg.ep and m.is_moe and tp > 1),
         weight_elements=b.linear_layers / tp * share if weight_only else 0.0,
         attn_width=attn_width, kv_full_per_token=kv_full, kv_window_per_token=kv_win,
         window=float(m.sliding_window) if w_layers else math.inf,
@@ -177,6 +187,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         tp_link_bw=tl.effective_bandwidth_bytes_per_s(tp), tp_link_latency=tl.latency_s,
         tp_link_nvls=tl.in_switch_reduction, tp_link_id=tl.id,
         custom_allreduce=eng.custom_allreduce,
+        a2a_bw=tl.effective_bandwidth_bytes_per_s(tp) * achievable_fraction_for(tl),
         pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
         step_overhead_s=eng.step_overhead_s, seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s, max_num_seqs=eng.max_num_seqs,
@@ -195,7 +206,7 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
         values = [r[f.name] for r in rows]
         if f.name == "tp_link_id":
             cols[f.name] = np.array(values, dtype=object)
-        elif f.name in ("weight_only", "tp_link_nvls", "custom_allreduce"):
+        elif f.name in ("weight_only", "tp_link_nvls", "custom_allreduce", "ep"):
             cols[f.name] = np.array(values, dtype=bool)
         else:
             cols[f.name] = np.array(values, dtype=float)

@@ -26,7 +26,7 @@ import numpy as np
 
 from advisor.catalog import interconnects
 from advisor.perf.replica import ReplicaArrays, kv_bytes_per_sequence
-from advisor.physics.roofline import expected_experts_touched
+from advisor.physics.roofline import expected_experts_touched, expected_max_load
 
 #: Weight-only dequantization: ops per weight per pass on the vector (non-tensor) units, and the
 #: vector-to-tensor throughput ratio. A Marlin/Machete-style W4A16 kernel unpacks, converts and
@@ -97,6 +97,29 @@ def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
     return out
 
 
+def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
+    """Collectives of one stage for ``tokens`` tokens: per layer, the attention all-reduce plus
+    either the MLP all-reduce (TP, Megatron-LM) or, in MoE layers under expert parallelism, two
+    all-to-alls dispatching each token's k expert inputs and combining the outputs (GShard).
+    """
+    from advisor.physics.collectives import all_to_all_time_s
+
+    act = tokens * r.hidden * r.act_bytes
+    ar = allreduce_time_s(r, act)
+    if not r.ep.any():
+        return 2.0 * r.layers_stage * ar
+    # Each GPU owns 1/TP of the tokens and sends their k expert inputs: k x act / TP bytes.
+    a2a = np.zeros_like(ar)
+    ep = r.ep
+    for n in np.unique(r.tp[ep]):
+        sel = ep & (r.tp == n)
+        msg = (act * r.experts_per_tok / r.tp)[sel]
+        a2a[sel] = all_to_all_time_s(msg, int(n), r.a2a_bw[sel], r.tp_link_latency[sel])
+    moe = r.moe_layer_frac
+    per_layer = ar + np.where(ep, moe * 2.0 * a2a + (1.0 - moe) * ar, ar)
+    return r.layers_stage * per_layer
+
+
 def p2p_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
     """Point-to-point send between adjacent pipeline stages: alpha + S / B (0 for PP=1)."""
     t = r.pp_link_latency + np.asarray(message_bytes, dtype=float) / r.pp_link_bw
@@ -133,15 +156,31 @@ def _stage_gpu_time(
     """
     # Logits only for the sequences producing a token (decode batch, or one per prompt), not for
     # every prompt token: the lm_head multiplies ``logit_rows``, the layers every token.
-    linear_flops = 2.0 * r.linear_active_params * tokens + 2.0 * r.head_params * logit_rows
-    decode_attn_flops = 4.0 * r.layers_stage * r.attn_width * batch * context
-    touched = np.where(
-        r.num_experts > 0,
-        expected_experts_touched(np.maximum(r.num_experts, 1), r.experts_per_tok, experts_tokens)
-        / np.maximum(r.num_experts, 1),
-        0.0,
+    experts, k, n = np.maximum(r.num_experts, 1), r.experts_per_tok, r.tp
+    touched_frac = np.where(
+        r.num_experts > 0, expected_experts_touched(experts, k, experts_tokens) / experts, 0.0
     )
-    weight_bytes = r.dense_weight_bytes + r.expert_weight_bytes * touched
+    # Expert parallelism: the step waits for the GPU with the most token assignments and the
+    # most distinct experts to read (busiest-bin loads); TP slices every expert evenly.
+    assign_mean = tokens * k / n
+    busiest_assign = expected_max_load(assign_mean, assign_mean * (1 - 1 / n), n, tokens * k)
+    per_gpu_experts = experts / n
+    busiest_experts = expected_max_load(
+        per_gpu_experts * touched_frac, per_gpu_experts * touched_frac * (1 - touched_frac),
+        n, per_gpu_experts,
+    )  # fmt: skip
+    with np.errstate(divide="ignore", invalid="ignore"):
+        flop_imbalance = np.where(r.ep & (assign_mean > 0), busiest_assign / assign_mean, 1.0)
+        read_frac = np.where(r.ep, busiest_experts / per_gpu_experts, touched_frac)
+    # Logits only for the sequences producing a token (decode batch, or one per prompt), not for
+    # every prompt token: the lm_head multiplies ``logit_rows``, the layers every token.
+    linear_flops = (
+        2.0 * r.linear_active_params * tokens
+        + 2.0 * r.expert_active_params * tokens * flop_imbalance
+        + 2.0 * r.head_params * logit_rows
+    )
+    decode_attn_flops = 4.0 * r.layers_stage * r.attn_width * batch * context
+    weight_bytes = r.dense_weight_bytes + r.expert_weight_bytes * read_frac
     passes = 1.0 + tokens / DEQUANT_ROWS_PER_PASS
     dequant = np.where(
         r.weight_only,
@@ -192,7 +231,7 @@ def decode_step(
     flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
         r, tokens, mb, c, extra, kv, kv_write, tokens, logit_rows=mb
     )
-    comm = 2.0 * r.layers_stage * allreduce_time_s(r, tokens * r.hidden * r.act_bytes)
+    comm = tp_communication_s(r, tokens)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
     overhead = r.step_overhead_s + r.seq_overhead_s * b
     # A token crosses every stage: PP x stage time (each stage works on its micro-batch).
@@ -232,7 +271,7 @@ def prefill(
     flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
         r, tokens, zero, zero, attn, zero, kv_write, tokens, logit_rows=nb / chunks
     )
-    comm = 2.0 * r.layers_stage * allreduce_time_s(r, tokens * r.hidden * r.act_bytes)
+    comm = tp_communication_s(r, tokens)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
     stage = cmp_ + mem + dq + comm
     steps = chunks + r.pp - 1.0

@@ -74,3 +74,20 @@ def expected_experts_touched(num_experts: float, top_k: float, tokens: float) ->
     """
     frac = 1.0 - np.power(1.0 - top_k / num_experts, tokens)
     return num_experts * frac
+
+
+def expected_max_load(mean: float, variance: float, n_bins: float, cap: float) -> float:
+    """Expected load of the busiest of n bins: min(cap, mean + sqrt(2 ln n) x sd).
+
+    The leading term of the expected maximum of n independent normal variables (extreme-value
+    theory; e.g. David and Nagaraja, "Order Statistics", 2003, sec. 10.5). Used for expert
+    parallelism: with tokens routed to experts spread over n GPUs, the step waits for the GPU
+    with the most assignments (or the most distinct experts to read). n = 1 gives the mean.
+
+    >>> # 128 assignments over 8 GPUs: mean 16, variance 128 x 1/8 x 7/8 = 14;
+    >>> # 16 + sqrt(2 ln 8 x 14) = 16 + 7.63
+    >>> round(float(expected_max_load(16.0, 14.0, 8, 128)), 2)
+    23.63
+    """
+    spread = np.sqrt(2.0 * np.log(np.maximum(n_bins, 1.0)) * np.maximum(variance, 0.0))
+    return np.minimum(cap, mean + spread)
