@@ -15,6 +15,7 @@ import os
 import shutil
 import threading
 import warnings
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
@@ -95,10 +96,22 @@ def _render(fig, width: int, height: int, scale: float) -> bytes:
         return pio.to_image(fig, format="png", width=width, height=height, scale=scale)
 
 
+#: PNGs already rendered, by (figure JSON, size): re-exporting the same scenario (another client
+#: name, a second click) reuses them. Bounded; oldest dropped first.
+_CACHE: OrderedDict[tuple, bytes] = OrderedDict()
+CACHE_ENTRIES = 48
+
+
+def clear_cache() -> None:
+    with _lock:
+        _CACHE.clear()
+
+
 def figure_png(fig, width: int, height: int, scale: float = 2) -> bytes | None:
     """PNG bytes of ``fig`` at ``scale`` x (width x height) pixels, or None if charts are off.
 
-    Thread-safe (the app may export from several sessions): one export at a time.
+    Thread-safe (the app may export from several sessions): one export at a time. Identical
+    figures are rendered once (:data:`CACHE_ENTRIES` kept).
     """
     with _lock:
         if _state["broken"]:
@@ -106,8 +119,16 @@ def figure_png(fig, width: int, height: int, scale: float = 2) -> bytes | None:
         try:
             if not _start():
                 return None
+            key = (fig.to_json(), width, height, scale)
+            if key in _CACHE:
+                _CACHE.move_to_end(key)
+                return _CACHE[key]
             future = _pool.submit(_render, fig, width, height, scale)
-            return future.result(timeout=EXPORT_TIMEOUT_S)
+            png = future.result(timeout=EXPORT_TIMEOUT_S)
+            _CACHE[key] = png
+            while len(_CACHE) > CACHE_ENTRIES:
+                _CACHE.popitem(last=False)
+            return png
         except FutureTimeout:
             _state["broken"] = f"no image within {EXPORT_TIMEOUT_S:.0f} s"
         except Exception as exc:  # noqa: BLE001 - the report goes on without the chart
