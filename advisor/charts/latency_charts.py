@@ -80,7 +80,7 @@ def breakdown_figure(rows: Mapping[str, Mapping[str, float]], title: str) -> go.
     names = list(rows)
     comps = [c for c in COMPONENT_COLOURS if any(rows[n].get(c, 0.0) > 0 for n in names)]
     fig = make_subplots(rows=len(names) or 1, cols=1, vertical_spacing=0.4,
-                        subplot_titles=[f"{n}: {sum(rows[n].values()):,.3g} ms" for n in names])  # fmt: skip
+                        subplot_titles=[f"{n}: {_ms3(sum(rows[n].values()))} ms" for n in names])  # fmt: skip
     for i, n in enumerate(names, start=1):
         for c in comps:
             v = float(rows[n].get(c, 0.0))
@@ -239,3 +239,12 @@ def speedup_batch_figure(
     fig.update_yaxes(title_text="speedup per token (×)", rangemode="tozero")
     fig.update_layout(legend={"orientation": "h", "y": -0.25})
     return styled(fig, title, height=440)
+
+
+def _ms3(x: float) -> str:
+    """Three significant figures without exponent notation (a subplot title).
+
+    >>> _ms3(1080.4), _ms3(23.71), _ms3(0.04567)
+    ('1,080', '23.7', '0.0457')
+    """
+    return f"{float(f'{x:.3g}'):,.0f}" if x >= 100 else f"{x:.3g}"

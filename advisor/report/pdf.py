@@ -301,7 +301,8 @@ class _Doc(FPDF):
               align: str = "LEFT") -> None:  # fmt: skip
         self.set_font(self.family, "", size)
         with super().table(
-            col_widths=tuple(widths), width=self.epw, line_height=size * 0.5, text_align=align,
+            col_widths=tuple(widths), width=self.epw, line_height=size * 0.5,
+            text_align=align if align != "RIGHT" else ("LEFT",) + ("RIGHT",) * (len(widths) - 1),
             headings_style=_headings(self), cell_fill_color=(248, 250, 252),
             cell_fill_mode="ROWS", borders_layout="HORIZONTAL_LINES", padding=0.8,
         ) as tab:  # fmt: skip
