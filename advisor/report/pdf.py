@@ -735,6 +735,10 @@ def _embed(doc: _Doc, ctx: _Context, title: str, build: Callable[[], Any]) -> bo
 
 
 def _charts_section(doc: _Doc, ctx: _Context) -> None:
+    if images.charts_status()[0] and doc.get_y() + 16 + doc.epw * CHART_H / CHART_W > (
+        doc.h - doc.b_margin
+    ):
+        doc.add_page()  # the heading goes with its first chart, never alone at a page's foot
     doc.h1(f"Charts: {clean(ctx.scenario.name, 80)}" if ctx.compared else "Charts")
     embedded = [_embed(doc, ctx, title, build) for title, build in _figure_builders(ctx)]
     if not any(embedded):
