@@ -1,9 +1,15 @@
 """Capacity planning: replicas, GPUs and nodes for a target arrival rate at the SLA.
 
-For the winning replica (aggregated; for a disaggregated winner, its decode pool's replica
-with prefill included, a conservative stand-in) the largest per-replica Poisson rate that still
+Aggregated winner: the largest per-replica Poisson rate at which the winning replica still
 meets every SLA target is found on a geometric grid of 64 rates (one vectorised
 ``latency_under_load`` call); replicas for a target rate = ceil(target / that rate).
+
+Disaggregated winner: the two pools are scaled together. The winner's pair is evaluated at
+64 multiples s of the offered rate (each pool's replicas sharing it as in the winner); the
+largest s meeting every target gives per-replica limits r_p = s x rate / DP_prefill and
+r_d = s x rate / DP_decode. For a target rate R: ceil(R / r_p) prefill and ceil(R / r_d)
+decode replicas. Each pool then runs at or below its per-replica rate at s, and latency rises
+with the rate, so the combined percentiles stay within the SLA (conservative).
 """
 
 from __future__ import annotations
@@ -16,60 +22,135 @@ from advisor.physics.queueing import QUANTILES, latency_under_load
 from advisor.search.evaluate import service
 
 MULTIPLIERS = (0.5, 1.0, 2.0, 5.0, 10.0)
+GRID_POINTS = 64
 
 
-def max_rate_at_sla(sc, st, k: int, checks_targets) -> float:
-    """Largest per-replica rate (req/s) at which shape ``k`` meets the SLA (0 if none)."""
+def _largest_ok(ok: np.ndarray) -> int | None:
+    """Index of the last point of the first run of True (latency rises along the grid)."""
+    if not ok.any():
+        return None
+    bad = np.nonzero(~ok)[0]
+    first_ok = np.nonzero(ok)[0][0]
+    later_bad = bad[bad > first_ok]
+    return int(later_bad[0] - 1) if later_bad.size else ok.size - 1
+
+
+def _meets(sc, ttft, tpot, e2e, stable, checks_targets) -> np.ndarray:
+    """[n] bool: stable and every stated target met; arrays [n, 4] in seconds or LatencyStats."""
+    qi = QUANTILES.index(sc.sla.percentile / 100)
+    ok = np.asarray(stable, dtype=bool).copy()
+    arrays = {"TTFT": ttft, "TPOT": tpot, "E2E": e2e}
+    for name, target in checks_targets:
+        arr = arrays[name]
+        v = arr.quantile_s(QUANTILES[qi]) if hasattr(arr, "quantile_s") else arr[:, qi]
+        ok &= v * 1e3 <= target
+    return ok
+
+
+def max_rate_at_sla(sc, st, k: int, checks_targets, include: float | None = None) -> float:
+    """Largest per-replica rate (req/s) at which shape ``k`` meets the SLA (0 if none).
+
+    ``include``: a rate to put on the grid (the winner's own per-replica rate, so that the plan
+    at the offered load reproduces the winner).
+    """
     wl = sc.workload
-    g = 64
+    g = GRID_POINTS
     tab = np.repeat(st.step_tab_s[k : k + 1], g, axis=0)
     sm = service(tab, np.full(g, st.prefill_s[k]), np.full(g, st.max_running[k]))
     probe = latency_under_load(sm, np.full(g, 1e-9), float(wl.osl_tokens),
                                isl_tokens=float(wl.isl_tokens))  # fmt: skip
     cap = float(probe.capacity_req_per_s[0])
     rates = cap * np.geomspace(1e-4, 0.999, g)
+    if include is not None and 0 < include < cap:
+        rates = np.sort(np.append(rates[:-1], include))
     res = latency_under_load(sm, rates, float(wl.osl_tokens), isl_tokens=float(wl.isl_tokens),
                              isl_cv=wl.isl_cv, osl_cv=wl.osl_cv)  # fmt: skip
-    qi = QUANTILES.index(sc.sla.percentile / 100)
-    ok = res.stable.copy()
-    for name, target in checks_targets:
-        arr = {"TTFT": res.ttft, "TPOT": res.tpot, "E2E": res.e2e}[name].quantile_s(QUANTILES[qi])
-        ok &= arr * 1e3 <= target
-    if not ok.any():
-        return 0.0
-    # first failing rate bounds the feasible range (latency rises with the rate)
-    bad = np.nonzero(~ok)[0]
-    first_ok = np.nonzero(ok)[0][0]
-    later_bad = bad[bad > first_ok]
-    last = later_bad[0] - 1 if later_bad.size else g - 1
-    return float(rates[last])
+    last = _largest_ok(_meets(sc, res.ttft, res.tpot, res.e2e, res.stable, checks_targets))
+    return 0.0 if last is None else float(rates[last])
+
+
+def max_scale_at_sla(sc, st, dg, j: int, offered: float, checks_targets) -> float:
+    """Largest multiple of ``offered`` at which disaggregated pair ``j`` meets the SLA (0 if none)."""
+    from advisor.search.disaggregated import pair_latency
+
+    g = GRID_POINTS
+    pdp, ddp = float(dg.pre_dp[j]), float(dg.dec_dp[j])
+    s_cap = float(dg.capacity_req_per_s[j]) / offered
+    scales = s_cap * np.geomspace(1e-4, 0.999, g)
+    if s_cap > 1.0:  # the offered load itself is a grid point: the plan reproduces the winner
+        scales = np.sort(np.append(scales[:-1], 1.0))
+    ttft, tpot, e2e, stable = pair_latency(
+        sc, st, np.full(g, int(dg.pre_shape[j])), scales * offered / pdp,
+        np.full(g, int(dg.dec_shape[j])), scales * offered / ddp,
+        np.full(g, float(dg.kv_transfer_s[j])),
+    )  # fmt: skip
+    last = _largest_ok(_meets(sc, ttft, tpot, e2e, stable, checks_targets))
+    return 0.0 if last is None else float(scales[last])
+
+
+def _label(s) -> str:
+    return f"TP={s.tp}, PP={s.pp} on {s.gpu}, weights {s.weights}, KV {s.kv}" + (
+        ", speculative" if s.spec else ""
+    )
 
 
 def capacity_plan(sc, t, best_i: int, checks):
     from advisor.search.recommend import Capacity, CapacityRow
 
     st = t.st
-    k = int(t.shape_of[best_i])
-    s = st.shapes[k]
+    gpn = sc.hardware.gpus_per_node
     targets = [(name, target) for name, _, target in checks]
-    r1 = max_rate_at_sla(sc, st, k, targets)
-    gpr = s.tp * s.pp
     if sc.workload.arrival_rate_per_s is not None:
         offered = sc.workload.arrival_rate_per_s
     else:
         offered = float(t.rate[best_i])
+    if best_i >= t.na:
+        return _disaggregated_plan(sc, t, best_i - t.na, offered, targets, Capacity, CapacityRow)
+    k = int(t.shape_of[best_i])
+    s = st.shapes[k]
+    gpr = s.tp * s.pp
+    dp = int(t.gpus[best_i] // gpr)
+    r1 = max_rate_at_sla(sc, st, k, targets, include=offered / dp if offered > 0 else None)
     rows = []
     if r1 > 0:
         for m in MULTIPLIERS:
             reps = max(1, math.ceil(offered * m / r1))
             rows.append(CapacityRow(target_rate_req_s=offered * m, replicas=reps, gpus=reps * gpr,
-                                    nodes=math.ceil(reps * gpr / sc.hardware.gpus_per_node)))  # fmt: skip
-    dp = int(t.gpus[best_i] // gpr) if best_i < t.na else max(1, int(t.gpus[best_i] // gpr))
+                                    nodes=math.ceil(reps * gpr / gpn)))  # fmt: skip
     return Capacity(
-        replica=f"TP={s.tp}, PP={s.pp} on {s.gpu}, weights {s.weights}, KV {s.kv}"
-        + (", speculative" if s.spec else ""),
+        replica=_label(s),
         gpus_per_replica=gpr,
         max_rate_per_replica_at_sla_req_s=r1,
         sla_headroom=dp * r1 / offered if offered > 0 else math.inf,
+        rows=rows,
+    )
+
+
+def _disaggregated_plan(sc, t, j: int, offered: float, targets, Capacity, CapacityRow):
+    st, dg = t.st, t.dg
+    gpn = sc.hardware.gpus_per_node
+    ps, ds = st.shapes[int(dg.pre_shape[j])], st.shapes[int(dg.dec_shape[j])]
+    pdp, ddp = int(dg.pre_dp[j]), int(dg.dec_dp[j])
+    s_max = max_scale_at_sla(sc, st, dg, j, offered, targets) if offered > 0 else 0.0
+    r_p = s_max * offered / pdp
+    r_d = s_max * offered / ddp
+    rows = []
+    if s_max > 0:
+        for m in MULTIPLIERS:
+            n_p = max(1, math.ceil(offered * m / r_p))
+            n_d = max(1, math.ceil(offered * m / r_d))
+            gpus = n_p * ps.tp + n_d * ds.tp
+            rows.append(CapacityRow(target_rate_req_s=offered * m, replicas=n_p + n_d, gpus=gpus,
+                                    nodes=math.ceil(gpus / gpn), prefill_replicas=n_p,
+                                    decode_replicas=n_d))  # fmt: skip
+    return Capacity(
+        kind="disaggregated",
+        replica=f"decode replica {_label(ds)}; prefill replicas TP={ps.tp} "
+        f"(each up to {r_p:,.2f} requests/s within the SLA)",
+        gpus_per_replica=ds.tp,
+        max_rate_per_replica_at_sla_req_s=r_d,
+        prefill_gpus_per_replica=ps.tp,
+        prefill_max_rate_per_replica_at_sla_req_s=r_p,
+        sla_headroom=s_max,
         rows=rows,
     )

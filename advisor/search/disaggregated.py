@@ -22,7 +22,7 @@ import numpy as np
 
 from advisor.catalog import interconnects
 from advisor.physics.memory import kv_bytes_per_token_per_layer
-from advisor.physics.queueing import QUANTILES, LoadResult
+from advisor.physics.queueing import QUANTILES, LoadResult, latency_under_load
 from advisor.scenario import Scenario
 from advisor.search.evaluate import ShapeTable, load, service
 from advisor.search.timing import phase
@@ -95,11 +95,9 @@ def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None
     wl = scenario.workload
     # prefill pool: osl = 1
     sc_pre = scenario.model_copy(update={"workload": replace_workload(wl, osl=1)})
-    tiny = np.full((pi.size, st.step_tab_s.shape[1]), 1e-6)
-    pre_res, _ = load(sc_pre, service(tiny, st.prefill_s[pi], np.full(pi.size, np.inf)), pd * 1.0)
-    dec_res, _ = load(
-        scenario, service(st.step_tab_s[pi], np.zeros(pi.size), st.max_running[pi]), pd * 1.0
-    )
+    sm_pre, sm_dec = pool_services(st, pi, pi)
+    pre_res, _ = load(sc_pre, sm_pre, pd * 1.0)
+    dec_res, _ = load(scenario, sm_dec, pd * 1.0)
     # pair pools: same gpu / dtypes, total GPUs within budget (pairs built group by group)
     groups: dict[tuple, int] = {}
     shape_group = np.array(
@@ -160,8 +158,48 @@ def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None
     )  # fmt: skip
 
 
+def pool_services(st: ShapeTable, pre_k: np.ndarray, dec_k: np.ndarray):
+    """Queueing models of prefill replicas (shape rows ``pre_k``) and decode replicas (``dec_k``).
+
+    Prefill replica: its prefill time, unlimited slots, a negligible 1 us "decode step" (the
+    request leaves after its first token, osl = 1). Decode replica: the shape's step table,
+    no prompt work (prefill_s = 0), its KV slot limit.
+    """
+    tiny = np.full((pre_k.size, st.step_tab_s.shape[1]), 1e-6)
+    sm_pre = service(tiny, st.prefill_s[pre_k], np.full(pre_k.size, np.inf))
+    sm_dec = service(st.step_tab_s[dec_k], np.zeros(dec_k.size), st.max_running[dec_k])
+    return sm_pre, sm_dec
+
+
+def pair_latency(scenario: Scenario, st: ShapeTable, pre_k, pre_rate, dec_k, dec_rate, t_kv):
+    """Percentiles [n, 4] (TTFT, TPOT, E2E) and stability of prefill/decode pool pairs.
+
+    ``pre_rate`` / ``dec_rate`` are Poisson rates per replica of each pool (requests/s);
+    combined as in the module docstring (sums of the parts' percentiles).
+    """
+    wl = scenario.workload
+    sm_pre, sm_dec = pool_services(st, pre_k, dec_k)
+    kw = dict(isl_tokens=float(wl.isl_tokens), isl_cv=wl.isl_cv)
+    with phase("queueing"):
+        pre = latency_under_load(sm_pre, pre_rate, 1.0, **kw)
+        dec = latency_under_load(sm_dec, dec_rate, float(wl.osl_tokens), osl_cv=wl.osl_cv, **kw)
+    t = np.asarray(t_kv, dtype=float)[:, None]
+    pq = _q(pre.ttft)
+    stable = pre.stable & dec.stable
+    ttft = np.where(stable[:, None], pq + t + _q(dec.ttft), np.inf)
+    e2e = np.where(stable[:, None], pq + t + _q(dec.e2e), np.inf)
+    return ttft, _q(dec.tpot), e2e, stable
+
+
 def replace_workload(wl, *, osl: int):
     return wl.model_copy(update={"osl_tokens": osl, "osl_cv": 0.0})
 
 
-__all__ = ["Disagg", "LoadResult", "dp_values", "evaluate_disaggregated"]
+__all__ = [
+    "Disagg",
+    "LoadResult",
+    "dp_values",
+    "evaluate_disaggregated",
+    "pair_latency",
+    "pool_services",
+]

@@ -28,12 +28,10 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
     s = st.shapes[k]
     b = max(1.0, float(t.running[best_i]) + 1.0)
     out = []
-    if best_i >= t.na:
-        j = best_i - t.na
-        out.append(
-            f"Disaggregated serving wins: decode replicas never stall for prompts; moving the KV "
-            f"cache costs {t.dg.kv_transfer_s[j] * 1e3:.2f} ms per request."
-        )
+    disagg = best_i >= t.na
+    pool = "Decode pool: " if disagg else ""
+    if disagg:
+        out.extend(_disaggregated_lines(sc, t, best_i, ratio, b))
     from advisor.perf.step import decode_step
 
     step = decode_step(st.r.take(np.array([k])), b, st.context_tokens)
@@ -42,12 +40,13 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
     link = str(st.r.tp_link_id[k])
     if s.tp > 1:
         out.append(
-            f"TP={s.tp} on {link}: all-reduce {comm / total:.0%} of the {total * 1e3:.2f} ms decode "
+            f"{pool}TP={s.tp} on {link}: all-reduce {comm / total:.0%} of the {total * 1e3:.2f} ms "
+            "decode "
             f"step at batch {b:.0f}."
         )
     else:
         out.append(
-            f"TP=1: no all-reduce; the {total * 1e3:.2f} ms decode step at batch {b:.0f} is "
+            f"{pool}TP=1: no all-reduce; the {total * 1e3:.2f} ms decode step at batch {b:.0f} is "
             f"{float(step.memory[0]) / total:.0%} memory reads, "
             f"{float(step.compute[0]) / total:.0%} compute, "
             f"{float(step.overhead[0]) / total:.0%} engine overhead."
@@ -63,7 +62,7 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
         d_all = _step_ms(st, k2, b) - _step_ms(st, k, b)
         c2 = float(decode_step(st.r.take(np.array([k2])), b, st.context_tokens).communication[0])
         out.append(
-            f"TP={tp2} ({str(st.r.tp_link_id[k2])}) would {'add' if d_all > 0 else 'save'} "
+            f"{pool}TP={tp2} ({str(st.r.tp_link_id[k2])}) would {'add' if d_all > 0 else 'save'} "
             f"{abs(d_all):.2f} ms per decode step at batch {b:.0f} (all-reduce "
             f"{c2 * 1e3:.2f} ms vs {comm * 1e3:.2f} ms) on {tp2 * s.pp} instead of "
             f"{s.tp * s.pp} GPUs per replica."
@@ -93,6 +92,8 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
             f"acceptance {sc.options.spec_acceptance:g}: {st.tokens_per_step:.2f} tokens/step): "
             f"{speed:.2f}x faster per token at batch 1, {sp_b:.2f}x at batch {b:.0f}."
         )
+    elif sc.options.speculative and disagg:
+        out.append("Speculative decoding is not modelled inside disaggregated pools.")
     elif sc.options.speculative:
         k2 = _find(st, gpu=s.gpu, tp=s.tp, pp=s.pp, weights=s.weights, kv=s.kv, spec=True)
         if k2 is not None:
@@ -122,6 +123,90 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
     return out
 
 
+def _n(count: int, noun: str) -> str:
+    """'1 prefill replica', '4 prefill replicas'."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _disaggregated_lines(sc, t, best_i: int, ratio, b: float) -> list[str]:
+    """Why a disaggregated pair wins: its pools, the KV move, the best aggregated alternative."""
+    st, dg, j = t.st, t.dg, best_i - t.na
+    ps, ds = st.shapes[int(dg.pre_shape[j])], st.shapes[int(dg.dec_shape[j])]
+    pdp, ddp = int(dg.pre_dp[j]), int(dg.dec_dp[j])
+    rate = float(t.rate[best_i])
+    pre_s = float(st.prefill_s[int(dg.pre_shape[j])])
+    util_p = rate / pdp * pre_s
+    from advisor.perf.step import decode_step
+
+    step_s = float(decode_step(st.r.take(dg.dec_shape[j : j + 1]), b, st.context_tokens).total[0])
+    where = "inside one node" if int(t.gpus[best_i]) <= sc.hardware.gpus_per_node else (
+        f"over {sc.hardware.inter_link} between nodes")  # fmt: skip
+    out = [
+        f"Disaggregated serving wins: {_n(pdp, 'prefill replica')} of TP={ps.tp} (a "
+        f"{sc.workload.isl_tokens}-token prompt takes {pre_s * 1e3:.1f} ms; pool busy "
+        f"{util_p:.0%}) and {_n(ddp, 'decode replica')} of TP={ds.tp} (about {b:.0f} running "
+        f"sequences each, {step_s * 1e3:.2f} ms per step) on {ds.gpu}. Decode steps never "
+        f"stall for prompts; the KV cache moves once per request {where} in "
+        f"{float(dg.kv_transfer_s[j]) * 1e3:.2f} ms."
+    ]
+    agg = np.nonzero(ratio[: t.na] <= 1.0)[0]
+    if agg.size:
+        a = agg[np.lexsort((t.gpus[agg], t.cost[agg]))[0]]
+        s = st.shapes[int(t.ev.shape_idx[a])]
+        out.append(
+            f"The cheapest aggregated deployment meeting the SLA ({int(t.ev.dp[a])} x TP={s.tp}, "
+            f"PP={s.pp}, {s.weights}{', speculative' if s.spec else ''}) costs "
+            f"${float(t.cost[a]):.3f}/M tokens on {int(t.gpus[a])} GPUs vs "
+            f"${float(t.cost[best_i]):.3f} on {int(t.gpus[best_i])}."
+        )
+    else:
+        out.append("No aggregated deployment meets the SLA at this load.")
+    return out
+
+
+def _sla_latency(sc, d) -> tuple[str, float]:
+    """(label, ms) of deployment ``d`` on the SLA's first stated metric (TPOT, TTFT, E2E)."""
+    pct = sc.sla.percentile
+    stated = [n for n, v in (("TPOT", sc.sla.tpot_ms), ("TTFT", sc.sla.ttft_ms),
+                             ("E2E", sc.sla.e2e_ms)) if v is not None]  # fmt: skip
+    name = stated[0] if stated else "E2E"
+    return f"P{pct} {name}", getattr(getattr(d, f"{name.lower()}_ms"), f"p{pct}")
+
+
+def compare_with_article_shape(sc, best, shaped) -> str:
+    """Why the search's pick beats the article-shaped deployment, without repeating a number
+    as if it differed: cost at the offered load depends only on the GPUs paid for, so the two
+    often tie on cost and the ranking falls back to GPUs, then latency."""
+    head = f"the article's shape ({shaped.description}) "
+    if not shaped.stable:
+        return head + f"is unstable at this load ({shaped.unstable_reason})"
+    if not shaped.meets_sla:
+        return head + f"misses the SLA (worst target at {shaped.sla_ratio:.2f}x)"
+    c_s = round(shaped.usd_per_million_tokens, 3)
+    c_b = round(best.usd_per_million_tokens, 3)
+    label, l_b = _sla_latency(sc, best)
+    l_s = _sla_latency(sc, shaped)[1]
+    if sc.rank_by == "gpus" and shaped.gpus != best.gpus:
+        return head + f"also meets the SLA but uses {shaped.gpus} GPUs vs {best.gpus}"
+    if c_s > c_b:
+        return head + f"also meets the SLA but costs ${c_s:.3f}/M tokens vs ${c_b:.3f}"
+    if shaped.gpus != best.gpus:
+        return (
+            head + f"also meets the SLA at the same cost (${c_b:.3f}/M tokens) but on "
+            f"{shaped.gpus} GPUs vs {best.gpus}"
+        )
+    if round(l_b, 1) < round(l_s, 1):
+        return (
+            head + f"also meets the SLA at the same cost (${c_b:.3f}/M tokens on "
+            f"{_n(best.gpus, 'GPU')}: cost at the offered load depends only on the GPUs); "
+            f"the search's pick has the lower {label} ({l_b:.1f} ms vs {l_s:.1f} ms)"
+        )
+    return (
+        head + f"meets the SLA equally well (${c_b:.3f}/M tokens on {_n(best.gpus, 'GPU')}, "
+        f"{label} {l_s:.1f} ms): either would do"
+    )
+
+
 def agreement(sc, t, best, ans, params, ratio, deployment):
     """Compare the search's winner with the article's decision-matrix answer for the size."""
     from advisor.search.recommend import DecisionMatrix
@@ -143,10 +228,16 @@ def agreement(sc, t, best, ans, params, ratio, deployment):
         agrees = None
         diffs.append("the search found no deployment meeting the SLA")
     else:
-        per_replica = best.tp * best.pp if best.kind == "aggregated" else best.gpus
-        if per_replica != ans.gpus:
+        if best.kind == "disaggregated":
             diffs.append(
-                f"GPUs per replica: search {per_replica}, article {ans.gpus}"
+                f"layout: search disaggregated (prefill {best.prefill_pool['dp']} x "
+                f"TP={best.prefill_pool['tp']} + decode {best.decode_pool['dp']} x "
+                f"TP={best.decode_pool['tp']}, {best.gpus} GPUs), article {ans.gpus} GPUs per "
+                "replica"
+            )
+        elif best.tp * best.pp != ans.gpus:
+            diffs.append(
+                f"GPUs per replica: search {best.tp * best.pp}, article {ans.gpus}"
                 + (f" ({best.dp} replicas for the load)" if best.dp > 1 else "")
             )
         if ans.weights and best.weights != ans.weights:
@@ -158,15 +249,7 @@ def agreement(sc, t, best, ans, params, ratio, deployment):
             )
         agrees = not diffs
         if shaped is not None and diffs:
-            why = f"the article's shape ({shaped.description}) " + (
-                f"also meets the SLA but costs ${shaped.usd_per_million_tokens:.3f}/M tokens "
-                f"vs ${best.usd_per_million_tokens:.3f}"
-                if shaped.meets_sla
-                else f"misses the SLA (worst target at {shaped.sla_ratio:.2f}x)"
-                if shaped.stable
-                else f"is unstable at this load ({shaped.unstable_reason})"
-            )
-            diffs.append(why)
+            diffs.append(compare_with_article_shape(sc, best, shaped))
         elif shaped is None and diffs:
             diffs.append("the article's shape does not fit in memory or the GPUs available")
     return DecisionMatrix(

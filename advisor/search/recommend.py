@@ -70,8 +70,12 @@ class Deployment(BaseModel):
     usd_per_million_tokens: float
     max_rate_req_s: float  # stability limit of the whole deployment
     headroom: float  # max_rate_req_s / offered rate
-    running_batch: float  # mean sequences in decode per replica
+    running_batch: float  # mean sequences in decode per (decode) replica
+    #: Decode step of a (decode) replica at running_batch + 1, by component (ms) + "batch".
     step_breakdown_ms: dict[str, float] = {}
+    #: Prefill of one prompt alone on a (prefill) replica, by component (ms).
+    prefill_breakdown_ms: dict[str, float] = {}
+    kv_transfer_ms: float | None = None  # disaggregated: KV cache moved per request
 
 
 class ParetoPoint(BaseModel):
@@ -104,17 +108,26 @@ class DecisionMatrix(BaseModel):
 class CapacityRow(BaseModel):
     model_config = _M
     target_rate_req_s: float
-    replicas: int
+    replicas: int  # disaggregated: prefill + decode replicas
     gpus: int
     nodes: int
+    prefill_replicas: int | None = None  # disaggregated only
+    decode_replicas: int | None = None
 
 
 class Capacity(BaseModel):
+    """Replicas for target rates (advisor/search/capacity.py). For a disaggregated winner the
+    ``replica`` / ``gpus_per_replica`` / ``max_rate_per_replica_at_sla_req_s`` fields describe
+    a decode replica and the ``prefill_*`` fields a prefill replica."""
+
     model_config = _M
+    kind: str = "aggregated"  # "aggregated" | "disaggregated"
     replica: str
     gpus_per_replica: int
     max_rate_per_replica_at_sla_req_s: float
-    sla_headroom: float  # replicas x max rate at SLA / offered rate
+    prefill_gpus_per_replica: int | None = None
+    prefill_max_rate_per_replica_at_sla_req_s: float | None = None
+    sla_headroom: float  # multiple of the offered rate the deployment serves within the SLA
     rows: list[CapacityRow]
 
 
@@ -251,13 +264,11 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         nodes = math.ceil(t.gpus[i] / gpn)
     rate = float(t.rate[i])
     bd: dict[str, float] = {}
-    if breakdown and i < t.na:
-        from advisor.perf.step import decode_step
-
-        k = int(t.ev.shape_idx[i])
-        b = max(1.0, float(t.running[i]) + 1.0)
-        bd = decode_step(st.r.take(np.array([k])), b, st.context_tokens).component_dict(0)
-        bd["batch"] = b
+    pbd: dict[str, float] = {}
+    if breakdown:
+        bd, pbd = step_breakdowns(sc, t, i)
+    if i >= t.na:
+        extra["kv_transfer_ms"] = float(t.dg.kv_transfer_s[i - t.na]) * 1e3
     return Deployment(
         kind=kind, description=desc, gpu=s.gpu, tp=tp, pp=pp, dp=dp, weights=s.weights,
         kv=s.kv, speculative=s.spec, gpus=int(t.gpus[i]), nodes=int(nodes),
@@ -269,8 +280,34 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         throughput_per_gpu_tok_s=float(t.tput[i] / t.gpus[i]),
         usd_per_hour=float(t.usd_h[i]), usd_per_million_tokens=float(t.cost[i]),
         max_rate_req_s=float(t.cap[i]), headroom=float(t.cap[i] / rate) if rate > 0 else math.inf,
-        running_batch=float(t.running[i]), step_breakdown_ms=bd, **extra,
+        running_batch=float(t.running[i]), step_breakdown_ms=bd, prefill_breakdown_ms=pbd,
+        **extra,
     )  # fmt: skip
+
+
+def step_breakdowns(sc: Scenario, t: _Table, i: int) -> tuple[dict, dict]:
+    """Decode step (at the running batch + 1) and prefill breakdowns of candidate ``i``, ms.
+
+    Aggregated: the replica's. Disaggregated: the decode step of a decode-pool replica and the
+    prefill of a prefill-pool replica. Speculative shapes: the target's decode step; the
+    prefill adds the draft's prompt pass as "draft".
+    """
+    from advisor.perf.step import decode_step, prefill
+
+    st = t.st
+    if i < t.na:
+        k = kp = int(t.ev.shape_idx[i])
+    else:
+        k, kp = int(t.dg.dec_shape[i - t.na]), int(t.dg.pre_shape[i - t.na])
+    b = max(1.0, float(t.running[i]) + 1.0)
+    bd = decode_step(st.r.take(np.array([k])), b, st.context_tokens).component_dict(0)
+    bd["batch"] = b
+    pre = prefill(st.r.take(np.array([kp])), np.array([float(sc.workload.isl_tokens)]))
+    pbd = pre.component_dict(0)
+    draft = (float(st.prefill_s[kp]) - float(pre.total[0])) * 1e3
+    if draft > 1e-9:
+        pbd["draft"] = draft
+    return bd, pbd
 
 
 def _rank_key(sc: Scenario, t: _Table, lat: np.ndarray) -> np.ndarray:
