@@ -31,6 +31,11 @@ AMBIGUITY_NOTE = (
 )
 OWN = "own"  # the intra-link choice "each GPU's own link" (None in the Scenario)
 PAGE_LOCAL = ("view.block_size", "view.concurrency", "view.max_model_len")
+#: Sidebar widget keys. Some are drawn only in one mode (arrival rate or users; bought or rented
+#: GPUs): Streamlit drops the state of a widget not drawn in a run, so their values are kept
+#: here between runs and put back before the sidebar is drawn (``_restore_hidden``).
+SIDEBAR_KEYS = tuple(k for p, k in _K.items() if p not in PAGE_LOCAL)
+KEPT = "_sidebar_kept"
 
 
 @contextmanager
@@ -278,9 +283,26 @@ def _cost_inputs() -> Cost:
     )
 
 
+def _restore_hidden() -> None:
+    """Put back the values of sidebar widgets that were not drawn in the last run.
+
+    Without this, switching the load to users and back reset the arrival rate to its minimum,
+    and a rented-GPU cost read the missing purchase fields (KeyError on every later run).
+    """
+    kept = SS.get(KEPT, {})
+    for wkey in SIDEBAR_KEYS:
+        if wkey not in SS and wkey in kept:
+            SS[wkey] = kept[wkey]
+
+
+def _keep_values() -> None:
+    SS[KEPT] = {**SS.get(KEPT, {}), **{k: SS[k] for k in SIDEBAR_KEYS if k in SS}}
+
+
 def sidebar() -> tuple[Scenario, View]:
     """Draw the scenario sidebar; store and return the validated Scenario and View."""
     init_from_url()
+    _restore_hidden()
     SS["_invalid_sections"] = []
     with st.sidebar:
         st.header("Scenario")
@@ -306,6 +328,7 @@ def sidebar() -> tuple[Scenario, View]:
 
         st.sidebar.error(f"Scenario: {format_validation_error(exc)}")
         scenario = Scenario()
+    _keep_values()
     SS["scenario"], SS["view"] = scenario, view
     return scenario, view
 
