@@ -16,6 +16,8 @@ from advisor.catalog import accelerators, interconnects, models
 from advisor.catalog.specs import ModelSpec
 
 SCHEMA_VERSION = 1
+#: Largest scenario JSON accepted (a scenario is a few kB; an imported config.json ~ 1-5 kB).
+MAX_SCENARIO_BYTES = 1_000_000
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 Percentile = Literal[50, 90, 95, 99]
@@ -209,8 +211,10 @@ def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
 def load_scenario(data: dict[str, Any] | str | bytes) -> Scenario:
     """Validate a scenario from a dict or JSON text; raises ScenarioError with a clear message."""
     if isinstance(data, bytes | str):
-        if len(data) > 1_000_000:
-            raise ScenarioError(f"scenario file is {len(data):,} bytes; the limit is 1,000,000")
+        if len(data) > MAX_SCENARIO_BYTES:
+            raise ScenarioError(
+                f"scenario file is {len(data):,} bytes; the limit is {MAX_SCENARIO_BYTES:,}"
+            )
         try:
             text = data.decode("utf-8") if isinstance(data, bytes) else data
             doc = json.loads(text, object_pairs_hook=_no_duplicates)

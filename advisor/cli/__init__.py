@@ -36,9 +36,34 @@ class CliInputError(ValueError):
     """Bad input found after parsing; the message names the flag, the value and what is allowed."""
 
 
+#: Longest error line printed (a pasted document as a flag value is not echoed whole).
+MAX_MESSAGE_CHARS = 1000
+
+
+def shown(text: str, limit: int = 60) -> str:
+    """A user value for an error message: repr (so control characters stay visible), shortened.
+
+    >>> shown("h100")
+    "'h100'"
+    >>> shown("x" * 100, limit=5)
+    "'xxxxx'... (100 characters)"
+    """
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
+def one_line(message: str) -> str:
+    """An error message as exactly one line: line breaks escaped, at most MAX_MESSAGE_CHARS."""
+    flat = "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+    if len(flat) > MAX_MESSAGE_CHARS:
+        flat = flat[: MAX_MESSAGE_CHARS - 3] + "..."
+    return flat
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line, no usage block
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(one_line(f"{self.prog}: error: {message}"), file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -50,7 +75,7 @@ def int_in(lo: int, hi: int) -> Callable[[str], int]:
             value = int(text.strip())
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"{text!r} is not an integer (allowed: {lo}..{hi})"
+                f"{shown(text)} is not an integer (allowed: {lo}..{hi})"
             ) from None
         if not lo <= value <= hi:
             raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {lo}..{hi})")
@@ -67,7 +92,7 @@ def float_in(lo: float, hi: float, *, lo_open: bool = False) -> Callable[[str], 
             value = float(text.strip())
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"{text!r} is not a number (allowed: {lo:g}..{hi:g})"
+                f"{shown(text)} is not a number (allowed: {lo:g}..{hi:g})"
             ) from None
         bad_lo = value <= lo if lo_open else value < lo
         if not math.isfinite(value) or bad_lo or value > hi:
@@ -87,7 +112,7 @@ def choice_of(allowed: Sequence[str], what: str) -> Callable[[str], str]:
         value = text.strip().lower()
         if value not in allowed:
             raise argparse.ArgumentTypeError(
-                f"unknown {what} {text!r} (allowed: {', '.join(allowed)})"
+                f"unknown {what} {shown(text)} (allowed: {', '.join(allowed)})"
             )
         return value
 
@@ -147,11 +172,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = args._module.run(args)
     except CliInputError as exc:
-        print(f"advisor {name}: error: {exc}", file=sys.stderr)
+        print(one_line(f"advisor {name}: error: {exc}"), file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - a traceback is never shown to a user
         first = str(exc).splitlines()[0] if str(exc) else ""
-        print(f"advisor {name}: internal error: {type(exc).__name__}: {first}", file=sys.stderr)
+        print(
+            one_line(f"advisor {name}: internal error: {type(exc).__name__}: {first}"),
+            file=sys.stderr,
+        )
         return 1
     if getattr(args, "json", False):
         print(dumps(result))

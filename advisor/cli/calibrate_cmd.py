@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
-from advisor.cli import add_json_flag, int_in
+from advisor.cli import CliInputError, add_json_flag, int_in
 from advisor.perf.calibrate import fit, write
 
 
@@ -17,7 +18,26 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p
 
 
+def _check_out(value: str | None) -> Path | None:
+    """The output path, checked before the (slow) fit: a writable file in an existing folder."""
+    if value is None:
+        return None
+    path = Path(value)
+    if not value.strip() or path.is_dir():
+        raise CliInputError(f"--out {value!r}: give a file name (e.g. --out calibration.yaml)")
+    parent = path.parent
+    if not parent.is_dir():
+        raise CliInputError(f"--out {value!r}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CliInputError(f"--out {value!r}: not writable")
+    return path
+
+
 def run(args: argparse.Namespace) -> dict:
+    path = _check_out(args.out)
     doc = fit(max_nfev=args.max_evals)
-    out = write(doc, Path(args.out) if args.out else None)
+    try:
+        out = write(doc, path)
+    except OSError as exc:
+        raise CliInputError(f"--out {args.out!r}: cannot write: {exc.strerror}") from None
     return {k: out[k] for k in ("global", "families", "engines", "fit_summary", "rows_skipped")}

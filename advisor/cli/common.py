@@ -15,7 +15,7 @@ from advisor.catalog import (
     models,
 )
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
-from advisor.cli import CliInputError, choice_of, int_in
+from advisor.cli import CliInputError, choice_of, int_in, shown
 
 
 def resolve_model(value: str) -> ModelSpec:
@@ -23,7 +23,11 @@ def resolve_model(value: str) -> ModelSpec:
     if value in models():
         return get_model(value)
     path = Path(value)
-    if value.endswith(".json") or path.is_file():
+    try:
+        is_file = path.is_file()
+    except OSError:  # e.g. a name longer than the file system allows
+        is_file = False
+    if value.endswith(".json") or is_file:
         from advisor.catalog.hf_import import (
             HFConfigError,
             load_hf_config_file,
@@ -34,11 +38,13 @@ def resolve_model(value: str) -> ModelSpec:
             cfg = load_hf_config_file(path)
             return model_from_hf_config(cfg, source=f"config.json at {path.name}")
         except HFConfigError as exc:
-            raise CliInputError(f"--model {value}: {exc}") from None
+            raise CliInputError(f"--model {shown(value)}: {exc}") from None
         except OSError as exc:
-            raise CliInputError(f"--model {value}: cannot read file: {exc.strerror}") from None
+            raise CliInputError(
+                f"--model {shown(value)}: cannot read file: {exc.strerror}"
+            ) from None
     raise CliInputError(
-        f"--model: unknown model {value!r} (allowed: {', '.join(sorted(models()))}, "
+        f"--model: unknown model {shown(value)} (allowed: {', '.join(sorted(models()))}, "
         "or a path to a config.json)"
     )
 
@@ -76,3 +82,32 @@ def add_deployment_args(p: argparse.ArgumentParser, *, context: bool = True) -> 
             "--context", type=int_in(1, 10_000_000), default=4096,
             help="tokens per sequence (prompt + output)",
         )  # fmt: skip
+
+
+def read_input_file(value: str, flag: str, max_bytes: int) -> bytes:
+    """The bytes of a user-named input file: a regular file of at most ``max_bytes``.
+
+    Refuses directories, devices and FIFOs (``/dev/zero`` would never end) before reading, and
+    reads at most ``max_bytes + 1`` bytes (the file may grow after the size check).
+    """
+    path = Path(value)
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise CliInputError(f"{flag} {shown(value)}: cannot read: {exc.strerror}") from None
+    if not path.is_file():
+        raise CliInputError(f"{flag} {shown(value)}: not a regular file")
+    if st.st_size > max_bytes:
+        raise CliInputError(
+            f"{flag} {shown(value)}: file is {st.st_size:,} bytes; the limit is {max_bytes:,}"
+        )
+    try:
+        with path.open("rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise CliInputError(f"{flag} {shown(value)}: cannot read: {exc.strerror}") from None
+    if len(data) > max_bytes:
+        raise CliInputError(
+            f"{flag} {shown(value)}: file is larger than the {max_bytes:,}-byte limit"
+        )
+    return data

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
-from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
+from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in, shown
+from advisor.cli.common import read_input_file
 
 
 def _list_of(allowed, what):
@@ -17,8 +17,11 @@ def _list_of(allowed, what):
         bad = [v for v in out if v not in allowed]
         if not out or bad:
             raise argparse.ArgumentTypeError(
-                f"unknown {what} {bad[0] if bad else text!r} (allowed: {', '.join(allowed)})"
+                f"unknown {what} {shown(bad[0] if bad else text)} (allowed: {', '.join(allowed)})"
             )
+        twice = sorted({v for v in out if out.count(v) > 1})
+        if twice:
+            raise argparse.ArgumentTypeError(f"{what} {twice[0]!r} is listed twice")
         return out
 
     return parse
@@ -71,6 +74,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def scenario_from_args(args: argparse.Namespace):
     from advisor.scenario import (
+        MAX_SCENARIO_BYTES,
         SLA,
         Hardware,
         Options,
@@ -81,17 +85,12 @@ def scenario_from_args(args: argparse.Namespace):
         load_scenario,
     )
 
-    if args.scenario:
-        try:
-            data = Path(args.scenario).read_bytes()
-        except OSError as exc:
-            raise CliInputError(
-                f"--scenario {args.scenario}: cannot read: {exc.strerror}"
-            ) from None
+    if args.scenario is not None:
+        data = read_input_file(args.scenario, "--scenario", MAX_SCENARIO_BYTES)
         try:
             return load_scenario(data)
         except ScenarioError as exc:
-            raise CliInputError(f"--scenario {args.scenario}: {exc}") from None
+            raise CliInputError(f"--scenario {args.scenario!r}: {exc}") from None
     if args.model not in models():
         raise CliInputError(
             f"--model: unknown model {args.model!r} (allowed: {', '.join(sorted(models()))})"

@@ -39,12 +39,12 @@ def _check_out(value: str | None) -> Path:
         raise CliInputError("--out is required (the PDF file to write, e.g. --out report.pdf)")
     path = Path(value)
     if path.is_dir():
-        raise CliInputError(f"--out {value}: is a directory; give a file name")
+        raise CliInputError(f"--out {value!r}: is a directory; give a file name")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
-        raise CliInputError(f"--out {value}: directory {parent} does not exist")
+        raise CliInputError(f"--out {value!r}: directory {parent} does not exist")
     if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise CliInputError(f"--out {value}: not writable")
+        raise CliInputError(f"--out {value!r}: not writable")
     return path
 
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> dict:
     try:
         out.write_bytes(pdf)
     except OSError as exc:
-        raise CliInputError(f"--out {args.out}: cannot write: {exc.strerror}") from None
+        raise CliInputError(f"--out {args.out!r}: cannot write: {exc.strerror}") from None
     info = last_build_info()
     ok, why = images.charts_status()
     return {
