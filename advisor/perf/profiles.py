@@ -72,6 +72,11 @@ class EngineProfile:
     #: One-shot/two-shot all-reduce kernels over NVLink/xGMI peer memory (TensorRT-LLM, vLLM and
     #: SGLang ship them); a plain PyTorch server only has NCCL's ring/tree/NVLS.
     custom_allreduce: bool = True
+    #: How the memory fraction is read: vLLM's gpu_memory_utilization is a fraction of the whole
+    #: GPU (weights and activations come out of it); TensorRT-LLM's kv_cache_free_gpu_mem_fraction
+    #: is a fraction of what is left after weights and activation buffers (TensorRT-LLM docs,
+    #: KvCacheConfig.free_gpu_memory_fraction).
+    kv_fraction_of_free: bool = False
     note: str = ""
 
 
@@ -81,7 +86,7 @@ _DEFAULT_ENGINE = {
     "generic": dict(step_overhead_s=2e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3,
                     efficiency=1.0, max_num_seqs=512, custom_allreduce=False),
     "trtllm": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3,
-                   efficiency=1.0, max_num_seqs=2048),
+                   efficiency=1.0, max_num_seqs=2048, kv_fraction_of_free=True),
     "vllm": dict(step_overhead_s=2e-3, seq_overhead_s=3e-6, request_overhead_s=10e-3,
                  efficiency=0.95, max_num_seqs=256),
     "sglang": dict(step_overhead_s=1.5e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3,

@@ -154,10 +154,14 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     kv_full = per_layer_kv * (layers - w_layers) * share
     kv_win = per_layer_kv * w_layers * share
     reserve = activation_reserve_bytes(m, tp)
-    budget = g.memory_bytes * cfg.gpu_memory_utilization - placement.per_gpu_bytes - reserve
+    eng = engine_profile(cfg.engine)
+    free = g.memory_bytes - placement.per_gpu_bytes - reserve
+    if eng.kv_fraction_of_free:
+        budget = cfg.gpu_memory_utilization * free if free > 0 else free
+    else:
+        budget = g.memory_bytes * cfg.gpu_memory_utilization - placement.per_gpu_bytes - reserve
 
     eff = family_efficiency(g.family)
-    eng = engine_profile(cfg.engine)
     path = COMPUTE_PATH[cfg.weights]
     peak16 = g.peak_flops_per_s.bf16 or g.peak_flops_per_s.fp16
     if path == "fp8" and g.peak_flops_per_s.fp8:
