@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 def gb(x_bytes: float, digits: int = 1) -> str:
     """Decimal gigabytes.
@@ -42,3 +44,29 @@ def ms(x_s: float) -> str:
     if x_s < 1e-4:
         return f"{x_s * 1e6:.3g} µs"
     return f"{x_s * 1e3:.3g} ms"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$&])")
+_NAME_OK = re.compile(r"[^\w .,/+()@-]")
+
+
+def md_escape(text: object) -> str:
+    """User text for st.markdown, alerts and widget labels, shown as typed: markdown, HTML tags,
+    links, images, LaTeX ($) and Streamlit directives (:red[...]) backslash-escaped.
+
+    >>> md_escape("<img src=x onerror=alert(1)>")
+    '\\\\<img src=x onerror=alert\\\\(1\\\\)\\\\>'
+    >>> md_escape("**Acme** :red[x] $1")
+    '\\\\*\\\\*Acme\\\\*\\\\* \\\\:red\\\\[x\\\\] \\\\$1'
+    """
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def display_name(text: str) -> str:
+    """A model's display name from an uploaded config.json (``_name_or_path``) reduced to letters,
+    digits, spaces and ``. , / + ( ) @ - _``: it goes into captions, chart titles and the PDF.
+
+    >>> display_name("meta-llama/Llama-3.1-70B"), display_name("<img src=x onerror=alert(1)>")
+    ('meta-llama/Llama-3.1-70B', 'img src x onerror alert(1)')
+    """
+    return " ".join(_NAME_OK.sub(" ", text).split())

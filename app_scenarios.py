@@ -15,6 +15,7 @@ from advisor.examples import EXAMPLES
 from advisor.perf.estimate import EstimateInput
 from advisor.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
 from advisor.store import Store, StoreError
+from app_format import md_escape
 from app_state import UPLOAD_KEY, _seed
 from app_url import View, scenario_to_params
 
@@ -66,7 +67,10 @@ def load_into_sidebar(scenario: Scenario, view: View, label: str) -> None:
     """
     why = can_load_into_sidebar(scenario)
     if why:
-        SS["sc.flash"] = ("error", f"“{label}” cannot be loaded into the sidebar: {why}.")
+        SS["sc.flash"] = (
+            "error",
+            f"“{md_escape(label)}” cannot be loaded into the sidebar: {md_escape(why)}.",
+        )
         return
     _seed(scenario, view)
     st.query_params.from_dict(scenario_to_params(scenario, view))
@@ -75,7 +79,7 @@ def load_into_sidebar(scenario: Scenario, view: View, label: str) -> None:
         note = (
             " Remove the uploaded config.json in the sidebar: it takes precedence over the model."
         )
-    SS["sc.flash"] = ("success", f"Loaded “{label}” into the sidebar.{note}")
+    SS["sc.flash"] = ("success", f"Loaded “{md_escape(label)}” into the sidebar.{note}")
 
 
 def flash() -> None:

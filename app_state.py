@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
 from advisor.scenario import SLA, Cost, Hardware, Options, Scenario, Workload
+from app_format import display_name, md_escape
 from app_url import URL_KEYS, View, scenario_from_params, scenario_to_params
 
 SS = st.session_state
@@ -44,9 +45,9 @@ def advisor_errors(where: str) -> Iterator[None]:
     try:
         yield
     except (ValueError, KeyError) as exc:  # ValidationError, UnknownIdError, HFConfigError...
-        st.error(f"{where}: {exc}")
+        st.error(f"{where}: {md_escape(exc)}")
     except Exception as exc:  # noqa: BLE001 - no traceback on the projector
-        st.error(f"{where}: unexpected error ({type(exc).__name__}): {str(exc)[:300]}")
+        st.error(f"{where}: unexpected error ({type(exc).__name__}): {md_escape(str(exc)[:300])}")
 
 
 def guarded(where: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -112,9 +113,12 @@ def _parse_upload(data: bytes) -> tuple[dict | None, str | None, str]:
         return None, None, "config.json import is not available in this version"
     try:
         cfg = load_hf_config_bytes(data)
+        if isinstance(cfg, dict) and isinstance(cfg.get("_name_or_path"), str):
+            # The display name reaches captions, chart titles and the PDF: plain characters only.
+            cfg = {**cfg, "_name_or_path": display_name(cfg["_name_or_path"])}
         spec = model_from_hf_config(cfg)
     except HFConfigError as exc:
-        return None, None, str(exc)
+        return None, None, md_escape(exc)
     return cfg, spec.id, ""
 
 
@@ -366,7 +370,7 @@ def show_url_warnings() -> None:
     if warnings:
         st.warning(
             "Some values in the link were ignored; their defaults are used instead:\n\n"
-            + "\n".join(f"- {w}" for w in warnings)
+            + "\n".join(f"- {md_escape(w)}" for w in warnings)  # values come from the link
         )
     if SS.get("_invalid_sections"):
         st.warning(

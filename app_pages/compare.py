@@ -12,6 +12,7 @@ from advisor.catalog import accelerators, interconnects
 from advisor.charts import compare_charts as cc
 from advisor.scenario import ScenarioError
 from advisor.store import StoreError
+from app_format import md_escape
 from app_scenarios import (
     Choice,
     estimate_for,
@@ -136,7 +137,7 @@ def _search_available() -> bool:
 def page() -> None:
     options, problems = choices()
     for msg in problems:
-        st.warning(f"Saved scenarios: {msg}")
+        st.warning(f"Saved scenarios: {md_escape(msg)}")
     labels = list(options)
     default = [lab for lab in labels if lab.startswith("Example:")][:2]
     if "cmp.pick" not in SS:

@@ -9,6 +9,7 @@ import streamlit as st
 
 from advisor.scenario import ScenarioError, dump_scenario, load_scenario
 from advisor.store import DEFAULT_ENGAGEMENT, ENV_VAR, Store, StoreError, check_name
+from app_format import md_escape as E
 from app_scenarios import (
     ENGAGEMENT_KEY,
     can_load_into_sidebar,
@@ -35,16 +36,16 @@ def _save(store: Store, engagement: str) -> None:
         name = check_name(SS.get("sc.name", ""), "scenario name")
         store.save(engagement, name, scenario.model_copy(update={"name": name}), view.model_dump())
     except StoreError as exc:
-        SS["sc.flash"] = ("error", f"Not saved: {exc}")
+        SS["sc.flash"] = ("error", f"Not saved: {E(exc)}")
         return
-    SS["sc.flash"] = ("success", f"Saved “{name}” in engagement “{engagement}”.")
+    SS["sc.flash"] = ("success", f"Saved “{E(name)}” in engagement “{E(engagement)}”.")
 
 
 def _load(store: Store, engagement: str, name: str) -> None:
     try:
         saved = store.load(engagement, name)
     except (StoreError, ScenarioError) as exc:
-        SS["sc.flash"] = ("error", f"“{name}” cannot be loaded: {exc}")
+        SS["sc.flash"] = ("error", f"“{E(name)}” cannot be loaded: {E(exc)}")
         return
     load_into_sidebar(saved.scenario, view_from(saved.view), name)
 
@@ -52,18 +53,18 @@ def _load(store: Store, engagement: str, name: str) -> None:
 def _delete(store: Store, engagement: str, name: str) -> None:
     try:
         store.delete(engagement, name)
-        SS["sc.flash"] = ("success", f"Deleted “{name}” from “{engagement}”.")
+        SS["sc.flash"] = ("success", f"Deleted “{E(name)}” from “{E(engagement)}”.")
     except StoreError as exc:
-        SS["sc.flash"] = ("error", f"Not deleted: {exc}")
+        SS["sc.flash"] = ("error", f"Not deleted: {E(exc)}")
 
 
 def _rename(store: Store, engagement: str) -> None:
     old, new = SS.get("sc.rename_from"), SS.get("sc.rename_to", "")
     try:
         new = store.rename(engagement, old, new)
-        SS["sc.flash"] = ("success", f"Renamed “{old}” to “{new}”.")
+        SS["sc.flash"] = ("success", f"Renamed “{E(old)}” to “{E(new)}”.")
     except StoreError as exc:
-        SS["sc.flash"] = ("error", f"Not renamed: {exc}")
+        SS["sc.flash"] = ("error", f"Not renamed: {E(exc)}")
 
 
 def _add_engagement(store: Store) -> None:
@@ -71,15 +72,15 @@ def _add_engagement(store: Store) -> None:
         SS[ENGAGEMENT_KEY] = store.add_engagement(SS.get("sc.new_engagement", ""))
         SS["sc.new_engagement"] = ""
     except StoreError as exc:
-        SS["sc.flash"] = ("error", f"Engagement not added: {exc}")
+        SS["sc.flash"] = ("error", f"Engagement not added: {E(exc)}")
 
 
 def _save_upload(store: Store, engagement: str, scenario, name: str) -> None:
     try:
         store.save(engagement, name, scenario)
-        SS["sc.flash"] = ("success", f"Saved the uploaded “{name}” in “{engagement}”.")
+        SS["sc.flash"] = ("success", f"Saved the uploaded “{E(name)}” in “{E(engagement)}”.")
     except StoreError as exc:
-        SS["sc.flash"] = ("error", f"Not saved: {exc}")
+        SS["sc.flash"] = ("error", f"Not saved: {E(exc)}")
 
 
 # -- sections ---------------------------------------------------------------------------------
@@ -112,14 +113,14 @@ def save_section(store: Store, engagement: str) -> None:
 
 
 def saved_section(store: Store, engagement: str) -> None:
-    st.subheader(f"Saved in “{engagement}”")
+    st.subheader(f"Saved in “{E(engagement)}”")
     rows = store.list(engagement)
     if not rows:
         st.info("Nothing saved in this engagement yet.")
         return
     for i, row in enumerate(rows):
         c1, c2, c3, c4 = st.columns([4, 1, 1, 1], vertical_alignment="center")
-        c1.markdown(f"**{row.name}**  \n:gray[updated {row.updated.replace('T', ' ')} UTC]")
+        c1.markdown(f"**{E(row.name)}**  \n:gray[updated {row.updated.replace('T', ' ')} UTC]")
         c2.button("Load", key=f"sc.load.{i}", on_click=_load, args=(store, engagement, row.name))
         c3.download_button(
             "JSON", data=lambda n=row.name: dump_scenario(store.load(engagement, n).scenario),
@@ -147,19 +148,19 @@ def upload_section(store: Store | None, engagement: str) -> None:
     try:
         scenario = load_scenario(up.getvalue())
     except ScenarioError as exc:
-        st.error(f"{up.name} was not loaded: {exc}")
+        st.error(f"{E(up.name)} was not loaded: {E(exc)}")
         return
-    st.success(f"{up.name}: a valid scenario, “{scenario.name}” ({scenario.model}).")
+    st.success(f"{E(up.name)}: a valid scenario, “{E(scenario.name)}” ({E(scenario.model)}).")
     c1, c2 = st.columns(2)
     why = can_load_into_sidebar(scenario)
     c1.button(
         "Load into the sidebar", key="sc.up.load", on_click=load_into_sidebar,
         args=(scenario, view_from(None), scenario.name), disabled=why is not None,
-        help=why,
+        help=E(why) if why else None,
     )  # fmt: skip
     if store is not None:
         c2.button(
-            f"Save in “{engagement}” as “{scenario.name}”", key="sc.up.save",
+            f"Save in “{E(engagement)}” as “{E(scenario.name)}”", key="sc.up.save",
             on_click=_save_upload, args=(store, engagement, scenario, scenario.name),
         )  # fmt: skip
 
@@ -192,7 +193,7 @@ flash()
 store, store_error = open_store()
 if store_error:
     st.error(
-        f"Saved scenarios are unavailable: {store_error}. Examples, upload and download still work."
+        f"Saved scenarios are unavailable: {E(store_error)}. Examples, upload and download still work."
     )
 left, right = st.columns([3, 2], gap="large")
 with left:
@@ -201,7 +202,7 @@ with left:
         engagement = guarded("Engagements", engagement_picker, store) or DEFAULT_ENGAGEMENT
         guarded("Save", save_section, store, engagement)
         guarded("Saved scenarios", saved_section, store, engagement)
-        st.caption(f"Stored in {store.path} (set {ENV_VAR} to use another folder).")
+        st.caption(f"Stored in {E(store.path)} (set {ENV_VAR} to use another folder).")
     guarded("Download", download_current)
 with right:
     guarded("Examples", examples_section)
