@@ -191,3 +191,16 @@ def test_ep_ignored_for_dense_models_with_a_note():
         get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), EstimateInput(tp=2, ep=True)
     )
     assert r["expert_parallel"] is False and any("dense" in n for n in r["notes"])
+
+
+def test_static_batching_pays_ttft_continuous_does_not():
+    # Orca (Yu et al. 2022): a static batch prefills every prompt before any token comes out, so
+    # its TTFT is the whole batch's prefill; iteration-level scheduling admits each request alone.
+    m, g = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    cont = estimate(m, g, EstimateInput(isl=512, osl=256, concurrency=64))
+    stat = estimate(m, g, EstimateInput(isl=512, osl=256, concurrency=64, batching="static"))
+    assert stat["ttft_ms"] > 20 * cont["ttft_ms"]
+    # Under Poisson load, static batching queues requests until the batch forms.
+    q = {b: estimate(m, g, EstimateInput(isl=512, osl=256, qps=20, concurrency=None, batching=b))
+         for b in ("continuous", "static")}  # fmt: skip
+    assert q["static"]["ttft_ms"] > 10 * q["continuous"]["ttft_ms"]

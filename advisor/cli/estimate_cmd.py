@@ -19,7 +19,7 @@ MAX_INPUT_BYTES = 10_000_000
 _KEYS = {
     "model", "gpu", "tp", "pp", "dp", "weights", "kv", "isl", "osl", "concurrency", "qps",
     "link", "inter_link", "engine", "spec_draft", "spec_tokens", "spec_acceptance", "gpus_per_node",
-    "ep",
+    "ep", "batching",
 }  # fmt: skip
 
 
@@ -47,6 +47,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--inter-link", dest="inter_link", help="inter-node interconnect id")
     p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int_in(1, 72), default=8)
     p.add_argument("--engine", type=choice_of(ENGINES, "engine"), default="generic")
+    p.add_argument(
+        "--batching", type=choice_of(("continuous", "chunked", "static"), "batching"),
+        default=None, help="continuous (default), chunked (prefill), or static batches",
+    )  # fmt: skip
     p.add_argument(
         "--ep", action="store_true", default=None,
         help="MoE expert parallelism over the TP GPUs (whole experts per GPU, all-to-alls)",

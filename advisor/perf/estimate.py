@@ -19,7 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.catalog import get_interconnect
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.perf.predict import concurrency_tpot, offline_step, prefill_interruption_s
+from advisor.perf.predict import (
+    concurrency_tpot,
+    offline_step,
+    prefill_interruption_s,
+    static_throughput,
+)
 from advisor.perf.profiles import engine_profile, family_efficiency
 from advisor.perf.replica import (
     ReplicaConfig,
@@ -55,6 +60,8 @@ class EstimateInput(BaseModel):
     engine: Literal["generic", "trtllm", "vllm", "sglang"] = "generic"
     #: MoE expert parallelism over the TP group (whole experts per GPU, two all-to-alls per layer).
     ep: bool = False
+    #: Scheduling: iteration-level (Orca), with chunked prefill (Sarathi-Serve), or static batches.
+    batching: Literal["continuous", "chunked", "static"] = "continuous"
     spec_draft: ModelSpec | None = None
     spec_tokens: Annotated[int, Field(ge=1, le=16)] = 4
     spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
@@ -161,8 +168,9 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
 
         rate = inp.qps / inp.dp
         res = latency_under_load(
-            service_for(r, np.array([isl]), np.array([osl])), rate, osl, isl_tokens=isl
-        )
+            service_for(r, np.array([isl]), np.array([osl])), rate, osl, isl_tokens=isl,
+            policy=inp.batching,
+        )  # fmt: skip
         stable = bool(res.stable[0])
         if not stable:
             cap_rate = float(res.capacity_req_per_s[0]) * inp.dp
@@ -191,6 +199,28 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         }
         base["percentiles"] = percentiles
         concurrency = b
+    elif inp.batching == "static":
+        # Static batching: the whole batch prefills together, then decodes osl steps in lockstep;
+        # nobody joins until the longest finishes (Orca's "scheduling delay").
+        n = cap if inp.concurrency == "max" else float(inp.concurrency or 1)
+        if n > cap or n < 1:
+            reasons.append(
+                f"a static batch of {int(n)} exceeds the {int(cap)} sequences the KV budget holds"
+            )
+            return {
+                **base, "fits": False, "reasons": reasons, "suggestions": mem.suggestions,
+                "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "throughput_tok_s": 0.0,
+                "throughput_tok_s_per_gpu": 0.0, "concurrency": int(n), "breakdown": breakdown,
+            }  # fmt: skip
+        pre = prefill(r, isl, n)
+        ttft = float(pre.total[0])
+        breakdown["prefill"] = _components(pre)
+        step = decode_step(r, n, isl + osl / 2.0)
+        breakdown["decode_step"] = _components(step)
+        tpot = float(step.total[0])
+        concurrency = n
+        throughput = float(static_throughput(r, n, isl, osl)[0]) * inp.dp
+        notes.append(f"static batching: {int(n)} prompts prefill together, then decode in lockstep")
     elif inp.concurrency == "max":
         b_arr, step = offline_step(r, np.array([isl]), np.array([osl]))
         concurrency = float(b_arr[0])
