@@ -10,6 +10,7 @@ Each pool is DP replicas of its own TP (PP = 1) on the same accelerator, weight 
 - Decode pool: continuous batching with no prompt work (prefill_s = 0), so no prefill stalls.
 Combined percentiles are sums of the parts' percentiles (an upper bound for the sum of
 independent delays): TTFT_q = TTFT_q(prefill) + t_kv + wait_q(decode); E2E_q likewise.
+Closed loop (N users): one throughput per pair through both pools (``_closed_loop_pairs``).
 DP per pool: 1, 2, 3, 4, 6, 8, 12, ... (powers of two and 1.5x powers of two) to keep the pairs
 tractable.
 """
@@ -24,7 +25,7 @@ from advisor.catalog import interconnects
 from advisor.physics.memory import kv_bytes_per_token_per_layer
 from advisor.physics.queueing import QUANTILES, LoadResult, latency_under_load
 from advisor.scenario import Scenario
-from advisor.search.evaluate import ShapeTable, load, service
+from advisor.search.evaluate import ShapeTable, _subset, load, service
 from advisor.search.timing import phase
 
 
@@ -96,8 +97,16 @@ def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None
     # prefill pool: osl = 1
     sc_pre = scenario.model_copy(update={"workload": replace_workload(wl, osl=1)})
     sm_pre, sm_dec = pool_services(st, pi, pi)
-    pre_res, _ = load(sc_pre, sm_pre, pd * 1.0)
-    dec_res, _ = load(scenario, sm_dec, pd * 1.0)
+    closed = wl.arrival_rate_per_s is None
+    if closed:  # pools at a vanishing rate: capacities and unloaded latencies
+        with phase("queueing"):
+            kw = dict(isl_tokens=float(wl.isl_tokens), isl_cv=wl.isl_cv)
+            pre_res = latency_under_load(sm_pre, np.full(pi.size, 1e-9), 1.0, **kw)
+            dec_res = latency_under_load(sm_dec, np.full(pi.size, 1e-9), float(wl.osl_tokens),
+                                         osl_cv=wl.osl_cv, **kw)  # fmt: skip
+    else:
+        pre_res, _ = load(sc_pre, sm_pre, pd * 1.0)
+        dec_res, _ = load(scenario, sm_dec, pd * 1.0)
     # pair pools: same gpu / dtypes, total GPUs within budget (pairs built group by group)
     groups: dict[tuple, int] = {}
     shape_group = np.array(
@@ -138,16 +147,16 @@ def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None
     bw = np.where(same_node, bw_intra, inter.bandwidth_bytes_per_s)
     lat = np.where(same_node, lat_intra, inter.latency_s)
     t_kv = lat + float(wl.isl_tokens) * kv_tok / bw
+    if closed:
+        return _closed_loop_pairs(scenario, st, pi, pd, a, b, g, t_kv, sm_pre, sm_dec,
+                                  pre_res, dec_res)  # fmt: skip
     pq, dq = _q(pre_res.ttft), _q(dec_res.ttft)
     ttft = pq[a] + t_kv[:, None] + dq[b]
     e2e = pq[a] + t_kv[:, None] + _q(dec_res.e2e)[b]
     stable = pre_res.stable[a] & dec_res.stable[b]
     reason = np.where(pre_res.stable[a], dec_res.reason_code[b], pre_res.reason_code[a])
     cap = np.minimum(pre_res.capacity_req_per_s[a] * pd[a], dec_res.capacity_req_per_s[b] * pd[b])
-    rate = np.full(a.size, wl.arrival_rate_per_s or 0.0)
-    if wl.arrival_rate_per_s is None:  # closed loop: approximate by the slower pool's rate
-        rate = np.minimum(pre_res.throughput_tok_per_s[a] * pd[a],
-                          dec_res.throughput_tok_per_s[b] * pd[b] / wl.osl_tokens)  # fmt: skip
+    rate = np.full(a.size, wl.arrival_rate_per_s)
     return Disagg(
         pre_shape=pi[a], pre_dp=pd[a], dec_shape=pi[b], dec_dp=pd[b],
         gpus=(g[a] + g[b]).astype(int), rate=rate,
@@ -155,6 +164,70 @@ def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None
         e2e_q=np.where(stable[:, None], e2e, np.inf), stable=stable, reason_code=reason,
         capacity_req_per_s=cap, kv_transfer_s=t_kv, tpot_mean_s=dec_res.tpot.mean_s[b],
         running_mean=dec_res.running_mean[b],
+    )  # fmt: skip
+
+
+#: Pool load grid for the closed loop: fractions u of a replica's capacity, evenly spaced in
+#: logit(u) = log(u / (1 - u)): log-spaced at light load and in 1 - u near saturation, where
+#: the queueing delay grows like 1 / (1 - u) (so log delay is nearly linear in logit u).
+_LOGIT = np.linspace(np.log(1e-4 / (1 - 1e-4)), np.log(0.999 / 0.001), 48)
+U_GRID = 1.0 / (1.0 + np.exp(-_LOGIT))
+
+
+def _mean_on_grid(sm, cap: np.ndarray, osl: float, kw: dict, metric: str) -> np.ndarray:
+    """[m, U] mean latency (s) of each pool replica at U_GRID x its capacity."""
+    rows = np.repeat(np.arange(cap.size), U_GRID.size)
+    res = latency_under_load(_subset(sm, rows), (cap[:, None] * U_GRID).ravel(), osl, **kw)
+    return getattr(res, metric).mean_s.reshape(cap.size, U_GRID.size)
+
+
+def _interp_grid(tab: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """tab[rows] at load fractions u, linear in (logit u, log value) between U_GRID points."""
+    uc = np.clip(u, 1e-300, 0.999)
+    lu = np.log(uc) - np.log1p(-uc)
+    k = np.clip((lu - _LOGIT[0]) / (_LOGIT[1] - _LOGIT[0]), 0.0, U_GRID.size - 1)
+    k0 = np.minimum(np.floor(k).astype(int), U_GRID.size - 2)
+    f = k - k0
+    with np.errstate(divide="ignore"):
+        lv = np.log(tab)
+    return np.exp(lv[rows, k0] * (1.0 - f) + lv[rows, k0 + 1] * f)
+
+
+def _closed_loop_pairs(sc, st, pi, pd, a, b, g, t_kv, sm_pre, sm_dec, pre0, dec0) -> Disagg:
+    """Closed loop (N users, no think time) for pool pairs: one throughput X per pair with
+    X = N / (TTFT_prefill(X / DP_p) + t_kv + E2E_decode(X / DP_d)) (Little's law over the
+    whole request). The pools' mean latencies are tabulated once per pool on a load grid
+    (U_GRID), X is found per pair by bisection in log X on the tables, then
+    each pair is evaluated exactly at its X."""
+    wl = sc.workload
+    users = float(wl.concurrent_users)
+    kw = dict(isl_tokens=float(wl.isl_tokens), isl_cv=wl.isl_cv)
+    cap_p, cap_d = pre0.capacity_req_per_s, dec0.capacity_req_per_s  # per replica
+    with phase("queueing"):
+        tp_tab = _mean_on_grid(sm_pre, cap_p, 1.0, kw, "ttft")
+        ed_tab = _mean_on_grid(sm_dec, cap_d, float(wl.osl_tokens), dict(kw, osl_cv=wl.osl_cv),
+                               "e2e")  # fmt: skip
+    dpa, dpb = pd[a] * 1.0, pd[b] * 1.0
+    e0 = pre0.ttft.mean_s[a] + t_kv + dec0.e2e.mean_s[b]
+    hi = np.minimum(users / e0, np.minimum(cap_p[a] * dpa, cap_d[b] * dpb) * 0.999)
+    lo = hi * 1e-4
+    for _ in range(24):  # bracket ratio 1e4 -> 1e4^(2^-24): below the table's accuracy
+        x = np.sqrt(lo * hi)
+        e = (_interp_grid(tp_tab, a, x / dpa / cap_p[a]) + t_kv
+             + _interp_grid(ed_tab, b, x / dpb / cap_d[b]))  # fmt: skip
+        below = x * e < users
+        lo, hi = np.where(below, x, lo), np.where(below, hi, x)
+    x = lo
+    ttft, tpot, e2e, stable, pre, dec = pair_latency(
+        sc, st, pi[a], x / dpa, pi[b], x / dpb, t_kv, full=True
+    )
+    reason = np.where(pre.stable, dec.reason_code, pre.reason_code)
+    return Disagg(
+        pre_shape=pi[a], pre_dp=pd[a], dec_shape=pi[b], dec_dp=pd[b],
+        gpus=(g[a] + g[b]).astype(int), rate=x, ttft_q=ttft, tpot_q=tpot, e2e_q=e2e,
+        stable=stable, reason_code=reason,
+        capacity_req_per_s=np.minimum(cap_p[a] * dpa, cap_d[b] * dpb), kv_transfer_s=t_kv,
+        tpot_mean_s=dec.tpot.mean_s, running_mean=dec.running_mean,
     )  # fmt: skip
 
 
@@ -171,11 +244,14 @@ def pool_services(st: ShapeTable, pre_k: np.ndarray, dec_k: np.ndarray):
     return sm_pre, sm_dec
 
 
-def pair_latency(scenario: Scenario, st: ShapeTable, pre_k, pre_rate, dec_k, dec_rate, t_kv):
+def pair_latency(
+    scenario: Scenario, st: ShapeTable, pre_k, pre_rate, dec_k, dec_rate, t_kv, full=False
+):
     """Percentiles [n, 4] (TTFT, TPOT, E2E) and stability of prefill/decode pool pairs.
 
     ``pre_rate`` / ``dec_rate`` are Poisson rates per replica of each pool (requests/s);
-    combined as in the module docstring (sums of the parts' percentiles).
+    combined as in the module docstring (sums of the parts' percentiles). ``full``: also
+    return the two pools' LoadResults.
     """
     wl = scenario.workload
     sm_pre, sm_dec = pool_services(st, pre_k, dec_k)
@@ -188,6 +264,8 @@ def pair_latency(scenario: Scenario, st: ShapeTable, pre_k, pre_rate, dec_k, dec
     stable = pre.stable & dec.stable
     ttft = np.where(stable[:, None], pq + t + _q(dec.ttft), np.inf)
     e2e = np.where(stable[:, None], pq + t + _q(dec.e2e), np.inf)
+    if full:
+        return ttft, _q(dec.tpot), e2e, stable, pre, dec
     return ttft, _q(dec.tpot), e2e, stable
 
 
