@@ -5,16 +5,25 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 PORT ?= 8501
 
-.PHONY: setup run test lint format bench clean
+.PHONY: setup run test lint format bench clean lock
 
 setup: $(STAMP)
 
 # Re-installs only when a requirements file changes, so a second `make setup` is a no-op.
-$(STAMP): requirements.txt requirements-dev.txt
+# constraints.txt pins the whole resolved set (transitive dependencies too).
+$(STAMP): requirements.txt requirements-dev.txt constraints.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt \
+		-c constraints.txt
 	@touch $(STAMP)
+
+# Re-resolve the full set after editing requirements*.txt (in a scratch venv, from PyPI).
+lock:
+	rm -rf .lock-venv && $(PY) -m venv .lock-venv
+	.lock-venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	{ sed -n '1,4p' constraints.txt; .lock-venv/bin/pip freeze --exclude-editable; } > constraints.new
+	mv constraints.new constraints.txt && rm -rf .lock-venv
 
 run: setup
 	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true
