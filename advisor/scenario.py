@@ -18,7 +18,8 @@ from advisor.catalog.specs import ModelSpec
 SCHEMA_VERSION = 1
 #: Largest scenario JSON accepted (a scenario is a few kB; an imported config.json ~ 1-5 kB).
 MAX_SCENARIO_BYTES = 1_000_000
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+#: Unknown keys refused; NaN/Infinity refused in every float field ("should be a finite number").
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 Percentile = Literal[50, 90, 95, 99]
 Engine = Literal["generic", "trtllm", "vllm", "sglang"]
@@ -116,6 +117,10 @@ class Options(BaseModel):
     spec_tokens: Annotated[int, Field(ge=1, le=16)] = 4
     spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
     disaggregated: bool = True
+    #: Highest utilisation (offered rate / sustainable rate) a deployment may run at. Latency
+    #: percentiles explode as utilisation nears 1 (Kingman: wait ~ rho / (1 - rho)) and real
+    #: traffic is burstier than Poisson, so a plan without headroom fails in production.
+    max_utilisation: Annotated[float, Field(gt=0.1, le=1.0)] = 0.85
 
     @model_validator(mode="after")
     def _draft(self) -> Options:
@@ -167,6 +172,13 @@ class Scenario(BaseModel):
                 f"unknown model {self.model!r}; allowed: {', '.join(sorted(models()))} "
                 "(or an imported config.json)"
             )
+        if self.model_config_json is not None:  # refused now, not when a page first uses it
+            from advisor.catalog.hf_import import HFConfigError
+
+            try:
+                self.model_spec()
+            except HFConfigError as exc:
+                raise ValueError(f"model_config_json: {exc}") from None
         return self
 
     def model_spec(self) -> ModelSpec:
@@ -186,9 +198,9 @@ def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
     version = doc.get("schema_version")
     if version is None:
         raise ScenarioError("scenario has no schema_version (expected 1)")
-    if version == SCHEMA_VERSION:
+    if type(version) is int and version == SCHEMA_VERSION:  # not 1.0, not true
         return doc
-    if isinstance(version, int) and version > SCHEMA_VERSION:
+    if type(version) is int and version > SCHEMA_VERSION:
         raise ScenarioError(
             f"scenario schema_version {version} is newer than this app supports "
             f"({SCHEMA_VERSION}); update the app"
@@ -200,8 +212,11 @@ def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
     """One readable line per problem: ``field.path: message (got value)``."""
     lines = []
     for err in exc.errors()[:10]:
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        loc = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
+        if not loc:  # a cross-field check: its message names the fields and values
+            lines.append(f"{prefix}{msg}")
+            continue
         got = err.get("input")
         shown = repr(got)[:60] if not isinstance(got, dict | list) else type(got).__name__
         lines.append(f"{prefix}{loc}: {msg} (got {shown})")
@@ -217,22 +232,26 @@ def load_scenario(data: dict[str, Any] | str | bytes) -> Scenario:
             )
         try:
             text = data.decode("utf-8") if isinstance(data, bytes) else data
-            doc = json.loads(text, object_pairs_hook=_no_duplicates)
+            doc = json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_no_duplicates)
         except UnicodeDecodeError:
             raise ScenarioError("scenario file is not UTF-8 text") from None
         except RecursionError:
             raise ScenarioError("scenario JSON is nested too deeply") from None
         except json.JSONDecodeError as exc:
             raise ScenarioError(
-                f"scenario is not valid JSON: {exc.msg} at line {exc.lineno}"
+                f"scenario is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
             ) from None
+        except ValueError as exc:  # ScenarioError (duplicate key) or an integer of > 4300 digits
+            if isinstance(exc, ScenarioError):
+                raise
+            raise ScenarioError(f"scenario JSON has an unreadable number: {exc}") from None
     else:
         doc = data
     if not isinstance(doc, dict):
         raise ScenarioError(f"scenario must be a JSON object, got {type(doc).__name__}")
     doc = _upgrade(doc)
-    try:
-        return Scenario.model_validate(doc)
+    try:  # strict: "1024" or true is not an integer in a file (the app's widgets give numbers)
+        return Scenario.model_validate(doc, strict=True)
     except ValidationError as exc:
         raise ScenarioError(format_validation_error(exc)) from None
 
