@@ -1,0 +1,317 @@
+"""Concurrent users: N browser sessions on one server, each changing inputs for a while.
+
+Starts the app (`streamlit run app.py` on a free port, own data folder), waits for
+/_stcore/health, opens N pages (Debian's chromium, headless, one browser process per
+``--per-browser`` pages, each page in its own browser context = its own Streamlit session) and
+lets each session, for ``--seconds``:
+
+1. type its own unique input length into the sidebar (Input tokens = 3000 + 7 × session), then
+2. repeatedly, after a short think time (0.3-1.5 s): change the output tokens, or TP, or switch
+   page (Memory / Latency / Scenario), and time how long until the page shows the new value
+   (the caption that names input and output tokens, or TP, rendered by the rerun).
+
+Isolation: after every update the session checks that the page, its sidebar input and its URL
+(`in=`) still show *its own* input length (and output tokens); anything else is a violation.
+Errors: exception elements, "unexpected error" messages, page JavaScript errors, updates that do
+not arrive within ``--timeout`` seconds, Streamlit's connection-error dialog.
+
+Prints p50/p95/max update time (all actions and per kind), errors and isolation violations.
+Not part of the test suite (the machine is shared and noisy): run it by hand.
+
+    .venv/bin/python bench/bench_concurrent_users.py --users 20 --seconds 60
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
+#: Page title in the sidebar navigation -> (url path, marker of the inputs it shows).
+PAGES = {
+    "Memory and KV budget": ("memory", "{isl:,} in + {osl:,} out"),
+    "Latency": ("latency", "{isl:,} input + {osl:,} output tokens"),
+    "Scenario": ("scenario", "{isl:,} input + {osl:,} output tokens per request"),
+}
+SHOWN_ISL = re.compile(r"(\d[\d,]*) in(?:put)? \+ ")
+SHOWS_TP = {"Memory and KV budget", "Latency"}
+
+BODY_HAS = "(s) => document.body?.innerText?.includes(s) ?? false"
+PROBLEMS_JS = """() => {
+  const ex = document.querySelectorAll('[data-testid="stException"]').length;
+  const txt = document.body?.innerText ?? '';
+  const i = txt.indexOf('unexpected error');
+  return {exceptions: ex, unexpected: i >= 0 ? txt.slice(Math.max(0, i - 60), i + 240) : '',
+          traceback: txt.includes('Traceback'), connection: txt.includes('Connection error')};
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int, data_dir: str) -> subprocess.Popen:
+    streamlit = Path(sys.executable).with_name("streamlit")
+    env = {**os.environ, "INFERENCE_ARCHITECT_DATA_DIR": data_dir}
+    proc = subprocess.Popen(
+        [str(streamlit), "run", "app.py", "--server.port", str(port), "--server.headless", "true",
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1) as r:
+                if r.read() == b"ok":
+                    return proc
+        except OSError:
+            time.sleep(0.25)
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited: {proc.stderr.read().decode()[-2000:]}")
+    stop_server(proc)
+    raise RuntimeError("streamlit did not become healthy in 60 s")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@dataclass
+class Stats:
+    updates: list[tuple[str, float]] = field(default_factory=list)  # (kind, seconds)
+    errors: Counter = field(default_factory=Counter)
+    error_examples: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    actions: int = 0
+    sessions_ok: int = 0
+
+    def error(self, kind: str, detail: str) -> None:
+        self.errors[kind] += 1
+        if len(self.error_examples) < 15:
+            self.error_examples.append(f"{kind}: {detail[:300]}")
+
+
+class Session:
+    def __init__(self, idx: int, page, base: str, stats: Stats, seed: int, timeout_s: float):
+        self.idx, self.page, self.base, self.stats = idx, page, base, stats
+        self.rng = random.Random(seed * 1000 + idx)
+        self.isl = 3000 + 7 * idx  # unique per session
+        self.osl = 256
+        self.tp = 4
+        self.current = "Memory and KV budget"
+        self.pretend_isl: int | None = None
+        self.timeout_ms = timeout_s * 1000
+        page.on("pageerror", lambda exc: stats.error("pageerror", f"session {idx}: {exc}"))
+
+    def marker(self) -> str:
+        return PAGES[self.current][1].format(isl=self.isl, osl=self.osl)
+
+    async def _wait_text(self, text: str) -> None:
+        await self.page.wait_for_function(BODY_HAS, arg=text, timeout=self.timeout_ms, polling=50)
+
+    async def _set_number(self, label: str, value: int) -> None:
+        box = self.page.locator('[data-testid="stSidebar"]').get_by_label(label, exact=True)
+        await box.fill(str(value))
+        await box.press("Enter")
+
+    async def open(self) -> None:
+        await self.page.goto(f"{self.base}/memory", timeout=self.timeout_ms)
+        await self._wait_text(f" in + {self.osl:,} out")  # the default input length
+        await self._set_number("Input tokens", self.isl)
+        await self._wait_text(self.marker())
+
+    async def _timed(self, kind: str, act, expect: str) -> None:
+        t0 = time.perf_counter()
+        await act()
+        try:
+            await self._wait_text(expect)
+        except Exception as exc:  # noqa: BLE001 - playwright TimeoutError
+            await self._diagnose(kind, expect, exc)
+            return
+        self.stats.updates.append((kind, time.perf_counter() - t0))
+        await self._check_isolation()
+
+    async def _diagnose(self, kind: str, expect: str, exc: Exception) -> None:
+        """No update in time: a violation if the page shows another input length, else an error."""
+        text = await self.page.evaluate("() => document.body?.innerText ?? ''")
+        shown = {int(m.replace(",", "")) for m in SHOWN_ISL.findall(text)}
+        if shown and shown != {self.isl}:
+            self.stats.violations.append(
+                f"session {self.idx} (input {self.isl:,}) shows input length(s) {sorted(shown)}"
+            )
+        else:
+            self.stats.error("timeout", f"session {self.idx} {kind}: {expect!r} ({exc!s:.80})")
+
+    async def _check_isolation(self) -> None:
+        page = self.page
+        url_in = await page.evaluate("() => new URL(location.href).searchParams.get('in')")
+        box = page.locator('[data-testid="stSidebar"]').get_by_label("Input tokens", exact=True)
+        box_val = (await box.input_value()).replace(",", "")
+        text_ok = await page.evaluate(BODY_HAS, self.marker())
+        bad = []
+        if url_in not in (None, str(self.isl)):
+            bad.append(f"url in={url_in}")
+        if box_val != str(self.isl):
+            bad.append(f"sidebar input tokens {box_val}")
+        if not text_ok:
+            bad.append("page text")
+        if bad:
+            self.stats.violations.append(
+                f"session {self.idx} (input {self.isl}, output {self.osl}): {', '.join(bad)}"
+            )
+        p = await page.evaluate(PROBLEMS_JS)
+        for k in ("exceptions", "unexpected", "traceback", "connection"):
+            if p[k]:
+                detail = p[k] if isinstance(p[k], str) else ""
+                self.stats.error(k, f"session {self.idx} on {self.current}: {detail}")
+
+    async def step(self) -> None:
+        r = self.rng.random()
+        if r < 0.4:
+            new = self.osl
+            while new == self.osl:
+                new = self.rng.choice([16, 64, 128, 256, 512, 1000, 2048, 4096])
+            self.osl = new
+            await self._timed("output tokens", lambda: self._set_number("Output tokens", new),
+                              self.marker())  # fmt: skip
+        elif r < 0.65 and self.current in SHOWS_TP:
+            new = self.rng.choice([t for t in (1, 2, 4, 8) if t != self.tp])
+            self.tp = new
+            await self._timed("TP", lambda: self._set_number("TP (tensor parallel)", new),
+                              f"TP={new}, PP=")  # fmt: skip
+        else:
+            target = self.rng.choice([p for p in PAGES if p != self.current])
+            self.current = target
+            nav = self.page.locator('[data-testid="stSidebarNav"]')
+            link = nav.get_by_role("link", name=target, exact=True)
+            await self._timed("page switch", lambda: link.click(), self.marker())
+        self.stats.actions += 1
+
+    async def run(self, seconds: float) -> None:
+        try:
+            await self.open()
+        except Exception as exc:  # noqa: BLE001
+            self.stats.error("open", f"session {self.idx}: {exc!s:.200}")
+            return
+        if self.pretend_isl is not None:  # --self-check: this session expects another's value
+            self.isl = self.pretend_isl
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            await asyncio.sleep(self.rng.uniform(0.3, 1.5))  # think time
+            try:
+                await self.step()
+            except Exception as exc:  # noqa: BLE001
+                self.stats.error("action", f"session {self.idx}: {exc!s:.200}")
+        self.stats.sessions_ok += 1
+
+
+async def run(args: argparse.Namespace, base: str) -> Stats:
+    from playwright.async_api import async_playwright
+
+    stats = Stats()
+    async with async_playwright() as p:
+        exe = shutil.which("chromium")
+        n_browsers = -(-args.users // args.per_browser)
+        browsers = [
+            await p.chromium.launch(executable_path=exe, headless=True, args=ARGS)
+            for _ in range(n_browsers)
+        ]
+        sessions = []
+        for i in range(args.users):
+            ctx = await browsers[i // args.per_browser].new_context(
+                viewport={"width": 1280, "height": 900}
+            )
+            sessions.append(Session(i, await ctx.new_page(), base, stats, args.seed, args.timeout))
+        if args.self_check and len(sessions) > 1:
+            sessions[0].pretend_isl = sessions[1].isl  # must be reported as violations
+        t0 = time.perf_counter()
+        # Staggered arrival over ~5 s (people open the link at slightly different times).
+        await asyncio.gather(*(_later(0.25 * s.idx, s.run(args.seconds)) for s in sessions))
+        print(f"sessions ran for {time.perf_counter() - t0:.0f} s (incl. opening)")
+        for b in browsers:
+            await b.close()
+    return stats
+
+
+async def _later(delay: float, coro) -> None:
+    await asyncio.sleep(delay)
+    await coro
+
+
+def pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--users", type=int, default=20)
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--per-browser", type=int, default=10, help="pages per chromium process")
+    ap.add_argument("--timeout", type=float, default=30, help="seconds to wait for an update")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument(
+        "--self-check", action="store_true",
+        help="session 0 expects session 1's input length: the isolation check must flag it",
+    )  # fmt: skip
+    args = ap.parse_args()
+    if shutil.which("chromium") is None:
+        print("no chromium on PATH (apt-get install chromium)")
+        return 2
+    port = free_port()
+    data = tempfile.mkdtemp(prefix="ia-bench-users-")
+    proc = start_server(port, data)
+    print(f"server pid {proc.pid} on 127.0.0.1:{port}; {args.users} sessions × {args.seconds:g} s")
+    try:
+        stats = asyncio.run(run(args, f"http://127.0.0.1:{port}"))
+    finally:
+        stop_server(proc)
+    times = [t for _, t in stats.updates]
+    by_kind: dict[str, list[float]] = defaultdict(list)
+    for k, t in stats.updates:
+        by_kind[k].append(t)
+    print(
+        f"updates {len(times)} ({stats.actions} actions, {stats.sessions_ok}/{args.users} sessions "
+        f"ran to the end): p50 {pct(times, 0.5) * 1e3:,.0f} ms, p95 {pct(times, 0.95) * 1e3:,.0f} "
+        f"ms, max {max(times, default=float('nan')) * 1e3:,.0f} ms, mean "
+        f"{(statistics.fmean(times) if times else float('nan')) * 1e3:,.0f} ms"
+    )
+    for k, ts in sorted(by_kind.items()):
+        print(f"  {k:14s} n={len(ts):4d} p50 {pct(ts, 0.5) * 1e3:,.0f} ms, p95 "
+              f"{pct(ts, 0.95) * 1e3:,.0f} ms")  # fmt: skip
+    print(f"errors: {sum(stats.errors.values())} {dict(stats.errors)}")
+    for e in stats.error_examples:
+        print(f"  {e}")
+    print(f"isolation violations: {len(stats.violations)}")
+    for v in stats.violations[:15]:
+        print(f"  {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
