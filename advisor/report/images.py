@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import threading
 import warnings
 from collections import OrderedDict
@@ -73,14 +74,27 @@ def _start() -> bool:
     return True
 
 
+def _quiet_hook(*_args: object) -> None:
+    """Swallow errors raised while the browser shuts down (see ``stop``)."""
+
+
 def stop() -> None:
-    """Stop the kaleido server (registered at exit; safe to call twice)."""
+    """Stop the kaleido server (registered at exit; safe to call twice).
+
+    The browser's shutdown runs in choreographer's threads and sometimes fails to delete its
+    temporary profile ("Directory not empty"); at exit that must never print a traceback in
+    front of a user, so errors from those threads are swallowed while it stops.
+    """
     with _lock:
         if _state["started"]:
             import kaleido
 
+            threading.excepthook = _quiet_hook
+            sys.unraisablehook = _quiet_hook
             try:
                 kaleido.stop_sync_server(silence_warnings=True)
+            except Exception:  # noqa: BLE001 - the process is exiting; nothing left to save
+                pass
             finally:
                 _state["started"] = False
 
