@@ -52,7 +52,8 @@ def profile_section(c: SimpleNamespace) -> None:
     st.info(
         f"Engine profile **{p['name']}** ({cal}): step overhead {p['step_overhead_ms']:.2f} ms, "
         f"{p['seq_overhead_us']:.2f} µs per running sequence, request overhead "
-        f"{p['request_overhead_ms']:.1f} ms, kernel efficiency ×{p['efficiency']:.2f}, "
+        f"{p['request_overhead_ms']:.1f} ms, kernel efficiency ×{p['efficiency']:.2f} compute, "
+        f"×{p['mem_efficiency']:.2f} memory, "
         f"max {p['max_num_seqs']:,} running sequences. {c.gpu.family} efficiencies ({fam}): "
         f"HBM {p['eta_mem']:.0%}, 16-bit compute {p['eta_compute_16']:.0%}, "
         f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet."

@@ -929,14 +929,19 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
             rows.append((fam, _fmt(v.get("eta_mem"), ".3f"), _fmt(v.get("eta_compute_16"), ".3f"),
                          _fmt(v.get("eta_compute_fp8"), ".3f")))  # fmt: skip
         doc.table(rows, (45, 45, 45, 43), align="RIGHT")
-        rows = [("Engine", "step overhead μs", "per-sequence μs", "per-request ms", "efficiency")]
-        for eng, v in (cal.get("engines") or {}).items():
+        from advisor.perf.profiles import ENGINES, engine_profile
+
+        rows = [("Engine", "step overhead μs", "per-sequence μs", "per-request ms",
+                 "× compute", "× memory")]  # fmt: skip
+        for eng in ENGINES:  # the profiles the model uses (fitted values, else defaults)
+            pr = engine_profile(eng)
             mark = " (this scenario)" if eng == ctx.scenario.options.engine else ""
-            rows.append((eng + mark, _fmt((_num(v.get("step_overhead_s")) or 0) * 1e6, ".0f"),
-                         _fmt((_num(v.get("seq_overhead_s")) or 0) * 1e6, ".2f"),
-                         _fmt((_num(v.get("request_overhead_s")) or 0) * 1e3, ".1f"),
-                         _fmt(v.get("efficiency", 1.0), ".3f")))  # fmt: skip
-        doc.table(rows, (46, 34, 34, 34, 30), align="RIGHT")
+            mark += "" if pr.fitted else " (defaults)"
+            rows.append((eng + mark, _fmt(pr.step_overhead_s * 1e6, ".0f"),
+                         _fmt(pr.seq_overhead_s * 1e6, ".2f"),
+                         _fmt(pr.request_overhead_s * 1e3, ".1f"),
+                         _fmt(pr.efficiency, ".3f"), _fmt(pr.mem_efficiency, ".3f")))  # fmt: skip
+        doc.table(rows, (46, 28, 28, 28, 24, 24), align="RIGHT")
     else:
         doc.para("No calibration file: the model uses its prior efficiencies.", 9)
 
