@@ -320,6 +320,25 @@ def _rank_key(sc: Scenario, t: _Table, lat: np.ndarray) -> np.ndarray:
     return np.lexsort((lat, t.gpus, t.cost))
 
 
+def _calibration_notes(sc: Scenario) -> list[str]:
+    """Say which candidate accelerators are predicted from priors, not fitted measurements."""
+    from advisor.catalog import get_accelerator
+    from advisor.perf.profiles import engine_profile, family_efficiency
+
+    out = []
+    for gid in sc.hardware.gpus:
+        g = get_accelerator(gid)
+        if not family_efficiency(g.family).fitted:
+            out.append(
+                f"{g.name}: no published serving measurements in data/ for the {g.family} family; "
+                "its efficiencies are priors (measured matmul FLOPS / HBM fraction), so expect "
+                "larger errors than the validation table shows"
+            )
+    if not engine_profile(sc.options.engine).fitted:
+        out.append(f"engine {sc.options.engine}: default overheads (no calibration rows)")
+    return out
+
+
 def _headroom_note(sc: Scenario) -> str:
     return (
         f"A deployment counts as meeting the SLA only below {sc.options.max_utilisation:.0%} "
@@ -449,7 +468,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         near_misses=near, explanation=explanation, candidates_evaluated=int(t.n),
         feasible=int(feasible.sum()), rejected=dict(rejected), decision_matrix=dm,
         capacity=cap, cost_basis=[v[1] for v in t.rates.values()],
-        assumptions=[*ASSUMPTIONS, _headroom_note(sc)],
+        assumptions=[*ASSUMPTIONS, _headroom_note(sc), *_calibration_notes(sc)],
         elapsed_ms=(time.perf_counter() - t0) * 1e3,
     )  # fmt: skip
 
