@@ -112,7 +112,7 @@ FLAGS: dict[str, dict[str, list[str]]] = {
         "values": ["--model", "--gpu", "--tp", "--pp", "--dp", "--weights", "--kv", "--isl",
                    "--osl", "--concurrency", "--qps", "--link", "--inter-link", "--gpus-per-node",
                    "--engine", "--spec-draft", "--spec-tokens", "--spec-acceptance", "--input"],
-        "switches": ["--json"], "required": ["--model", "--gpu", "--isl", "--osl"],
+        "switches": ["--json", "--ep"], "required": ["--model", "--gpu", "--isl", "--osl"],
     },
     "recommend": {
         "values": ["--model", "--gpu", "--gpus-per-node", "--nodes", "--intra", "--inter",
