@@ -294,7 +294,7 @@ class Store:
         scenario = load_scenario(row[0])  # ScenarioError says why an old/bad one is refused
         try:
             view = json.loads(row[1])
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a hand-edited database: display defaults
             view = {}
         return Saved(engagement, name, scenario, view if isinstance(view, dict) else {}, *row[2:])
 
