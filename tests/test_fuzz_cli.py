@@ -81,6 +81,8 @@ def test_check_rejects_contract_violations():
         (["memory", "--model", "a\nb.json", "--gpu", "h100-sxm"], "--model"),  # two lines
         (["memory", "--model", "l", "--gpu", "h100-sxm", "--tp", "1\n2"], "--tp"),
         (["recommend", "--scenario", ""], "--scenario"),  # was silently ignored
+        (["memory", "--model", "l", "--gpu", "h100-sxm", "--block-size=--"], "--block-size"),
+        (["recommend", "--gpu=--"], "--gpu"),  # Python 3.11 passed [] past the type: exit 1
     ],
 )
 def test_fixed_findings_exit_2_naming_the_flag(argv, flag, fuzz_dir):

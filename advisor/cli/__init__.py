@@ -66,6 +66,13 @@ class _Parser(argparse.ArgumentParser):
         print(one_line(f"{self.prog}: error: {message}"), file=sys.stderr)
         raise SystemExit(2)
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # Python 3.11 drops a lone "--" given as a value (--tp=--) and returns [] without calling
+        # the type, so a list would reach the subcommand: refuse it here, naming the flag.
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            self.error(f"argument {'/'.join(action.option_strings)}: expected one argument")
+        return super()._get_values(action, arg_strings)
+
 
 def int_in(lo: int, hi: int) -> Callable[[str], int]:
     """argparse type: an integer in [lo, hi]."""
