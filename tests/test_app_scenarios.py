@@ -145,7 +145,7 @@ def test_batch_sweep_and_throughput_figure():
     # Stops at the KV cache: the last batch fits, twice it does not.
     assert rows[-1]["batch"] < 1 << 20
     nxt = estimate(model, gpu, EstimateInput(tp=1, concurrency=rows[-1]["batch"] * 2))
-    assert not nxt["fits"]
+    assert not nxt["fits"] or "kv_offload" in nxt  # only with the overflow in host memory
     # More sequences per step: more tokens per GPU (memory-bound decode), slower tokens.
     assert rows[-1]["throughput_tok_s_per_gpu"] > rows[0]["throughput_tok_s_per_gpu"]
     assert rows[-1]["tpot_ms"] > rows[0]["tpot_ms"]

@@ -122,7 +122,7 @@ def batch_sweep(
     rows = []
     for b in batches:
         res = estimate(model, gpu, inp.model_copy(update={"concurrency": b, "qps": None, "dp": 1}))
-        if not res["fits"]:
+        if not res["fits"] or "kv_offload" in res:  # beyond the on-GPU KV cache
             break
         rows.append(
             {
