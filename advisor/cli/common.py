@@ -111,3 +111,13 @@ def read_input_file(value: str, flag: str, max_bytes: int) -> bytes:
             f"{flag} {shown(value)}: file is larger than the {max_bytes:,}-byte limit"
         )
     return data
+
+
+def check_context(model: ModelSpec, tokens: int, flags: str) -> None:
+    """Refuse a sequence longer than the model's trained context (servers refuse such requests)."""
+    limit = model.max_position_embeddings
+    if tokens > limit:
+        raise CliInputError(
+            f"{flags} = {tokens:,} tokens exceeds {model.id}'s maximum context of {limit:,} "
+            f"tokens (max_position_embeddings; allowed: 1..{limit:,})"
+        )

@@ -10,7 +10,13 @@ from pydantic import ValidationError
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.catalog.loader import UnknownIdError
 from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
-from advisor.cli.common import read_input_file, resolve_gpu, resolve_link, resolve_model
+from advisor.cli.common import (
+    check_context,
+    read_input_file,
+    resolve_gpu,
+    resolve_link,
+    resolve_model,
+)
 from advisor.perf.estimate import EstimateInput, estimate
 from advisor.perf.profiles import ENGINES
 from advisor.scenario import format_validation_error
@@ -72,6 +78,8 @@ def _run_one(d: dict) -> dict:
         raise CliInputError("--spec-draft works with --concurrency N, not with --qps")
     model = resolve_model(str(d["model"]))
     gpu = resolve_gpu(str(d["gpu"]))
+    if isinstance(d["isl"], int) and isinstance(d["osl"], int):  # else the model check says why
+        check_context(model, d["isl"] + d["osl"], f"--isl {d['isl']} + --osl {d['osl']}")
     draft = resolve_model(str(d["spec_draft"])) if d.get("spec_draft") else None
     for flag in ("link", "inter_link"):
         if d.get(flag):

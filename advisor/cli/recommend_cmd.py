@@ -100,6 +100,9 @@ def scenario_from_args(args: argparse.Namespace):
             f"--spec-draft: unknown model {args.spec_draft!r} "
             f"(allowed: {', '.join(sorted(models()))})"
         )
+    from advisor.cli.common import check_context
+
+    check_context(models()[args.model], args.isl + args.osl, f"--isl {args.isl} + --osl {args.osl}")
     targets = (args.ttft_p99_ms, args.tpot_p99_ms, args.e2e_p99_ms)
     try:
         return Scenario(
