@@ -97,3 +97,22 @@ def test_hidden_sidebar_values_survive_a_mode_switch():
     assert at.number_input(key="w.yrs").value == 7.0
     assert at.session_state["scenario"].workload.arrival_rate_per_s == 12.5
     assert at.session_state["scenario"].cost.amortisation_years == 7.0
+
+
+def test_app_imports_pandas_and_pyarrow_before_any_page_runs():
+    """Bug (20 concurrent sessions on a fresh server): a chart built while another session's first
+    run was still importing pandas failed with "partially initialized module 'pandas' has no
+    attribute 'Series'" (plotly/narwhals look pandas up in sys.modules). app.py now imports them
+    in full before st.navigation, so every run waits on the import lock until they are complete."""
+    import ast
+
+    tree = ast.parse((ROOT / "app.py").read_text())
+    order = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            order += [a.name for a in node.names]
+        elif isinstance(node, ast.Assign) and "navigation" in ast.unparse(node.value):
+            order.append("st.navigation")
+    nav = order.index("st.navigation")
+    for mod in ("pandas", "pyarrow", "plotly.graph_objects"):
+        assert mod in order[:nav], mod
