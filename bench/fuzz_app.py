@@ -24,7 +24,6 @@ Library use (tests/test_fuzz_app.py) and a longer run here:
 from __future__ import annotations
 
 import argparse
-import ast
 import math
 import os
 import random
@@ -59,12 +58,10 @@ SKIP_KEYS: set[str] = set()
 
 
 def pages() -> list[str]:
-    """The page files listed in app.py's PAGES (read with ast: importing app.py runs it)."""
-    tree = ast.parse(Path(APP).read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "PAGES":
-            return [elt.elts[0].value for elt in node.value.elts]  # type: ignore[attr-defined]
-    raise RuntimeError("PAGES not found in app.py")
+    """The page files listed in app_nav.PAGES."""
+    from app_nav import PAGES
+
+    return [path for path, *_ in PAGES]
 
 
 def _raw_candidates() -> list[Any]:

@@ -8,12 +8,6 @@ test-output/screenshots/. Expected numbers: advisor.physics.memory.memory_budget
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -21,63 +15,16 @@ from advisor.catalog import get_accelerator, get_model
 from advisor.charts.memory_charts import memory_stack_title
 from advisor.physics.memory import memory_budget
 from app_format import gb
+from app_nav import PAGES
+from tests.app_server import SHOTS
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium on PATH"),
 ]
-ROOT = Path(__file__).resolve().parent.parent
-SHOTS = ROOT / "test-output" / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 # The frontend wraps titles in <b> tags: match the text inside.
 TITLE_JS = """(want) => [...document.querySelectorAll('.js-plotly-plot')]
     .some(p => p?.layout?.title?.text?.replace(/<[^>]*>/g, '') === want)"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server():
-    port = _free_port()
-    streamlit = Path(sys.executable).with_name("streamlit")
-    proc = subprocess.Popen(
-        [str(streamlit), "run", "app.py", "--server.port", str(port), "--server.headless",
-         "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=1) as r:
-                    if r.read() == b"ok":
-                        break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail("streamlit did not become healthy in 30 s")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=ARGS)
-        yield b
-        b.close()
 
 
 def _metric(page, label: str) -> str:
@@ -127,19 +74,26 @@ def test_change_gpu_and_tp_then_share_the_link(server, browser):
     page.close()
 
 
-@pytest.mark.parametrize("path,name", [("scenario", "scenario"), ("interconnect", "interconnect")])
-def test_pages_render_and_screenshot(server, browser, path, name):
+#: Waits until a Streamlit run has finished: the main area has its title and no status widget
+#: ("Running...") has shown for a moment.
+IDLE_JS = """() => {
+  const h1 = document.querySelector('[data-testid="stMain"] h1');
+  const busy = document.querySelector('[data-testid="stStatusWidget"]');
+  if (!h1 || busy) { window.__idleSince = undefined; return false; }
+  window.__idleSince = window.__idleSince || Date.now();
+  return Date.now() - window.__idleSince > 1500;
+}"""
+
+
+@pytest.mark.parametrize(
+    "path,url", [(p, u) for p, _, u, _ in PAGES], ids=[u for _, _, u, _ in PAGES]
+)
+def test_every_page_renders_without_error_and_is_screenshot(server, browser, path, url):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1600, "height": 2400})
-    page.goto(f"{server}/{path}")
-    if name == "interconnect":
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.js-plotly-plot')]"
-            ".some(p => p?.layout?.title?.text?.includes('All-reduce time per layer'))",
-            timeout=30_000,
-        )
-    else:
-        page.get_by_text("Download the scenario (JSON)").wait_for(timeout=30_000)
-    assert page.locator('[data-testid="stException"]').count() == 0
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.goto(f"{server}/{url}")
+    page.wait_for_function(IDLE_JS, timeout=90_000, polling=250)
+    assert page.locator('[data-testid="stException"]').count() == 0, path
+    assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text(), path
+    page.screenshot(path=str(SHOTS / f"page-{url}.png"), full_page=True)
     page.close()

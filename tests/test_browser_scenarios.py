@@ -4,75 +4,19 @@ test-output/screenshots/. The app runs with its data folder in a temporary direc
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
 from advisor.examples import EXAMPLES
+from tests.app_server import SHOTS
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(shutil.which("chromium") is None, reason="no chromium on PATH"),
 ]
-ROOT = Path(__file__).resolve().parent.parent
-SHOTS = ROOT / "test-output" / "screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 TITLES_JS = """(want) => want.every(w => [...document.querySelectorAll('.js-plotly-plot')]
     .some(p => p?.layout?.title?.text?.replace(/<[^>]*>/g, '') === w))"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    port = _free_port()
-    env = {**os.environ, "INFERENCE_ARCHITECT_DATA_DIR": str(tmp_path_factory.mktemp("ia-data"))}
-    streamlit = Path(sys.executable).with_name("streamlit")
-    proc = subprocess.Popen(
-        [str(streamlit), "run", "app.py", "--server.port", str(port), "--server.headless",
-         "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=1) as r:
-                    if r.read() == b"ok":
-                        break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail("streamlit did not become healthy in 30 s")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=shutil.which("chromium"), headless=True, args=ARGS)
-        yield b
-        b.close()
 
 
 def _no_exception(page) -> None:
