@@ -91,15 +91,40 @@ def replica_config(scenario: Scenario, s: Shape, *, model=None, tp: int | None =
     )
 
 
+#: Every replica count up to this, then a geometric grid: on a huge cluster (1,024 nodes x 72
+#: GPUs) trying every DP would be tens of millions of candidates; latency only improves with
+#: more replicas, so the cheapest count meeting the SLA is found within 10% above 64.
+DP_DENSE_UP_TO = 64
+DP_GROWTH = 1.1
+
+
+def dp_values(total_gpus: int) -> np.ndarray:
+    """Replica counts tried: 1..64, then x1.1 steps up to ``total_gpus``.
+
+    >>> dp_values(5).tolist()
+    [1, 2, 3, 4, 5]
+    >>> v = dp_values(73_728)
+    >>> int(v.size), int(v[63]), int(v[64]), int(v[-1])
+    (138, 64, 70, 73728)
+    """
+    dense = np.arange(1, min(total_gpus, DP_DENSE_UP_TO) + 1)
+    if total_gpus <= DP_DENSE_UP_TO:
+        return dense
+    n = int(np.ceil(np.log(total_gpus / DP_DENSE_UP_TO) / np.log(DP_GROWTH)))
+    grid = np.unique(np.round(DP_DENSE_UP_TO * DP_GROWTH ** np.arange(1, n + 1)).astype(int))
+    grid = grid[(grid > DP_DENSE_UP_TO) & (grid < total_gpus)]
+    return np.concatenate([dense, grid, [total_gpus]])
+
+
 def dp_pairs(gpus_per_replica: np.ndarray, total_gpus: int) -> tuple[np.ndarray, np.ndarray]:
-    """All (shape index, DP) pairs with DP x gpus <= total, as two int arrays.
+    """(shape index, DP) pairs with DP x gpus <= total, DP from ``dp_values``, as two int arrays.
 
     >>> idx, dp = dp_pairs(np.array([1, 4]), 4)
     >>> idx.tolist(), dp.tolist()
     ([0, 0, 0, 0, 1], [1, 2, 3, 4, 1])
     """
     max_dp = np.maximum(total_gpus // np.maximum(gpus_per_replica, 1), 0).astype(int)
-    idx = np.repeat(np.arange(gpus_per_replica.size), max_dp)
-    starts = np.cumsum(max_dp) - max_dp
-    dp = np.arange(idx.size) - np.repeat(starts, max_dp) + 1
-    return idx, dp
+    values = dp_values(max(int(total_gpus), 1))
+    fits = values[None, :] <= max_dp[:, None]
+    idx, col = np.nonzero(fits)
+    return idx, values[col]
