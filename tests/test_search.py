@@ -327,3 +327,10 @@ def test_no_recommendation_runs_near_saturation():
     rec = recommend(sc)
     assert rec.best is not None and rec.best.headroom >= 1 / 0.8 - 1e-9
     assert any("80%" in a for a in rec.assumptions)
+
+
+def test_context_beyond_the_model_maximum_is_a_result_with_the_reason():
+    # Llama-2-70B's config: max_position_embeddings 4096; 4000 + 200 tokens cannot be served.
+    sc = Scenario(model="llama-2-70b", workload=Workload(isl_tokens=4000, osl_tokens=200))
+    rec = recommend(sc)
+    assert rec.best is None and "maximum context of 4,096" in rec.no_best_reason

@@ -372,28 +372,43 @@ def recommend(scenario: Scenario) -> Recommendation:
     return rec.model_copy(update={"elapsed_ms": elapsed, "phase_ms": ms})
 
 
+def _nothing(sc: Scenario, t0: float, rejected: dict, reason: str) -> Recommendation:
+    """A result with no deployment and the reason (an infeasible question is not an error)."""
+    params = param_breakdown(sc.model_spec()).total
+    ans = article_answer(params)
+    return Recommendation(
+        scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric="",
+        best=None, no_best_reason=reason, pareto=[], pareto_cost=[], near_misses=[],
+        explanation=[], candidates_evaluated=0, feasible=0, rejected=rejected,
+        decision_matrix=DecisionMatrix(model_params_b=params / 1e9, row=ans.row,
+            article_answer=ans.text, note=ans.note, agrees=None, differences=[reason]),
+        capacity=None, cost_basis=[], assumptions=[*ASSUMPTIONS, _headroom_note(sc)],
+        elapsed_ms=(time.perf_counter() - t0) * 1e3,
+    )  # fmt: skip
+
+
 def _recommend(sc: Scenario) -> Recommendation:
     t0 = time.perf_counter()
+    model = sc.model_spec()
+    context = sc.workload.isl_tokens + sc.workload.osl_tokens
+    if context > model.max_position_embeddings:
+        return _nothing(
+            sc, t0, {},
+            f"a request of {sc.workload.isl_tokens:,} + {sc.workload.osl_tokens:,} tokens exceeds "
+            f"{model.name}'s maximum context of {model.max_position_embeddings:,} tokens",
+        )  # fmt: skip
     st, rejected = build_shapes(sc)
     if st.r.n:
         ev = evaluate_aggregated(sc, st)
         dg = evaluate_disaggregated(sc, st) if sc.options.disaggregated else None
     else:
         ev, dg = None, None
-    params = param_breakdown(sc.model_spec()).total
+    params = param_breakdown(model).total
     ans = article_answer(params)
     if ev is None:
-        return Recommendation(
-            scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric="",
-            best=None, no_best_reason="no deployment fits in memory: " + "; ".join(
+        return _nothing(
+            sc, t0, dict(rejected), "no deployment fits in memory: " + "; ".join(
                 f"{k} ({v})" for k, v in Counter(rejected).most_common(3)),
-            pareto=[], pareto_cost=[], near_misses=[], explanation=[], candidates_evaluated=0,
-            feasible=0, rejected=dict(rejected),
-            decision_matrix=DecisionMatrix(model_params_b=params / 1e9, row=ans.row,
-                article_answer=ans.text, note=ans.note, agrees=None,
-                differences=["nothing fits on the given hardware"]),
-            capacity=None, cost_basis=[], assumptions=[*ASSUMPTIONS, _headroom_note(sc)],
-            elapsed_ms=(time.perf_counter() - t0) * 1e3,
         )  # fmt: skip
     with phase("rank"):
         t = _Table(sc, st, ev, dg)
