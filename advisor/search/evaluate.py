@@ -219,7 +219,8 @@ def _load(sm: ServiceModel, dp: np.ndarray, osl: float, kw: dict, wl):
     # Closed loop: X = N / E2E(X / dp), solved per candidate (closed_loop_rate).
     users = float(wl.concurrent_users)
     probe = latency_under_load(sm, np.full(dp.size, 1e-9), osl, **kw)
-    hi = np.minimum(users / probe.e2e.mean_s, probe.capacity_req_per_s * dp * 0.999)
+    with np.errstate(divide="ignore"):  # e2e 0 (or inf when unstable): the capacity bounds it
+        hi = np.minimum(users / probe.e2e.mean_s, probe.capacity_req_per_s * dp * 0.999)
 
     def evaluate(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
         sub = _subset(sm, rows)
