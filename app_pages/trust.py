@@ -5,7 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from advisor.charts.trust_charts import trust_scatter
-from advisor.perf.trust import error_table, filter_rows, skipped_rows, trust_rows
+from advisor.perf.trust import (
+    error_table,
+    filter_rows,
+    out_of_sample,
+    skipped_rows,
+    trust_rows,
+)
 from advisor.perf.validate import FAMILIES, validation_report
 from app_state import guarded
 
@@ -22,8 +28,8 @@ def body() -> None:
         f"{rep['rows_used']} of {rep['rows_total']} published measurements predicted "
         f"({rep['rows_skipped']} not representable, listed below). Error = predicted / measured "
         "− 1. The model's efficiency constants were fitted on these same rows (data/"
-        "calibration.yaml), so this is an in-sample check: it shows the model's shape is right, "
-        "not how it extrapolates."
+        "calibration.yaml), so this is an in-sample check; the out-of-sample table below refits "
+        "without each GPU, model family or engine and predicts it."
     )
     c = st.columns(4)
     opts = {k: sorted({r[k] for r in rows if r[k]}) for k in ("gpu", "engine", "model")}
@@ -50,6 +56,17 @@ def body() -> None:
         )  # fmt: skip
     with st.expander(f"Rows not representable ({len(skipped)})"):
         st.dataframe(skipped, hide_index=True)
+    oos = out_of_sample()
+    st.subheader("Out of sample: error on measurements the fit never saw")
+    if oos is None:
+        st.info("No cross-validation table (run `bench/crossval.py --write`).")
+    else:
+        st.caption(
+            f"From `{oos['generated_by']}` ({oos['generated_on']}): the constants are refitted "
+            "without one GPU (or model family, or engine), then that group's rows are predicted. "
+            "This is the error to expect for hardware or models the data does not cover."
+        )
+        st.dataframe(oos["rows"], hide_index=True)
 
 
 st.title("Trust: predictions against published measurements")

@@ -99,3 +99,15 @@ def test_trust_scatter_and_error_table():
     for fam, s in rep["families"].items():
         if s.get("rows"):
             assert table[fam]["median |error| %"] == pytest.approx(s["median_ape_pct"], abs=0.05)
+
+
+def test_out_of_sample_table_reads_the_crossval_file():
+    # data/crossval.yaml is written by bench/crossval.py --write: one row per held-out grouping
+    # and metric family, errors in percent on rows the fit never saw.
+    from advisor.perf.trust import out_of_sample
+
+    oos = out_of_sample()
+    assert oos is not None and oos["generated_by"].startswith("bench/crossval.py")
+    groups = {r["held out"] for r in oos["rows"]}
+    assert groups == {"one gpu at a time", "one model at a time", "one engine at a time"}
+    assert all(r["rows"] > 0 and 0 <= r["median_ape_pct"] <= r["p90_ape_pct"] for r in oos["rows"])

@@ -110,3 +110,29 @@ def error_table(rows: Iterable[dict], families: Iterable[str]) -> list[dict]:
             "within ±25%": f"{int((a <= 25).sum())} / {e.size}",
         })  # fmt: skip
     return out
+
+
+def out_of_sample() -> dict | None:
+    """The held-out error table written by ``bench/crossval.py --write`` (data/crossval.yaml).
+
+    Rows: one per (held-out grouping, metric family) with rows, median and p90 |error| in %;
+    None when the file is absent or unreadable.
+    """
+    import yaml
+
+    from advisor.catalog.loader import DATA_DIR
+
+    path = DATA_DIR / "crossval.yaml"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("held_out"), dict):
+        return None
+    rows = [
+        {"held out": f"one {group} at a time", "family": fam, **stats}
+        for group, fams in doc["held_out"].items()
+        for fam, stats in (fams or {}).items()
+    ]
+    return {"rows": rows, "generated_on": doc.get("generated_on", ""),
+            "generated_by": doc.get("generated_by", "")}  # fmt: skip
