@@ -29,6 +29,7 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
+from advisor.catalog.files import FileReadError, read_bounded
 from advisor.catalog.specs import ModelSpec, slugify
 
 #: Families this importer maps (ModelSpec.family values).
@@ -195,23 +196,10 @@ def load_hf_config_file(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> dict[str, Any]:
     """Read and parse a ``config.json`` file; its size is checked before it is read."""
-    p = Path(path)
     try:
-        st = p.stat()
-    except OSError as exc:
-        raise HFConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    if not p.is_file():
-        raise HFConfigError(f"{p}: not a regular file")
-    if st.st_size > max_bytes:
-        raise HFConfigError(
-            f"{_PREFIX} ({p.name}): {st.st_size:,} bytes is larger than the {max_bytes:,}-byte "
-            "limit (a model config is a few kB)"
-        )
-    try:
-        with p.open("rb") as f:
-            data = f.read(max_bytes + 1)  # the file may have grown since stat()
-    except OSError as exc:
-        raise HFConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
+        data = read_bounded(path, max_bytes)
+    except FileReadError as exc:
+        raise HFConfigError(f"{_PREFIX} ({Path(path).name}): {exc}") from None
     return load_hf_config_bytes(data, max_bytes=max_bytes, max_depth=max_depth)
 
 

@@ -14,6 +14,7 @@ from advisor.catalog import (
     get_model,
     models,
 )
+from advisor.catalog.files import FileReadError, read_bounded
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
 from advisor.cli import CliInputError, choice_of, int_in, shown
 
@@ -85,32 +86,11 @@ def add_deployment_args(p: argparse.ArgumentParser, *, context: bool = True) -> 
 
 
 def read_input_file(value: str, flag: str, max_bytes: int) -> bytes:
-    """The bytes of a user-named input file: a regular file of at most ``max_bytes``.
-
-    Refuses directories, devices and FIFOs (``/dev/zero`` would never end) before reading, and
-    reads at most ``max_bytes + 1`` bytes (the file may grow after the size check).
-    """
-    path = Path(value)
+    """The bytes of a user-named input file (advisor.catalog.files.read_bounded), or exit 2."""
     try:
-        st = path.stat()
-    except OSError as exc:
-        raise CliInputError(f"{flag} {shown(value)}: cannot read: {exc.strerror}") from None
-    if not path.is_file():
-        raise CliInputError(f"{flag} {shown(value)}: not a regular file")
-    if st.st_size > max_bytes:
-        raise CliInputError(
-            f"{flag} {shown(value)}: file is {st.st_size:,} bytes; the limit is {max_bytes:,}"
-        )
-    try:
-        with path.open("rb") as f:
-            data = f.read(max_bytes + 1)
-    except OSError as exc:
-        raise CliInputError(f"{flag} {shown(value)}: cannot read: {exc.strerror}") from None
-    if len(data) > max_bytes:
-        raise CliInputError(
-            f"{flag} {shown(value)}: file is larger than the {max_bytes:,}-byte limit"
-        )
-    return data
+        return read_bounded(value, max_bytes)
+    except FileReadError as exc:
+        raise CliInputError(f"{flag} {shown(value)}: {exc}") from None
 
 
 def check_context(model: ModelSpec, tokens: int, flags: str) -> None:
