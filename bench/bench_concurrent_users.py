@@ -209,13 +209,25 @@ class Session:
         box = page.locator('[data-testid="stSidebar"]').get_by_label("Input tokens", exact=True)
         box_val = (await box.input_value()).replace(",", "")
         text_ok = await page.evaluate(BODY_HAS, self.marker())
+        for _ in range(25):  # a rerun may still be replacing the elements: give it 5 s
+            if text_ok:
+                break
+            await asyncio.sleep(0.2)
+            text_ok = await page.evaluate(BODY_HAS, self.marker())
         bad = []
         if url_in not in (None, str(self.isl)):
             bad.append(f"url in={url_in}")
         if box_val != str(self.isl):
             bad.append(f"sidebar input tokens {box_val}")
         if not text_ok:
-            bad.append("page text")
+            # Only another session's value on this page is a leak; a page that has not caught up
+            # with its own value yet is a slow update.
+            body = await page.evaluate("() => document.body?.innerText ?? ''")
+            shown = {int(m.replace(",", "")) for m in SHOWN_ISL.findall(body)}
+            if shown - {self.isl}:
+                bad.append(f"page shows input length(s) {sorted(shown - {self.isl})}")
+            else:
+                self.stats.error("stale", f"session {self.idx}: page text not yet updated")
         if bad:
             self.stats.violations.append(
                 f"session {self.idx} (input {self.isl}, output {self.osl}): {', '.join(bad)}"
