@@ -143,17 +143,18 @@ def test_spec_decoding_helps_at_batch1_hurts_at_large_batch():
     assert big["speculative"]["speedup"] < small["speculative"]["speedup"]
 
 
-def test_validation_errors_stay_within_reached_levels():
-    # Regression guard on the calibrated model (data/calibration.yaml): the medians reached when
-    # the calibration was written, with a margin; see `python -m advisor validate`.
+def test_validation_meets_the_issue_targets():
+    # Issue 3's targets for the calibrated model (data/calibration.yaml) on data/measurements.csv:
+    # median |error| <= 10% for batch-1 decode, offline throughput and all-reduce, <= 15% for
+    # TTFT and for TTFT/ITL under load. `python -m advisor validate` prints the same table.
     from advisor.perf.validate import validation_report
 
     fam = validation_report()["families"]
-    assert fam["batch-1 decode"]["median_ape_pct"] < 17
-    assert fam["TTFT"]["median_ape_pct"] < 15
-    assert fam["TTFT/ITL under load"]["median_ape_pct"] < 15
-    assert fam["offline throughput"]["median_ape_pct"] < 18
-    assert fam["all-reduce"]["median_ape_pct"] < 10
+    assert fam["batch-1 decode"]["median_ape_pct"] <= 10
+    assert fam["offline throughput"]["median_ape_pct"] <= 10
+    assert fam["all-reduce"]["median_ape_pct"] <= 10
+    assert fam["TTFT"]["median_ape_pct"] <= 15
+    assert fam["TTFT/ITL under load"]["median_ape_pct"] <= 15
 
 
 def test_kv_offload_costs_pcie_time_and_names_the_tp_alternative():
