@@ -393,10 +393,14 @@ def sync_url() -> None:
 def sequences_in_flight(scenario: Scenario, view: View) -> tuple[int, str]:
     """Sequences in flight on one replica, and how the number was obtained (shown to the user).
 
-    Until the latency model lands, an arrival rate is turned into a concurrency with Little's
-    law at the SLA's latency (L = λ·W, W = E2E target, or TTFT + output tokens x TPOT target).
+    From the performance model: under an arrival rate, the queueing model's mean running batch
+    per replica (Little's law on the predicted time in decode); with concurrent users, the users
+    spread over the replicas. When the deployment does not fit or saturates, the KV cache's
+    capacity or Little's law on the SLA target stands in, and the text says so.
     """
     import math
+
+    from app_scenarios import estimate_for, keys
 
     replicas = max(1, scenario.hardware.total_gpus // (view.tp * view.pp))
     per = f" over {replicas} replica(s) of TP×PP = {view.tp * view.pp} GPUs"
@@ -405,6 +409,21 @@ def sequences_in_flight(scenario: Scenario, view: View) -> tuple[int, str]:
     w = scenario.workload
     if w.concurrent_users is not None:
         return math.ceil(w.concurrent_users / replicas), f"{w.concurrent_users} users{per}"
+    try:
+        est = estimate_for(*keys(scenario, view))
+    except ValueError:
+        est = None
+    if est and est.get("fits") and est.get("stable", True) and est.get("concurrency"):
+        n = max(1, math.ceil(est["concurrency"]))
+        return n, (
+            f"{w.arrival_rate_per_s:g} req/s{per}: the queueing model's mean running batch "
+            f"({est['concurrency']:.1f}; TTFT {est['ttft_ms']:.0f} ms, TPOT {est['tpot_ms']:.1f} ms)"
+        )
+    if est and est.get("fits") and est.get("max_concurrency"):
+        return int(est["max_concurrency"]), (
+            f"{w.arrival_rate_per_s:g} req/s saturates this deployment{per}: as many sequences "
+            "as the KV cache holds"
+        )
     sla = scenario.sla
     if sla.e2e_ms is not None:
         wait_s, how = sla.e2e_ms / 1e3, "E2E target"
@@ -412,9 +431,9 @@ def sequences_in_flight(scenario: Scenario, view: View) -> tuple[int, str]:
         wait_s = ((sla.ttft_ms or 0.0) + w.osl_tokens * sla.tpot_ms) / 1e3
         how = f"{'TTFT + ' if sla.ttft_ms else ''}{w.osl_tokens} tokens × TPOT target"
     else:
-        return 16, "no latency target to apply Little's law to: 16 assumed"
+        return 16, "the deployment does not fit and there is no latency target: 16 assumed"
     n = max(1, math.ceil(w.arrival_rate_per_s * wait_s / replicas))  # type: ignore[operator]
     return n, (
-        f"Little's law L = λ·W = {w.arrival_rate_per_s:g} req/s × {wait_s:.2f} s ({how}){per} "
-        "(an estimate until the latency model lands)"
+        f"the deployment does not fit, so Little's law on the SLA target: L = λ·W = "
+        f"{w.arrival_rate_per_s:g} req/s × {wait_s:.2f} s ({how}){per}"
     )

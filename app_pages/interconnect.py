@@ -36,16 +36,17 @@ def setup() -> SimpleNamespace:
         f"decode batch of **{n_seq:,} tokens** ({how}), weights {c.wd}, engine {c.engine} "
         + ("(NCCL ring/tree/NVLS only)" if c.engine == "generic" else
            "(NCCL plus one-shot/two-shot custom all-reduce)")
-        + f". Compute estimate on {gpu.name}: weights per GPU ÷ "
-        f"{gpu.hbm_bandwidth_bytes_per_s / 1e12:g} TB/s HBM."
+        + f". The rest of each decode step comes from the performance model on {gpu.name}."
     )  # fmt: skip
     return c
 
 
 def sweep_section(c: SimpleNamespace) -> list[dict]:
+    w = c.scenario.workload
     rows = ic.tp_comm_sweep(
-        c.model, c.gpu, c.links, batch_tokens=c.batch, weights_dtype=c.wd, pp=c.view.pp,
-        engine=c.engine,
+        c.model, c.gpu, c.links, batch_tokens=c.batch, weights_dtype=c.wd,
+        kv_dtype=c.scenario.options.kv_dtypes[0], context_tokens=w.isl_tokens + w.osl_tokens / 2,
+        pp=c.view.pp, engine=c.engine,
     )  # fmt: skip
     msg = rows[0]["message_bytes"]
     st.plotly_chart(
@@ -74,8 +75,8 @@ def sweep_section(c: SimpleNamespace) -> list[dict]:
         + "."
     )
     st.caption(
-        "Compute here is a memory-bound estimate (weights per GPU ÷ HBM bandwidth, KV reads and "
-        "kernel overheads left out) standing in until the latency model lands; per token = "
+        "Step = the performance model's decode step at that TP (GEMMs, KV-cache reads, engine "
+        "overhead) with the communication of the link shown; per token = "
         f"{c.model.num_hidden_layers} layers × 2 all-reduces."
     )
     return rows

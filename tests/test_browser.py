@@ -74,12 +74,16 @@ def test_change_gpu_and_tp_then_share_the_link(server, browser):
     page.close()
 
 
-#: Waits until a Streamlit run has finished: the main area has its title and no status widget
-#: ("Running...") has shown for a moment.
+#: Waits until a Streamlit run has finished and drawn: the main area has its title, no status
+#: widget ("Running..."), no skeleton placeholder, every plotly chart laid out, for 1.5 s.
 IDLE_JS = """() => {
-  const h1 = document.querySelector('[data-testid="stMain"] h1');
+  const main = document.querySelector('[data-testid="stMain"]');
+  const h1 = main?.querySelector('h1');
   const busy = document.querySelector('[data-testid="stStatusWidget"]');
-  if (!h1 || busy) { window.__idleSince = undefined; return false; }
+  const skeletons = document.querySelectorAll('[data-testid="stSkeleton"]').length;
+  const charts = [...document.querySelectorAll('[data-testid="stPlotlyChart"]')];
+  const drawn = charts.every(c => c.querySelector('.js-plotly-plot')?._fullLayout);
+  if (!h1 || busy || skeletons || !drawn) { window.__idleSince = undefined; return false; }
   window.__idleSince = window.__idleSince || Date.now();
   return Date.now() - window.__idleSince > 1500;
 }"""

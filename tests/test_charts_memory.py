@@ -107,6 +107,13 @@ def test_interconnect_rows_equal_collectives_and_two_allreduces_per_layer():
     assert len(fig.data) == 2 and fig.layout.title.text == "All-reduce time per layer"
     step = ic.step_figure(rows, "Step")
     assert len(step.data) == 2 * 2 + 1 and _template_is_ours(step)  # line + star per link + compute
+    # The rest of the step is the performance model's decode step without its communication.
+    from advisor.perf.replica import ReplicaConfig, build_replicas
+    from advisor.perf.step import decode_step
+
+    s8 = decode_step(build_replicas([ReplicaConfig(model=MODEL, gpu=GPU, tp=8)]), 13.0, 1024.0)
+    assert r["compute_s"] == pytest.approx(float(s8.total[0] - s8.communication[0]))
+    assert r["step_s"] == pytest.approx(r["compute_s"] + r["per_token_s"])
 
 
 def test_article_comparison_uses_the_article_formula():

@@ -1,7 +1,7 @@
 """Interconnect figures: tensor-parallel all-reduce time against TP degree, per link.
 
-``tp_comm_sweep`` computes the rows (physics.collectives for the all-reduce, physics.memory for
-a memory-bound decode-step estimate); the figure builders draw them. Seconds inside, µs / ms on
+``tp_comm_sweep`` computes the rows (physics.collectives for the all-reduce, the performance
+model's decode step for the rest); the figure builders draw them. Seconds inside, µs / ms on
 the axes, labelled.
 """
 
@@ -19,7 +19,6 @@ from advisor.physics.collectives import (
     article_allreduce_time_s,
     tp_allreduce_bytes,
 )
-from advisor.physics.memory import weight_placement
 
 #: TP degrees the page compares; 16 only on the inter-node link (two 8-GPU nodes).
 TP_DEGREES: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -52,6 +51,8 @@ def tp_comm_sweep(
     *,
     batch_tokens: int,
     weights_dtype: str = "fp16",
+    kv_dtype: str = "fp16",
+    context_tokens: float = 1024.0,
     pp: int = 1,
     activation_bytes: float = 2.0,
     engine: str = "generic",
@@ -60,25 +61,45 @@ def tp_comm_sweep(
     """Per (link, TP): all-reduce time per layer and per token, and its share of a decode step.
 
     Two all-reduces of ``batch_tokens x hidden x activation_bytes`` per layer (Megatron-LM);
-    per token = layers x per layer (a token crosses every pipeline stage). The step's compute
-    part is a memory-bound estimate: the weights every GPU reads per step / HBM bandwidth,
-    summed over the PP stages. It stands in for the latency model until that lands.
+    per token = layers x per layer (a token crosses every pipeline stage). The rest of the step
+    (GEMMs, attention over ``context_tokens`` of KV cache, engine overhead) comes from the
+    performance model (advisor.perf.step.decode_step) on ``gpu`` at that TP, so only the link
+    differs between the lines.
     """
+    from advisor.perf.replica import ReplicaConfig, build_replicas
+    from advisor.perf.step import decode_step
+
     msg = tp_allreduce_bytes(batch_tokens, model.hidden_size, activation_bytes)
     algs = engine_algorithms(engine)
+    tp_list = sorted({tp for tp in tps})
+    r = build_replicas(
+        [
+            ReplicaConfig(
+                model=model,
+                gpu=gpu,
+                tp=tp,
+                pp=pp,
+                weights=weights_dtype,
+                kv=kv_dtype,
+                engine=engine,
+            )
+            for tp in tp_list
+        ]  # fmt: skip
+    )
+    step = decode_step(r, float(batch_tokens), float(context_tokens))
+    rest = dict(zip(tp_list, step.total - step.communication, strict=True))
     rows = []
     for link in links:
         for tp in tps:
             if tp > max_tp_on(link):
                 continue
-            r = allreduce(msg, tp, link, algorithms=_usable(algs, tp, link))
-            per_layer = 2 * r.time_s
+            ar = allreduce(msg, tp, link, algorithms=_usable(algs, tp, link))
+            per_layer = 2 * ar.time_s
             per_token = model.num_hidden_layers * per_layer
-            w = weight_placement(model, weights_dtype, tp, pp).per_gpu_bytes
-            compute = pp * w / gpu.hbm_bandwidth_bytes_per_s
+            compute = float(rest[tp])
             rows.append(
                 {"link_id": link.id, "link_name": link.name, "kind": link.kind, "tp": tp,
-                 "message_bytes": msg, "allreduce_s": r.time_s, "algorithm": r.algorithm,
+                 "message_bytes": msg, "allreduce_s": ar.time_s, "algorithm": ar.algorithm,
                  "per_layer_s": per_layer, "per_token_s": per_token, "compute_s": compute,
                  "step_s": compute + per_token,
                  "comm_share": per_token / (compute + per_token)}
@@ -180,7 +201,7 @@ def step_figure(rows: Sequence[dict], title: str) -> go.Figure:
     xs = sorted(compute)
     fig.add_trace(
         go.Scatter(
-            name="compute only (weights per GPU ÷ HBM bandwidth)",
+            name="step without communication (performance model)",
             x=xs, y=[compute[t] * 1e3 for t in xs], mode="lines",
             line={"color": "#555", "dash": "dot"},
             hovertemplate="TP=%{x}: %{y:.3g} ms<extra>memory-bound estimate</extra>",
