@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.catalog import accelerators, interconnects, models
+from advisor.catalog.files import no_duplicate_keys
 from advisor.catalog.specs import ModelSpec
 
 SCHEMA_VERSION = 1
@@ -256,13 +257,9 @@ def load_scenario(data: dict[str, Any] | str | bytes) -> Scenario:
         raise ScenarioError(format_validation_error(exc)) from None
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ScenarioError(f"scenario JSON has the key {k!r} twice")
-        out[k] = v
-    return out
+_no_duplicates = no_duplicate_keys(
+    lambda key: ScenarioError(f"scenario JSON has the key {key!r} twice")
+)
 
 
 def dump_scenario(s: Scenario) -> str:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 class FileReadError(ValueError):
@@ -35,3 +37,27 @@ def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise FileReadError(f"file is larger than the {max_bytes:,}-byte limit")
     return data
+
+
+def no_duplicate_keys(
+    on_duplicate: Callable[[str], Exception],
+) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """A ``json.loads`` object_pairs_hook that refuses a key given twice (JSON allows it; a
+    config or scenario that says two things about one field is a mistake to name, not to guess).
+
+    >>> import json
+    >>> json.loads('{"a": 1, "a": 2}', object_pairs_hook=no_duplicate_keys(KeyError))
+    Traceback (most recent call last):
+    ...
+    KeyError: 'a'
+    """
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                raise on_duplicate(key)
+            out[key] = value
+        return out
+
+    return hook

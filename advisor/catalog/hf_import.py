@@ -29,7 +29,7 @@ from typing import Annotated, Any, get_args, get_origin
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from advisor.catalog.files import FileReadError, read_bounded
+from advisor.catalog.files import FileReadError, no_duplicate_keys, read_bounded
 from advisor.catalog.specs import ModelSpec, slugify
 
 #: Families this importer maps (ModelSpec.family values).
@@ -124,13 +124,9 @@ def _check_depth(text: str, max_depth: int) -> bool:
     return open_string or depth > 0
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise HFConfigError(f"{_PREFIX}: duplicate key {key!r} (each key may appear once)")
-        out[key] = value
-    return out
+_no_duplicates = no_duplicate_keys(
+    lambda key: HFConfigError(f"{_PREFIX}: duplicate key {key!r} (each key may appear once)")
+)
 
 
 def _no_constant(name: str) -> Any:
