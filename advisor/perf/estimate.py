@@ -103,6 +103,17 @@ def _speculative_tpot(
     return tpot, plain, info
 
 
+def _infeasible(
+    base: dict, reasons: list[str], suggestions: list[str], concurrency: int, breakdown: dict
+) -> dict:
+    """The result of a deployment that cannot run as asked: no latencies, the reasons why."""
+    return {
+        **base, "fits": False, "reasons": reasons, "suggestions": suggestions,
+        "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "throughput_tok_s": 0.0,
+        "throughput_tok_s_per_gpu": 0.0, "concurrency": concurrency, "breakdown": breakdown,
+    }  # fmt: skip
+
+
 def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     """Predict latency and throughput of one deployment; infeasible ones come back with reasons."""
     intra = get_interconnect(inp.link) if inp.link else None
@@ -148,11 +159,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     if mem.fits and cap < 1:
         reasons.append(f"no {int(ctx_max)}-token sequence fits in the KV budget")
     if reasons:
-        return {
-            **base, "fits": False, "reasons": reasons, "suggestions": mem.suggestions,
-            "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "throughput_tok_s": 0.0,
-            "throughput_tok_s_per_gpu": 0.0, "concurrency": 0, "breakdown": {},
-        }  # fmt: skip
+        return _infeasible(base, reasons, mem.suggestions, 0, {})
 
     notes: list[str] = []
     if inp.ep and not r.ep[0]:
@@ -207,11 +214,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             reasons.append(
                 f"a static batch of {int(n)} exceeds the {int(cap)} sequences the KV budget holds"
             )
-            return {
-                **base, "fits": False, "reasons": reasons, "suggestions": mem.suggestions,
-                "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "throughput_tok_s": 0.0,
-                "throughput_tok_s_per_gpu": 0.0, "concurrency": int(n), "breakdown": breakdown,
-            }  # fmt: skip
+            return _infeasible(base, reasons, mem.suggestions, int(n), breakdown)
         pre = prefill(r, isl, n)
         ttft = float(pre.total[0])
         breakdown["prefill"] = _components(pre)
@@ -242,11 +245,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
                     "tokens the KV budget holds, and offloading the overflow to host memory does "
                     "not help here (use --concurrency max, more TP, or lower-bit KV)"
                 )
-                return {
-                    **base, "fits": False, "reasons": reasons, "suggestions": mem.suggestions,
-                    "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "throughput_tok_s": 0.0,
-                    "throughput_tok_s_per_gpu": 0.0, "concurrency": int(n), "breakdown": breakdown,
-                }  # fmt: skip
+                return _infeasible(base, reasons, mem.suggestions, int(n), breakdown)
             offload_s = offload["offload_ms_per_step"] / 1e3
             base["kv_offload"] = offload
             notes.append(offload["note"])
