@@ -25,23 +25,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import re
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tests.app_server import running_app  # noqa: E402
+
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
 #: Page title in the sidebar navigation -> (url path, marker of the inputs it shows).
@@ -61,44 +59,6 @@ PROBLEMS_JS = """() => {
   return {exceptions: ex, unexpected: i >= 0 ? txt.slice(Math.max(0, i - 60), i + 240) : '',
           traceback: txt.includes('Traceback'), connection: txt.includes('Connection error')};
 }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(port: int, data_dir: str) -> subprocess.Popen:
-    streamlit = Path(sys.executable).with_name("streamlit")
-    env = {**os.environ, "INFERENCE_ARCHITECT_DATA_DIR": data_dir}
-    proc = subprocess.Popen(
-        [str(streamlit), "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1) as r:
-                if r.read() == b"ok":
-                    return proc
-        except OSError:
-            time.sleep(0.25)
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited: {proc.stderr.read().decode()[-2000:]}")
-    stop_server(proc)
-    raise RuntimeError("streamlit did not become healthy in 60 s")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
 
 
 @dataclass
@@ -338,14 +298,10 @@ def main() -> int:
     if shutil.which("chromium") is None:
         print("no chromium on PATH (apt-get install chromium)")
         return 2
-    port = free_port()
     data = tempfile.mkdtemp(prefix="ia-bench-users-")
-    proc = start_server(port, data)
-    print(f"server pid {proc.pid} on 127.0.0.1:{port}; {args.users} sessions × {args.seconds:g} s")
-    try:
-        stats = asyncio.run(run(args, f"http://127.0.0.1:{port}"))
-    finally:
-        stop_server(proc)
+    with running_app(data) as url:
+        print(f"server on {url}; {args.users} sessions × {args.seconds:g} s")
+        stats = asyncio.run(run(args, url))
     times = [t for _, t in stats.updates]
     by_kind: dict[str, list[float]] = defaultdict(list)
     for k, t in stats.updates:

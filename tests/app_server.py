@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,17 +33,29 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Flags after the port: headless on loopback, no usage statistics.
+DEFAULT_FLAGS = (
+    "--server.headless", "true", "--server.address", "127.0.0.1",
+    "--browser.gatherUsageStats", "false",
+)  # fmt: skip
+
+
 @contextlib.contextmanager
 def running_app(
-    data_dir: str | Path, port: int | None = None, timeout_s: float = 60.0
+    data_dir: str | Path,
+    port: int | None = None,
+    timeout_s: float = 60.0,
+    flags: Sequence[str] = DEFAULT_FLAGS,
 ) -> Iterator[str]:
-    """Serve app.py on 127.0.0.1 until the block exits; yields the base URL."""
+    """Serve app.py on a free port until the block exits; yields the base URL.
+
+    ``flags`` follow ``--server.port``; pass ``()`` to run on .streamlit/config.toml alone.
+    """
     port = port or free_port()
     env = {**os.environ, "INFERENCE_ARCHITECT_DATA_DIR": str(data_dir)}
     streamlit = Path(sys.executable).with_name("streamlit")
     proc = subprocess.Popen(
-        [str(streamlit), "run", "app.py", "--server.port", str(port), "--server.headless",
-         "true", "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+        [str(streamlit), "run", "app.py", "--server.port", str(port), *flags],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"

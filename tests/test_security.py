@@ -14,13 +14,9 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import socket
 import subprocess
-import sys
-import time
 import tomllib
 import urllib.error
 import urllib.request
@@ -31,6 +27,7 @@ from streamlit.testing.v1 import AppTest
 
 from advisor.scenario import Scenario, dump_scenario
 from advisor.store import ENV_VAR, Store
+from tests.app_server import free_port, running_app
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -70,12 +67,6 @@ def test_makefile_runs_on_loopback():
     assert "enableXsrfProtection false" not in (ROOT / "Makefile").read_text()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _listening(port: int) -> list[str]:
     """Local addresses (hex, as in /proc/net/tcp{,6}) of LISTEN sockets on ``port``."""
     found = []
@@ -97,31 +88,9 @@ def server(tmp_path_factory):
     """The app as `streamlit run app.py` with only a port: address and XSRF from config.toml."""
     if not Path("/proc/net/tcp").exists():
         pytest.skip("needs Linux /proc/net/tcp")
-    port = _free_port()
-    env = {**os.environ, ENV_VAR: str(tmp_path_factory.mktemp("ia-sec"))}
-    exe = shutil.which("streamlit", path=str(Path(sys.executable).parent)) or "streamlit"
-    proc = subprocess.Popen(
-        [exe, "run", "app.py", "--server.port", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the app did not start") from None
-                time.sleep(0.3)
+    port = free_port()
+    with running_app(tmp_path_factory.mktemp("ia-sec"), port=port, timeout_s=30, flags=()):
         yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_server_listens_on_loopback_only(server):
