@@ -13,6 +13,7 @@ from advisor.charts import compare_charts as cc
 from advisor.scenario import ScenarioError
 from advisor.store import StoreError
 from app_format import md_escape
+from app_pdf import pdf_download
 from app_scenarios import (
     Choice,
     estimate_for,
@@ -179,28 +180,19 @@ def page() -> None:
 
 
 def pdf_section(picked: list[Choice]) -> None:
-    """Comparison PDF (the first scenario's recommendation in detail, the overlaid charts);
-    built only when the button is clicked (data is a callable)."""
-    from advisor.report.images import charts_status
+    """Comparison PDF (the first scenario's recommendation in detail, the overlaid charts)."""
     from advisor.report.pdf import report_bytes_for_app
 
-    st.subheader("PDF comparison for the client")
-    c1, c2 = st.columns(2)
-    client = c1.text_input("Client / engagement", max_chars=200, key="cmp.pdf_client")
-    consultant = c2.text_input("Consultant", max_chars=200, key="cmp.pdf_consultant")
-    ok, message = charts_status()
-    if not ok:
-        st.info(f"The PDF will have tables only: {message}")
     first = picked[0]
     items = [(c.label, c.scenario, c.view.tp, c.view.pp) for c in picked]
     rec = recommend_for(keys(first.scenario, first.view)[0]) if _search_available() else None
-    st.download_button(
-        "Download PDF comparison",
-        data=lambda: report_bytes_for_app(first.scenario, client, consultant, rec, compare=items),
-        file_name="inference-architect-comparison.pdf",
-        mime="application/pdf",
-        on_click="ignore",
-    )
+    pdf_download(
+        "PDF comparison for the client", "Download PDF comparison", "cmp.pdf",
+        "inference-architect-comparison.pdf",
+        lambda client, consultant: report_bytes_for_app(
+            first.scenario, client, consultant, rec, compare=items
+        ),
+    )  # fmt: skip
 
 
 st.title("Compare scenarios")

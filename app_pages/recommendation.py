@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from advisor.charts.recommend_charts import pareto_figure
+from app_pdf import pdf_download
 from app_scenarios import keys, recommend_for
 from app_state import current, guarded
 
@@ -177,24 +178,14 @@ def page() -> None:
 
 
 def pdf_section(scenario, rec) -> None:
-    """Client-facing PDF; built only when the button is clicked (data is a callable)."""
-    from advisor.report.images import charts_status
+    """Client-facing PDF of this recommendation."""
     from advisor.report.pdf import report_bytes_for_app
 
-    st.subheader("PDF summary for the client")
-    c1, c2 = st.columns(2)
-    client = c1.text_input("Client / engagement", max_chars=200, key="pdf_client")
-    consultant = c2.text_input("Consultant", max_chars=200, key="pdf_consultant")
-    ok, message = charts_status()
-    if not ok:
-        st.info(f"The PDF will have tables only: {message}")
-    st.download_button(
-        "Download PDF summary",
-        data=lambda: report_bytes_for_app(scenario, client, consultant, rec),
-        file_name="inference-architect-recommendation.pdf",
-        mime="application/pdf",
-        on_click="ignore",
-    )
+    pdf_download(
+        "PDF summary for the client", "Download PDF summary", "pdf",
+        "inference-architect-recommendation.pdf",
+        lambda client, consultant: report_bytes_for_app(scenario, client, consultant, rec),
+    )  # fmt: skip
 
 
 st.title("Recommendation")

@@ -1,0 +1,30 @@
+"""The PDF download block the Recommendation and Compare pages share: client and consultant
+fields, a note when charts cannot be exported, and a button that builds the PDF only on click."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+
+def pdf_download(
+    heading: str, button: str, key: str, file_name: str, build: Callable[[str, str], bytes]
+) -> None:
+    """``build(client, consultant)`` runs when the button is clicked (data is a callable)."""
+    from advisor.report.images import charts_status
+
+    st.subheader(heading)
+    c1, c2 = st.columns(2)
+    client = c1.text_input("Client / engagement", max_chars=200, key=f"{key}_client")
+    consultant = c2.text_input("Consultant", max_chars=200, key=f"{key}_consultant")
+    ok, message = charts_status()
+    if not ok:
+        st.info(f"The PDF will have tables only: {message}")
+    st.download_button(
+        button,
+        data=lambda: build(client, consultant),
+        file_name=file_name,
+        mime="application/pdf",
+        on_click="ignore",
+    )
