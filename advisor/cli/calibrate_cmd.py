@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from advisor.cli import CliInputError, add_json_flag, int_in
+from advisor.cli.common import writable_out_path
 from advisor.perf.calibrate import fit, write
 
 
@@ -22,15 +22,7 @@ def _check_out(value: str | None) -> Path | None:
     """The output path, checked before the (slow) fit: a writable file in an existing folder."""
     if value is None:
         return None
-    path = Path(value)
-    if not value.strip() or path.is_dir():
-        raise CliInputError(f"--out {value!r}: give a file name (e.g. --out calibration.yaml)")
-    parent = path.parent
-    if not parent.is_dir():
-        raise CliInputError(f"--out {value!r}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise CliInputError(f"--out {value!r}: not writable")
-    return path
+    return writable_out_path(value, "calibration.yaml")
 
 
 def run(args: argparse.Namespace) -> dict:

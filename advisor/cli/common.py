@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from advisor.catalog import (
@@ -91,6 +92,21 @@ def read_input_file(value: str, flag: str, max_bytes: int) -> bytes:
         return read_bounded(value, max_bytes)
     except FileReadError as exc:
         raise CliInputError(f"{flag} {shown(value)}: {exc}") from None
+
+
+def writable_out_path(value: str, example: str) -> Path:
+    """``--out``: a file (not a folder) in an existing, writable folder; checked before any work."""
+    path = Path(value)
+    if not value.strip() or path.is_dir():
+        raise CliInputError(
+            f"--out {value!r}: is a directory or empty; give a file name (e.g. --out {example})"
+        )
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise CliInputError(f"--out {value!r}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise CliInputError(f"--out {value!r}: not writable")
+    return path
 
 
 def check_context(model: ModelSpec, tokens: int, flags: str) -> None:

@@ -8,10 +8,10 @@ Takes ``--scenario FILE.json`` or the same flags as ``recommend`` (its parser is
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from advisor.cli import CliInputError, recommend_cmd
+from advisor.cli.common import writable_out_path
 
 
 class _Renamed:
@@ -37,15 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def _check_out(value: str | None) -> Path:
     if not value:
         raise CliInputError("--out is required (the PDF file to write, e.g. --out report.pdf)")
-    path = Path(value)
-    if path.is_dir():
-        raise CliInputError(f"--out {value!r}: is a directory; give a file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise CliInputError(f"--out {value!r}: directory {parent} does not exist")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise CliInputError(f"--out {value!r}: not writable")
-    return path
+    return writable_out_path(value, "report.pdf")
 
 
 def run(args: argparse.Namespace) -> dict:
