@@ -138,7 +138,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     layers = m.num_hidden_layers
     layers_stage = math.ceil(layers / pp)
     share = layers_stage / layers
-    placement = weight_placement(m, cfg.weights, tp, pp, cfg.int4_group_size)
+    placement = weight_placement(m, cfg.weights, tp, pp, cfg.int4_group_size, b)
     wbytes = bytes_per_weight(cfg.weights, cfg.int4_group_size)
     expert_bytes = b.moe_experts * wbytes / tp * share
     dense_bytes = placement.per_gpu_bytes - expert_bytes

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.physics.params import param_breakdown
+from advisor.physics.params import ParamBreakdown, param_breakdown
 
 #: Bytes per element of each storage dtype (before any quantization-scale overhead).
 DTYPE_BYTES: dict[str, float] = {
@@ -73,7 +73,12 @@ class WeightPlacement:
     note: str
 
 
-def weight_bytes(model: ModelSpec, dtype: str, group_size: int = DEFAULT_INT4_GROUP_SIZE) -> float:
+def weight_bytes(
+    model: ModelSpec,
+    dtype: str,
+    group_size: int = DEFAULT_INT4_GROUP_SIZE,
+    breakdown: ParamBreakdown | None = None,
+) -> float:
     """Weight bytes of the whole model: quantized linear layers + 16-bit embeddings and norms.
 
     Weight quantization applies to the matmul weights inside the layers; embeddings, lm_head and
@@ -83,7 +88,7 @@ def weight_bytes(model: ModelSpec, dtype: str, group_size: int = DEFAULT_INT4_GR
     >>> round(weight_bytes(get_model("llama-2-70b"), "fp16") / 1e9, 1)  # 68.98e9 params x 2 bytes
     138.0
     """
-    b = param_breakdown(model)
+    b = breakdown or param_breakdown(model)
     other_bytes = 4.0 if dtype == "fp32" else 2.0
     return b.linear_layers * bytes_per_weight(dtype, group_size) + other_bytes * (
         b.embedding + b.lm_head + b.norms
@@ -91,7 +96,12 @@ def weight_bytes(model: ModelSpec, dtype: str, group_size: int = DEFAULT_INT4_GR
 
 
 def weight_placement(
-    model: ModelSpec, dtype: str, tp: int, pp: int, group_size: int = DEFAULT_INT4_GROUP_SIZE
+    model: ModelSpec,
+    dtype: str,
+    tp: int,
+    pp: int,
+    group_size: int = DEFAULT_INT4_GROUP_SIZE,
+    breakdown: ParamBreakdown | None = None,
 ) -> WeightPlacement:
     """Weight bytes on the most loaded GPU under tensor (TP) and pipeline (PP) parallelism.
 
@@ -104,8 +114,10 @@ def weight_placement(
     >>> w = weight_placement(get_model("llama-2-70b"), "fp16", tp=4, pp=1)
     >>> round(w.per_gpu_bytes / 1e9, 2)  # 137.95 GB / 4
     34.49
+
+    ``breakdown`` is ``param_breakdown(model)`` when the caller already has it.
     """
-    b = param_breakdown(model)
+    b = breakdown or param_breakdown(model)
     wbytes = bytes_per_weight(dtype, group_size)
     other = 4.0 if dtype == "fp32" else 2.0
     layers = model.num_hidden_layers
@@ -127,7 +139,7 @@ def weight_placement(
             "duplicated there); each split across TP ranks"
         )
     return WeightPlacement(
-        total_bytes=weight_bytes(model, dtype, group_size),
+        total_bytes=weight_bytes(model, dtype, group_size, b),
         per_gpu_bytes=per_gpu,
         layers_per_stage=layers_per_stage,
         note=note,
