@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from advisor.catalog import get_interconnect
+from advisor.catalog import get_interconnect, interconnects
 from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.perf.predict import (
     concurrency_tpot,
@@ -146,8 +146,8 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             "eta_mem": eff.eta_mem, "eta_compute_16": eff.eta_compute_16,
             "eta_compute_fp8": eff.eta_compute_fp8, "family_calibrated": eff.fitted,
         },
-        "tp_link": tp_link_for(cfg, _links()).id if inp.tp > 1 else None,
-        "pp_link": pp_link_for(cfg, _links()).id if inp.pp > 1 else None,
+        "tp_link": tp_link_for(cfg, interconnects()).id if inp.tp > 1 else None,
+        "pp_link": pp_link_for(cfg, interconnects()).id if inp.pp > 1 else None,
         "max_concurrency": int(cap),
         "memory": {
             "weights_gb_per_gpu": mem.weights_bytes_per_gpu / 1e9,
@@ -338,9 +338,3 @@ def _kv_offload(cfg: ReplicaConfig, r, n: float, ctx_max: float, ctx_mean: float
         )
     out["note"] = note
     return out
-
-
-def _links() -> dict:
-    from advisor.catalog import interconnects
-
-    return interconnects()
