@@ -1,10 +1,10 @@
 """Inference Architect: the Streamlit entry point (page config, scenario sidebar, navigation).
 
-Run with ``make run``. Pages live in app_pages/ and are listed once in ``app_nav.PAGES``: add a
+Run with ``make run``. Pages live in ui/pages/ and are listed once in ``ui.nav.PAGES``: add a
 line there to add a page (file, title, URL path, icon). Not pages/: a folder of that name puts
 Streamlit in its legacy multipage mode, where the first visit to a deep link such as /memory on a
 fresh server runs the page without app.py (no sidebar, no st.navigation). The sidebar
-(app_state.py) is drawn on every run, so its values survive page switches; it is mirrored into
+(ui/state.py) is drawn on every run, so its values survive page switches; it is mirrored into
 the URL after the page has run.
 """
 
@@ -23,8 +23,8 @@ import pandas  # noqa: E402, F401
 import plotly.graph_objects  # noqa: E402, F401
 import pyarrow  # noqa: E402, F401
 
-from app_nav import PAGES  # noqa: E402
-from app_state import show_url_warnings, sidebar, sync_url  # noqa: E402
+from ui.nav import PAGES  # noqa: E402
+from ui.state import show_url_warnings, sidebar, sync_url  # noqa: E402
 
 pg = st.navigation(
     [

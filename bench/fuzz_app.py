@@ -5,7 +5,7 @@ found on it (sidebar and page) to random values, sometimes clicks a button or up
 runs the script once, and checks what was rendered:
 
 - no exception element (``at.exception``) and no "Traceback" in any text on the page;
-- no "unexpected error" message (``app_state.guarded`` catches anything and shows it as
+- no "unexpected error" message (``ui.state.guarded`` catches anything and shows it as
   ``unexpected error (TypeName)``: a hidden exception, counted as a finding as well);
 - the run finishes within the AppTest timeout.
 
@@ -14,7 +14,7 @@ Values: every option of every select-like widget is preferred until it has been 
 random in-range value otherwise (log-uniform on wide ranges), ``None`` where the widget allows
 it; text inputs get hostile strings (HTML, markdown, 200 characters, control characters).
 
-Also ``fuzz_url``: random malformed query parameters (app_url.URL_KEYS, unknown keys, garbage)
+Also ``fuzz_url``: random malformed query parameters (ui.url.URL_KEYS, unknown keys, garbage)
 must give a warning, never an exception.
 
 Library use (tests/test_fuzz_app.py) and a longer run here:
@@ -58,8 +58,8 @@ SKIP_KEYS: set[str] = set()
 
 
 def pages() -> list[str]:
-    """The page files listed in app_nav.PAGES."""
-    from app_nav import PAGES
+    """The page files listed in ui.nav.PAGES."""
+    from ui.nav import PAGES
 
     return [path for path, *_ in PAGES]
 
@@ -455,7 +455,7 @@ GARBAGE = [
 
 def url_params(rng: random.Random) -> dict[str, str]:
     """A random malformed query string: known keys with garbage or edge values, unknown keys."""
-    from app_url import URL_KEYS
+    from ui.url import URL_KEYS
 
     keys = list(URL_KEYS.values())
     out: dict[str, str] = {}
@@ -473,7 +473,7 @@ def fuzz_url(seed: int, n: int, *, timeout_s: float = 120.0) -> tuple[int, list[
     """``n`` fresh sessions with random malformed links; findings (exception, no warning)."""
     from streamlit.testing.v1 import AppTest
 
-    from app_url import scenario_from_params
+    from ui.url import scenario_from_params
 
     rng = random.Random(seed)
     findings: list[Finding] = []

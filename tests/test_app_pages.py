@@ -14,12 +14,12 @@ from streamlit.testing.v1 import AppTest
 from advisor.catalog import get_accelerator, get_model
 from advisor.physics.memory import memory_budget
 from advisor.scenario import Scenario
-from app_format import gb
-from app_url import URL_KEYS, View, scenario_from_params, scenario_to_params
+from ui.format import gb
+from ui.url import URL_KEYS, View, scenario_from_params, scenario_to_params
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-PAGES = ["app_pages/overview.py", "app_pages/memory.py", "app_pages/interconnect.py"]
+PAGES = ["ui/pages/overview.py", "ui/pages/memory.py", "ui/pages/interconnect.py"]
 
 
 def _app(params: dict[str, str] | None = None) -> AppTest:
@@ -58,7 +58,7 @@ def test_every_page_runs_with_the_default_scenario(page):
 
 def test_memory_page_numbers_equal_memory_budget_defaults():
     at = _app()
-    at.switch_page("app_pages/memory.py").run()
+    at.switch_page("ui/pages/memory.py").run()
     s = Scenario()
     b = memory_budget(
         get_model(s.model), get_accelerator(s.hardware.gpus[0]), tp=View().tp, pp=1,
@@ -74,7 +74,7 @@ def test_memory_page_numbers_equal_memory_budget_defaults():
 
 def test_changing_gpu_tp_and_context_updates_the_numbers():
     at = _app()
-    at.switch_page("app_pages/memory.py").run()
+    at.switch_page("ui/pages/memory.py").run()
     _widget(at, "w.g").set_value(["mi300x", "h100-sxm"]).run()
     _widget(at, "w.tp").set_value(2).run()
     _widget(at, "w.in").set_value(8000).run()
@@ -94,7 +94,7 @@ def test_changing_gpu_tp_and_context_updates_the_numbers():
 
 def test_tp1_70b_fp16_on_h100_does_not_fit_and_says_why():
     at = _app({"tp": "1"})
-    at.switch_page("app_pages/memory.py").run()
+    at.switch_page("ui/pages/memory.py").run()
     assert _metrics(at)["Fits"] == "no"
     assert any("Does not fit" in e.value for e in at.error)  # the result, not a crash
     assert not at.exception
@@ -102,7 +102,7 @@ def test_tp1_70b_fp16_on_h100_does_not_fit_and_says_why():
 
 def test_empty_accelerator_list_shows_an_error_next_to_it_not_a_traceback():
     at = _app()
-    at.switch_page("app_pages/memory.py").run()
+    at.switch_page("ui/pages/memory.py").run()
     _widget(at, "w.g").set_value([]).run()
     assert not at.exception
     assert any("Hardware" in e.value and "gpus" in e.value for e in at.sidebar.error)
@@ -111,17 +111,17 @@ def test_empty_accelerator_list_shows_an_error_next_to_it_not_a_traceback():
 
 def test_inputs_survive_page_switches():
     at = _app()
-    at.switch_page("app_pages/memory.py").run()
+    at.switch_page("ui/pages/memory.py").run()
     _widget(at, "w.tp").set_value(8).run()
-    at.switch_page("app_pages/interconnect.py").run()
-    at.switch_page("app_pages/memory.py").run()
+    at.switch_page("ui/pages/interconnect.py").run()
+    at.switch_page("ui/pages/memory.py").run()
     assert _widget(at, "w.tp").value == 8
 
 
 def test_link_reproduces_the_scenario():
     params = {"m": "llama-3.1-8b", "g": "l40s", "tp": "1", "in": "2048", "users": "40"}
     at = _app(params)
-    at.switch_page("app_pages/memory.py").run()
+    at.switch_page("ui/pages/memory.py").run()
     assert not at.warning
     assert _widget(at, "w.m").value == "llama-3.1-8b"
     assert _widget(at, "w.g").value == ["l40s"]

@@ -17,7 +17,7 @@ from advisor.store import DB_NAME, ENV_VAR, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-NEW_PAGES = ["app_pages/recommendation.py", "app_pages/scenarios.py", "app_pages/compare.py"]
+NEW_PAGES = ["ui/pages/recommendation.py", "ui/pages/scenarios.py", "ui/pages/compare.py"]
 
 
 @pytest.fixture(autouse=True)
@@ -46,9 +46,9 @@ def test_new_pages_run_with_the_default_scenario(page):
 
 
 @pytest.mark.parametrize("key", list(EXAMPLES))
-@pytest.mark.parametrize("page", NEW_PAGES + ["app_pages/overview.py", "app_pages/memory.py"])
+@pytest.mark.parametrize("page", NEW_PAGES + ["ui/pages/overview.py", "ui/pages/memory.py"])
 def test_pages_run_with_each_example_loaded(page, key):
-    at = _page("app_pages/scenarios.py")
+    at = _page("ui/pages/scenarios.py")
     i = list(EXAMPLES).index(key)
     _button(at, f"sc.ex.{i}").click().run()
     _ok(at)
@@ -63,14 +63,14 @@ def test_pages_run_with_each_example_loaded(page, key):
 
 
 def test_save_then_find_it_in_a_new_session(_data_dir):
-    at = _page("app_pages/scenarios.py")
+    at = _page("ui/pages/scenarios.py")
     _button(at, "sc.ex.0").click().run()  # 70B on 4x H100 into the sidebar
     at.text_input(key="sc.name").set_value("Acme baseline").run()
     _button(at, "sc.save").click().run()
     _ok(at)
     assert any("Saved “Acme baseline”" in s.value for s in at.success)
     # A new session on the same data folder (as after a restart) lists and loads it.
-    at2 = _page("app_pages/scenarios.py")
+    at2 = _page("ui/pages/scenarios.py")
     _ok(at2)
     assert any("Acme baseline" in m.value for m in at2.markdown)
     assert Store(_data_dir / DB_NAME).load("default", "Acme baseline").scenario.model == (
@@ -79,12 +79,12 @@ def test_save_then_find_it_in_a_new_session(_data_dir):
     _button(at2, "sc.load.0").click().run()
     _ok(at2)
     assert at2.session_state["scenario"].hardware.gpus_per_node == 4
-    at2.switch_page("app_pages/compare.py").run()
+    at2.switch_page("ui/pages/compare.py").run()
     assert "default / Acme baseline" in at2.multiselect(key="cmp.pick").options
 
 
 def test_compare_two_scenarios_shows_estimate_numbers():
-    at = _page("app_pages/compare.py")
+    at = _page("ui/pages/compare.py")
     a, b = (f"Example: {EXAMPLES[k].title}" for k in ("70b-4xh100-tpot50", "8b-1xl40s"))
     at.multiselect(key="cmp.pick").set_value([a, b]).run()
     _ok(at)
@@ -109,7 +109,7 @@ def test_compare_two_scenarios_shows_estimate_numbers():
 def test_corrupt_database_shows_a_message_and_the_page_works(_data_dir):
     _data_dir.mkdir(parents=True)
     (_data_dir / DB_NAME).write_bytes(b"not a database " * 200)
-    at = _page("app_pages/scenarios.py")
+    at = _page("ui/pages/scenarios.py")
     assert not at.exception
     assert any("damaged or not a SQLite file" in e.value for e in at.error)
     _button(at, "sc.ex.2").click().run()  # examples still load
@@ -171,10 +171,10 @@ def test_recommendation_page_shows_recommend_numbers():
 
 
 def test_recommendation_page_says_when_nothing_meets_the_sla():
-    at = _page("app_pages/scenarios.py")
+    at = _page("ui/pages/scenarios.py")
     _button(at, "sc.ex.2").click().run()  # 8B on one L40S
     at.number_input(key="w.tpot").set_value(0.01).run()  # 10 µs per token: impossible
-    at.switch_page("app_pages/recommendation.py").run()
+    at.switch_page("ui/pages/recommendation.py").run()
     assert not at.exception
     assert any("No deployment meets the SLA" in e.value for e in at.error)
     assert not at.metric

@@ -14,9 +14,9 @@ import pytest
 from advisor.catalog import get_accelerator, get_model
 from advisor.charts.memory_charts import memory_stack_title
 from advisor.physics.memory import memory_budget
-from app_format import gb
-from app_nav import PAGES
 from tests.app_server import SHOTS
+from ui.format import gb
+from ui.nav import PAGES
 
 pytestmark = [
     pytest.mark.browser,

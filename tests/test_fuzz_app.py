@@ -4,7 +4,7 @@ The engine is bench/fuzz_app.py (longer runs: ``.venv/bin/python bench/fuzz_app.
 2000``). Here it is seeded and bounded (about two minutes): 300 combinations over the ten pages,
 at most two accelerator types and 256 GPUs in the sidebar so the recommendation search stays fast
 (the bench script lifts both limits). Expected: no exception element, no "Traceback", no
-``unexpected error`` message from ``app_state.guarded``, every select-like option picked once.
+``unexpected error`` message from ``ui.state.guarded``, every select-like option picked once.
 
 Also regression tests for the bugs the fuzzing found (each names the bug).
 """
@@ -18,8 +18,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from advisor.store import ENV_VAR
-from app_url import URL_KEYS, scenario_from_params
 from bench.fuzz_app import fuzz, fuzz_url, pages, url_params
+from ui.url import URL_KEYS, scenario_from_params
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -74,7 +74,7 @@ def test_rented_gpus_then_any_page_runs():
     next run read them (KeyError 'w.price' as an exception on every page)."""
     at = _app()
     at.radio(key="w.cm").set_value("hourly").run()
-    at.switch_page("app_pages/overview.py").run()
+    at.switch_page("ui/pages/overview.py").run()
     at.run()
     assert not at.exception, at.exception[0].message if at.exception else ""
     at.radio(key="w.cm").set_value("purchase").run()

@@ -218,7 +218,7 @@ def test_upload_size_caps():
     server = tomllib.loads((ROOT / ".streamlit/config.toml").read_text())["server"]
     assert server["maxUploadSize"] <= 2
     assert hf_import.DEFAULT_MAX_BYTES <= 2_000_000 and MAX_SCENARIO_BYTES <= 2_000_000
-    assert "max_upload_size=MAX_UPLOAD_MB" in (ROOT / "app_pages/scenarios.py").read_text()
+    assert "max_upload_size=MAX_UPLOAD_MB" in (ROOT / "ui/pages/scenarios.py").read_text()
 
 
 #: Calls that execute or unpickle data, by (module or object, attribute) or bare name.
@@ -232,7 +232,7 @@ _DANGEROUS_ATTRS = {
 
 def test_no_eval_exec_or_unpickling_in_the_code_base():
     """AST scan of advisor/ and the app: no eval/exec/pickle/unsafe yaml.load anywhere."""
-    files = [*ROOT.glob("advisor/**/*.py"), *ROOT.glob("app*.py"), *ROOT.glob("app_pages/*.py")]
+    files = [*ROOT.glob("advisor/**/*.py"), *ROOT.glob("app*.py"), *ROOT.glob("ui/pages/*.py")]
     assert len(files) > 30
     found = []
     for f in files:

@@ -20,8 +20,8 @@ from advisor.scenario import Scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
-PAGES = ["app_pages/latency.py", "app_pages/speculative.py", "app_pages/trust.py",
-         "app_pages/article.py"]  # fmt: skip
+PAGES = ["ui/pages/latency.py", "ui/pages/speculative.py", "ui/pages/trust.py",
+         "ui/pages/article.py"]  # fmt: skip
 
 
 def _page(page: str) -> AppTest:
@@ -41,7 +41,7 @@ def test_page_runs_with_the_default_scenario(page):
 
 
 def test_latency_numbers_follow_tp_from_the_sidebar():
-    at = _page("app_pages/latency.py")
+    at = _page("ui/pages/latency.py")
     next(w for w in at.number_input if w.key == "w.tp").set_value(8).run()
     at.run()
     assert not at.exception
@@ -55,7 +55,7 @@ def test_latency_numbers_follow_tp_from_the_sidebar():
 
 
 def test_speculative_speedup_follows_the_sliders():
-    at = _page("app_pages/speculative.py")
+    at = _page("ui/pages/speculative.py")
     before = _metrics(at)["Speedup per token"]
     at.slider(key="spec.acceptance").set_value(0.2).run()
     after = _metrics(at)["Speedup per token"]
@@ -65,7 +65,7 @@ def test_speculative_speedup_follows_the_sliders():
 
 
 def test_trust_filter_by_gpu_narrows_the_rows():
-    at = _page("app_pages/trust.py")
+    at = _page("ui/pages/trust.py")
     total = len(validation_report()["rows"])
     assert f"{total} measurements" in at.get("plotly_chart")[0].proto.spec
     at.multiselect(key="trust.gpu").set_value(["h100-sxm"]).run()
@@ -75,7 +75,7 @@ def test_trust_filter_by_gpu_narrows_the_rows():
 
 
 def test_article_page_filters_by_verdict():
-    at = _page("app_pages/article.py")
+    at = _page("ui/pages/article.py")
     assert len([m for m in at.metric if m.label == "Article"]) == len(claims())
     at.segmented_control(key="article.show").set_value("wrong").run()
     wrong = sum(c.verdict == "wrong" for c in claims())

@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 HOSTILE = "<img src=x onerror=alert(1)>"
 MD_HOSTILE = "![t](http://evil.example/t.png) [c](javascript:alert(1)) :red[x] $x$"
-APP_FILES = [ROOT / "app.py", *ROOT.glob("app_*.py"), *ROOT.glob("app_pages/*.py")]
+APP_FILES = [ROOT / "app.py", *ROOT.glob("app_*.py"), *ROOT.glob("ui/pages/*.py")]
 #: Unescaped forms that would render as HTML, an image, a link or a colour directive.
 RAW = [
     re.compile(r"(?<!\\)<img"),
@@ -165,7 +165,7 @@ def data_dir(tmp_path, monkeypatch):
 
 def test_hostile_scenario_and_engagement_names_are_escaped(data_dir):
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("app_pages/scenarios.py").run()
+    at.switch_page("ui/pages/scenarios.py").run()
     at.text_input(key="sc.new_engagement").input(HOSTILE).run()
     at.button[[b.label for b in at.button].index("Add engagement")].click().run()
     at.text_input(key="sc.name").input(MD_HOSTILE[:150]).run()
@@ -186,14 +186,14 @@ def test_hostile_uploaded_model_name_is_plain_on_every_page(data_dir):
     name = at.session_state["scenario"].model_spec().name
     assert "<" not in name and "[" not in name and ":" not in name and "$" not in name
     for page in ("overview", "memory", "latency", "interconnect", "speculative", "recommendation"):
-        at.switch_page(f"app_pages/{page}.py").run()
+        at.switch_page(f"ui/pages/{page}.py").run()
         _assert_escaped(at)
 
 
 def test_hostile_uploaded_scenario_file_is_escaped(data_dir):
     doc = dump_scenario(Scenario(name=MD_HOSTILE)).encode()
     at = AppTest.from_file(APP, default_timeout=60).run()
-    at.switch_page("app_pages/scenarios.py").run()
+    at.switch_page("ui/pages/scenarios.py").run()
     up = next(u for u in at.file_uploader if u.key == "sc.upload")
     up.set_value((HOSTILE + ".json", doc, "application/json")).run()
     _assert_escaped(at, r"\<img src=x onerror=alert\(1\)\>\.json", r"\!\[t\]")

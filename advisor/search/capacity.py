@@ -20,6 +20,7 @@ import numpy as np
 
 from advisor.physics.queueing import QUANTILES, latency_under_load
 from advisor.search.evaluate import service
+from advisor.search.results import Capacity, CapacityRow
 
 MULTIPLIERS = (0.5, 1.0, 2.0, 5.0, 10.0)
 GRID_POINTS = 64
@@ -95,7 +96,6 @@ def _label(s) -> str:
 
 
 def capacity_plan(sc, t, best_i: int, checks):
-    from advisor.search.recommend import Capacity, CapacityRow
 
     st = t.st
     gpn = sc.hardware.gpus_per_node

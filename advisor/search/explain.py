@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from advisor.search.evaluate import interp_step
+from advisor.search.results import DecisionMatrix
 from advisor.search.space import Shape
 
 
@@ -209,7 +210,6 @@ def compare_with_article_shape(sc, best, shaped) -> str:
 
 def agreement(sc, t, best, ans, params, ratio, deployment):
     """Compare the search's winner with the article's decision-matrix answer for the size."""
-    from advisor.search.recommend import DecisionMatrix
 
     diffs = []
     shaped = None

@@ -16,144 +16,27 @@ import time
 from collections import Counter
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
 from advisor.physics.params import param_breakdown
 from advisor.physics.queueing import QUANTILES, REASONS, latency_under_load
 from advisor.scenario import Scenario
+from advisor.search.capacity import capacity_plan
 from advisor.search.cost import usd_per_gpu_hour, usd_per_million_tokens
 from advisor.search.decision_matrix import article_answer
 from advisor.search.disaggregated import evaluate_disaggregated
 from advisor.search.evaluate import build_shapes, evaluate_aggregated, interp_step, service
+from advisor.search.explain import agreement, explain
 from advisor.search.pareto import pareto_min_min
+from advisor.search.results import (
+    PCT,
+    DecisionMatrix,
+    Deployment,
+    NearMiss,
+    ParetoPoint,
+    Percentiles,
+    Recommendation,
+)
 from advisor.search.timing import PHASES, Phases, phase
-
-_M = ConfigDict(extra="forbid")
-PCT = ("p50", "p90", "p95", "p99")
-
-
-class Percentiles(BaseModel):
-    model_config = _M
-    p50: float
-    p90: float
-    p95: float
-    p99: float
-
-
-class Deployment(BaseModel):
-    """One evaluated deployment with its predicted behaviour at the offered load (ms, tok/s, USD)."""
-
-    model_config = _M
-    kind: str  # "aggregated" | "disaggregated"
-    description: str
-    gpu: str
-    tp: int
-    pp: int
-    dp: int
-    weights: str
-    kv: str
-    speculative: bool
-    prefill_pool: dict[str, int] | None = None  # {"tp", "dp"} for disaggregated
-    decode_pool: dict[str, int] | None = None
-    gpus: int
-    nodes: int
-    ttft_ms: Percentiles
-    tpot_ms: Percentiles
-    e2e_ms: Percentiles
-    stable: bool
-    unstable_reason: str | None = None
-    meets_sla: bool
-    sla_ratio: float  # worst (value / target) over the stated targets; <= 1 meets the SLA
-    throughput_tok_s: float
-    throughput_per_gpu_tok_s: float
-    usd_per_hour: float
-    usd_per_million_tokens: float
-    max_rate_req_s: float  # stability limit of the whole deployment
-    headroom: float  # max_rate_req_s / offered rate
-    running_batch: float  # mean sequences in decode per (decode) replica
-    #: Decode step of a (decode) replica at running_batch + 1, by component (ms) + "batch".
-    step_breakdown_ms: dict[str, float] = {}
-    #: Prefill of one prompt alone on a (prefill) replica, by component (ms).
-    prefill_breakdown_ms: dict[str, float] = {}
-    kv_transfer_ms: float | None = None  # disaggregated: KV cache moved per request
-
-
-class ParetoPoint(BaseModel):
-    model_config = _M
-    description: str
-    gpus: int
-    throughput_per_gpu_tok_s: float
-    usd_per_million_tokens: float
-    latency_ms: float
-    meets_sla: bool
-
-
-class NearMiss(BaseModel):
-    model_config = _M
-    deployment: Deployment
-    fails: list[str]
-
-
-class DecisionMatrix(BaseModel):
-    model_config = _M
-    model_params_b: float
-    row: str
-    article_answer: str
-    note: str
-    agrees: bool | None
-    differences: list[str]
-    article_shaped: Deployment | None = None
-
-
-class CapacityRow(BaseModel):
-    model_config = _M
-    target_rate_req_s: float
-    replicas: int  # disaggregated: prefill + decode replicas
-    gpus: int
-    nodes: int
-    prefill_replicas: int | None = None  # disaggregated only
-    decode_replicas: int | None = None
-
-
-class Capacity(BaseModel):
-    """Replicas for target rates (advisor/search/capacity.py). For a disaggregated winner the
-    ``replica`` / ``gpus_per_replica`` / ``max_rate_per_replica_at_sla_req_s`` fields describe
-    a decode replica and the ``prefill_*`` fields a prefill replica."""
-
-    model_config = _M
-    kind: str = "aggregated"  # "aggregated" | "disaggregated"
-    replica: str
-    gpus_per_replica: int
-    max_rate_per_replica_at_sla_req_s: float
-    prefill_gpus_per_replica: int | None = None
-    prefill_max_rate_per_replica_at_sla_req_s: float | None = None
-    sla_headroom: float  # multiple of the offered rate the deployment serves within the SLA
-    rows: list[CapacityRow]
-
-
-class Recommendation(BaseModel):
-    model_config = _M
-    scenario: str
-    model: str
-    sla: str
-    latency_metric: str  # the metric on the Pareto frontiers, e.g. "P99 TPOT"
-    best: Deployment | None
-    no_best_reason: str | None = None
-    pareto: list[ParetoPoint]
-    pareto_cost: list[ParetoPoint]
-    near_misses: list[NearMiss]
-    explanation: list[str]
-    candidates_evaluated: int
-    feasible: int
-    rejected: dict[str, int]
-    decision_matrix: DecisionMatrix
-    capacity: Capacity | None
-    cost_basis: list[str]
-    assumptions: list[str]
-    elapsed_ms: float
-    #: Exclusive wall time per search phase (advisor/search/timing.py PHASES), ms.
-    phase_ms: dict[str, float] = {}
-
 
 ASSUMPTIONS = [
     "Queueing: continuous batching (Orca-style), Poisson arrivals, analytic percentiles "
@@ -467,9 +350,6 @@ def _recommend(sc: Scenario) -> Recommendation:
 
         pareto = points(stab[pareto_min_min(-tpg[stab], lat[stab])])
         pareto_cost = points(stab[pareto_min_min(t.cost[stab], lat[stab])])
-
-    from advisor.search.capacity import capacity_plan
-    from advisor.search.explain import agreement, explain
 
     with phase("explain"):
         cap = capacity_plan(sc, t, best_i, checks) if best_i is not None else None

@@ -19,7 +19,7 @@ from advisor.perf.sweeps import (
     roofline_points,
     scenario_input,
 )
-from app_state import current, guarded
+from ui.state import current, guarded
 
 
 def setup() -> SimpleNamespace:

@@ -12,19 +12,16 @@ from advisor.catalog import accelerators, interconnects
 from advisor.charts import compare_charts as cc
 from advisor.scenario import ScenarioError
 from advisor.store import StoreError
-from app_format import md_escape
-from app_pdf import pdf_download
-from app_scenarios import (
+from ui.cache import estimate_for, keys, recommend_for, sweep_for
+from ui.format import md_escape
+from ui.pdf import pdf_download
+from ui.scenarios import (
     Choice,
-    estimate_for,
     examples,
-    keys,
     open_store,
-    recommend_for,
-    sweep_for,
     view_from,
 )
-from app_state import current, guarded
+from ui.state import current, guarded
 
 SS = st.session_state
 SIDEBAR = "The sidebar scenario (now)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from advisor.article_check import CONTEXT_TOKENS, DECISION_MATRIX, claims
-from app_state import guarded
+from ui.state import guarded
 
 BADGE = {"holds": ":green-badge[holds]", "wrong": ":red-badge[wrong]",
          "holds only if": ":orange-badge[holds only if]"}  # fmt: skip

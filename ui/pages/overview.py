@@ -6,8 +6,8 @@ import streamlit as st
 
 from advisor.catalog import accelerators, interconnects
 from advisor.scenario import dump_scenario
-from app_format import gb_gib
-from app_state import AMBIGUITY_NOTE, current, guarded
+from ui.format import gb_gib
+from ui.state import AMBIGUITY_NOTE, current, guarded
 
 
 def summary() -> None:

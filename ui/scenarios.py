@@ -1,5 +1,5 @@
 """App-layer helpers for saved and example scenarios: the store, loading into the sidebar,
-the single deployment a scenario describes (for Compare), cached advisor calls.
+examples. Cached advisor calls live in ui.cache.
 """
 
 from __future__ import annotations
@@ -10,14 +10,12 @@ from typing import Any
 import streamlit as st
 from pydantic import ValidationError
 
-from advisor.charts.compare_charts import deployment_input, scenario_estimate, scenario_sweep
 from advisor.examples import EXAMPLES
-from advisor.perf.estimate import EstimateInput
-from advisor.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
+from advisor.scenario import Scenario, ScenarioError
 from advisor.store import Store, StoreError
-from app_format import md_escape
-from app_state import UPLOAD_KEY, _seed
-from app_url import View, scenario_to_params
+from ui.format import md_escape
+from ui.state import UPLOAD_KEY, _seed
+from ui.url import View, scenario_to_params
 
 SS = st.session_state
 ENGAGEMENT_KEY = "sc.engagement"
@@ -93,51 +91,14 @@ def examples() -> list[Choice]:
     return [Choice(ex.title, ex.scenario, View(tp=ex.tp, pp=ex.pp)) for ex in EXAMPLES.values()]
 
 
-def estimate_input(scenario: Scenario, view: View) -> EstimateInput:
-    """The one deployment the sidebar describes (``compare_charts.deployment_input``)."""
-    return deployment_input(scenario, view.tp, view.pp)
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def estimate_for(scenario_json: str, view_json: str) -> dict:
-    """``estimate`` of the scenario's sidebar deployment (cached on the JSON texts)."""
-    scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
-    return scenario_estimate(scenario, view.tp, view.pp)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def sweep_for(scenario_json: str, view_json: str) -> list[dict]:
-    scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
-    return scenario_sweep(scenario, view.tp, view.pp)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def recommend_for(scenario_json: str) -> Any:
-    """``advisor.search.recommend`` (cached on the scenario JSON); None if not available."""
-    try:
-        from advisor.search.recommend import recommend
-    except ImportError:
-        return None
-    return recommend(load_scenario(scenario_json))
-
-
-def keys(scenario: Scenario, view: View) -> tuple[str, str]:
-    """Cache keys: the scenario JSON (without its name) and the view JSON."""
-    return dump_scenario(scenario.model_copy(update={"name": ""})), view.model_dump_json()
-
-
 __all__ = [
     "Choice",
     "ScenarioError",
     "StoreError",
     "can_load_into_sidebar",
-    "estimate_for",
     "examples",
     "flash",
-    "keys",
     "load_into_sidebar",
     "open_store",
-    "recommend_for",
-    "sweep_for",
     "view_from",
 ]

@@ -13,7 +13,7 @@ from advisor.perf.trust import (
     trust_rows,
 )
 from advisor.perf.validate import FAMILIES, validation_report
-from app_state import guarded
+from ui.state import guarded
 
 
 @st.cache_data(show_spinner="Predicting every published measurement…")

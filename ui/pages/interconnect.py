@@ -9,8 +9,8 @@ import streamlit as st
 from advisor.catalog import accelerators, interconnects
 from advisor.charts import interconnect_charts as ic
 from advisor.physics.collectives import article_message_bytes_for
-from app_format import ms, small_bytes
-from app_state import current, guarded, sequences_in_flight
+from ui.format import ms, small_bytes
+from ui.state import current, guarded, sequences_in_flight
 
 COMPARED = ("pcie5", "nvlink4", "xgmi")
 

@@ -9,8 +9,8 @@ import streamlit as st
 
 from advisor.scenario import ScenarioError, dump_scenario, load_scenario
 from advisor.store import DEFAULT_ENGAGEMENT, ENV_VAR, Store, StoreError, check_name
-from app_format import md_escape as E
-from app_scenarios import (
+from ui.format import md_escape as E
+from ui.scenarios import (
     ENGAGEMENT_KEY,
     can_load_into_sidebar,
     examples,
@@ -19,7 +19,7 @@ from app_scenarios import (
     open_store,
     view_from,
 )
-from app_state import current, guarded
+from ui.state import current, guarded
 
 SS = st.session_state
 MAX_UPLOAD_MB = 2

@@ -6,12 +6,12 @@ from types import SimpleNamespace
 
 import streamlit as st
 
-import app_cache
 from advisor.catalog import accelerators
 from advisor.charts import memory_charts as mc
 from advisor.physics.memory import DTYPE_BYTES, PAGED_BLOCK_SIZES, article_kv_bytes_per_sequence
-from app_format import gb, gb_gib, small_bytes
-from app_state import current, guarded, local_key, remember_local, sequences_in_flight, view_now
+from ui import cache
+from ui.format import gb, gb_gib, small_bytes
+from ui.state import current, guarded, local_key, remember_local, sequences_in_flight, view_now
 
 
 def setup() -> SimpleNamespace:
@@ -55,7 +55,7 @@ def setup() -> SimpleNamespace:
 def budget_section(c: SimpleNamespace):
     kw = dict(tp=c.tp, pp=c.pp, weights_dtype=c.wd, kv_dtype=c.kd, context_tokens=c.context,
               block_size=c.bs, max_model_len=c.max_len)  # fmt: skip
-    b = app_cache.budget(c.model, c.gpu.id, **kw)
+    b = cache.budget(c.model, c.gpu.id, **kw)
     paged_seq = mc.paged_kv_bytes_per_sequence_per_gpu(c.model, c.kd, c.context, c.bs, c.tp, c.pp)
     curve = mc.kv_demand_curve(paged_seq, b.kv_budget_bytes_per_gpu, c.n_seq)
 
@@ -86,7 +86,7 @@ def budget_section(c: SimpleNamespace):
     gpus = accelerators()
     stacks = []
     for gid in c.scenario.hardware.gpus:
-        bg = b if gid == c.gpu.id else app_cache.budget(c.model, gid, **kw)
+        bg = b if gid == c.gpu.id else cache.budget(c.model, gid, **kw)
         label = f"<b>{gpus[gid].name}</b>" if gid == c.gpu.id else gpus[gid].name
         stacks.append(mc.memory_stack(label, bg, paged_seq, c.n_seq))
     title = mc.memory_stack_title(c.model.name, c.gpu.name, c.tp, c.pp)
@@ -98,7 +98,7 @@ def budget_section(c: SimpleNamespace):
     off = curve["offload_at"]
     t = f"Where offloading starts: {off:,} sequences" if off else "No room for any KV cache"
     left.plotly_chart(mc.kv_demand_figure(curve, t), width="stretch")
-    rows = app_cache.allocation_comparison(
+    rows = cache.allocation_comparison(
         c.model, c.gpu.id, tp=c.tp, pp=c.pp, weights_dtype=c.wd, kv_dtype=c.kd,
         context_tokens=c.context, max_model_len=c.max_len,
     )  # fmt: skip
@@ -108,7 +108,7 @@ def budget_section(c: SimpleNamespace):
 
 
 def sweep_section(c: SimpleNamespace) -> None:
-    rows = app_cache.max_sequences_sweep(
+    rows = cache.max_sequences_sweep(
         c.model, c.gpu.id, weights_dtype=c.wd, kv_dtypes=tuple(c.scenario.options.kv_dtypes),
         pp=c.pp, block_size=c.bs,
     )  # fmt: skip

@@ -19,7 +19,7 @@ from advisor.perf.speculative_sweep import (
 )
 from advisor.perf.sweeps import batch_cap, batch_grid, replica_config, scenario_input
 from advisor.physics.speculative import expected_tokens_per_step
-from app_state import current, guarded, sequences_in_flight
+from ui.state import current, guarded, sequences_in_flight
 
 ACCEPTANCES = np.round(np.linspace(0.0, 1.0, 21), 2)
 KS = np.arange(1, 9)

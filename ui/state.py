@@ -2,7 +2,7 @@
 
 Every widget has an explicit key (``w.<url key>``), so its value survives page switches (the
 sidebar is drawn on every run by app.py). On the first run of a session the URL's query
-parameters seed the widgets (``app_url.scenario_from_params``: bad values are listed in a
+parameters seed the widgets (``ui.url.scenario_from_params``: bad values are listed in a
 warning and keep their defaults); after each run ``sync_url`` writes the current scenario back.
 """
 
@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
 from advisor.scenario import SLA, Cost, Hardware, Options, Scenario, Workload
-from app_format import display_name, md_escape
-from app_url import URL_KEYS, View, scenario_from_params, scenario_to_params
+from ui.format import display_name, md_escape
+from ui.url import URL_KEYS, View, scenario_from_params, scenario_to_params
 
 SS = st.session_state
 _K = {path: f"w.{key}" for path, key in URL_KEYS.items()}  # field path -> widget key
@@ -400,7 +400,7 @@ def sequences_in_flight(scenario: Scenario, view: View) -> tuple[int, str]:
     """
     import math
 
-    from app_scenarios import estimate_for, keys
+    from ui.cache import estimate_for, keys
 
     replicas = max(1, scenario.hardware.total_gpus // (view.tp * view.pp))
     per = f" over {replicas} replica(s) of TP×PP = {view.tp * view.pp} GPUs"

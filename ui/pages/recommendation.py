@@ -7,9 +7,9 @@ import pandas as pd
 import streamlit as st
 
 from advisor.charts.recommend_charts import pareto_figure
-from app_pdf import pdf_download
-from app_scenarios import keys, recommend_for
-from app_state import current, guarded
+from ui.cache import keys, recommend_for
+from ui.pdf import pdf_download
+from ui.state import current, guarded
 
 
 def _pct(p, pct: int) -> float:

@@ -1,0 +1,64 @@
+"""Cached wrappers around advisor calls (the only caching: advisor itself stays pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from advisor.catalog import get_accelerator
+from advisor.catalog.specs import ModelSpec
+from advisor.charts import memory_charts
+from advisor.charts.compare_charts import deployment_input, scenario_estimate, scenario_sweep
+from advisor.perf.estimate import EstimateInput
+from advisor.physics.memory import MemoryBudget, memory_budget
+from advisor.scenario import Scenario, dump_scenario, load_scenario
+from ui.url import View
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def budget(model: ModelSpec, gpu_id: str, **kw: object) -> MemoryBudget:
+    return memory_budget(model, get_accelerator(gpu_id), **kw)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def max_sequences_sweep(model: ModelSpec, gpu_id: str, **kw: object) -> list[dict]:
+    return memory_charts.max_sequences_sweep(model, get_accelerator(gpu_id), **kw)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def allocation_comparison(model: ModelSpec, gpu_id: str, **kw: object) -> list[dict]:
+    return memory_charts.allocation_comparison(model, get_accelerator(gpu_id), **kw)
+
+
+def estimate_input(scenario: Scenario, view: View) -> EstimateInput:
+    """The one deployment the sidebar describes (``compare_charts.deployment_input``)."""
+    return deployment_input(scenario, view.tp, view.pp)
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def estimate_for(scenario_json: str, view_json: str) -> dict:
+    """``estimate`` of the scenario's sidebar deployment (cached on the JSON texts)."""
+    scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
+    return scenario_estimate(scenario, view.tp, view.pp)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def sweep_for(scenario_json: str, view_json: str) -> list[dict]:
+    scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
+    return scenario_sweep(scenario, view.tp, view.pp)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def recommend_for(scenario_json: str) -> Any:
+    """``advisor.search.recommend`` (cached on the scenario JSON); None if not available."""
+    try:
+        from advisor.search.recommend import recommend
+    except ImportError:
+        return None
+    return recommend(load_scenario(scenario_json))
+
+
+def keys(scenario: Scenario, view: View) -> tuple[str, str]:
+    """Cache keys: the scenario JSON (without its name) and the view JSON."""
+    return dump_scenario(scenario.model_copy(update={"name": ""})), view.model_dump_json()
