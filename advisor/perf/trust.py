@@ -52,7 +52,7 @@ def trust_rows(report: Mapping) -> list[dict]:
 
 def skipped_rows() -> list[dict]:
     """Rows the model does not represent: id, metric, reason, source (as validation_report)."""
-    from advisor.physics.collectives import validate_collectives
+    from advisor.perf.collective_fit import validate_collectives
 
     raw = {r["id"]: r for r in load_rows()}
     _, skipped = cases()

@@ -126,7 +126,7 @@ def predictions() -> tuple[list[Prediction], list[Skipped]]:
 
 def collective_predictions() -> tuple[list[Prediction], list[Skipped]]:
     """All-reduce rows through the collectives model's own validation."""
-    from advisor.physics.collectives import validate_collectives
+    from advisor.perf.collective_fit import validate_collectives
 
     got, skipped = [], []
     for item in validate_collectives():
