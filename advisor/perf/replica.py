@@ -24,6 +24,7 @@ from advisor.physics.memory import (
     weight_placement,
 )
 from advisor.physics.params import ParamBreakdown, param_breakdown
+from advisor.physics.roofline import attention_width
 
 #: Compute path per weight dtype: W16A16, fp8 W8A8, or weight-only (W8A16/W4A16) at 16-bit peak.
 COMPUTE_PATH = {"fp32": "16", "bf16": "16", "fp16": "16", "fp8": "fp8", "int8": "wo", "int4": "wo"}
@@ -69,7 +70,8 @@ class ReplicaArrays:
     a2a_bw: np.ndarray  # achievable per-GPU bandwidth for all-to-alls over the TP link
     head_params: np.ndarray  # per GPU: lm_head params (logits only for a sequence's last token)
     weight_elements: np.ndarray  # per GPU: quantized elements (for dequantization)
-    attn_width: np.ndarray  # per GPU: n_q x d_head / TP (MLA: n_q x (kv_lora + rope) / TP)
+    attn_width: np.ndarray  # per GPU: decode attention_width / TP (MLA: the absorbed path)
+    prefill_attn_width: np.ndarray  # per GPU: prefill attention_width / TP (MLA: uncompressed MHA)
     kv_full_per_token: np.ndarray  # per GPU: bytes/token of the full-attention layers
     kv_window_per_token: np.ndarray  # per GPU: bytes/token of the sliding-window layers
     window: np.ndarray  # sliding window tokens (inf if none)
@@ -145,10 +147,6 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     head_params = m.vocab_size * m.hidden_size / tp  # lm_head matmul on the last stage
     linear_active = (b.linear_layers - b.moe_experts) / tp * share
     expert_active = b.moe_active_experts / tp * share
-    if m.is_mla:
-        attn_width = m.num_attention_heads * (m.kv_lora_rank + m.qk_rope_head_dim) / tp  # type: ignore[operator]
-    else:
-        attn_width = m.num_attention_heads * m.head_dim / tp
     per_layer_kv = kv_bytes_per_token_per_layer(m, cfg.kv) * kv_tp_fraction(m, tp)
     w_layers = m.num_sliding_window_layers
     kv_full = per_layer_kv * (layers - w_layers) * share
@@ -180,7 +178,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         expert_active_params=expert_active,
         moe_layer_frac=m.num_moe_layers / layers, ep=bool(cfg.ep and m.is_moe and tp > 1),
         weight_elements=b.linear_layers / tp * share if weight_only else 0.0,
-        attn_width=attn_width, kv_full_per_token=kv_full, kv_window_per_token=kv_win,
+        attn_width=attention_width(m, "decode") / tp,
+        prefill_attn_width=attention_width(m, "prefill") / tp, kv_full_per_token=kv_full, kv_window_per_token=kv_win,
         window=float(m.sliding_window) if w_layers else math.inf,
         kv_budget_bytes=budget,
         peak_flops=peak * eng.efficiency,

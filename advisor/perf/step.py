@@ -7,7 +7,8 @@ per GPU of a pipeline stage, one iteration over ``batch`` running sequences of m
 ``context`` plus ``prefill_tokens`` piggy-backed prompt tokens (chunked prefill, Sarathi-Serve):
 
     flops   = 2 x active_params x tokens + 4 x layers x width x batch x context
-              (+ 2 x layers x width x prefill_tokens x prompt_len for the piggy-backed prompts)
+              (+ 2 x layers x width_prefill x prefill_tokens x prompt_len for the piggy-backed
+              prompts; widths from physics.roofline.attention_width, MLA's differ per phase)
     bytes   = dense weights + experts touched x expert bytes + KV of every running sequence
     gpu     = max(flops / peak + dequant, bytes / bandwidth)        (roofline; W4A16 dequant
                                                                      overlaps the weight reads)
@@ -126,6 +127,25 @@ def p2p_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
     return np.where(r.pp > 1, t, 0.0)
 
 
+def attention_flops(
+    r: ReplicaArrays, query_tokens: np.ndarray, keys_per_query: np.ndarray, width: np.ndarray
+) -> np.ndarray:
+    """Attention FLOPs on a GPU of the busiest stage: 4 x layers x width x queries x keys.
+
+    Per (query, key) pair and layer Q.K^T and P.V cost 2 x d_qk + 2 x d_v FLOPs per head, i.e.
+    4 x ``width`` (physics.roofline.attention_width, already divided by TP). A decode token
+    attends to its whole context; a causal prompt of T tokens has T (T + 1) / 2 pairs, i.e.
+    T / 2 keys per query for large T. Source: formulas.md "Roofline"; Kaplan et al. 2020.
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> r = SimpleNamespace(layers_stage=np.array([32.0]))  # Llama-2-7B: 32 layers, 32 x 128
+    >>> float(attention_flops(r, 2048.0, 1024.0, np.array([4096.0]))[0]) / 1e12  # 2k prompt
+    1.099511627776
+    """
+    return 4.0 * r.layers_stage * width * query_tokens * keys_per_query
+
+
 def _roofline_part(flops: np.ndarray, nbytes: np.ndarray, peak: np.ndarray, bw: np.ndarray):
     """(compute, memory) of one kernel group: the bound resource gets the time, the other 0."""
     c, m = flops / peak, nbytes / bw
@@ -179,7 +199,7 @@ def _stage_gpu_time(
         + 2.0 * r.expert_active_params * tokens * flop_imbalance
         + 2.0 * r.head_params * logit_rows
     )
-    decode_attn_flops = 4.0 * r.layers_stage * r.attn_width * batch * context
+    decode_attn_flops = attention_flops(r, batch, context, r.attn_width)
     weight_bytes = r.dense_weight_bytes + r.expert_weight_bytes * read_frac
     passes = 1.0 + tokens / DEQUANT_ROWS_PER_PASS
     dequant = np.where(
@@ -225,8 +245,9 @@ def decode_step(
     tokens = mb + mq
     kv = kv_bytes_per_sequence(r, c) * mb
     prompt = np.asarray(prompt_tokens, dtype=float)
-    # Piggy-backed prompt tokens attend causally over their prompt: 2 x layers x width x T each.
-    extra = 2.0 * r.layers_stage * r.attn_width * mq * prompt
+    # Piggy-backed prompt tokens attend causally over their prompt (T / 2 keys each) through the
+    # prefill path (MLA: uncompressed heads; vLLM runs every prefill token through it).
+    extra = attention_flops(r, mq, prompt / 2.0, r.prefill_attn_width)
     kv_write = kv_bytes_per_sequence(r, 1.0) * mq
     flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
         r, tokens, mb, c, extra, kv, kv_write, tokens, logit_rows=mb
@@ -264,8 +285,8 @@ def prefill(
     nb = np.asarray(batch, dtype=float)
     chunks = np.where(r.pp > 1, np.ceil(t * nb / PIPELINE_CHUNK_TOKENS), 1.0)
     tokens = t * nb / chunks
-    # Causal attention over the prompt: 2 x layers x width x T^2 per prompt.
-    attn = 2.0 * r.layers_stage * r.attn_width * t * t * nb / chunks
+    # Causal attention over the prompt: T queries of T / 2 keys each (MLA: the prefill path).
+    attn = attention_flops(r, t * nb / chunks, t / 2.0, r.prefill_attn_width)
     kv_write = kv_bytes_per_sequence(r, t) * nb / chunks
     zero = np.zeros_like(tokens)
     flops, nbytes, cmp_, mem, dq = _stage_gpu_time(

@@ -6,7 +6,42 @@ at once). Units: FLOP, bytes, seconds, FLOP/s, bytes/s.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
+
+from advisor.catalog.specs import ModelSpec
+
+
+def attention_width(model: ModelSpec, phase: Literal["prefill", "decode"]) -> float:
+    """Attention width w of one layer over all query heads: 4 x w FLOPs per (query, key) pair.
+
+    w = n_q x (d_qk + d_v) / 2: Q.K^T costs 2 x d_qk and P.V 2 x d_v FLOPs per pair and head.
+    Standard attention: d_qk = d_v = head_dim, the same in both phases. MLA (DeepSeek-V2/V3) runs
+    two paths: prefill up-projects the cached latent into ordinary MHA heads, d_qk = qk_nope +
+    qk_rope, d_v = v_head_dim (compute-friendly); decode absorbs W_UK and W_UV into the query and
+    output and attends MQA-style over the latent itself, d_qk = kv_lora + qk_rope, d_v = kv_lora
+    (data-movement friendly). Source: vLLM vllm/v1/attention/backends/mla/common.py (module
+    docstring, MLACommonImpl ``_forward_prefill`` / ``_forward_decode``); DeepSeek-V2 paper
+    (arXiv 2405.04434) sec. 2.1; DeepSeek-V3 config.json (128 heads, kv_lora_rank 512,
+    qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128).
+
+    >>> from advisor.catalog import get_model
+    >>> attention_width(get_model("deepseek-v3"), "prefill")  # 128 x (128 + 64 + 128) / 2
+    20480.0
+    >>> attention_width(get_model("deepseek-v3"), "decode")  # 128 x (512 + 64 + 512) / 2
+    69632.0
+    >>> attention_width(get_model("llama-2-7b"), "prefill")  # 32 heads x 128
+    4096.0
+    """
+    nq = model.num_attention_heads
+    if not model.is_mla:
+        return float(nq * model.head_dim)
+    lora, nope = model.kv_lora_rank, model.qk_nope_head_dim
+    rope, v = model.qk_rope_head_dim, model.v_head_dim
+    if phase == "prefill":
+        return nq * (nope + rope + v) / 2.0  # type: ignore[operator]
+    return nq * (lora + rope + lora) / 2.0  # type: ignore[operator]
 
 
 def decode_flops_per_token(
@@ -14,7 +49,8 @@ def decode_flops_per_token(
 ) -> float:
     """FLOPs to decode one token: 2 x params (matmuls) + 4 x layers x context x n_q x d_head.
 
-    The attention term is Q.K^T and P.V over the cached context (2 FLOPs per multiply-add each).
+    The attention term is Q.K^T and P.V over the cached context (2 FLOPs per multiply-add each);
+    ``attn_width`` is ``attention_width(model, "decode")``.
     Source: formulas.md "Roofline"; Kaplan et al. 2020 (C_forward ~ 2N + 2 n_layer n_ctx d_attn).
 
     >>> decode_flops_per_token(6.5e9, 32, 4096, 4096) / 1e9  # Llama-2-7B at 4k context
@@ -28,7 +64,8 @@ def prefill_flops(
 ) -> float:
     """FLOPs to prefill a prompt of T tokens: 2 x params x T + 2 x layers x n_q x d_head x T^2.
 
-    The causal mask halves the 4 x T^2 attention work. Source: formulas.md "Roofline".
+    The causal mask halves the 4 x T^2 attention work; ``attn_width`` is
+    ``attention_width(model, "prefill")``. Source: formulas.md "Roofline".
 
     >>> prefill_flops(6.5e9, 32, 2048, 4096) / 1e12  # 2 x 6.5e9 x 2048 + 2 x 32 x 4096 x 2048^2
     27.723511627776
