@@ -234,3 +234,23 @@ def test_deepseek_v3_prefill_attention_uses_the_uncompressed_mha_path():
     c = (f(8192 + h) - 2 * f(8192) + f(8192 - h)) / (2 * h * h)
     assert c * 8192**2 == pytest.approx(2.0959440e13, rel=1e-6)
     assert c * 32768**2 == pytest.approx(3.3535105e14, rel=1e-6)
+
+
+def test_pipeline_prefill_pays_pp_minus_1_transfers_not_chunks_times():
+    """Llama-3.1-70B, TP=2 x PP=4, one 8192-token prompt: 4 chunks of 2048 tokens.
+
+    Each chunk's activations (2048 tokens x 8192 hidden x 2 bytes = 33,554,432 B) cross each of
+    the 3 stage boundaries once; with the sends overlapping the next chunk's compute only the
+    first chunk's 3 transfers lie on the critical path (flow-shop makespan; GPipe, Megatron-LM
+    SC21). On a link of 100 GB/s and 10 us (set here): p2p = 10 us + 33,554,432 / 1e11 s
+    = 345.54 us, so the link adds 3 x 345.54 = 1036.6 us over an infinitely fast link (the
+    stage, ~tens of ms, stays the bottleneck). The old count, chunks x (pp - 1) = 12 transfers,
+    gave 4146.5 us.
+    """
+    import dataclasses
+
+    r = replica("llama-3.1-70b", "h100-sxm", tp=2, pp=4)
+    slow = dataclasses.replace(r, pp_link_bw=np.array([100e9]), pp_link_latency=np.array([10e-6]))
+    fast = dataclasses.replace(r, pp_link_bw=np.array([np.inf]), pp_link_latency=np.array([0.0]))
+    delta_us = (prefill(slow, 8192.0).total[0] - prefill(fast, 8192.0).total[0]) * 1e6
+    assert delta_us == pytest.approx(1036.6, abs=0.1)

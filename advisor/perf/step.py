@@ -15,6 +15,7 @@ per GPU of a pipeline stage, one iteration over ``batch`` running sequences of m
     comm    = 2 x layers x allreduce(tokens x hidden x 2 bytes, TP)  (Megatron-LM: 2 per layer)
     stage   = gpu + comm
     step    = PP x stage + (PP - 1) x p2p + overhead(batch)          (a token crosses all stages)
+    prefill = PP x stage + (PP - 1) x p2p + (chunks - 1) x max(stage, p2p)  (pipeline_time_s)
 
 ``peak`` and ``bandwidth`` are already the achievable values (datasheet x calibrated efficiency).
 """
@@ -146,6 +147,33 @@ def attention_flops(
     return 4.0 * r.layers_stage * width * query_tokens * keys_per_query
 
 
+def pipeline_time_s(
+    stage_s: np.ndarray, p2p_s: np.ndarray, chunks: np.ndarray, pp: np.ndarray
+) -> np.ndarray:
+    """Time for ``chunks`` equal chunks to cross ``pp`` stages joined by ``pp - 1`` links.
+
+        T = pp x stage + (pp - 1) x p2p + (chunks - 1) x max(stage, p2p)
+
+    The stages and the links form a line of 2 pp - 1 servers every chunk visits in order. Chunk
+    j leaves stage s at (j + s + 1) x stage + s x p2p when the sends overlap the next chunk's
+    compute (non-blocking send/recv, as Megatron-LM's and vLLM's pipelines use): the first chunk
+    pays every stage and every transfer once, each later chunk adds one bottleneck-server time.
+    So a chunk's activations cross each boundary once, but only pp - 1 transfers lie on the
+    critical path, not chunks x (pp - 1). Source: makespan of identical jobs in a flow shop
+    (sum of the server times + (jobs - 1) x the bottleneck; Pinedo, "Scheduling", 5th ed., ch.
+    6); GPipe (Huang et al. 2019) bubble (pp - 1) stages; Narayanan et al. 2021 (SC21, Megatron-LM)
+    sec. 2.2 for the overlapped point-to-point sends.
+
+    >>> # 4 chunks of 10 ms over 4 stages, 1 ms links: 40 + 3 + 3 x 10 = 73 ms
+    >>> round(float(pipeline_time_s(0.010, 0.001, 4, 4)) * 1e3, 6)
+    73.0
+    >>> # link-bound: 20 ms transfers: 40 + 60 + 3 x 20 = 160 ms
+    >>> round(float(pipeline_time_s(0.010, 0.020, 4, 4)) * 1e3, 6)
+    160.0
+    """
+    return pp * stage_s + (pp - 1.0) * p2p_s + (chunks - 1.0) * np.maximum(stage_s, p2p_s)
+
+
 def _roofline_part(flops: np.ndarray, nbytes: np.ndarray, peak: np.ndarray, bw: np.ndarray):
     """(compute, memory) of one kernel group: the bound resource gets the time, the other 0."""
     c, m = flops / peak, nbytes / bw
@@ -257,9 +285,8 @@ def decode_step(
     overhead = r.step_overhead_s + r.seq_overhead_s * b
     # A token crosses every stage: PP x stage time (each stage works on its micro-batch).
     pp = r.pp
-    total_gpu = pp * (cmp_ + mem + dq)
     communication = pp * comm + (pp - 1) * p2p
-    total = total_gpu + communication + overhead
+    total = pipeline_time_s(cmp_ + mem + dq + comm, p2p, 1.0, pp) + overhead
     return StepTimes(
         compute=pp * cmp_, memory=pp * mem, dequant=pp * dq, communication=communication,
         overhead=overhead, bubble=np.zeros_like(total), total=total,
@@ -279,7 +306,8 @@ def prefill(
     """Prefill ``batch`` prompts of ``prompt_tokens`` each, alone on the replica.
 
     With PP the prompt streams through the stages in chunks: (chunks + PP - 1) stage times, the
-    PP - 1 being the pipeline bubble (GPipe: bubble fraction (p - 1) / (m + p - 1)).
+    PP - 1 being the pipeline bubble (GPipe: bubble fraction (p - 1) / (m + p - 1)), plus the
+    PP - 1 transfers of the first chunk (``pipeline_time_s``).
     """
     t = np.maximum(np.asarray(prompt_tokens, dtype=float), 1.0)
     nb = np.asarray(batch, dtype=float)
@@ -298,10 +326,12 @@ def prefill(
     steps = chunks + r.pp - 1.0
     bubble = (r.pp - 1.0) * stage
     overhead = r.request_overhead_s + r.step_overhead_s
-    total = chunks * stage + bubble + (r.pp - 1) * p2p * chunks + overhead
+    total = pipeline_time_s(stage, p2p, chunks, r.pp) + overhead
+    # p2p on the critical path: pp - 1 transfers, plus any link-bound stall of later chunks
+    link_stall = (chunks - 1.0) * np.maximum(p2p - stage, 0.0)
     return StepTimes(
         compute=chunks * cmp_, memory=chunks * mem, dequant=chunks * dq,
-        communication=chunks * comm + (r.pp - 1) * p2p * chunks, overhead=overhead,
+        communication=chunks * comm + (r.pp - 1) * p2p + link_stall, overhead=overhead,
         bubble=bubble, total=total, compute_raw=flops / r.peak_flops,
         memory_raw=nbytes / r.hbm_bw, bytes_per_gpu=nbytes * steps, flops_per_gpu=flops * chunks,
     )  # fmt: skip
