@@ -25,7 +25,7 @@ MAX_INPUT_BYTES = 10_000_000
 _KEYS = {
     "model", "gpu", "tp", "pp", "dp", "weights", "kv", "isl", "osl", "concurrency", "qps",
     "link", "inter_link", "engine", "spec_draft", "spec_tokens", "spec_acceptance", "gpus_per_node",
-    "ep", "batching",
+    "ep", "batching", "confidence",
 }  # fmt: skip
 
 
@@ -64,6 +64,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--spec-draft", dest="spec_draft", help="draft model id")
     p.add_argument("--spec-tokens", dest="spec_tokens", type=int_in(1, 16), default=4)
     p.add_argument("--spec-acceptance", dest="spec_acceptance", type=float_in(0, 1), default=0.7)
+    p.add_argument(
+        "--confidence", type=float_in(0.5, 0.99), default=None,
+        help="confidence of the ranges around each number (0.5..0.99, default 0.8)",
+    )  # fmt: skip
     add_json_flag(p)
     return p
 
@@ -142,12 +146,26 @@ def render(r: dict) -> str:
     )
     if not r["fits"] or r.get("stable") is False:
         return head + "\n" + "\n".join(f"  NOT FEASIBLE: {x}" for x in r["reasons"])
+    iv = r["intervals"]
+    pct = f"{iv['confidence']:.0%}"
+
+    def rng(key: str, fmt: str) -> str:
+        lo, hi = iv[key]
+        return f" ({pct} range {lo:{fmt}}-{hi:{fmt}})"
+
     lines = [
         head,
-        f"  TTFT {r['ttft_ms']:.1f} ms   TPOT {r['tpot_ms']:.2f} ms   E2E {r['e2e_ms']:.0f} ms",
-        f"  throughput {r['throughput_tok_s']:.0f} output tok/s ({r['throughput_tok_s_per_gpu']:.0f} per GPU) "
-        f"at {r['concurrency']:.1f} running sequences",
+        f"  TTFT {r['ttft_ms']:.1f} ms{rng('ttft_ms', '.1f')}   "
+        f"TPOT {r['tpot_ms']:.2f} ms{rng('tpot_ms', '.2f')}   "
+        f"E2E {r['e2e_ms']:.0f} ms{rng('e2e_ms', '.0f')}",
+        f"  throughput {r['throughput_tok_s']:.0f} output tok/s{rng('throughput_tok_s', '.0f')} "
+        f"({r['throughput_tok_s_per_gpu']:.0f} per GPU) at {r['concurrency']:.1f} running sequences",
     ]
+    if not iv["calibrated"]:
+        what = [x for x, ok in ((r["gpu"], iv["family_calibrated"]),
+                                (f"engine {r['engine']}", iv["engine_calibrated"])) if not ok]  # fmt: skip
+        lines.append(f"  UNCALIBRATED: {' and '.join(what)} predicted from priors; ranges widened")
+    lines.append(f"  ranges from out-of-sample errors: {iv['basis']}")
     for phase, comp in r["breakdown"].items():
         if isinstance(comp, dict):
             parts = ", ".join(f"{k} {v:.2f}" for k, v in comp.items() if v > 0.005)

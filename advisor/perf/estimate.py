@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.catalog import get_interconnect, interconnects
 from advisor.catalog.specs import Accelerator, ModelSpec
+from advisor.perf.intervals import estimate_intervals
 from advisor.perf.predict import (
     concurrency_tpot,
     offline_step,
@@ -65,6 +66,8 @@ class EstimateInput(BaseModel):
     spec_draft: ModelSpec | None = None
     spec_tokens: Annotated[int, Field(ge=1, le=16)] = 4
     spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
+    #: Confidence of the intervals around each headline number (advisor/perf/intervals.py).
+    confidence: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
 
 
 def _components(s: StepTimes) -> dict[str, float]:
@@ -276,6 +279,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     }  # fmt: skip
     if spec is not None:
         out["speculative"] = spec
+    out["intervals"] = estimate_intervals(out, gpu.family, inp.confidence, inp.qps is not None)
     return out
 
 

@@ -1,0 +1,392 @@
+"""Prediction intervals from the model's out-of-sample errors.
+
+An interval at confidence c for a prediction p of kind k (ttft, tpot, e2e, throughput) is
+
+    [p x exp(q_lo), p x exp(q_hi)],   q = quantiles (1-c)/2 and (1+c)/2 of log(measured / predicted)
+
+over the held-out rows of the leave-one-source-out cross-validation (``loso_rows`` of
+data/crossval.yaml, written by bench/crossval.py): each row is a published measurement predicted
+by constants fitted without that row's source. Quantiles are numpy's default (linear
+interpolation between order statistics, Hyndman & Fan 1996 type 7).
+
+Which rows (fallback hierarchy, first level with at least ``MIN_ROWS`` rows of kind k wins):
+
+1. the same engine on the same accelerator family,
+2. the same accelerator family (any engine),
+3. the same engine (any family),
+4. all rows of kind k.
+
+A calibrated query (its family and its engine both have fitted constants) draws on the rows
+marked ``calibrated`` (their family and engine were in the fit that predicted them).
+
+Uncalibrated accelerator family or engine (no rows in the fit, constants are priors): the
+interval is widened on both sides in log space by
+
+    w = sqrt(w_family^2 + w_engine^2),  w_g = ln(1 + P90_g / 100) x z((1+c)/2) / z(0.95)
+
+where P90_g is the 90th percentile absolute error of the leave-one-group-out cross-validation
+for the prediction's metric families (data/crossval.yaml ``held_out``: group
+``accelerator_family`` when present, else ``gpu``, for an uncalibrated family; ``engine`` for an
+uncalibrated engine), read as the half-width of a two-sided 90% interval of a normal log error
+and rescaled to confidence c by the normal quantile z. The two terms add in quadrature as
+independent error sources. If at least ``MIN_ROWS`` rows of kind k are themselves marked
+uncalibrated, the interval also covers their quantiles (hull). Source of the rule: issue 12
+("wider where uncalibrated"); MI300X predictions from priors were found ~2x off (issue 12), which
+the leave-one-GPU-out P90 (~35-50%) widens towards.
+
+A row whose prediction failed (non-finite: an unstable queue, a zero throughput) stays in the
+table as a factor-``FAILED_FACTOR`` miss in the direction of the failure, never dropped.
+
+E2E: from rows of kind e2e when the table has any; otherwise TTFT and TPOT intervals combined,
+``e2e = ttft + (osl - 1) x tpot`` at both ends (the errors assumed to move together: they share
+the family and engine constants), and in the search the larger of the two upper factors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+import yaml
+
+from advisor.catalog.loader import DATA_DIR
+
+CROSSVAL_PATH = DATA_DIR / "crossval.yaml"
+KINDS = ("ttft", "tpot", "e2e", "throughput")
+DEFAULT_CONFIDENCE = 0.8
+CONFIDENCE_RANGE = (0.5, 0.99)
+#: Fewest held-out rows a hierarchy level needs: with 10 rows the 10%/90% quantiles of an 80%
+#: interval fall between the 1st/2nd and 9th/10th order statistics, not beyond the sample.
+MIN_ROWS = 10
+#: A failed prediction counts as this factor off (keeps the row in the quantiles, finite).
+FAILED_FACTOR = 100.0
+
+#: Case kind (advisor/perf/measurements.py) -> (prediction kind, power): the measured and
+#: predicted values are the headline quantity raised to ``power`` (batch-1 decode is reported as
+#: tokens/s = 1 / TPOT, so its log ratio changes sign).
+CASE_KINDS: dict[str, tuple[str, int]] = {
+    "ttft_b1": ("ttft", 1),
+    "load_ttft": ("ttft", 1),
+    "decode_b1": ("tpot", -1),
+    "itl_fit_intercept": ("tpot", 1),
+    "load_itl": ("tpot", 1),
+    "conc_tpot": ("tpot", 1),
+    "offline": ("throughput", 1),
+    "static": ("throughput", 1),
+    "conc_tput": ("throughput", 1),
+    **{k: (k, 1) for k in KINDS},
+}
+#: Metric families of the validation table (advisor/perf/validate.FAMILIES) behind each kind:
+#: whose leave-one-group-out P90 widens an uncalibrated interval.
+KIND_FAMILIES: dict[str, tuple[str, ...]] = {
+    "ttft": ("TTFT", "TTFT/ITL under load"),
+    "tpot": ("batch-1 decode", "TTFT/ITL under load"),
+    "e2e": ("TTFT", "batch-1 decode", "TTFT/ITL under load"),
+    "throughput": ("offline throughput",),
+}
+
+
+@dataclass(frozen=True)
+class ErrorRow:
+    """One held-out prediction: log(measured / predicted) of a headline quantity."""
+
+    id: str
+    kind: str  # ttft | tpot | e2e | throughput
+    engine: str
+    accelerator_family: str
+    calibrated: bool
+    log_ratio: float
+
+
+@dataclass(frozen=True)
+class ErrorTable:
+    rows: tuple[ErrorRow, ...]
+    #: (group, metric family) -> P90 absolute % error of leave-one-group-out cross-validation.
+    p90_by_group: Mapping[tuple[str, str], float]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """Multiplicative bounds: the interval of a prediction p is [p x low, p x high]."""
+
+    low: float
+    high: float
+    basis: str
+    rows: int
+    calibrated: bool
+
+    def of(self, predicted: float) -> list[float]:
+        return [predicted * self.low, predicted * self.high]
+
+
+def check_confidence(confidence: float, field: str = "confidence") -> float:
+    """``confidence`` if within CONFIDENCE_RANGE, else ValueError naming field, value and range."""
+    lo, hi = CONFIDENCE_RANGE
+    if not (isinstance(confidence, int | float) and lo <= confidence <= hi):
+        raise ValueError(f"{field} {confidence!r} is outside {lo}..{hi}")
+    return float(confidence)
+
+
+def log_ratio(measured: float, predicted: float, power: int = 1) -> float:
+    """log(measured / predicted) of the headline quantity; a failed prediction is a clipped miss.
+
+    >>> round(log_ratio(120.0, 100.0), 4)  # measured 20% above predicted: ln 1.2
+    0.1823
+    >>> round(log_ratio(50.0, 40.0, power=-1), 4)  # tok/s 25% above -> TPOT 20% below: ln 0.8
+    -0.2231
+    >>> round(log_ratio(0.5, math.inf), 3)  # predicted unstable: counted as 100x too high
+    -4.605
+    """
+    clip = math.log(FAILED_FACTOR)
+    if not math.isfinite(predicted) or predicted <= 0:
+        # latency predicted unbounded (inf/nan) = too high; throughput predicted 0 = too low
+        failed_high = not predicted <= 0
+        return -clip * power if failed_high else clip * power
+    r = math.log(measured / predicted) * power
+    return max(-clip, min(clip, r))
+
+
+def rows_from_doc(doc: Mapping) -> list[ErrorRow]:
+    """ErrorRows from the ``loso_rows`` list of a crossval.yaml document (unknown kinds skipped:
+    all-reduce and the ITL-vs-context slope are not headline numbers)."""
+    out = []
+    for r in doc.get("loso_rows") or []:
+        kind = CASE_KINDS.get(str(r["kind"]))
+        if kind is None:
+            continue
+        out.append(
+            ErrorRow(
+                id=str(r["id"]), kind=kind[0], engine=str(r["engine"]),
+                accelerator_family=str(r["accelerator_family"]),
+                calibrated=bool(r["calibrated"]),
+                log_ratio=log_ratio(float(r["measured"]), float(r["predicted"]), kind[1]),
+            )
+        )  # fmt: skip
+    return out
+
+
+def _p90s(doc: Mapping) -> dict[tuple[str, str], float]:
+    out = {}
+    for group, fams in (doc.get("held_out") or {}).items():
+        for fam, stats in (fams or {}).items():
+            if isinstance(stats, Mapping) and "p90_ape_pct" in stats:
+                out[(str(group), str(fam))] = float(stats["p90_ape_pct"])
+    return out
+
+
+def table_from_doc(doc: Mapping) -> ErrorTable:
+    return ErrorTable(rows=tuple(rows_from_doc(doc)), p90_by_group=_p90s(doc))
+
+
+@cache
+def load_table(path: Path = CROSSVAL_PATH) -> ErrorTable:
+    """The error table of data/crossval.yaml (empty when the file or the key is absent)."""
+    if not path.exists():
+        return ErrorTable((), {})
+    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return table_from_doc(doc if isinstance(doc, dict) else {})
+
+
+def quantile_bounds(log_ratios: Iterable[float], confidence: float) -> tuple[float, float]:
+    """Empirical quantiles (1-c)/2 and (1+c)/2 of log(measured / predicted), as factors.
+
+    >>> lo, hi = quantile_bounds([math.log(x) for x in (0.8, 1.0, 1.25)], 0.5)
+    >>> round(lo, 4), round(hi, 4)  # quartiles of 3 values: halfway 0.8-1.0 and 1.0-1.25 (logs)
+    (0.8944, 1.118)
+    """
+    x = np.asarray(list(log_ratios), dtype=float)
+    q = np.quantile(x, [(1 - confidence) / 2, (1 + confidence) / 2])
+    return float(math.exp(q[0])), float(math.exp(q[1]))
+
+
+def uncalibrated_widening(
+    table: ErrorTable, kind: str, confidence: float, family_ok: bool, engine_ok: bool
+) -> tuple[float, str]:
+    """Log-space half-width w added on both sides of an uncalibrated interval (module docstring).
+
+    >>> t = ErrorTable((), {("gpu", "offline throughput"): 35.0})
+    >>> w, _ = uncalibrated_widening(t, "throughput", 0.9, family_ok=False, engine_ok=True)
+    >>> round(w, 4)  # ln(1.35) at c = 0.9: z ratio 1
+    0.3001
+    """
+    z = NormalDist().inv_cdf((1 + confidence) / 2) / NormalDist().inv_cdf(0.95)
+    groups = []
+    if not family_ok:
+        fam_group = (
+            "accelerator_family"
+            if any(g == "accelerator_family" for g, _ in table.p90_by_group)
+            else "gpu"
+        )
+        groups.append(fam_group)
+    if not engine_ok:
+        groups.append("engine")
+    parts, why = [], []
+    for g in groups:
+        p90 = [table.p90_by_group.get((g, f)) for f in KIND_FAMILIES[kind]]
+        p90 = [v for v in p90 if v is not None]
+        if not p90:
+            continue
+        parts.append(math.log1p(max(p90) / 100) * z)
+        why.append(f"leave-one-{g.replace('_', '-')}-out P90 {max(p90):.0f}%")
+    return math.sqrt(sum(p * p for p in parts)), ", ".join(why)
+
+
+def _select(fitted: list[ErrorRow], engine: str, family: str) -> tuple[str, list[float]]:
+    """The first level of the hierarchy with MIN_ROWS rows (else all of them): label, log ratios."""
+    levels = (
+        (f"{engine} on {family}", lambda r: r.engine == engine and r.accelerator_family == family),
+        (f"{family}, any engine", lambda r: r.accelerator_family == family),
+        (f"{engine}, any accelerator", lambda r: r.engine == engine),
+    )
+    for label, keep in levels:
+        chosen = [r.log_ratio for r in fitted if keep(r)]
+        if len(chosen) >= MIN_ROWS:
+            return label, chosen
+    return "all engines and accelerators", [r.log_ratio for r in fitted]
+
+
+def interval_factors(
+    kind: str,
+    engine: str,
+    family: str,
+    confidence: float = DEFAULT_CONFIDENCE,
+    *,
+    family_calibrated: bool = True,
+    engine_calibrated: bool = True,
+    table: ErrorTable | None = None,
+    exclude_id: str | None = None,
+) -> Interval:
+    """Multiplicative interval for a ``kind`` prediction of ``engine`` on accelerator ``family``.
+
+    ``exclude_id`` leaves one row out (the coverage check scores each row by an interval built
+    without it). No rows of the kind: [1, 1] (widened if uncalibrated) with a basis saying so.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind {kind!r}; allowed: {', '.join(KINDS)}")
+    check_confidence(confidence)
+    table = load_table() if table is None else table
+    calibrated = family_calibrated and engine_calibrated
+    pool = [r for r in table.rows if r.kind == kind and r.id != exclude_id]
+    fitted = [r for r in pool if r.calibrated] or pool
+    label, chosen = _select(fitted, engine, family)
+    if chosen:
+        lo, hi = quantile_bounds(chosen, confidence)
+        basis = f"{len(chosen)} held-out {kind} rows ({label})"
+    else:
+        lo, hi = 1.0, 1.0
+        basis = f"no out-of-sample {kind} rows in data/crossval.yaml"
+    if calibrated:
+        return Interval(lo, hi, basis, len(chosen), True)
+    w, why = uncalibrated_widening(table, kind, confidence, family_calibrated, engine_calibrated)
+    lo, hi = lo * math.exp(-w), hi * math.exp(w)
+    what = " and ".join(
+        x
+        for x, ok in (
+            (f"{family} family", family_calibrated),
+            (f"engine {engine}", engine_calibrated),
+        )
+        if not ok
+    )
+    basis += f"; widened for the uncalibrated {what} ({why or 'no cross-validation spread'})"
+    own = [r.log_ratio for r in pool if not r.calibrated]
+    if len(own) >= MIN_ROWS:
+        olo, ohi = quantile_bounds(own, confidence)
+        lo, hi = min(lo, olo), max(hi, ohi)
+        basis += f"; covers {len(own)} held-out rows predicted uncalibrated"
+    return Interval(lo, hi, basis, len(chosen), False)
+
+
+def is_calibrated(engine: str, family: str) -> tuple[bool, bool]:
+    """(family has fitted constants, engine has fitted constants) in data/calibration.yaml."""
+    from advisor.perf.profiles import engine_profile, family_efficiency
+
+    return family_efficiency(family).fitted, engine_profile(engine).fitted
+
+
+def factors_for(
+    kind: str, engine: str, family: str, confidence: float = DEFAULT_CONFIDENCE,
+    table: ErrorTable | None = None,
+) -> Interval:  # fmt: skip
+    """``interval_factors`` with the calibration state read from data/calibration.yaml; kind e2e
+    without e2e rows: the wider of the TTFT and TPOT factors at each end (an upper bound of the
+    combination, for percentiles that cannot be split into TTFT and TPOT)."""
+    fam_ok, eng_ok = is_calibrated(engine, family)
+    kw = dict(family_calibrated=fam_ok, engine_calibrated=eng_ok, table=table)
+    t = load_table() if table is None else table
+    if kind == "e2e" and not any(r.kind == "e2e" for r in t.rows):
+        a = interval_factors("ttft", engine, family, confidence, **kw)
+        b = interval_factors("tpot", engine, family, confidence, **kw)
+        return Interval(min(a.low, b.low), max(a.high, b.high),
+                        f"TTFT: {a.basis}; TPOT: {b.basis}", a.rows + b.rows, a.calibrated)  # fmt: skip
+    return interval_factors(kind, engine, family, confidence, **kw)
+
+
+def estimate_intervals(
+    result: Mapping, family: str, confidence: float = DEFAULT_CONFIDENCE,
+    throughput_is_input: bool = False, table: ErrorTable | None = None,
+) -> dict:  # fmt: skip
+    """The ``intervals`` block of an estimate: [low, high] of each headline number.
+
+    ``throughput_is_input``: under a given request rate the delivered throughput is the offered
+    one (when stable), so its interval is the point itself.
+    """
+    engine = str(result["engine"])
+    fam_ok, eng_ok = is_calibrated(engine, family)
+    kw = dict(family_calibrated=fam_ok, engine_calibrated=eng_ok, table=table)
+    iv = {k: interval_factors(k, engine, family, confidence, **kw) for k in ("ttft", "tpot")}
+    ttft, tpot = float(result["ttft_ms"]), float(result["tpot_ms"])
+    t = load_table() if table is None else table
+    if any(r.kind == "e2e" for r in t.rows):
+        e = interval_factors("e2e", engine, family, confidence, **kw)
+        e2e, e2e_basis = e.of(float(result["e2e_ms"])), e.basis
+    else:
+        n = float(result["osl"]) - 1
+        lo_t, hi_t = iv["ttft"].of(ttft)
+        lo_p, hi_p = iv["tpot"].of(tpot)
+        e2e, e2e_basis = [lo_t + n * lo_p, hi_t + n * hi_p], "TTFT + (osl-1) x TPOT at each end"
+    thr = float(result["throughput_tok_s"])
+    if throughput_is_input:
+        thr_iv, thr_basis = [thr, thr], "the offered load (a stable queue delivers it)"
+    else:
+        it = interval_factors("throughput", engine, family, confidence, **kw)
+        thr_iv, thr_basis = it.of(thr), it.basis
+    return {
+        "confidence": confidence,
+        "ttft_ms": iv["ttft"].of(ttft),
+        "tpot_ms": iv["tpot"].of(tpot),
+        "e2e_ms": e2e,
+        "throughput_tok_s": thr_iv,
+        "basis": f"TTFT: {iv['ttft'].basis}. TPOT: {iv['tpot'].basis}. E2E: {e2e_basis}. "
+        f"Throughput: {thr_basis}.",
+        "calibrated": fam_ok and eng_ok,
+        "family_calibrated": fam_ok,
+        "engine_calibrated": eng_ok,
+    }
+
+
+def coverage(table: ErrorTable, confidence: float = DEFAULT_CONFIDENCE) -> dict[str, dict]:
+    """Share of held-out measurements inside their own interval, per kind and overall.
+
+    Each row is scored by the interval built without it (leave-one-row-out), for its own
+    engine, family and calibration state; target 70-90% at c = 0.8 (issue 12).
+    """
+    inside: dict[str, list[bool]] = {}
+    for r in table.rows:
+        iv = interval_factors(
+            r.kind, r.engine, r.accelerator_family, confidence, table=table,
+            family_calibrated=r.calibrated, engine_calibrated=True, exclude_id=r.id,
+        )  # fmt: skip
+        if iv.rows == 0:
+            continue
+        ok = math.log(iv.low) <= r.log_ratio <= math.log(iv.high)
+        inside.setdefault(r.kind, []).append(ok)
+    out = {k: {"rows": len(v), "inside_pct": 100 * sum(v) / len(v)} for k, v in inside.items()}
+    every = [x for v in inside.values() for x in v]
+    if every:
+        out["all"] = {"rows": len(every), "inside_pct": 100 * sum(every) / len(every)}
+    return out

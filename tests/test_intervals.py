@@ -1,0 +1,192 @@
+"""Prediction intervals (advisor/perf/intervals.py) on hand-made tables of held-out errors.
+
+Every expected value is derived by hand in the comment beside it: numpy's default quantile
+(type 7) at p of n sorted values x_0..x_{n-1} is x_h interpolated at h = (n - 1) p.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor.perf.intervals import (
+    ErrorRow,
+    ErrorTable,
+    coverage,
+    estimate_intervals,
+    interval_factors,
+    rows_from_doc,
+)
+
+#: measured / predicted of 11 held-out TTFT rows (vLLM on Hopper), sorted.
+RATIOS = (0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.4, 2.0)
+
+
+def rows(kind="ttft", engine="vllm", family="hopper", ratios=RATIOS, calibrated=True, tag="r"):
+    return [
+        ErrorRow(f"{tag}{i}", kind, engine, family, calibrated, math.log(x))
+        for i, x in enumerate(ratios)
+    ]
+
+
+def test_quantiles_of_a_hand_made_table_at_80_and_50_percent():
+    t = ErrorTable(tuple(rows()), {})
+    iv = interval_factors("ttft", "vllm", "hopper", 0.8, table=t)
+    # c = 0.8: p = 0.1 -> h = 10 x 0.1 = 1 -> x_1 = 0.7; p = 0.9 -> h = 9 -> x_9 = 1.4
+    assert (iv.low, iv.high) == pytest.approx((0.7, 1.4))
+    assert iv.of(100.0) == pytest.approx([70.0, 140.0])
+    assert iv.calibrated and iv.rows == 11 and "vllm on hopper" in iv.basis
+    iv = interval_factors("ttft", "vllm", "hopper", 0.5, table=t)
+    # c = 0.5: h = 2.5 -> halfway (in logs) between 0.8 and 0.9 = sqrt(0.72) = 0.8485;
+    # h = 7.5 -> between 1.1 and 1.2 = sqrt(1.32) = 1.1489
+    assert (iv.low, iv.high) == pytest.approx((0.8485, 1.1489), abs=1e-4)
+
+
+def test_fallback_hierarchy_engine_family_then_family_then_engine_then_all():
+    t = ErrorTable(
+        tuple(
+            rows()  # 11 vllm/hopper rows: ratios 0.5 .. 2.0
+            + rows(engine="trtllm", ratios=(1.0,) * 3, tag="a")  # 3 trtllm/hopper
+            + rows(engine="trtllm", family="ampere", ratios=(3.0,) * 4, tag="b")  # 4 trtllm/ampere
+        ),
+        {},
+    )
+    # trtllm on hopper: 3 rows < 10 -> hopper any engine: 14 rows; c = 0.8: h = 1.3 and 11.7.
+    # sorted: 0.5, 0.7, 0.8, 0.9, 0.95, 1.0 x4, 1.05, 1.1, 1.2, 1.4, 2.0
+    # x_1 = 0.7, x_2 = 0.8 -> exp(ln0.7 + 0.3 (ln0.8 - ln0.7)) = 0.7 (8/7)^0.3 = 0.7286
+    # x_11 = 1.2, x_12 = 1.4 -> 1.2 (1.4/1.2)^0.7 = 1.3367
+    iv = interval_factors("ttft", "trtllm", "hopper", 0.8, table=t)
+    assert "hopper, any engine" in iv.basis and iv.rows == 14
+    assert (iv.low, iv.high) == pytest.approx((0.7286, 1.3367), abs=1e-4)
+    # vllm on ampere: no ampere vllm rows, ampere only 4 -> vllm any accelerator: the 11 rows
+    iv = interval_factors("ttft", "vllm", "ampere", 0.8, table=t)
+    assert "vllm, any accelerator" in iv.basis and (iv.low, iv.high) == pytest.approx((0.7, 1.4))
+    # sglang on ampere: nothing at the first three levels -> all 18 rows; h = 1.7 and 15.3:
+    # sorted ..., x_1 = 0.7, x_2 = 0.8 -> 0.7 (8/7)^0.7 = 0.7686; x_14..x_17 = 3.0 -> 3.0
+    iv = interval_factors("ttft", "sglang", "ampere", 0.8, table=t)
+    assert "all engines" in iv.basis and iv.rows == 18
+    assert (iv.low, iv.high) == pytest.approx((0.7686, 3.0), abs=1e-4)
+
+
+def test_uncalibrated_family_is_wider_by_the_leave_one_family_out_spread():
+    t = ErrorTable(tuple(rows()), {("gpu", "TTFT"): 35.0, ("gpu", "TTFT/ITL under load"): 20.0})
+    iv = interval_factors("ttft", "vllm", "cdna3", 0.8, table=t, family_calibrated=False)
+    # base: the 11 vllm rows, [0.7, 1.4]; w = ln(1.35) x z(0.9) / z(0.95)
+    #   = 0.30010 x 1.28155 / 1.64485 = 0.23382 (the larger P90 of the two TTFT families)
+    # -> [0.7 e^-0.23382, 1.4 e^0.23382] = [0.5541, 1.7687]
+    assert not iv.calibrated
+    assert (iv.low, iv.high) == pytest.approx((0.5541, 1.7687), abs=1e-4)
+    assert "uncalibrated cdna3 family" in iv.basis and "P90 35%" in iv.basis
+    # family and engine both uncalibrated: w = sqrt(2) x 0.23382 with an engine P90 of 35% too
+    t2 = ErrorTable(t.rows, {("gpu", "TTFT"): 35.0, ("engine", "TTFT"): 35.0})
+    iv2 = interval_factors(
+        "ttft", "vllm", "cdna3", 0.8, table=t2, family_calibrated=False, engine_calibrated=False
+    )
+    assert iv2.high == pytest.approx(1.4 * math.exp(math.sqrt(2) * 0.23382), abs=1e-4)
+
+
+def test_uncalibrated_rows_of_their_own_extend_the_interval():
+    # 11 calibrated rows [0.7, 1.4] + 11 rows predicted from priors, measured 2x-4x slower
+    # than predicted (ratios 2.0 .. 4.0 step 0.2): their c = 0.8 quantiles are x_1 = 2.2, x_9 = 3.8
+    slow = tuple(2.0 + 0.2 * i for i in range(11))
+    t = ErrorTable(tuple(rows() + rows(ratios=slow, calibrated=False, tag="u")), {})
+    iv = interval_factors("ttft", "vllm", "cdna3", 0.8, table=t, family_calibrated=False)
+    assert (iv.low, iv.high) == pytest.approx((0.7, 3.8))  # no spread in the table: w = 0
+    # a calibrated query ignores them
+    iv = interval_factors("ttft", "vllm", "hopper", 0.8, table=t)
+    assert (iv.low, iv.high) == pytest.approx((0.7, 1.4))
+
+
+def test_reader_maps_case_kinds_and_keeps_failed_predictions():
+    doc = {"loso_rows": [
+        # batch-1 decode in tok/s: measured 50 tok/s vs 40 predicted = TPOT 0.8x predicted
+        {"id": "a", "kind": "decode_b1", "family": "batch-1 decode", "engine": "vllm",
+         "accelerator_family": "hopper", "calibrated": True, "measured": 50.0, "predicted": 40.0},
+        # a load row predicted unstable (inf): a 100x miss on the high side, not dropped
+        {"id": "b", "kind": "load_ttft", "family": "TTFT/ITL under load", "engine": "vllm",
+         "accelerator_family": "hopper", "calibrated": True, "measured": 0.2,
+         "predicted": float("inf")},
+        {"id": "c", "kind": "allreduce_latency_us", "family": "all-reduce", "engine": "nccl",
+         "accelerator_family": "hopper", "calibrated": True, "measured": 1.0, "predicted": 1.0},
+    ]}  # fmt: skip
+    got = {r.id: r for r in rows_from_doc(doc)}
+    assert set(got) == {"a", "b"}  # all-reduce is not a headline number of an estimate
+    assert got["a"].kind == "tpot" and got["a"].log_ratio == pytest.approx(math.log(0.8))
+    assert got["b"].kind == "ttft" and got["b"].log_ratio == pytest.approx(-math.log(100))
+
+
+def test_coverage_scores_each_row_by_an_interval_built_without_it():
+    # 21 rows with log ratios 0, 0.01, ..., 0.20 (j / 100). Leaving row j out leaves 20 values;
+    # c = 0.8 -> h = 19 x 0.1 = 1.9 and 17.1. For 3 <= j <= 17 the bounds are 0.019 and 0.181,
+    # j inside. j = 2: remaining 0, 0.01, 0.03 -> low 0.01 + 0.9 x 0.02 = 0.028 > 0.02: outside;
+    # j = 0, 1 likewise below, j = 18..20 above by symmetry. Inside: 15 of 21 = 71.4%.
+    t = ErrorTable(tuple(ErrorRow(f"r{j}", "tpot", "vllm", "hopper", True, j / 100)
+                         for j in range(21)), {})  # fmt: skip
+    cov = coverage(t, 0.8)
+    assert cov["tpot"]["rows"] == 21
+    assert cov["all"]["inside_pct"] == pytest.approx(100 * 15 / 21)
+
+
+def test_estimate_intervals_combine_ttft_and_tpot_for_e2e():
+    t = ErrorTable(tuple(rows() + rows(kind="tpot", ratios=(0.9,) * 5 + (1.1,) * 6, tag="p")), {})
+    result = {"engine": "trtllm", "ttft_ms": 100.0, "tpot_ms": 10.0, "e2e_ms": 1090.0,
+              "osl": 100, "throughput_tok_s": 500.0}  # fmt: skip
+    iv = estimate_intervals(result, "hopper", 0.8, table=t)
+    # TTFT [70, 140] (the 11 rows); TPOT: x_1 = 0.9, x_9 = 1.1 -> [9, 11];
+    # E2E = TTFT + 99 TPOT at each end: [70 + 891, 140 + 1089] = [961, 1229]
+    assert iv["ttft_ms"] == pytest.approx([70.0, 140.0])
+    assert iv["tpot_ms"] == pytest.approx([9.0, 11.0])
+    assert iv["e2e_ms"] == pytest.approx([961.0, 1229.0])
+    assert iv["throughput_tok_s"] == [500.0, 500.0]  # no throughput rows: an empty basis
+    assert "no out-of-sample throughput rows" in iv["basis"]
+    assert iv["calibrated"] is True  # hopper and trtllm are fitted in data/calibration.yaml
+
+
+def test_confidence_outside_range_names_the_value():
+    t = ErrorTable(tuple(rows()), {})
+    with pytest.raises(ValueError, match=r"confidence 0\.995 is outside 0\.5\.\.0\.99"):
+        interval_factors("ttft", "vllm", "hopper", 0.995, table=t)
+
+
+# --- the CLI: `advisor estimate` carries the intervals --------------------------------------
+
+
+def _estimate(capsys, *extra):
+    from advisor.cli import main
+
+    try:
+        code = main(["estimate", "--model", "llama-3.1-8b", "--isl", "1024", "--osl", "256",
+                     *extra])  # fmt: skip
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_estimate_json_has_an_interval_around_each_headline_number(capsys):
+    import json
+
+    code, out, _ = _estimate(capsys, "--gpu", "mi300x", "--engine", "vllm", "--json",
+                             "--confidence", "0.9")  # fmt: skip
+    r = json.loads(out)
+    iv = r["intervals"]
+    assert code == 0 and iv["confidence"] == 0.9
+    for key in ("ttft_ms", "tpot_ms", "e2e_ms", "throughput_tok_s"):
+        lo, hi = iv[key]
+        assert lo <= r[key] <= hi, key
+    # MI300X (CDNA3) has no fitted constants in data/calibration.yaml: predicted from priors
+    assert iv["calibrated"] is False and "uncalibrated cdna3" in iv["basis"]
+    assert iv["tpot_ms"][1] > r["tpot_ms"] * 1.05  # widened: not the bare point
+
+
+def test_estimate_text_prints_the_range_and_the_uncalibrated_warning(capsys):
+    code, out, _ = _estimate(capsys, "--gpu", "mi300x")
+    assert code == 0 and "(80% range " in out and "UNCALIBRATED: mi300x" in out
+
+
+@pytest.mark.parametrize("value", ["1.5", "0.3", "nan", "x"])
+def test_estimate_confidence_out_of_range_exits_2_naming_flag_value_and_range(capsys, value):
+    code, out, err = _estimate(capsys, "--gpu", "h100-sxm", "--confidence", value)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "--confidence" in err and value in err and "0.5" in err and "0.99" in err
