@@ -254,3 +254,19 @@ def test_pipeline_prefill_pays_pp_minus_1_transfers_not_chunks_times():
     fast = dataclasses.replace(r, pp_link_bw=np.array([np.inf]), pp_link_latency=np.array([0.0]))
     delta_us = (prefill(slow, 8192.0).total[0] - prefill(fast, 8192.0).total[0]) * 1e6
     assert delta_us == pytest.approx(1036.6, abs=0.1)
+
+
+@pytest.mark.parametrize("osl", [1, 2, 256])
+def test_static_batch_decodes_osl_minus_1_steps(osl):
+    """A static batch of n sequences emits n x osl tokens in exactly its end-to-end time.
+
+    Hand count: the batched prefill yields every sequence's first token (TTFT), then osl - 1
+    lockstep decode steps of TPOT each follow, so the batch ends at E2E = TTFT + (osl - 1) TPOT
+    and throughput = n x osl / E2E. With osl = 1 there is no decode step at all: throughput =
+    n / TTFT (the old count of osl steps added one step per batch).
+    """
+    m, g = get_model("llama-2-7b"), get_accelerator("h100-sxm")
+    n = 16
+    est = estimate(m, g, EstimateInput(isl=512, osl=osl, concurrency=n, batching="static"))
+    assert est["e2e_ms"] == pytest.approx(est["ttft_ms"] + (osl - 1) * est["tpot_ms"])
+    assert est["throughput_tok_s"] == pytest.approx(n * osl / (est["e2e_ms"] / 1e3), rel=1e-9)

@@ -210,8 +210,9 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         base["percentiles"] = percentiles
         concurrency = b
     elif inp.batching == "static":
-        # Static batching: the whole batch prefills together, then decodes osl steps in lockstep;
-        # nobody joins until the longest finishes (Orca's "scheduling delay").
+        # Static batching: the whole batch prefills together (that gives the first token), then
+        # decodes osl - 1 steps in lockstep; nobody joins until the longest finishes (Orca's
+        # "scheduling delay").
         n = cap if inp.concurrency == "max" else float(inp.concurrency or 1)
         if n > cap or n < 1:
             reasons.append(

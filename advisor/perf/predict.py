@@ -5,8 +5,8 @@ Vectorised over replicas. Conventions (the ones the published benchmarks use):
   runs as many sequences as its KV cache and ``max_num_seqs`` allow; in steady state each
   iteration also prefills the prompts of the requests that replace finished ones
   (``batch x isl / osl`` prompt tokens per iteration, in-flight batching / chunked prefill);
-- static batching (TensorRT-LLM gptSessionBenchmark): prefill the whole batch, then ``osl``
-  decode steps;
+- static batching (TensorRT-LLM gptSessionBenchmark): prefill the whole batch (which yields
+  the first token), then ``osl - 1`` decode steps;
 - fixed concurrency (vLLM ``--max-concurrency``): ``n`` sequences always running; each new
   request's prefill stalls the others once per ``osl`` tokens.
 Throughputs are output tokens per second of one replica.
@@ -51,13 +51,18 @@ def offline_throughput(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray) -> np
 def static_throughput(
     r: ReplicaArrays, batch: np.ndarray, isl: np.ndarray, osl: np.ndarray
 ) -> np.ndarray:
-    """Output tokens/s of a static batch: batch x osl / (prefill(batch) + osl x decode step)."""
+    """Output tokens/s of a static batch: batch x osl / (prefill(batch) + (osl - 1) x step).
+
+    The prefill's logits give every sequence its first output token, so ``osl`` tokens take
+    ``osl - 1`` decode steps. Source: Orca (Yu et al. 2022, OSDI) sec. 2 for request-level
+    batching; vLLM benchmark_serving's TPOT = (E2E - TTFT) / (osl - 1) for the same count.
+    """
     batch = np.asarray(batch, dtype=float)
     osl = np.asarray(osl, dtype=float)
     isl = np.asarray(isl, dtype=float)
     pre = prefill(r, isl, batch).total
     dec = decode_step(r, batch, isl + osl / 2.0).total
-    return batch * osl / (pre + osl * dec)
+    return batch * osl / (pre + (osl - 1.0) * dec)
 
 
 def prefill_interruption_s(r: ReplicaArrays, isl: np.ndarray) -> np.ndarray:
