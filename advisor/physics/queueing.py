@@ -102,6 +102,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -636,215 +637,157 @@ def _running_fixed_point(
     return np.where(1.0 + n_unc <= mr, n_unc, capped)
 
 
-def latency_under_load(
-    service: ServiceModel,
-    arrival_rate_per_s: ArrayLike,
-    osl_tokens: ArrayLike,
-    *,
-    isl_tokens: ArrayLike,
-    isl_cv: ArrayLike = 0.0,
-    osl_cv: ArrayLike = 0.0,
-    policy: str = "continuous",
-    chunk_tokens: ArrayLike = 512,
-) -> LoadResult:
-    """TTFT / TPOT / E2E mean and percentiles per candidate at a Poisson arrival rate (analytic).
+# -- step 1: the running batch (Little's law fixed point) --------------------------------------
 
-    Arguments are arrays ``[n]`` or scalars: ``arrival_rate_per_s`` (requests/s), ``osl_tokens``
-    and ``isl_tokens`` (means), ``isl_cv`` / ``osl_cv`` (coefficients of variation of the lengths,
-    0 = fixed), ``policy`` (one of :data:`POLICIES`), ``chunk_tokens`` (prompt tokens per
-    iteration for ``"chunked"``). The approximation is described in the module docstring.
 
-    >>> sm = ServiceModel(0.010, 0.0002, 0.040, 256)
-    >>> r = latency_under_load(sm, 1e-6, 101, isl_tokens=512)  # nearly no load
-    >>> round(float(r.ttft.mean_s[0]), 4), round(float(r.tpot.mean_s[0]), 4)  # prefill, step(1)
-    (0.04, 0.0102)
+def decode_backlog_gains(
+    rho_prefill: np.ndarray, decode_steps: np.ndarray, policy: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Weights of the decode step and of the own prefill batch in a request's decode time.
+
+    T_d = h step + g E[Q0], g = rho_p (1 - (1 - rho_p)^(N_d - 1)) / (1 - rho_p) (continuous; 0
+    when chunked or static), h = max(N_d - rho_p (1 + g), 0) / (1 - rho_p) (0 when N_d < 1),
+    with rho_p = arrival rate x prefill time (< 1) and N_d = osl - 1 decode steps.
+
+    The iteration after the own prefill batch Q0 prefills the arrivals of the one before, so
+    E[L_j] = D + rho_p E[L_(j-1)] relaxes from Q0 + D to D / (1 - rho_p); summing the N_d
+    steps gives h and g. Chunked prefill spreads the backlog in small pieces: g = 0 there.
+    (The geometric sum of that recursion has rho_p^(N_d - 1); the expression kept here has
+    (1 - rho_p)^(N_d - 1). The two agree for long outputs; this refactor keeps the behaviour.)
+
+    Source: the stationary recursion of iteration lengths under continuous batching (Orca, Yu
+    et al. 2022 OSDI, iteration-level scheduling); geometric series.
+
+    Hand check, rho_p = 0.2, N_d = 3: g = 0.2 (1 - 0.8^2) / 0.8 = 0.09,
+    h = (3 - 0.2 x 1.09) / 0.8 = 3.4775.
+
+    >>> g, h = decode_backlog_gains(np.array([0.2]), np.array([3.0]), "continuous")
+    >>> round(float(g[0]), 6), round(float(h[0]), 6)
+    (0.09, 3.4775)
     """
-    n = service.n
-    lam, isl, osl, cv_i, cv_o, chunk = _check_workload(
-        n, arrival_rate_per_s, isl_tokens, osl_tokens, isl_cv, osl_cv, policy, chunk_tokens
-    )
-    mr = service.max_running
-    pre = service.prefill_s
-    nd = osl - 1.0  # decode steps per request
-    ep2 = pre**2 * (1.0 + cv_i**2)  # E[P^2]
-    step = service.decode_step_s
-
-    per_tok_max = service.per_token_at_max_batch_s()
-    rho_full = lam * (pre + nd * per_tok_max)
-    rho_p = lam * pre
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        capacity = 1.0 / (pre + nd * per_tok_max)
-        unlimited_tok = step(np.full(n, 1e9)) / 1e9
-        rho_unlimited = lam * (pre + nd * unlimited_tok)
-
-        rho_p_safe = np.minimum(rho_p, 0.999999)
-        # Decode time of a tagged request: its first decode step D follows its own prefill
-        # batch Q0; iteration j then prefills the arrivals of iteration j - 1, so
-        # E[L_j] = D + rho_p E[L_{j-1}] relaxes from L_0 = Q0 + D to L_inf = D / (1 - rho_p).
-        # Summing the N - 1 steps: T_d = h D + g E[Q0] with
-        # g = rho_p (1 - rho_p^(N-2)) / (1 - rho_p), h = (N - 1 - rho_p (1 + g)) / (1 - rho_p).
-        # (Chunked prefill spreads the backlog in small pieces: g = 0 there.)
-        if policy == "continuous":
-            g_tr = np.where(
-                nd >= 1.0,
-                rho_p_safe
-                * -np.expm1(np.maximum(nd - 1.0, 0.0) * np.log1p(-rho_p_safe))
-                / (1.0 - rho_p_safe),
-                0.0,
-            )
-        else:
-            g_tr = np.zeros(n)
-        h_tr = np.maximum(nd - rho_p_safe * (1.0 + g_tr), 0.0) / (1.0 - rho_p_safe)
-        h_tr = np.where(nd >= 1.0, h_tr, 0.0)
-        eq0 = pre.copy()
-        for _ in range(4):  # outer fixed point on E[Q0] (own prefill batch), converges fast
-            nrun = _running_fixed_point(service, lam * h_tr, lam * g_tr * eq0, mr)
-            nrun = np.where(np.isfinite(nrun), nrun, 0.0)
-            b_tag = np.minimum(mr, 1.0 + nrun)
-            step_tag = step(b_tag)
-            # probability an arrival finds the system empty (M/G/inf) / decode non-empty
-            p_idle = np.exp(-(nrun + rho_p))
-            q_dec = -np.expm1(-nrun)
-            b_busy = np.minimum(
-                mr, np.maximum(1.0, np.where(q_dec > 0, nrun / np.maximum(q_dec, 1e-300), 1.0))
-            )
-            # decode part of a busy iteration
-            d_busy = step(b_busy) * q_dec / np.maximum(1.0 - p_idle, 1e-300)
-            lb1, lb2 = _length_biased(
-                lam, ep2, d_busy / (1.0 - rho_p_safe), d_busy, rho_p_safe, 1.0 - p_idle
-            )
-            eq0 = pre * (1.0 + (1.0 - p_idle) * lam * lb1)
-        t_dec = h_tr * step_tag + g_tr * eq0
-        tau = np.where(nd > 0, t_dec / np.maximum(nd, 1.0), 0.0)
-        var_q0 = (1.0 - p_idle) * pre**2 * (lam * lb1 + lam**2 * np.maximum(lb2 - lb1**2, 0.0))
-        slope = step(b_tag + 1.0) - step_tag
-
-        # Feedback gain of the occupancy: one more running sequence slows every step by
-        # `slope`, which keeps everyone longer (dn/dn = kappa). Fluctuations of n are amplified
-        # by 1 / (1 - kappa): peakedness z = 1 / (1 - kappa)^2 relative to Poisson.
-        kappa = np.clip(lam * h_tr * slope, 0.0, 0.9)
-        z_peak = 1.0 / (1.0 - kappa) ** 2
-        # slot (KV) wait: Erlang-C with M servers, Hayward's peakedness scaling C(M/z, A/z)
-        occ = np.minimum(nrun + rho_p, np.where(np.isfinite(mr), mr * rho_full, np.inf))
-        # (non-integer M / z: linear interpolation between the neighbouring server counts)
-        c_eff = np.where(np.isfinite(mr), np.maximum(mr / z_peak, 1.0), 1.0)
-        c_lo = np.floor(c_eff)
-        frac = c_eff - c_lo
-        c_wait = (1.0 - frac) * erlang_c(c_lo, occ / z_peak) + frac * erlang_c(
-            c_lo + 1.0, occ / z_peak
+    rho, nd = rho_prefill, decode_steps
+    if policy == "continuous":
+        g = np.where(
+            nd >= 1.0,
+            rho * -np.expm1(np.maximum(nd - 1.0, 0.0) * np.log1p(-rho)) / (1.0 - rho),
+            0.0,
         )
-        c_wait = np.where(np.isfinite(mr), c_wait, 0.0)
-        w_cond = np.where(lam > 0, occ / (lam * np.maximum(mr - occ, 1e-12)), 0.0)
-        w_cond = np.where(np.isfinite(mr), w_cond, 0.0)
-        ew = c_wait * w_cond
-        vw = 2.0 * c_wait * w_cond**2 - ew**2
+    else:
+        g = np.zeros(rho.shape)
+    h = np.maximum(nd - rho * (1.0 + g), 0.0) / (1.0 - rho)
+    return g, np.where(nd >= 1.0, h, 0.0)
 
-        rho_prefill = rho_p
-        if policy == "continuous":
-            ex, vx, p_zero_x = _renewal_wait(lam, pre, ep2, lb1, lb2, rho_p_safe, p_idle)
-        elif policy == "chunked":
-            n_ch_frac = isl / chunk
-            n_ch_own = np.ceil(isl / chunk)
-            d_dec = step(b_busy) * q_dec
-            s_util = pre + n_ch_frac * d_dec
-            rho_prefill = lam * s_util
-            s_own = pre + n_ch_own * d_dec
-            es2 = s_util**2 * (1.0 + cv_i**2)
-            es3 = s_util**3 * (1.0 + cv_i**2) * (1.0 + 2.0 * cv_i**2)
-            wq, wq2 = pollaczek_khinchine_wait_moments(lam, s_util, es2, es3)
-            wq = np.where(np.isfinite(wq), wq, 0.0)
-            wq2 = np.where(np.isfinite(wq2), wq2, 0.0)
-            # residual of the iteration in progress (decode step + a chunk when prompts queue)
-            it_len = d_dec + np.minimum(rho_prefill, 1.0) * pre * np.minimum(chunk, isl) / isl
-            res = 0.5 * it_len
-            ex = wq + res + (s_own - pre)
-            vx = wq2 - wq**2 + it_len**2 / 12.0 + (cv_i * (s_own - pre)) ** 2
-            p_zero_x = (1.0 - np.minimum(rho_prefill, 1.0)) * np.exp(-nrun)
-        else:  # static
-            ex, vx, p_zero_x, tau, var_tpot_static, nrun = _static_terms(
-                service, lam, pre, ep2, nd, mr
-            )
 
-        ttft_mean = pre + ex + ew
-        y_var = np.maximum(vx + vw + (pre * cv_i) ** 2, 0.0)
-        p_zero = p_zero_x * (1.0 - c_wait)
+class DecodePhase(NamedTuple):
+    """The running batch at the fixed point, arrays ``[n]`` (see :func:`running_batch_fixed_point`).
 
-        # TPOT: batch-size fluctuation over the lifetime (M/D/inf: variance of the lifetime
-        # average of the others' count is 2n/3), compound-Poisson prefill stalls amplified by
-        # the arrivals they let in (busy-period argument: / (1 - rho_p)^2), and the spread of
-        # the own prefill batch that seeds the transient (g^2 Var[Q0]).
-        step_one = step(np.ones(n))
-        if policy == "static":
-            var_tpot = var_tpot_static
-            cov_q0 = np.zeros(n)
-        else:
-            nd1 = np.maximum(nd, 1.0)
-            var_tpot = (
-                slope**2 * (2.0 / 3.0) * nrun * z_peak / (1.0 - rho_p_safe) ** 2
-                + np.sqrt(z_peak) * lam * t_dec * ep2 / (1.0 - rho_p_safe) ** 2 / nd1**2
-                + g_tr**2 * var_q0 / nd1**2
-            )
-            cov_q0 = g_tr * var_q0  # Cov(TTFT, decode time) through the shared Q0
-        tpot_mean = np.where(nd > 0, tau, 0.0)
-        var_tpot = np.where(nd > 0, var_tpot, 0.0)
+    * ``running_seqs`` -- mean number of other sequences in decode seen by a decoding request.
+    * ``decode_time_s`` -- mean decode time of a request (all its N_d steps, stalls included).
+    * ``tpot_mean_s`` -- decode_time_s / N_d (0 when N_d = 0).
+    * ``step_slope_s`` -- step(b + 1) - step(b) at the tagged batch b = min(M, 1 + n).
+    * ``p_idle`` -- probability an arrival finds the server empty.
+    * ``busy_decode_s`` -- decode time of an iteration, averaged over busy iterations.
+    * ``lb1_s``, ``lb2_s2`` -- E[L^2]/E[L] and E[L^3]/E[L] of the length-biased iteration.
+    * ``own_prefill_var_s2`` -- variance of the own prefill batch Q0.
+    """
 
-        e2e_mean = ttft_mean + nd * tau
-        e2e_var = y_var + nd**2 * var_tpot + 2.0 * cov_q0 + (cv_o * osl * tau) ** 2
-        # shifts for the percentile fits: the unloaded values are hard lower bounds
-        tpot_floor = np.where(nd > 0, np.minimum(step_one, tpot_mean), 0.0)
-        e2e_floor = np.minimum(pre + nd * tpot_floor, e2e_mean)
+    running_seqs: np.ndarray
+    decode_time_s: np.ndarray
+    tpot_mean_s: np.ndarray
+    step_slope_s: np.ndarray
+    p_idle: np.ndarray
+    busy_decode_s: np.ndarray
+    lb1_s: np.ndarray
+    lb2_s2: np.ndarray
+    own_prefill_var_s2: np.ndarray
 
-    stable = (rho_full < 1.0) & (rho_prefill < 1.0) & np.isfinite(rho_full)
-    reason = np.full(n, OK, dtype=np.int8)
-    reason = np.where(~stable & (rho_unlimited >= 1.0), DECODE_SATURATED, reason)
-    reason = np.where(~stable & (rho_unlimited < 1.0), KV_CAPACITY, reason)
-    reason = np.where(~stable & (rho_prefill >= 1.0), PREFILL_SATURATED, reason).astype(np.int8)
-    bad = ~stable
 
-    ttft = _stats(
-        ttft_mean,
-        *(pre + _zero_inflated_quantile(ex + ew, y_var, p_zero, q) for q in QUANTILES),
-    )
-    # static batching has no stalls: a request's TPOT is step(its batch) <= step(M)
-    tpot_cap = step(np.where(np.isfinite(mr), mr, 1e9)) if policy == "static" else np.inf
-    tpot = _stats(
-        tpot_mean,
-        *(
-            np.minimum(tpot_floor + gamma_quantile(tpot_mean - tpot_floor, var_tpot, q), tpot_cap)
-            for q in QUANTILES
-        ),
-    )
-    e2e = _stats(
-        e2e_mean,
-        *(e2e_floor + gamma_quantile(e2e_mean - e2e_floor, e2e_var, q) for q in QUANTILES),
-    )
-    util = np.maximum(rho_full, rho_prefill)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cap = np.where(
-            policy == "chunked",
-            np.minimum(capacity, np.where(rho_prefill > 0, lam / rho_prefill, np.inf)),
-            capacity,
+def running_batch_fixed_point(
+    service: ServiceModel,
+    arrival_rate_per_s: np.ndarray,
+    prefill_m2_s2: np.ndarray,
+    decode_steps: np.ndarray,
+    rho_prefill: np.ndarray,
+    gain_g: np.ndarray,
+    gain_h: np.ndarray,
+) -> DecodePhase:
+    """Mean running batch and decode time of a request (Little's law fixed point).
+
+    n = lambda (h step(min(M, 1 + n)) + g E[Q0]), E[Q0] = P (1 + (1 - p0) lambda E[L^2]/E[L]),
+    p0 = exp(-(n + rho_p)); T_d = h step(min(M, 1 + n)) + g E[Q0], TPOT = T_d / N_d.
+
+    A decoding request sees the others as Poisson(n) (PASTA; the occupancy of an
+    infinite-server system is Poisson), so its step is step(min(M, 1 + n)); Little's law ties
+    n to the decode time. Four outer passes on E[Q0] (the own prefill batch) converge.
+
+    Source: Little (1961), Operations Research 9(3); Wolff (1982) for PASTA; Kleinrock,
+    Queueing Systems vol. 1 (1975) for the M/G/infinity occupancy.
+
+    Hand check without prefill (P = 0: g = 0, h = N_d = 99), step(b) = 10 ms + 1 ms x b,
+    lambda = 2 req/s: n = 198 (0.011 + 0.001 n) -> n = 2.178 / 0.802 = 2.71571;
+    TPOT = step(3.71571) = 13.7157 ms.
+
+    >>> sm = ServiceModel(0.010, 0.001, 0.0, 256)
+    >>> one = np.ones(1)
+    >>> d = running_batch_fixed_point(sm, 2 * one, 0 * one, 99 * one, 0 * one, 0 * one, 99 * one)
+    >>> round(float(d.running_seqs[0]), 5), round(float(d.tpot_mean_s[0]) * 1e3, 4)
+    (2.71571, 13.7157)
+    """
+    lam, nd, mr = arrival_rate_per_s, decode_steps, service.max_running
+    pre, step = service.prefill_s, service.decode_step_s
+    rho_p = rho_prefill
+    rho_safe = np.minimum(rho_p, 0.999999)
+    eq0 = pre.copy()
+    for _ in range(4):  # outer fixed point on E[Q0] (own prefill batch), converges fast
+        nrun = _running_fixed_point(service, lam * gain_h, lam * gain_g * eq0, mr)
+        nrun = np.where(np.isfinite(nrun), nrun, 0.0)
+        b_tag = np.minimum(mr, 1.0 + nrun)
+        step_tag = step(b_tag)
+        # probability an arrival finds the system empty (M/G/inf) / decode non-empty
+        p_idle = np.exp(-(nrun + rho_p))
+        q_dec = -np.expm1(-nrun)
+        b_busy = np.minimum(
+            mr, np.maximum(1.0, np.where(q_dec > 0, nrun / np.maximum(q_dec, 1e-300), 1.0))
         )
-    throughput = np.where(stable, lam, cap) * osl
-    return LoadResult(
-        ttft=_mask_inf(ttft, bad),
-        tpot=_mask_inf(tpot, bad),
-        e2e=_mask_inf(e2e, bad),
-        running_mean=np.where(stable, nrun, mr),
-        utilisation=util,
-        capacity_req_per_s=cap,
-        throughput_tok_per_s=throughput,
-        stable=stable,
-        reason_code=reason,
+        # decode part of a busy iteration
+        d_busy = step(b_busy) * q_dec / np.maximum(1.0 - p_idle, 1e-300)
+        lb1, lb2 = length_biased_iteration_moments(
+            lam, prefill_m2_s2, d_busy / (1.0 - rho_safe), d_busy, rho_safe, 1.0 - p_idle
+        )
+        eq0 = pre * (1.0 + (1.0 - p_idle) * lam * lb1)
+    t_dec = gain_h * step_tag + gain_g * eq0
+    return DecodePhase(
+        running_seqs=nrun,
+        decode_time_s=t_dec,
+        tpot_mean_s=np.where(nd > 0, t_dec / np.maximum(nd, 1.0), 0.0),
+        step_slope_s=step(b_tag + 1.0) - step_tag,
+        p_idle=p_idle,
+        busy_decode_s=step(b_busy) * q_dec,
+        lb1_s=lb1,
+        lb2_s2=lb2,
+        own_prefill_var_s2=(1.0 - p_idle)
+        * pre**2
+        * (lam * lb1 + lam**2 * np.maximum(lb2 - lb1**2, 0.0)),
     )
 
 
-def _length_biased(lam, ep2, mean_len, d, rho_p, busy=None):
-    """First two moments of the length-biased iteration (the one a Poisson arrival lands in).
+def length_biased_iteration_moments(lam, ep2, mean_len, d, rho_p, busy=None):
+    """E[L^2]/E[L] and E[L^3]/E[L] of the iteration a Poisson arrival lands in (length-biased).
 
     Iterations L = D + prefills of the Poisson(lam L) arrivals during the previous iteration:
     E[L] = D / (1 - rho_p), Var[L] = lam E[L] E[P^2] / (1 - rho_p^2) (stationary recursion);
-    the prefill part gets a gamma fit for the third moment. Returns (E[L^2]/E[L], E[L^3]/E[L]).
+    the prefill part Y = L - D gets a gamma fit for its third moment,
+    E[Y^3] = E[Y^2] (E[Y] + 2 Var[Y] / E[Y]). Units: lam 1/s, ep2 s^2, mean_len and d s.
+
+    Source: renewal theory, length-biased sampling (Kleinrock vol. 1, sec. 5.2, residual life);
+    gamma third moment from Johnson, Kotz and Balakrishnan vol. 1, ch. 17.
+
+    Hand check, no prefill (lam = 0): every iteration is D = 20 ms, so E[L^2]/E[L] = D and
+    E[L^3]/E[L] = D^2.
+
+    >>> lb1, lb2 = length_biased_iteration_moments(0.0, 0.0, 0.02, 0.02, 0.0)
+    >>> round(float(lb1), 6), round(float(lb2), 8)
+    (0.02, 0.0004)
     """
     var_len = lam * mean_len * ep2 / (1.0 - rho_p**2)
     m_y = mean_len - d
@@ -872,13 +815,87 @@ def _length_biased(lam, ep2, mean_len, d, rho_p, busy=None):
     return np.where(only_prefill, lb1_lim, lb1), np.where(only_prefill, lb2_lim, lb2)
 
 
-def _renewal_wait(lam, pre, ep2, lb1, lb2, rho_p, p_idle):
-    """Wait before the first token, excluding the own prefill (continuous and static batching).
+# -- step 2: the queue wait for a KV slot ------------------------------------------------------
+
+
+def occupancy_peakedness(
+    arrival_rate_per_s: np.ndarray, gain_h: np.ndarray, step_slope_s: np.ndarray
+) -> np.ndarray:
+    """Peakedness of the decode occupancy relative to Poisson: z = 1 / (1 - kappa)^2.
+
+    kappa = clip(lambda h (step(b + 1) - step(b)), 0, 0.9): one more running sequence slows
+    every step, which keeps everyone longer (dn/dn = kappa); a fluctuation of n is amplified
+    by 1 / (1 - kappa), its variance by z.
+
+    Source: first-order feedback (the variance gain of x = kappa x + noise); peakedness as in
+    Hayward's approximation (Fredericks 1980, Bell System Technical Journal 59(3)).
+
+    Hand check: lambda = 2 req/s, h = 10 steps, slope 10 ms: kappa = 0.2, z = 1 / 0.64 = 1.5625.
+
+    >>> round(float(occupancy_peakedness(np.array([2.0]), np.array([10.0]), np.array([0.01]))[0]), 9)
+    1.5625
+    """
+    kappa = np.clip(arrival_rate_per_s * gain_h * step_slope_s, 0.0, 0.9)
+    return 1.0 / (1.0 - kappa) ** 2
+
+
+def slot_wait_moments(
+    arrival_rate_per_s: np.ndarray,
+    occupancy: np.ndarray,
+    max_running: np.ndarray,
+    z_peak: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Wait for a free KV slot: (probability of waiting, mean s, variance s^2).
+
+    C = ErlangC(M / z, A / z) (Hayward's scaling; non-integer M / z interpolated linearly
+    between the neighbouring server counts), conditional wait exponential of mean
+    w = A / (lambda (M - A)); E[W] = C w, Var[W] = 2 C w^2 - E[W]^2. A = occupancy (mean
+    sequences holding a slot). No wait when M is unlimited.
+
+    Source: Erlang C and the M/M/c conditional wait 1 / (c mu - lambda) (Kleinrock vol. 1,
+    eqs. 3.40-3.41); Hayward's approximation (Fredericks 1980, BSTJ 59(3)).
+
+    Hand check, M = 4, A = 2, z = 1, lambda = 1 req/s: C = 0.1739 (textbook M/M/4),
+    w = 2 / (1 x 2) = 1 s, E[W] = 0.1739 s.
+
+    >>> one = np.ones(1)
+    >>> c, w, v = slot_wait_moments(one, 2 * one, 4 * one, one)
+    >>> round(float(c[0]), 4), round(float(w[0]), 4)
+    (0.1739, 0.1739)
+    """
+    lam, occ, mr = arrival_rate_per_s, occupancy, max_running
+    c_eff = np.where(np.isfinite(mr), np.maximum(mr / z_peak, 1.0), 1.0)
+    c_lo = np.floor(c_eff)
+    frac = c_eff - c_lo
+    c_wait = (1.0 - frac) * erlang_c(c_lo, occ / z_peak) + frac * erlang_c(c_lo + 1.0, occ / z_peak)
+    c_wait = np.where(np.isfinite(mr), c_wait, 0.0)
+    w_cond = np.where(lam > 0, occ / (lam * np.maximum(mr - occ, 1e-12)), 0.0)
+    w_cond = np.where(np.isfinite(mr), w_cond, 0.0)
+    ew = c_wait * w_cond
+    return c_wait, ew, 2.0 * c_wait * w_cond**2 - ew**2
+
+
+# -- step 3: the wait before the first token, per batching policy -----------------------------
+
+
+def continuous_wait_moments(lam, ep2, lb1, lb2, rho_p, p_idle):
+    """Continuous batching: wait before the own prefill, (mean s, variance s^2, P(no wait)).
 
     With probability p_idle the arrival finds the server idle (no wait). Otherwise it lands in
     a length-biased iteration L_b, waits its uniform residual U L_b, then shares a batched
-    prefill with the Poisson(lam L_b) others that arrived during it:
-    X = U L_b + sum of their prefills. Returns (mean, variance, probability of no wait).
+    prefill with the Poisson(lam L_b) others that arrived during it: X = U L_b + their
+    prefills, E[X | busy] = E[L^2]/E[L] (1/2 + rho_p),
+    E[X^2 | busy] = E[L^3]/E[L] (1/3 + rho_p + rho_p^2) + lam E[L^2]/E[L] E[P^2].
+
+    Source: renewal theory, residual life E[L^2] / 2E[L] (Kleinrock vol. 1, sec. 5.2, the
+    Pollaczek-Khinchine residual); compound Poisson moments of the co-batched prefills.
+
+    Hand check, iterations of a fixed 20 ms (E[L^2]/E[L] = 0.02 s, E[L^3]/E[L] = 4e-4 s^2), no
+    prefill, busy half the time: E[X] = 0.5 x 0.02 x 0.5 = 5 ms.
+
+    >>> ex, vx, p0 = continuous_wait_moments(0.0, 0.0, 0.02, 4e-4, 0.0, 0.5)
+    >>> round(float(ex) * 1e3, 6), float(p0)
+    (5.0, 0.5)
     """
     busy = 1.0 - p_idle
     mx_b = lb1 * (0.5 + rho_p)
@@ -888,8 +905,81 @@ def _renewal_wait(lam, pre, ep2, lb1, lb2, rho_p, p_idle):
     return ex, np.maximum(ex2 - ex**2, 0.0), p_idle
 
 
-def _static_terms(service: ServiceModel, lam, pre, ep2, nd, mr):
-    """Static batching: TTFT wait moments, p(no wait), mean and variance of TPOT, running."""
+def chunked_wait_moments(
+    arrival_rate_per_s: np.ndarray,
+    prefill_s: np.ndarray,
+    isl_tokens: np.ndarray,
+    chunk_tokens: np.ndarray,
+    isl_cv: np.ndarray,
+    busy_decode_s: np.ndarray,
+    running_seqs: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Chunked prefill: wait before the first token beyond the prefill itself.
+
+    Returns (mean s, variance s^2, P(no wait), rho of the prompt pipeline). The prompt pipeline
+    is an M/G/1 queue with service S = P + (isl / chunk) D (each chunk also runs a decode step
+    D); its wait has E[W] = lambda E[S^2] / (2 (1 - rho)) (Pollaczek-Khinchine) and E[W^2] from
+    Takacs; the arrival also waits half an iteration of residual and its own ceil(isl / chunk)
+    decode steps: X = W + L / 2 + (ceil(isl / chunk) D). Gamma-distributed prompt lengths give
+    E[S^2] = S^2 (1 + cv^2), E[S^3] = S^3 (1 + cv^2)(1 + 2 cv^2).
+
+    Source: Sarathi-Serve (Agrawal et al. 2024 OSDI) for the policy; Kleinrock vol. 1,
+    eqs. 5.105 and 5.114 for the M/G/1 wait moments.
+
+    Hand check, lambda = 2 req/s, P = 100 ms, isl = chunk = 512, D = 50 ms, fixed lengths, no
+    one decoding: S = 0.15 s, rho = 0.3, E[W] = 2 x 0.0225 / 1.4 = 32.14 ms, iteration
+    0.05 + 0.3 x 0.1 = 0.08 s, E[X] = 32.14 + 40 + 50 = 122.14 ms, P(no wait) = 0.7.
+
+    >>> one = np.ones(1)
+    >>> ex, vx, p0, rho = chunked_wait_moments(
+    ...     2 * one, 0.1 * one, 512 * one, 512 * one, 0 * one, 0.05 * one, 0 * one
+    ... )
+    >>> round(float(ex[0]) * 1e3, 2), round(float(p0[0]), 6), round(float(rho[0]), 6)
+    (122.14, 0.7, 0.3)
+    """
+    lam, pre, isl, chunk, cv_i = (
+        arrival_rate_per_s, prefill_s, isl_tokens, chunk_tokens, isl_cv
+    )  # fmt: skip
+    d_dec = busy_decode_s
+    s_util = pre + isl / chunk * d_dec
+    rho_prefill = lam * s_util
+    s_own = pre + np.ceil(isl / chunk) * d_dec
+    es2 = s_util**2 * (1.0 + cv_i**2)
+    es3 = s_util**3 * (1.0 + cv_i**2) * (1.0 + 2.0 * cv_i**2)
+    wq, wq2 = pollaczek_khinchine_wait_moments(lam, s_util, es2, es3)
+    wq = np.where(np.isfinite(wq), wq, 0.0)
+    wq2 = np.where(np.isfinite(wq2), wq2, 0.0)
+    # residual of the iteration in progress (decode step + a chunk when prompts queue)
+    it_len = d_dec + np.minimum(rho_prefill, 1.0) * pre * np.minimum(chunk, isl) / isl
+    ex = wq + 0.5 * it_len + (s_own - pre)
+    vx = wq2 - wq**2 + it_len**2 / 12.0 + (cv_i * (s_own - pre)) ** 2
+    p_zero = (1.0 - np.minimum(rho_prefill, 1.0)) * np.exp(-running_seqs)
+    return ex, vx, p_zero, rho_prefill
+
+
+def static_batch_terms(service: ServiceModel, lam, pre, ep2, nd, mr):
+    """Static batching: (wait mean s, wait variance s^2, P(no wait), TPOT mean s, TPOT
+    variance s^2, mean running sequences).
+
+    The busy batch size solves k = m / (1 - exp(-m)), m = lambda S(k), S(k) = k P + N_d step(k)
+    (gated batch service: a batch is the arrivals during the previous one, conditioned on
+    being non-empty); idle probability pi0 / (pi0 + lambda S), pi0 = exp(-lambda S); the wait
+    is the length-biased residual of the batch in progress plus a batched prefill with the
+    Poisson(lambda L_b) requests that arrived during it (as :func:`continuous_wait_moments`).
+
+    Source: gated batch-service queues (Kleinrock vol. 1, sec. 5.x bulk service; Deb and
+    Serfozo 1973); renewal residual as above.
+
+    Hand check, step 10 ms flat, P = 0, N_d = 10 (S = 0.1 s for any k), lambda = 10 req/s:
+    m = 1, k = 1 / (1 - e^-1) = 1.58198, idle = e^-1 / (e^-1 + 1) = 0.26894, wait =
+    (1 - 0.26894) x 0.1 / 2 = 36.553 ms.
+
+    >>> sm = ServiceModel(0.010, 0.0, 0.0, 64)
+    >>> one = np.ones(1)
+    >>> ex, vx, idle, tau, vt, run = static_batch_terms(sm, 10 * one, 0 * one, 0 * one, 10 * one, 64 * one)
+    >>> round(float(ex[0]) * 1e3, 3), round(float(idle[0]), 5), round(float(tau[0]) * 1e3, 3)
+    (36.553, 0.26894, 10.0)
+    """
     step = service.decode_step_s
 
     def batch_s(k):
@@ -914,11 +1004,8 @@ def _static_terms(service: ServiceModel, lam, pre, ep2, nd, mr):
     el3 = el2 * (s_k + 2.0 * var_len / np.maximum(s_k, 1e-300))
     lb1 = el2 / np.maximum(s_k, 1e-300)
     lb2 = el3 / np.maximum(s_k, 1e-300)
+    ex, vx, _ = continuous_wait_moments(lam, ep2, lb1, lb2, rho_p, idle)
     busy = 1.0 - idle
-    mx_b = lb1 * (0.5 + rho_p)
-    ex2_b = lb2 * (1.0 / 3.0 + rho_p + rho_p**2) + lam * lb1 * ep2
-    ex = busy * mx_b
-    vx = np.maximum(busy * ex2_b - ex**2, 0.0)
     k_own = np.minimum(mr, 1.0 + lam * lb1)  # own batch: itself + arrivals during the last batch
     tpot_busy = step(k_own)
     tau = idle * step(np.ones_like(k)) + busy * tpot_busy
@@ -928,3 +1015,274 @@ def _static_terms(service: ServiceModel, lam, pre, ep2, nd, mr):
     # time-average number being decoded: busy x k x (decode share of the batch time)
     running = busy * k * nd * step(k) / np.maximum(s_k, 1e-300)
     return ex, vx, idle, tau, var_tpot, running
+
+
+# -- step 4: the spread of TPOT and E2E -------------------------------------------------------
+
+
+def tpot_variance_s2(
+    step_slope_s: np.ndarray,
+    running_seqs: np.ndarray,
+    z_peak: np.ndarray,
+    rho_prefill: np.ndarray,
+    arrival_rate_per_s: np.ndarray,
+    decode_time_s: np.ndarray,
+    prefill_m2_s2: np.ndarray,
+    decode_steps: np.ndarray,
+    gain_g: np.ndarray,
+    own_prefill_var_s2: np.ndarray,
+) -> np.ndarray:
+    """Request-to-request variance of TPOT (continuous and chunked batching).
+
+    Var = s^2 (2/3) n z / (1 - rho_p)^2 + sqrt(z) lambda T_d E[P^2] / ((1 - rho_p)^2 N_d^2)
+    + g^2 Var[Q0] / N_d^2 (N_d floored at 1), with s the step slope per sequence.
+
+    Three terms: the batch-size fluctuation averaged over the request's lifetime (for an
+    M/D/infinity occupancy the lifetime average of the Poisson count has variance 2n/3),
+    scaled by the peakedness z; the compound-Poisson prefill stalls during its decode time
+    T_d, amplified by the arrivals they let in (busy-period argument: / (1 - rho_p)^2); the
+    spread of the own prefill batch Q0 that seeds the transient.
+
+    Source: Kleinrock vol. 1 (M/G/infinity occupancy; compound Poisson variance
+    lambda T E[P^2]); busy-period scaling 1 / (1 - rho) (Kleinrock vol. 1, sec. 5.8).
+
+    Hand check: s = 1 ms, n = 3, z = 1, rho_p = 0: 1e-6 x 2/3 x 3 = 2e-6 s^2; plus lambda = 1,
+    T_d = 1 s, E[P^2] = 0.01 s^2, N_d = 10: 1 x 1 x 0.01 / 100 = 1e-4 s^2; total 1.02e-4 s^2.
+
+    >>> one = np.ones(1)
+    >>> v = tpot_variance_s2(1e-3 * one, 3 * one, one, 0 * one, one, one, 0.01 * one, 10 * one,
+    ...                      0 * one, 0 * one)
+    >>> round(float(v[0]), 10)
+    0.000102
+    """
+    rho, nd1 = rho_prefill, np.maximum(decode_steps, 1.0)
+    return (
+        step_slope_s**2 * (2.0 / 3.0) * running_seqs * z_peak / (1.0 - rho) ** 2
+        + np.sqrt(z_peak)
+        * arrival_rate_per_s
+        * decode_time_s
+        * prefill_m2_s2
+        / (1.0 - rho) ** 2
+        / nd1**2
+        + gain_g**2 * own_prefill_var_s2 / nd1**2
+    )
+
+
+def e2e_variance_s2(
+    ttft_var_s2: np.ndarray,
+    decode_steps: np.ndarray,
+    tpot_var_s2: np.ndarray,
+    ttft_decode_cov_s2: np.ndarray,
+    osl_cv: np.ndarray,
+    osl_tokens: np.ndarray,
+    tpot_mean_s: np.ndarray,
+) -> np.ndarray:
+    """Variance of the end-to-end latency: Var[TTFT + N_d TPOT] with a random output length.
+
+    Var[E2E] = Var[TTFT] + N_d^2 Var[TPOT] + 2 Cov(TTFT, T_d) + (cv_osl x osl x TPOT)^2.
+
+    Source: variance of a sum; the last term is the spread of osl at the mean TPOT (law of
+    total variance, lengths independent of the queue).
+
+    Hand check: 1e-4 + 10^2 x 1e-6 + 0 + (0.5 x 11 x 0.01)^2 = 1e-4 + 1e-4 + 0.003025 =
+    0.003225 s^2.
+
+    >>> one = np.ones(1)
+    >>> round(float(e2e_variance_s2(1e-4 * one, 10 * one, 1e-6 * one, 0 * one, 0.5 * one,
+    ...                             11 * one, 0.01 * one)[0]), 9)
+    0.003225
+    """
+    return (
+        ttft_var_s2
+        + decode_steps**2 * tpot_var_s2
+        + 2.0 * ttft_decode_cov_s2
+        + (osl_cv * osl_tokens * tpot_mean_s) ** 2
+    )
+
+
+# -- step 5: percentiles -----------------------------------------------------------------------
+
+
+def ttft_quantile_s(
+    prefill_s: np.ndarray,
+    wait_mean_s: np.ndarray,
+    wait_var_s2: np.ndarray,
+    p_no_wait: np.ndarray,
+    q: float,
+) -> np.ndarray:
+    """TTFT quantile: prefill + a zero-inflated gamma wait (atom at 0 of mass p_no_wait).
+
+    TTFT_q = P + x_q, x_q = 0 if q <= p0, else the gamma quantile (q - p0) / (1 - p0) of the
+    positive part, whose mean and variance are W / (1 - p0) and E[W^2] / (1 - p0) - mean^2.
+
+    Source: two-moment gamma fit (Whitt 1982, "Approximating a point process by a renewal
+    process"); Wilson and Hilferty (1931) for the gamma quantile (:func:`gamma_quantile`).
+
+    Hand check: P = 40 ms, wait mean 10 ms, variance 1e-4 s^2, P(no wait) 0.5: the positive
+    part has mean 20 ms and E[W^2] = 2e-4 / 0.5 = 4e-4 s^2, variance 0 (a point at 20 ms), so
+    P50 = 40 ms and P99 = 60 ms.
+
+    >>> one = np.ones(1)
+    >>> [round(float(ttft_quantile_s(0.04 * one, 0.01 * one, 1e-4 * one, 0.5 * one, q)[0]), 6)
+    ...  for q in (0.5, 0.99)]
+    [0.04, 0.06]
+    """
+    return prefill_s + _zero_inflated_quantile(wait_mean_s, wait_var_s2, p_no_wait, q)
+
+
+def shifted_gamma_quantile_s(
+    floor_s: np.ndarray, mean_s: np.ndarray, var_s2: np.ndarray, q: float
+) -> np.ndarray:
+    """Quantile of floor + a gamma of mean (mean - floor) and the given variance.
+
+    x_q = floor + Gamma_q(mean - floor, var): the unloaded value is a hard lower bound (TPOT
+    never beats step(1), E2E never beats the unloaded request), the gamma carries the
+    queueing spread above it.
+
+    Source: two-moment gamma fit with a shift (Johnson, Kotz and Balakrishnan vol. 1,
+    ch. 17, three-parameter gamma); Wilson and Hilferty (1931) for the quantile.
+
+    Hand check: floor 10 ms, mean 20 ms, variance 1e-4 s^2: an exponential of mean 10 ms above
+    the floor, P99 = 10 + 10 ln(100) = 56.05 ms (Wilson-Hilferty: 56.1 ms).
+
+    >>> round(float(shifted_gamma_quantile_s(0.01, 0.02, 1e-4, 0.99)) * 1e3, 1)
+    56.1
+    """
+    return floor_s + gamma_quantile(mean_s - floor_s, var_s2, q)
+
+
+# -- the whole model ---------------------------------------------------------------------------
+
+
+def latency_under_load(
+    service: ServiceModel,
+    arrival_rate_per_s: ArrayLike,
+    osl_tokens: ArrayLike,
+    *,
+    isl_tokens: ArrayLike,
+    isl_cv: ArrayLike = 0.0,
+    osl_cv: ArrayLike = 0.0,
+    policy: str = "continuous",
+    chunk_tokens: ArrayLike = 512,
+) -> LoadResult:
+    """TTFT / TPOT / E2E mean and percentiles per candidate at a Poisson arrival rate (analytic).
+
+    Arguments are arrays ``[n]`` or scalars: ``arrival_rate_per_s`` (requests/s), ``osl_tokens``
+    and ``isl_tokens`` (means), ``isl_cv`` / ``osl_cv`` (coefficients of variation of the lengths,
+    0 = fixed), ``policy`` (one of :data:`POLICIES`), ``chunk_tokens`` (prompt tokens per
+    iteration for ``"chunked"``). The approximation is described in the module docstring; its
+    steps are :func:`running_batch_fixed_point`, :func:`slot_wait_moments`, the policy's wait
+    (:func:`continuous_wait_moments`, :func:`chunked_wait_moments`, :func:`static_batch_terms`),
+    :func:`tpot_variance_s2` / :func:`e2e_variance_s2` and the quantiles
+    (:func:`ttft_quantile_s`, :func:`shifted_gamma_quantile_s`).
+
+    >>> sm = ServiceModel(0.010, 0.0002, 0.040, 256)
+    >>> r = latency_under_load(sm, 1e-6, 101, isl_tokens=512)  # nearly no load
+    >>> round(float(r.ttft.mean_s[0]), 4), round(float(r.tpot.mean_s[0]), 4)  # prefill, step(1)
+    (0.04, 0.0102)
+    """
+    n = service.n
+    lam, isl, osl, cv_i, cv_o, chunk = _check_workload(
+        n, arrival_rate_per_s, isl_tokens, osl_tokens, isl_cv, osl_cv, policy, chunk_tokens
+    )
+    mr = service.max_running
+    pre = service.prefill_s
+    nd = osl - 1.0  # decode steps per request
+    ep2 = pre**2 * (1.0 + cv_i**2)  # E[P^2]
+    step = service.decode_step_s
+
+    per_tok_max = service.per_token_at_max_batch_s()
+    rho_full = lam * (pre + nd * per_tok_max)
+    rho_p = lam * pre
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        capacity = 1.0 / (pre + nd * per_tok_max)
+        unlimited_tok = step(np.full(n, 1e9)) / 1e9
+        rho_unlimited = lam * (pre + nd * unlimited_tok)
+        rho_p_safe = np.minimum(rho_p, 0.999999)
+
+        # 1. running batch
+        g_tr, h_tr = decode_backlog_gains(rho_p_safe, nd, policy)
+        dec = running_batch_fixed_point(service, lam, ep2, nd, rho_p, g_tr, h_tr)
+        nrun, tau = dec.running_seqs, dec.tpot_mean_s
+
+        # 2. queue wait for a KV slot
+        z_peak = occupancy_peakedness(lam, h_tr, dec.step_slope_s)
+        occ = np.minimum(nrun + rho_p, np.where(np.isfinite(mr), mr * rho_full, np.inf))
+        c_wait, ew, vw = slot_wait_moments(lam, occ, mr, z_peak)
+
+        # 3. wait before the first token, per policy
+        rho_prefill = rho_p
+        if policy == "continuous":
+            ex, vx, p_zero_x = continuous_wait_moments(
+                lam, ep2, dec.lb1_s, dec.lb2_s2, rho_p_safe, dec.p_idle
+            )
+        elif policy == "chunked":
+            ex, vx, p_zero_x, rho_prefill = chunked_wait_moments(
+                lam, pre, isl, chunk, cv_i, dec.busy_decode_s, nrun
+            )
+        else:  # static
+            ex, vx, p_zero_x, tau, var_tpot_static, nrun = static_batch_terms(
+                service, lam, pre, ep2, nd, mr
+            )
+        ttft_mean = pre + ex + ew
+        y_var = np.maximum(vx + vw + (pre * cv_i) ** 2, 0.0)
+        p_zero = p_zero_x * (1.0 - c_wait)
+
+        # 4. spread of TPOT and E2E
+        if policy == "static":
+            var_tpot = var_tpot_static
+            cov_q0 = np.zeros(n)
+        else:
+            var_tpot = tpot_variance_s2(
+                dec.step_slope_s, nrun, z_peak, rho_p_safe, lam, dec.decode_time_s, ep2, nd,
+                g_tr, dec.own_prefill_var_s2,
+            )  # fmt: skip
+            cov_q0 = g_tr * dec.own_prefill_var_s2  # Cov(TTFT, decode time) through Q0
+        tpot_mean = np.where(nd > 0, tau, 0.0)
+        var_tpot = np.where(nd > 0, var_tpot, 0.0)
+        e2e_mean = ttft_mean + nd * tau
+        e2e_var = e2e_variance_s2(y_var, nd, var_tpot, cov_q0, cv_o, osl, tau)
+        # shifts for the percentile fits: the unloaded values are hard lower bounds
+        tpot_floor = np.where(nd > 0, np.minimum(step(np.ones(n)), tpot_mean), 0.0)
+        e2e_floor = np.minimum(pre + nd * tpot_floor, e2e_mean)
+
+    stable = (rho_full < 1.0) & (rho_prefill < 1.0) & np.isfinite(rho_full)
+    reason = np.full(n, OK, dtype=np.int8)
+    reason = np.where(~stable & (rho_unlimited >= 1.0), DECODE_SATURATED, reason)
+    reason = np.where(~stable & (rho_unlimited < 1.0), KV_CAPACITY, reason)
+    reason = np.where(~stable & (rho_prefill >= 1.0), PREFILL_SATURATED, reason).astype(np.int8)
+    bad = ~stable
+
+    # 5. percentiles
+    ttft = _stats(ttft_mean, *(ttft_quantile_s(pre, ex + ew, y_var, p_zero, q) for q in QUANTILES))
+    # static batching has no stalls: a request's TPOT is step(its batch) <= step(M)
+    tpot_cap = step(np.where(np.isfinite(mr), mr, 1e9)) if policy == "static" else np.inf
+    tpot = _stats(
+        tpot_mean,
+        *(
+            np.minimum(shifted_gamma_quantile_s(tpot_floor, tpot_mean, var_tpot, q), tpot_cap)
+            for q in QUANTILES
+        ),
+    )
+    e2e = _stats(
+        e2e_mean, *(shifted_gamma_quantile_s(e2e_floor, e2e_mean, e2e_var, q) for q in QUANTILES)
+    )
+    util = np.maximum(rho_full, rho_prefill)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cap = np.where(
+            policy == "chunked",
+            np.minimum(capacity, np.where(rho_prefill > 0, lam / rho_prefill, np.inf)),
+            capacity,
+        )
+    throughput = np.where(stable, lam, cap) * osl
+    return LoadResult(
+        ttft=_mask_inf(ttft, bad),
+        tpot=_mask_inf(tpot, bad),
+        e2e=_mask_inf(e2e, bad),
+        running_mean=np.where(stable, nrun, mr),
+        utilisation=util,
+        capacity_req_per_s=cap,
+        throughput_tok_per_s=throughput,
+        stable=stable,
+        reason_code=reason,
+    )
