@@ -68,27 +68,36 @@ class Disagg:
     running_mean: np.ndarray  # per decode replica
 
 
-def evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None:
-    """All (prefill pool, decode pool) pairs that fit the GPUs; None if the space is empty."""
+def evaluate_disaggregated(
+    scenario: Scenario, st: ShapeTable, pools: tuple[np.ndarray, np.ndarray] | None = None
+) -> Disagg | None:
+    """All (prefill pool, decode pool) pairs that fit the GPUs; None if the space is empty.
+
+    ``pools``: (shape rows, DP) of the pools to pair instead of every shape x ``dp_values``
+    (a hand-set deployment, advisor/search/focus.py).
+    """
     with phase("evaluate"):
-        return _evaluate_disaggregated(scenario, st)
+        return _evaluate_disaggregated(scenario, st, pools)
 
 
-def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable) -> Disagg | None:
+def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable, pools=None) -> Disagg | None:
     hw = scenario.hardware
     total = hw.total_gpus
     if total < 2:
         return None
-    base = np.array(
-        [i for i, s in enumerate(st.shapes) if s.pp == 1 and not s.spec and s.tp <= total // 2],
-        dtype=int,
-    )
-    if base.size == 0:
-        return None
-    # pools: (shape, dp) with shape GPUs x dp <= total - 1
-    dps = dp_values(total)
-    pi = np.repeat(base, dps.size)
-    pd = np.tile(dps, base.size)
+    if pools is None:
+        base = np.array(
+            [i for i, s in enumerate(st.shapes)
+             if s.pp == 1 and not s.spec and s.tp <= total // 2], dtype=int,
+        )  # fmt: skip
+        if base.size == 0:
+            return None
+        # pools: (shape, dp) with shape GPUs x dp <= total - 1
+        dps = dp_values(total)
+        pi = np.repeat(base, dps.size)
+        pd = np.tile(dps, base.size)
+    else:
+        pi, pd = (np.asarray(x, dtype=int) for x in pools)
     keep = st.r.gpus[pi] * pd <= total - 1
     pi, pd = pi[keep], pd[keep]
     if pi.size == 0:

@@ -303,13 +303,19 @@ class Evaluated:
     res: LoadResult
 
 
-def evaluate_aggregated(scenario: Scenario, st: ShapeTable) -> Evaluated:
+def evaluate_aggregated(
+    scenario: Scenario, st: ShapeTable, pairs: tuple[np.ndarray, np.ndarray] | None = None
+) -> Evaluated:
+    """Every (shape, DP) pair the GPUs allow, or only ``pairs`` (shape rows, DP) when given."""
     with phase("evaluate"):
-        return _evaluate_aggregated(scenario, st)
+        return _evaluate_aggregated(scenario, st, pairs)
 
 
-def _evaluate_aggregated(scenario: Scenario, st: ShapeTable) -> Evaluated:
-    idx, dp = dp_pairs(st.r.gpus.astype(int), scenario.hardware.total_gpus)
+def _evaluate_aggregated(scenario: Scenario, st: ShapeTable, pairs=None) -> Evaluated:
+    if pairs is None:
+        idx, dp = dp_pairs(st.r.gpus.astype(int), scenario.hardware.total_gpus)
+    else:
+        idx, dp = (np.asarray(x, dtype=int) for x in pairs)
     sm = service(st.step_tab_s[idx], st.prefill_s[idx], st.max_running[idx])
     res, rate = load(scenario, sm, dp.astype(float))
     return Evaluated(idx, dp, st.r.gpus[idx].astype(int) * dp, rate, res)

@@ -23,6 +23,7 @@ from advisor.scenario import Scenario
 from advisor.search.capacity import capacity_plan
 from advisor.search.cost import usd_per_gpu_hour, usd_per_million_tokens
 from advisor.search.decision_matrix import article_answer
+from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import evaluate_disaggregated
 from advisor.search.evaluate import build_shapes, evaluate_aggregated, interp_step, service
 from advisor.search.explain import agreement, explain
@@ -134,6 +135,8 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         spec = " + speculative decoding" if s.spec else ""
         desc = f"{dp} x (TP={s.tp}, PP={s.pp}) on {s.gpu}, weights {s.weights}, KV {s.kv}{spec}"
         kind, tp, pp, extra = "aggregated", s.tp, s.pp, {}
+        extra["spec"] = DeploymentSpec(gpu=s.gpu, tp=s.tp, pp=s.pp, dp=dp, weights=s.weights,
+                                       kv=s.kv, speculative=s.spec)  # fmt: skip
         per_replica_nodes = math.ceil(s.tp * s.pp / gpn)
         nodes = max(per_replica_nodes * dp if s.tp * s.pp >= gpn else math.ceil(t.gpus[i] / gpn), 1)
     else:
@@ -148,6 +151,8 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         )
         kind, tp, pp, dp = "disaggregated", s.tp, 1, ddp
         extra = {"prefill_pool": {"tp": ps.tp, "dp": pdp}, "decode_pool": {"tp": s.tp, "dp": ddp}}
+        extra["spec"] = DeploymentSpec(gpu=s.gpu, tp=s.tp, dp=ddp, weights=s.weights, kv=s.kv,
+                                       prefill_tp=ps.tp, prefill_dp=pdp)  # fmt: skip
         nodes = math.ceil(t.gpus[i] / gpn)
     rate = float(t.rate[i])
     bd: dict[str, float] = {}
@@ -243,6 +248,18 @@ def _fails(checks, i: int, pct: int) -> list[str]:
     return out
 
 
+def misses(sc: Scenario, checks, i: int, d: Deployment) -> list[str]:
+    """Why candidate ``i`` (deployment ``d``, not meeting the SLA) misses it, one line per
+    target; or its utilisation above the cap; or that it is unstable at the offered load."""
+    if not d.stable:
+        return [f"unstable at the offered load ({d.unstable_reason})"]
+    return _fails(checks, i, sc.sla.percentile) or [
+        f"utilisation {1 / d.headroom:.0%} above the {sc.options.max_utilisation:.0%} cap"
+        if d.headroom > 0
+        else "no capacity at the offered load"
+    ]
+
+
 def recommend(scenario: Scenario) -> Recommendation:
     """Search every deployment the scenario's hardware allows; see the module docstring."""
     t0 = time.perf_counter()
@@ -303,7 +320,6 @@ def _recommend(sc: Scenario) -> Recommendation:
         best_i = int(ranked[0]) if ranked.size else None
         best = _deployment(sc, t, best_i, ratio, True) if best_i is not None else None
         reason = None
-        pct = sc.sla.percentile
 
         # near misses: infeasible, smallest violation first, distinct shapes
         miss_order = np.lexsort((t.cost, ratio))
@@ -315,14 +331,7 @@ def _recommend(sc: Scenario) -> Recommendation:
                 continue
             seen.add(key)
             d = _deployment(sc, t, int(i), ratio, False)
-            fails = _fails(checks, int(i), pct) or [
-                f"utilisation {1 / d.headroom:.0%} above the {sc.options.max_utilisation:.0%} cap"
-                if d.stable and d.headroom > 0
-                else f"unstable: {d.unstable_reason}"
-            ]
-            if not d.stable:
-                fails = [f"unstable at the offered load ({d.unstable_reason})"]
-            near.append(NearMiss(deployment=d, fails=fails))
+            near.append(NearMiss(deployment=d, fails=misses(sc, checks, int(i), d)))
             if len(near) == 5:
                 break
         if best is None:
@@ -345,11 +354,16 @@ def _recommend(sc: Scenario) -> Recommendation:
                 out.append(ParetoPoint(description=d.description, gpus=d.gpus,
                     throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
                     usd_per_million_tokens=d.usd_per_million_tokens,
-                    latency_ms=float(lat[i]), meets_sla=d.meets_sla))  # fmt: skip
+                    latency_ms=float(lat[i]), meets_sla=d.meets_sla, spec=d.spec))  # fmt: skip
             return out
 
         pareto = points(stab[pareto_min_min(-tpg[stab], lat[stab])])
         pareto_cost = points(stab[pareto_min_min(t.cost[stab], lat[stab])])
+        fastest = (
+            _deployment(sc, t, int(stab[np.lexsort((t.cost[stab], lat[stab]))[0]]), ratio, False)
+            if stab.size
+            else None
+        )
 
     with phase("explain"):
         cap = capacity_plan(sc, t, best_i, checks) if best_i is not None else None
@@ -362,7 +376,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         best=best, no_best_reason=reason, pareto=pareto, pareto_cost=pareto_cost,
         near_misses=near, explanation=explanation, candidates_evaluated=int(t.n),
         feasible=int(feasible.sum()), rejected=dict(rejected), decision_matrix=dm,
-        capacity=cap, cost_basis=[v[1] for v in t.rates.values()],
+        capacity=cap, cost_basis=[v[1] for v in t.rates.values()], lowest_latency=fastest,
         assumptions=[*ASSUMPTIONS, _headroom_note(sc), *_calibration_notes(sc)],
         elapsed_ms=(time.perf_counter() - t0) * 1e3,
     )  # fmt: skip

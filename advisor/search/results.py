@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from advisor.search.deployment_spec import DeploymentSpec
+
 _M = ConfigDict(extra="forbid")
 PCT = ("p50", "p90", "p95", "p99")
 
@@ -57,6 +59,8 @@ class Deployment(BaseModel):
     #: Prefill of one prompt alone on a (prefill) replica, by component (ms).
     prefill_breakdown_ms: dict[str, float] = {}
     kv_transfer_ms: float | None = None  # disaggregated: KV cache moved per request
+    #: The deployment as a user would set it by hand (advisor/search/deployment_spec.py).
+    spec: DeploymentSpec | None = None
 
 
 class ParetoPoint(BaseModel):
@@ -67,6 +71,7 @@ class ParetoPoint(BaseModel):
     usd_per_million_tokens: float
     latency_ms: float
     meets_sla: bool
+    spec: DeploymentSpec | None = None
 
 
 class NearMiss(BaseModel):
@@ -132,5 +137,7 @@ class Recommendation(BaseModel):
     cost_basis: list[str]
     assumptions: list[str]
     elapsed_ms: float
+    #: The stable deployment with the lowest latency on ``latency_metric`` (SLA or not).
+    lowest_latency: Deployment | None = None
     #: Exclusive wall time per search phase (advisor/search/timing.py PHASES), ms.
     phase_ms: dict[str, float] = {}

@@ -1,0 +1,115 @@
+"""``evaluate_spec(scenario, spec) -> Focus``: one hand-set deployment through the search's code.
+
+The deployment in focus on every page is either one the search returned (it carries its
+``DeploymentSpec``) or one the user set by hand. A hand-set one is evaluated by the search's
+own steps restricted to it, not by a second model: the shape table (``evaluate.build_shapes``'
+memory rejections and step tables), latency under load (``evaluate_aggregated`` or
+``evaluate_disaggregated`` on the given pools), the candidate table, SLA check and Deployment of
+``recommend.py``. The same spec as the search's winner therefore gives the same percentiles,
+cost and ``meets_sla``. A deployment that does not fit is a result with reasons, not an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from advisor.scenario import Scenario
+from advisor.search.deployment_spec import DeploymentSpec
+from advisor.search.disaggregated import Disagg, evaluate_disaggregated
+from advisor.search.evaluate import _build, evaluate_aggregated
+from advisor.search.recommend import _deployment, _sla, _Table, misses
+from advisor.search.results import Deployment
+from advisor.search.space import Shape, replica_config
+
+
+class Focus(BaseModel):
+    """A deployment evaluated for a scenario: its behaviour, or why it cannot run."""
+
+    model_config = ConfigDict(extra="forbid")
+    spec: DeploymentSpec
+    fits: bool
+    #: Why it cannot run at all (memory, GPUs, context); empty when it fits.
+    reasons: list[str] = []
+    deployment: Deployment | None = None
+    #: The SLA targets it misses (or "unstable ..."); empty when it meets the SLA.
+    fails: list[str] = []
+
+    @property
+    def meets_sla(self) -> bool:
+        return self.deployment is not None and self.deployment.meets_sla
+
+
+def _precheck(sc: Scenario, spec: DeploymentSpec) -> list[str]:
+    hw, model = sc.hardware, sc.model_spec()
+    out = []
+    if spec.gpu not in hw.gpus:
+        out.append(f"{spec.gpu} is not one of the scenario's accelerators ({', '.join(hw.gpus)})")
+    if spec.gpus > hw.total_gpus:
+        out.append(
+            f"needs {spec.gpus} GPUs; the cluster has {hw.total_gpus} ({hw.nodes} node(s) × "
+            f"{hw.gpus_per_node})"
+        )
+    if spec.speculative and not sc.options.draft_model:
+        out.append("speculative decoding needs a draft model (options.draft_model)")
+    context = sc.workload.isl_tokens + sc.workload.osl_tokens
+    if context > model.max_position_embeddings:
+        out.append(
+            f"a request of {context:,} tokens exceeds {model.name}'s maximum context of "
+            f"{model.max_position_embeddings:,} tokens"
+        )
+    return out
+
+
+def evaluate_spec(scenario: Scenario, spec: DeploymentSpec) -> Focus:
+    """Evaluate ``spec`` at the scenario's load, SLA and cost (see the module docstring)."""
+    reasons = _precheck(scenario, spec)
+    if reasons:
+        return Focus(spec=spec, fits=False, reasons=reasons)
+    if spec.disaggregated:
+        shapes = [Shape(spec.gpu, spec.prefill_tp, 1, spec.weights, spec.kv, False),
+                  Shape(spec.gpu, spec.tp, 1, spec.weights, spec.kv, False)]  # fmt: skip
+    else:
+        shapes = [Shape(spec.gpu, spec.tp, spec.pp, spec.weights, spec.kv, spec.speculative)]
+    uniq = list(dict.fromkeys(shapes))
+    cfg_row = np.array([uniq.index(s) for s in shapes])
+    st, rejected = _build(scenario, shapes, [replica_config(scenario, s) for s in uniq], cfg_row)
+    if rejected:
+        return Focus(spec=spec, fits=False, reasons=list(rejected))
+    if spec.disaggregated:
+        # The candidate table needs an aggregated part (the queueing arrays take no empty
+        # input): one replica of the decode shape, ahead of the pool pair (the last row).
+        ev = evaluate_aggregated(scenario, st, (np.array([1]), np.array([1])))
+        dg = evaluate_disaggregated(scenario, st, (np.array([0, 1]), np.array([spec.prefill_dp, spec.dp])))  # fmt: skip
+        j = _pair(dg, spec)
+        dg = Disagg(**{f.name: getattr(dg, f.name)[[j]] for f in fields(Disagg)})
+    else:
+        ev = evaluate_aggregated(scenario, st, (np.array([0]), np.array([spec.dp])))
+        dg = None
+    t = _Table(scenario, st, ev, dg)
+    ratio, checks = _sla(scenario, t)
+    i = t.n - 1
+    d = _deployment(scenario, t, i, ratio, True)
+    return Focus(
+        spec=spec, fits=True, deployment=d,
+        fails=[] if d.meets_sla else misses(scenario, checks, i, d),
+    )  # fmt: skip
+
+
+def _pair(dg: Disagg | None, spec: DeploymentSpec) -> int:
+    """Index of the pair (prefill pool = shape row 0, decode pool = row 1) in ``dg``."""
+    hit = (
+        np.nonzero(
+            (dg.pre_shape == 0)
+            & (dg.pre_dp == spec.prefill_dp)
+            & (dg.dec_shape == 1)
+            & (dg.dec_dp == spec.dp)
+        )[0]  # fmt: skip
+        if dg is not None
+        else np.zeros(0, int)
+    )
+    if hit.size == 0:  # _precheck bounds the GPUs, so the pair is always enumerated
+        raise AssertionError(f"pool pair of {spec} not evaluated")
+    return int(hit[0])
