@@ -158,3 +158,35 @@ def test_concurrency_never_negative(model_id, gpu_id, tp, ctx, util):
     assert b.max_concurrent_sequences >= 0 and b.max_concurrent_sequences_contiguous >= 0
     assert b.fits == (not b.reasons)
     assert math.isfinite(b.kv_budget_bytes_per_gpu)
+
+
+def test_speculative_draft_weights_and_kv_come_off_the_budget():
+    """Llama-3.1-8B target with a Llama-3.2-1B draft on one H100, fp16, 4096-token sequences.
+
+    Draft weights by hand from the Llama-3.2-1B config (hidden 2048, 16 layers, 32 q / 8 kv
+    heads of 64, MLP 8192, vocab 128256, tied embeddings): embeddings 128256 x 2048 =
+    262,668,288; per layer q 2048^2 + k, v 2 x 2048 x 512 + o 2048^2 = 10,485,760, MLP
+    3 x 2048 x 8192 = 50,331,648, 2 norms 4096; x 16 = 973,144,064; final norm 2048:
+    1,235,814,400 params x 2 B = 2,471,628,800 B (the bf16 checkpoint's 2.47 GB).
+    KV per token: target 32 layers x 2 x 8 heads x 128 x 2 B = 131,072 B; draft 16 x 2 x 8 x 64
+    x 2 B = 32,768 B. A 4096-token sequence: 536,870,912 + 134,217,728 = 671,088,640 B.
+    """
+    t, d, g = get_model("llama-3.1-8b"), get_model("llama-3.2-1b"), get_accelerator("h100-sxm")
+    plain = memory_budget(t, g, context_tokens=4096)
+    spec = memory_budget(t, g, context_tokens=4096, draft=d)
+    assert spec.draft_weights_bytes_per_gpu == 2_471_628_800
+    assert spec.draft_kv_bytes_per_sequence_per_gpu == 134_217_728
+    budget = plain.kv_budget_bytes_per_gpu - 2_471_628_800
+    assert spec.kv_budget_bytes_per_gpu == pytest.approx(budget)
+    assert spec.max_concurrent_sequences == math.floor(budget / 671_088_640)  # 83 (109 without)
+    assert spec.fits and any("draft llama-3.2-1b" in a for a in spec.assumptions)
+
+
+def test_a_draft_that_does_not_fit_next_to_the_target_is_a_reason():
+    """Llama-3.1-70B fp8 at TP=1 on an H200 (141 GiB = 150.8 GB x 0.9 = 135.7 GB usable): the
+    target's 72.7 GB (70.6e9 params, fp8 linears, 16-bit embeddings and lm_head) leaves room; a
+    second copy as the draft (2 x 72.7 = 145.3 GB) does not fit beside it."""
+    t, g = get_model("llama-3.1-70b"), get_accelerator("h200-sxm")
+    assert memory_budget(t, g, weights_dtype="fp8", context_tokens=4096).fits
+    spec = memory_budget(t, g, weights_dtype="fp8", context_tokens=4096, draft=t)
+    assert not spec.fits and "draft llama-3.1-70b" in spec.reasons[0]

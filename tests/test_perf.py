@@ -270,3 +270,32 @@ def test_static_batch_decodes_osl_minus_1_steps(osl):
     est = estimate(m, g, EstimateInput(isl=512, osl=osl, concurrency=n, batching="static"))
     assert est["e2e_ms"] == pytest.approx(est["ttft_ms"] + (osl - 1) * est["tpot_ms"])
     assert est["throughput_tok_s"] == pytest.approx(n * osl / (est["e2e_ms"] / 1e3), rel=1e-9)
+
+
+def test_verify_step_attends_4_w_ctx_per_query_token():
+    """Speculative verify: each of the k + 1 query tokens of a sequence attends to the whole
+    context. Per query and layer Q.K^T and P.V cost 2 x d x ctx FLOPs each per head: 4 x w x ctx
+    with w = 32 heads x 128 = 4096 (Llama-3.1-8B, 32 layers). Batch 8, k = 4: 40 queries.
+    Raising the context from 2048 to 4096 adds 4 x 32 x 4096 x 40 x 2048 = 4.2950e10 FLOPs
+    (the GEMMs do not depend on the context). The old count (k piggy-backed tokens at
+    2 x w x ctx plus one decode token at 4 x w x ctx) gave 12/20 of that: 2.5770e10.
+    """
+    r = replica("llama-3.1-8b", "h100-sxm")
+
+    def f(ctx):
+        return float(decode_step(r, 8.0, ctx, query_tokens_per_seq=5.0).flops_per_gpu[0])
+
+    assert f(4096.0) - f(2048.0) == pytest.approx(4.294967296e10, rel=1e-9)
+
+
+def test_speculative_estimate_charges_the_draft_to_memory():
+    """The same hand numbers as tests/test_memory.py: a Llama-3.2-1B draft (2,471,628,800 B of
+    weights, 32,768 B of KV per token) next to Llama-3.1-8B (131,072 B per token) on one H100;
+    4096-token sequences (isl 2048 + osl 2048) need 4096 x 163,840 = 671,088,640 B each."""
+    m, g, d = get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), get_model("llama-3.2-1b")
+    plain = estimate(m, g, EstimateInput(isl=2048, osl=2048))
+    spec = estimate(m, g, EstimateInput(isl=2048, osl=2048, spec_draft=d))
+    budget = plain["memory"]["kv_budget_gb_per_gpu"] * 1e9 - 2_471_628_800
+    assert spec["memory"]["draft_weights_gb_per_gpu"] * 1e9 == pytest.approx(2_471_628_800)
+    assert spec["max_concurrency"] == int(budget // 671_088_640)
+    assert spec["max_concurrency"] < plain["max_concurrency"]

@@ -33,6 +33,7 @@ from advisor.perf.replica import (
     max_running,
     pp_link_for,
     tp_link_for,
+    with_draft,
 )
 from advisor.perf.step import StepTimes, decode_step, prefill
 from advisor.physics.memory import memory_budget
@@ -80,26 +81,20 @@ def _speculative_tpot(
     """TPOT with speculative decoding: (k draft steps + one verify step of k+1 tokens) / E.
 
     The draft runs on the same GPUs with the same TP (vLLM's draft-model mode); verification
-    processes b x (k+1) tokens in one target step, which turns compute-bound at large batch.
-    Source: Leviathan et al. 2023; formulas.md "Speculative decoding".
+    processes b x (k+1) query tokens in one target step, which turns compute-bound at large
+    batch. Source: Leviathan et al. 2023; formulas.md "Speculative decoding".
     """
-    target = build_replicas([cfg])
-    draft_cfg = ReplicaConfig(
-        model=draft, gpu=cfg.gpu, tp=min(cfg.tp, draft.num_key_value_heads), pp=1,
-        weights=cfg.weights, kv=cfg.kv, engine=cfg.engine, intra_link=cfg.intra_link,
-        inter_link=cfg.inter_link, gpus_per_node=cfg.gpus_per_node,
-    )  # fmt: skip
-    d = build_replicas([draft_cfg])
-    draft_step = float(decode_step(d, b, ctx).total[0])
-    # Verification: k+1 query tokens per sequence in one pass over weights and the KV cache.
-    verify = decode_step(target, b, ctx, prefill_tokens=b * k, prompt_tokens=ctx)
-    plain = float(decode_step(target, b, ctx).total[0])
+    from advisor.perf.speculative_sweep import step_times  # it imports perf.sweeps -> estimate
+
+    t = step_times(cfg, draft, np.array([b]), np.array([k]), ctx)
+    draft_step, verify = float(t["draft_s"][0]), float(t["verify_s"][0, 0])
+    plain = float(t["plain_s"][0])
     e = float(expected_tokens_per_step(a, k))
-    tpot = (k * draft_step + float(verify.total[0])) / e
+    tpot = (k * draft_step + verify) / e
     info = {
         "expected_tokens_per_step": e,
         "draft_step_ms": draft_step * 1e3,
-        "verify_step_ms": float(verify.total[0]) * 1e3,
+        "verify_step_ms": verify * 1e3,
         "plain_step_ms": plain * 1e3,
         "speedup": plain / tpot,
     }
@@ -129,9 +124,16 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     r = build_replicas([cfg])
     isl, osl = float(inp.isl), float(inp.osl)
     ctx_max = isl + osl
+    draft_tp = 1
+    if inp.spec_draft is not None:
+        from advisor.perf.speculative_sweep import draft_config
+
+        dcfg = draft_config(cfg, inp.spec_draft)
+        draft_tp = dcfg.tp
+        r = with_draft(r, build_replicas([dcfg]), np.array([0]))
     mem = memory_budget(
         model, gpu, tp=inp.tp, pp=inp.pp, weights_dtype=inp.weights, kv_dtype=inp.kv,
-        context_tokens=int(ctx_max), suggest=True,
+        context_tokens=int(ctx_max), suggest=True, draft=inp.spec_draft, draft_tp=draft_tp,
     )  # fmt: skip
     eng = engine_profile(inp.engine)
     eff = family_efficiency(gpu.family)
@@ -155,6 +157,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         "memory": {
             "weights_gb_per_gpu": mem.weights_bytes_per_gpu / 1e9,
             "kv_budget_gb_per_gpu": mem.kv_budget_bytes_per_gpu / 1e9,
+            "draft_weights_gb_per_gpu": mem.draft_weights_bytes_per_gpu / 1e9,
             "kv_bytes_per_token": mem.kv_bytes_per_token,
         },
     }  # fmt: skip
@@ -305,14 +308,14 @@ def kv_offload_time_s(overflow_bytes: float, pcie_bytes_per_s: float) -> float:
 
 def _kv_offload(cfg: ReplicaConfig, r, n: float, ctx_max: float, ctx_mean: float) -> dict | None:
     """What running ``n`` sequences costs with the KV overflow in host memory, and the TP alternative."""
-    from advisor.perf.replica import kv_bytes_per_sequence
+    from advisor.perf.replica import kv_memory_per_sequence
 
     budget = float(r.kv_budget_bytes[0])
     if budget <= 0:
         return None
     link = get_interconnect(cfg.gpu.pcie_link)
     pcie_bw = link.bandwidth_bytes_per_s * PINNED_H2D_FRACTION
-    need = float(kv_bytes_per_sequence(r, ctx_mean)[0]) * n
+    need = float(kv_memory_per_sequence(r, ctx_mean)[0]) * n
     overflow = max(need - budget, 0.0)
     t = kv_offload_time_s(overflow, pcie_bw)
     out = {

@@ -8,7 +8,7 @@ numpy arrays, so prefill and decode times of thousands of candidates are compute
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -76,6 +76,7 @@ class ReplicaArrays:
     kv_window_per_token: np.ndarray  # per GPU: bytes/token of the sliding-window layers
     window: np.ndarray  # sliding window tokens (inf if none)
     kv_budget_bytes: np.ndarray  # per GPU, may be negative (does not fit)
+    draft_kv_per_token: np.ndarray  # per GPU: a speculative draft's KV bytes/token (0: no draft)
     peak_flops: np.ndarray  # achievable: dense peak of the compute path x eta x engine eff
     peak_flops_16: np.ndarray  # achievable 16-bit (dequantization, attention)
     hbm_bw: np.ndarray  # achievable bytes/s
@@ -181,7 +182,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         attn_width=attention_width(m, "decode") / tp,
         prefill_attn_width=attention_width(m, "prefill") / tp, kv_full_per_token=kv_full, kv_window_per_token=kv_win,
         window=float(m.sliding_window) if w_layers else math.inf,
-        kv_budget_bytes=budget,
+        kv_budget_bytes=budget, draft_kv_per_token=0.0,
         peak_flops=peak * eng.efficiency,
         peak_flops_16=peak16 * eff.eta_compute_16 * eng.efficiency,
         hbm_bw=g.hbm_bandwidth_bytes_per_s * eff.eta_mem * eng.mem_efficiency,
@@ -222,9 +223,41 @@ def kv_bytes_per_sequence(r: ReplicaArrays, context_tokens: np.ndarray) -> np.nd
     return r.kv_full_per_token * c + r.kv_window_per_token * np.minimum(c, r.window)
 
 
+def kv_memory_per_sequence(r: ReplicaArrays, context_tokens: np.ndarray) -> np.ndarray:
+    """KV memory one sequence takes on a GPU: the target's KV plus a speculative draft's."""
+    c = np.asarray(context_tokens, dtype=float)
+    return kv_bytes_per_sequence(r, c) + r.draft_kv_per_token * c
+
+
+def with_draft(r: ReplicaArrays, draft: ReplicaArrays, rows: np.ndarray) -> ReplicaArrays:
+    """The replicas ``r`` with a speculative draft (``draft.take(rows)``) on the same GPUs.
+
+        budget' = budget - draft weights per GPU
+        memory per sequence' = target KV + draft KV per token x context
+
+    Every running sequence keeps its context in both models' caches. The draft runs on the
+    target's workers and vLLM allocates its KV blocks from the same gpu_memory_utilization pool
+    (vllm/v1/spec_decode/draft_model.py and eagle.py: the drafter's attention layers join the
+    KV-cache config). Rows < 0 carry no draft. The draft's sliding windows, if any, are
+    charged in full (conservative); its KV is not read by the target's decode step.
+    """
+    rows = np.asarray(rows)
+    has = rows >= 0
+    d = draft.take(np.maximum(rows, 0))
+    weights = np.where(has, d.dense_weight_bytes + d.expert_weight_bytes, 0.0)
+    kv = np.where(has, d.kv_full_per_token + d.kv_window_per_token, 0.0)
+    return replace(
+        r, kv_budget_bytes=r.kv_budget_bytes - weights, draft_kv_per_token=r.draft_kv_per_token + kv
+    )
+
+
 def max_running(r: ReplicaArrays, context_tokens: np.ndarray) -> np.ndarray:
-    """Sequences whose KV fits at ``context_tokens`` each (paged, block waste ignored), >= 0."""
-    per_seq = kv_bytes_per_sequence(r, context_tokens)
+    """Sequences whose KV fits at ``context_tokens`` each (paged, block waste ignored), >= 0.
+
+    A sequence holds the target's KV and, with speculative decoding, the draft's
+    (``kv_memory_per_sequence``).
+    """
+    per_seq = kv_memory_per_sequence(r, context_tokens)
     with np.errstate(divide="ignore", invalid="ignore"):
         n = np.floor(np.where(r.kv_budget_bytes > 0, r.kv_budget_bytes / per_seq, 0.0))
     return np.maximum(n, 0.0)

@@ -1,7 +1,8 @@
 """Speculative decoding over acceptance rate, draft length and batch, vectorised.
 
-The same physics as ``advisor.perf.estimate._speculative_tpot`` (draft on the same GPUs with
-TP = min(TP, draft KV heads), verification of k+1 tokens per sequence in one target step):
+``advisor.perf.estimate`` uses these step times too (draft on the same GPUs with TP = min(TP,
+draft KV heads), verification of k+1 query tokens per sequence in one target step, each
+attending to the whole context):
 
     speedup(a, k, b) = E(a, k) x T_plain(b) / (k x T_draft(b) + T_verify(b, k))
 
@@ -42,9 +43,8 @@ def step_times(
     bb = np.tile(b, nk)  # [nk * nb], k major
     kk = np.repeat(k, nb)
     verify = decode_step(
-        repeat(target, nb * nk), bb, np.full(nb * nk, ctx), prefill_tokens=bb * kk,
-        prompt_tokens=np.full(nb * nk, ctx),
-    ).total.reshape(nk, nb)  # fmt: skip
+        repeat(target, nb * nk), bb, np.full(nb * nk, ctx), query_tokens_per_seq=kk + 1.0
+    ).total.reshape(nk, nb)
     return {"plain_s": plain, "draft_s": draft_s, "verify_s": verify}
 
 

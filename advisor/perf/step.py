@@ -183,7 +183,7 @@ def _roofline_part(flops: np.ndarray, nbytes: np.ndarray, peak: np.ndarray, bw: 
 def _stage_gpu_time(
     r: ReplicaArrays,
     tokens: np.ndarray,
-    batch: np.ndarray,
+    decode_queries: np.ndarray,
     context: np.ndarray,
     prefill_attn_flops: np.ndarray,
     kv_read_bytes: np.ndarray,
@@ -195,8 +195,8 @@ def _stage_gpu_time(
 
     - GEMMs over every token of the iteration: max(2 x active params x tokens / peak + dequant,
       weight bytes / bandwidth) (W4A16 kernels dequantize while the weights stream in);
-    - decode attention over the cached context: max(4 x layers x width x batch x context / peak,
-      KV bytes / bandwidth), memory-bound in practice;
+    - decode attention over the cached context: max(4 x layers x width x queries x context /
+      peak, KV bytes / bandwidth), memory-bound in practice;
     - prefill attention of the prompt tokens: causal FLOPs / peak (compute-bound).
     Attention kernels reach ``attn_eff`` of the GEMM efficiency. They do not overlap the GEMMs
     (separate kernels in FlashAttention/FlashInfer-based engines), so the groups add.
@@ -227,7 +227,7 @@ def _stage_gpu_time(
         + 2.0 * r.expert_active_params * tokens * flop_imbalance
         + 2.0 * r.head_params * logit_rows
     )
-    decode_attn_flops = attention_flops(r, batch, context, r.attn_width)
+    decode_attn_flops = attention_flops(r, decode_queries, context, r.attn_width)
     weight_bytes = r.dense_weight_bytes + r.expert_weight_bytes * read_frac
     passes = 1.0 + tokens / DEQUANT_ROWS_PER_PASS
     dequant = np.where(
@@ -257,12 +257,16 @@ def decode_step(
     context_tokens: np.ndarray,
     prefill_tokens: np.ndarray | float = 0.0,
     prompt_tokens: np.ndarray | float = 0.0,
+    query_tokens_per_seq: np.ndarray | float = 1.0,
 ) -> StepTimes:
-    """One decode iteration for ``batch`` running sequences (all stages, one token each).
+    """One decode iteration for ``batch`` running sequences (all stages).
 
     With PP, the batch is split into min(PP, batch) micro-batches that keep the stages busy;
     each token still crosses every stage, so the time per output token is PP x stage time.
     ``prefill_tokens`` piggy-backed prompt tokens (chunked prefill) share the iteration.
+    ``query_tokens_per_seq`` > 1 is a speculative verify step: each sequence runs k + 1 query
+    tokens, each attending to the whole context on the decode path (4 x width x context FLOPs
+    per layer, the sequence's KV read once for all of them) and each producing logits.
     """
     b = np.maximum(np.asarray(batch, dtype=float), 1.0)
     c = np.asarray(context_tokens, dtype=float)
@@ -270,7 +274,8 @@ def decode_step(
     micro = np.minimum(r.pp, b)
     mb = b / micro  # sequences per micro-batch
     mq = q / micro
-    tokens = mb + mq
+    queries = mb * np.asarray(query_tokens_per_seq, dtype=float)
+    tokens = queries + mq
     kv = kv_bytes_per_sequence(r, c) * mb
     prompt = np.asarray(prompt_tokens, dtype=float)
     # Piggy-backed prompt tokens attend causally over their prompt (T / 2 keys each) through the
@@ -278,7 +283,7 @@ def decode_step(
     extra = attention_flops(r, mq, prompt / 2.0, r.prefill_attn_width)
     kv_write = kv_bytes_per_sequence(r, 1.0) * mq
     flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
-        r, tokens, mb, c, extra, kv, kv_write, tokens, logit_rows=mb
+        r, tokens, queries, c, extra, kv, kv_write, tokens, logit_rows=queries
     )
     comm = tp_communication_s(r, tokens)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)

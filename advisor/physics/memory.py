@@ -318,6 +318,9 @@ class MemoryBudget:
     reasons: list[str] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
+    #: A speculative draft on the same GPUs: its weights and, per sequence at context, its KV.
+    draft_weights_bytes_per_gpu: float = 0.0
+    draft_kv_bytes_per_sequence_per_gpu: float = 0.0
 
 
 def _gb(x: float) -> str:
@@ -339,12 +342,17 @@ def memory_budget(
     max_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS,
     int4_group_size: int = DEFAULT_INT4_GROUP_SIZE,
     suggest: bool = True,
+    draft: ModelSpec | None = None,
+    draft_tp: int = 1,
 ) -> MemoryBudget:
     """Budget per GPU = capacity x utilisation - weights - activation reserve = KV budget.
 
     Paged allocation (Kwon et al. 2023): a sequence of T tokens takes ceil(T / block) blocks, so
     only the last block is partly used. Contiguous allocation reserves ``max_model_len`` tokens
     per sequence (the model's maximum context unless given), as pre-vLLM servers did.
+    A speculative ``draft`` (same weight and KV dtypes, TP ``draft_tp``, no PP) shares the GPUs:
+    its weights come off the budget and every sequence also holds the draft's KV of its context
+    (vLLM allocates the drafter's KV blocks from the same pool; vllm/v1/spec_decode).
 
     >>> from advisor.catalog import get_model, get_accelerator
     >>> b = memory_budget(get_model("llama-2-70b"), get_accelerator("h100-sxm"), tp=4)
@@ -368,7 +376,15 @@ def memory_budget(
     placement = weight_placement(model, weights_dtype, tp, pp, int4_group_size)
     reserve = activation_reserve_bytes(model, tp, max_batched_tokens)
     usable = gpu.memory_bytes * gpu_memory_utilization
-    kv_budget = usable - placement.per_gpu_bytes - reserve
+    draft_w = 0.0
+    if draft is not None:
+        draft_w = weight_placement(draft, weights_dtype, draft_tp, 1, int4_group_size).per_gpu_bytes
+    kv_budget = usable - placement.per_gpu_bytes - draft_w - reserve
+
+    def draft_kv(tokens: int) -> float:
+        if draft is None:
+            return 0.0
+        return kv_bytes_per_sequence(draft, kv_dtype, tokens) * kv_tp_fraction(draft, draft_tp)
 
     layers = model.num_hidden_layers
     stage_share = math.ceil(layers / pp) / layers
@@ -380,7 +396,9 @@ def memory_budget(
 
     paged_tokens = math.ceil(context_tokens / block_size) * block_size
     paged_seq_gpu = kv_bytes_per_sequence(model, kv_dtype, paged_tokens) * tp_frac * stage_share
+    paged_seq_gpu += draft_kv(paged_tokens)
     contig_seq_gpu = kv_bytes_per_sequence(model, kv_dtype, max_len) * tp_frac * stage_share
+    contig_seq_gpu += draft_kv(max_len)
     n_paged = max(0, math.floor(kv_budget / paged_seq_gpu)) if kv_budget > 0 else 0
     n_contig = max(0, math.floor(kv_budget / contig_seq_gpu)) if kv_budget > 0 else 0
 
@@ -390,19 +408,22 @@ def memory_budget(
         f"{_gb(usable)} usable ({gpu_memory_utilization:.2f} x {_gb(gpu.memory_bytes)} "
         f"on {gpu.name})"
     )
-    if placement.per_gpu_bytes > usable:
+    with_draft = f" + draft {draft.id} {_gb(draft_w)}" if draft is not None else ""
+    if placement.per_gpu_bytes + draft_w > usable:
         reasons.append(
-            f"weights need {_gb(placement.per_gpu_bytes)} per GPU ({where}); the GPU has {usable_txt}"
+            f"weights need {_gb(placement.per_gpu_bytes)}{with_draft} per GPU ({where}); "
+            f"the GPU has {usable_txt}"
         )
     elif kv_budget <= 0:
         reasons.append(
-            f"weights {_gb(placement.per_gpu_bytes)} + activation reserve {_gb(reserve)} per GPU "
-            f"leave no room for the KV cache in {usable_txt}"
+            f"weights {_gb(placement.per_gpu_bytes)}{with_draft} + activation reserve "
+            f"{_gb(reserve)} per GPU leave no room for the KV cache in {usable_txt}"
         )
     elif n_paged == 0:
         reasons.append(
-            f"one {context_tokens}-token sequence needs {_gb(paged_seq_gpu)} of KV cache per GPU; "
-            f"only {_gb(kv_budget)} is left after weights and activations"
+            f"one {context_tokens}-token sequence needs {_gb(paged_seq_gpu)} of KV cache per GPU"
+            f"{' (target + draft)' if draft is not None else ''}; only {_gb(kv_budget)} is left "
+            "after weights and activations"
         )
     fits = not reasons
 
@@ -410,7 +431,7 @@ def memory_budget(
     if not fits and suggest:
         suggestions = _suggestions(
             model, gpu, tp, pp, weights_dtype, kv_dtype, context_tokens, block_size,
-            gpu_memory_utilization, max_batched_tokens, int4_group_size,
+            gpu_memory_utilization, max_batched_tokens, int4_group_size, draft, draft_tp,
         )  # fmt: skip
 
     assumptions = [
@@ -422,6 +443,11 @@ def memory_budget(
         "quantized weights: linear layers only; embeddings, lm_head and norms stay 16-bit",
         f"contiguous allocation reserves {max_len} tokens per sequence",
     ]
+    if draft is not None:
+        assumptions.append(
+            f"speculative draft {draft.id} at TP={draft_tp} on the same GPUs: "
+            f"{_gb(draft_w)} of weights and {_gb(draft_kv(context_tokens))} of KV per sequence"
+        )
     if weights_dtype == "int4":
         assumptions.append(
             f"int4 with one fp16 scale and a 4-bit zero per {int4_group_size} weights"
@@ -452,6 +478,8 @@ def memory_budget(
         reasons=reasons,
         suggestions=suggestions,
         assumptions=assumptions,
+        draft_weights_bytes_per_gpu=draft_w,
+        draft_kv_bytes_per_sequence_per_gpu=draft_kv(context_tokens),
     )
 
 
@@ -467,6 +495,8 @@ def _suggestions(
     util: float,
     max_batched_tokens: int,
     group: int,
+    draft: ModelSpec | None = None,
+    draft_tp: int = 1,
 ) -> list[str]:
     """The smallest changes that make the deployment fit: more TP, then lower-bit weights."""
 
@@ -475,6 +505,7 @@ def _suggestions(
             tp=tp, pp=pp, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
             context_tokens=context_tokens, block_size=block_size, gpu_memory_utilization=util,
             max_batched_tokens=max_batched_tokens, int4_group_size=group, suggest=False,
+            draft=draft, draft_tp=draft_tp,
         )  # fmt: skip
         kw.update(over)
         return memory_budget(model, gpu, **kw)

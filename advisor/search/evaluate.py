@@ -9,8 +9,8 @@ Method (all numpy, no Python loop per candidate):
    model's ``decode_step_fn`` interpolates linearly between grid points
    (``PiecewiseLinearStep``, whose decode fixed point is solved exactly per segment).
    Speculative decoding (Leviathan et al. 2023): per target step the draft runs k steps and the
-   target verifies k + 1 tokens per sequence (``decode_step`` with ``batch x k`` piggy-backed
-   tokens attending to the context); a step yields E = (1 - a^(k+1)) / (1 - a) tokens, so the
+   target verifies k + 1 query tokens per sequence (``decode_step`` with
+   ``query_tokens_per_seq = k + 1``, each attending to the whole context); a step yields E = (1 - a^(k+1)) / (1 - a) tokens, so the
    time per output token is (k x T_draft(b) + T_verify(b)) / E. Because T_verify grows with the
    batch (the step turns compute-bound), the speedup falls with the batch and can drop below 1.
 3. ``latency_under_load`` (physics/queueing.py, continuous batching) on every (shape, DP) pair
@@ -21,14 +21,13 @@ X = N / E2E_mean(X) (Little's law); solved per candidate by vectorised bisection
 
 from __future__ import annotations
 
-import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from advisor.catalog import models
-from advisor.perf.replica import ReplicaArrays, build_replicas, max_running
+from advisor.perf.replica import ReplicaArrays, build_replicas, max_running, with_draft
 from advisor.perf.step import decode_step, prefill
 from advisor.physics.queueing import (
     LoadResult,
@@ -114,15 +113,9 @@ def _build(
                 dcfgs.append(replica_config(scenario, s, model=dmodel, tp=dtp, pp=1, weights=dw))
             draft_row[i] = keys[key]
         draft = build_replicas(dcfgs)
-        dsel = np.maximum(draft_row, 0)
-        dweights = np.where(spec, (draft.dense_weight_bytes + draft.expert_weight_bytes)[dsel], 0)
-        dkv = np.where(spec, draft.kv_full_per_token[dsel] + draft.kv_window_per_token[dsel], 0)
-        r = dataclasses.replace(
-            r,
-            kv_budget_bytes=r.kv_budget_bytes - dweights,
-            kv_full_per_token=r.kv_full_per_token + dkv,
-        )
-        weights = weights + dweights
+        budget = r.kv_budget_bytes
+        r = with_draft(r, draft, draft_row)
+        weights = weights + (budget - r.kv_budget_bytes)
 
     cap = np.minimum(max_running(r, np.full(r.n, isl + osl)), r.max_num_seqs)
     rejected: Counter = Counter()
@@ -159,7 +152,7 @@ def _build(
         si = np.nonzero(spec)[0]
         srows = np.repeat(si, g)
         sb = np.tile(GRID, si.size)
-        verify = decode_step(r.take(srows), sb, ctx, prefill_tokens=sb * k, prompt_tokens=ctx)
+        verify = decode_step(r.take(srows), sb, ctx, query_tokens_per_seq=k + 1.0)
         # the draft's steps depend only on its own (few) distinct replicas: tabulate those
         nd = draft.n
         dstep = decode_step(draft.take(np.repeat(np.arange(nd), g)), np.tile(GRID, nd), ctx)
