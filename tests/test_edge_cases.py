@@ -132,14 +132,26 @@ def test_too_long_for_memory_is_a_result_with_reasons(capsys):
     "argv, flag",
     [
         (["memory", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--context", "131073"], "--context"),
-        (["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "131072", "--osl", "1"], "--isl"),
         (["recommend", "--model", "llama-3.1-8b", "--isl", "131072", "--osl", "1"], "--isl"),
     ],
 )  # fmt: skip
 def test_context_above_the_model_maximum_is_refused(capsys, argv, flag):
-    """Above max_position_embeddings a server refuses the request: exit 2 naming the limit."""
+    """Above max_position_embeddings a serving plan (and a memory sizing) is refused: exit 2
+    naming the limit. ``estimate`` runs it with a warning (next test)."""
     code, err = cli_json(capsys, *argv)
     assert code == 2 and flag in err and "maximum context of 131,072" in err
+
+
+def test_estimate_above_the_trained_context_warns_instead_of_refusing(capsys):
+    """Llama-3.1-8B's config: max_position_embeddings 131,072; 131,072 + 1 tokens are estimated
+    (engines run it when the limit is raised; issue 12), with a warning naming the limit."""
+    argv = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "131072",
+            "--osl", "1"]  # fmt: skip
+    code, r = cli_json(capsys, *argv)
+    assert code == 0 and r["fits"] and r["ttft_ms"] > 0, r
+    assert len(r["warnings"]) == 1 and "trained context of 131,072" in r["warnings"][0]
+    assert main(argv) == 0  # the text output shows the warning once, before the figures
+    assert capsys.readouterr().out.count("WARNING: isl + osl = 131,073 tokens") == 1
 
 
 def test_context_at_the_maximum_is_accepted(capsys):

@@ -11,7 +11,6 @@ from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.catalog.loader import UnknownIdError
 from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
 from advisor.cli.common import (
-    check_context,
     read_input_file,
     resolve_gpu,
     resolve_link,
@@ -82,8 +81,6 @@ def _run_one(d: dict) -> dict:
         raise CliInputError("--spec-draft works with --concurrency N, not with --qps")
     model = resolve_model(str(d["model"]))
     gpu = resolve_gpu(str(d["gpu"]))
-    if isinstance(d["isl"], int) and isinstance(d["osl"], int):  # else the model check says why
-        check_context(model, d["isl"] + d["osl"], f"--isl {d['isl']} + --osl {d['osl']}")
     draft = resolve_model(str(d["spec_draft"])) if d.get("spec_draft") else None
     for flag in ("link", "inter_link"):
         if d.get(flag):
@@ -144,8 +141,9 @@ def render(r: dict) -> str:
         f"{r['model']} on {r['gpus']} x {r['gpu']} (TP={r['tp']} PP={r['pp']} DP={r['dp']}), "
         f"weights {r['weights']}, KV {r['kv']}, engine {r['engine']}"
     )
+    warn = [f"  WARNING: {w}" for w in r.get("warnings", [])]
     if not r["fits"] or r.get("stable") is False:
-        return head + "\n" + "\n".join(f"  NOT FEASIBLE: {x}" for x in r["reasons"])
+        return "\n".join([head, *warn, *(f"  NOT FEASIBLE: {x}" for x in r["reasons"])])
     iv = r["intervals"]
     pct = f"{iv['confidence']:.0%}"
 
@@ -155,6 +153,7 @@ def render(r: dict) -> str:
 
     lines = [
         head,
+        *warn,
         f"  TTFT {r['ttft_ms']:.1f} ms{rng('ttft_ms', '.1f')}   "
         f"TPOT {r['tpot_ms']:.2f} ms{rng('tpot_ms', '.2f')}   "
         f"E2E {r['e2e_ms']:.0f} ms{rng('e2e_ms', '.0f')}",

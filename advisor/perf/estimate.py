@@ -112,8 +112,35 @@ def _infeasible(
     }  # fmt: skip
 
 
+def context_warnings(model: ModelSpec, isl: int, osl: int) -> list[str]:
+    """A warning when isl + osl exceeds the model's trained context (max_position_embeddings).
+
+    Such a sequence is estimated, not refused: engines run it when told to (vLLM
+    ``--max-model-len`` with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, RoPE scaling overrides) and
+    published measurements include such rows; only the quality is not guaranteed. Serving
+    recommendations still refuse it (advisor.search.recommend).
+
+    >>> from advisor.catalog import get_model
+    >>> context_warnings(get_model("llama-2-7b"), 4000, 96)
+    []
+    >>> print(context_warnings(get_model("llama-2-7b"), 4000, 200)[0][:70])  # config: 4096
+    isl + osl = 4,200 tokens exceeds llama-2-7b's trained context of 4,096
+    """
+    n, limit = isl + osl, model.max_position_embeddings
+    if n <= limit:
+        return []
+    return [
+        f"isl + osl = {n:,} tokens exceeds {model.id}'s trained context of {limit:,} tokens "
+        "(max_position_embeddings): estimated anyway, as engines run it when the limit is raised; "
+        "output quality beyond the trained context is not guaranteed"
+    ]
+
+
 def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
-    """Predict latency and throughput of one deployment; infeasible ones come back with reasons."""
+    """Predict latency and throughput of one deployment; infeasible ones come back with reasons.
+
+    Every result carries ``warnings`` (e.g. a sequence longer than the trained context).
+    """
     intra = get_interconnect(inp.link) if inp.link else None
     inter = get_interconnect(inp.inter_link) if inp.inter_link else None
     cfg = ReplicaConfig(
@@ -154,6 +181,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         "tp_link": tp_link_for(cfg, interconnects()).id if inp.tp > 1 else None,
         "pp_link": pp_link_for(cfg, interconnects()).id if inp.pp > 1 else None,
         "max_concurrency": int(cap),
+        "warnings": context_warnings(model, inp.isl, inp.osl),
         "memory": {
             "weights_gb_per_gpu": mem.weights_bytes_per_gpu / 1e9,
             "kv_budget_gb_per_gpu": mem.kv_budget_bytes_per_gpu / 1e9,

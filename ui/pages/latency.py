@@ -19,6 +19,7 @@ from advisor.perf.sweeps import (
     roofline_points,
     scenario_input,
 )
+from ui.format import md_escape
 from ui.state import current, guarded
 
 
@@ -62,6 +63,8 @@ def profile_section(c: SimpleNamespace) -> None:
 
 def summary_section(c: SimpleNamespace) -> bool:
     e = c.est
+    for w in e.get("warnings") or []:
+        st.warning(md_escape(w))
     if not e["fits"] or e.get("stable") is False:
         st.error("Not servable as set: " + "; ".join(e["reasons"]))
         if e.get("suggestions"):
