@@ -90,6 +90,9 @@ class SLA(BaseModel):
     ttft_ms: Annotated[float, Field(gt=0, le=3_600_000)] | None = None
     tpot_ms: Annotated[float, Field(gt=0, le=60_000)] | None = 50.0
     e2e_ms: Annotated[float, Field(gt=0, le=36_000_000)] | None = None
+    #: A target counts as met only when the upper end of the interval of the predicted
+    #: percentile at this confidence is within it (advisor/perf/intervals.py).
+    confidence: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
 
     def describe(self) -> str:
         parts = [
@@ -97,7 +100,9 @@ class SLA(BaseModel):
             for label, v in (("TTFT", self.ttft_ms), ("TPOT", self.tpot_ms), ("E2E", self.e2e_ms))
             if v is not None
         ]
-        return f"P{self.percentile} " + ", ".join(parts) if parts else "no latency target"
+        if not parts:
+            return "no latency target"
+        return f"P{self.percentile} " + ", ".join(parts) + f" at {self.confidence:.0%} confidence"
 
 
 class Options(BaseModel):

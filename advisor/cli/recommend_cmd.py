@@ -54,6 +54,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="percentile the --*-p99-ms targets apply to",
     )
     p.add_argument(
+        "--confidence",
+        type=float_in(0.5, 0.99),
+        default=0.8,
+        help="a target is met when the upper end of the predicted percentile's range at this "
+        "confidence is within it (0.5..0.99, default 0.8)",
+    )
+    p.add_argument(
         "--weights",
         type=_list_of(list(WEIGHT_DTYPES), "weight dtype"),
         default=["fp16", "fp8", "int8", "int4"],
@@ -114,7 +121,7 @@ def scenario_from_args(args: argparse.Namespace):
                               arrival_rate_per_s=args.qps),
             sla=SLA(percentile=int(args.percentile), ttft_ms=targets[0],
                     tpot_ms=targets[1] if any(v is not None for v in targets) else 50.0,
-                    e2e_ms=targets[2]),
+                    e2e_ms=targets[2], confidence=args.confidence),
             options=Options(weight_dtypes=args.weights, kv_dtypes=args.kv, engine=args.engine,
                             speculative=args.spec_draft is not None,
                             draft_model=args.spec_draft or "llama-3.2-1b",
@@ -145,11 +152,14 @@ def render(r: dict) -> str:
             f"per 1M output tokens; {b['throughput_tok_s']:.0f} tok/s "
             f"({b['throughput_per_gpu_tok_s']:.0f}/GPU); headroom {b['headroom']:.1f}x",
         ]
+        iv = b["intervals"]
         for m in ("ttft_ms", "tpot_ms", "e2e_ms"):
             v = b[m]
+            lo, hi = iv[m]
             lines.append(
                 f"  {m[:-3].upper():5s} P50 {v['p50']:.1f}  P90 {v['p90']:.1f}  "
-                f"P95 {v['p95']:.1f}  P99 {v['p99']:.1f} ms"
+                f"P95 {v['p95']:.1f}  P99 {v['p99']:.1f} ms  "
+                f"(P{iv['percentile']} {iv['confidence']:.0%} range {lo:.1f}-{hi:.1f})"
             )
     lines.append("why:")
     lines += [f"  - {x}" for x in r["explanation"]]

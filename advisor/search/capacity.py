@@ -41,10 +41,10 @@ def _meets(sc, ttft, tpot, e2e, stable, checks_targets) -> np.ndarray:
     qi = QUANTILES.index(sc.sla.percentile / 100)
     ok = np.asarray(stable, dtype=bool).copy()
     arrays = {"TTFT": ttft, "TPOT": tpot, "E2E": e2e}
-    for name, target in checks_targets:
+    for name, target, factor in checks_targets:
         arr = arrays[name]
         v = arr.quantile_s(QUANTILES[qi]) if hasattr(arr, "quantile_s") else arr[:, qi]
-        ok &= v * 1e3 <= target
+        ok &= v * factor * 1e3 <= target  # the upper end of the interval (search/sla.py)
     return ok
 
 
@@ -99,7 +99,7 @@ def capacity_plan(sc, t, best_i: int, checks):
 
     st = t.st
     gpn = sc.hardware.gpus_per_node
-    targets = [(name, target) for name, _, target in checks]
+    targets = [(name, target, float(factor[best_i])) for name, _, target, factor in checks]
     if sc.workload.arrival_rate_per_s is not None:
         offered = sc.workload.arrival_rate_per_s
     else:

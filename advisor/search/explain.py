@@ -28,7 +28,8 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
     k = int(t.shape_of[best_i])
     s = st.shapes[k]
     b = max(1.0, float(t.running[best_i]) + 1.0)
-    out = []
+    warning, verdict = confidence_lines(sc, t, best_i)
+    out = [warning] if warning else []
     disagg = best_i >= t.na
     pool = "Decode pool: " if disagg else ""
     if disagg:
@@ -121,7 +122,44 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
                 f"{float(lat[fastest]):.1f} ms on {int(t.gpus[fastest])} GPUs at "
                 f"${float(t.cost[fastest]):.3f}/M tokens."
             )
+    out.append(verdict)
     return out
+
+
+def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
+    """The headline when the winner is predicted from priors (else None), and the confidence of
+    the verdict.
+
+    "MI300X is uncalibrated: predictions from priors, 80% range P99 TPOT 30.1-55.2 ms" comes
+    first in the explanation, so a reader sees it before the reasons the winner wins.
+    """
+    from advisor.catalog import get_accelerator
+    from advisor.perf.intervals import is_calibrated
+    from advisor.physics.queueing import QUANTILES
+    from advisor.search.sla import TARGETS, percentile_intervals
+
+    qi = QUANTILES.index(sc.sla.percentile / 100)
+    gpu = get_accelerator(t.st.shapes[int(t.shape_of[best_i])].gpu)
+    got = [float(a[best_i, qi]) * 1e3 for a in (t.ttft, t.tpot, t.e2e)]
+    iv = percentile_intervals(sc, gpu.id, *got)
+    pct, conf = sc.sla.percentile, f"{sc.sla.confidence:.0%}"
+    stated = [(n, k) for n, k, f in TARGETS if getattr(sc.sla, f) is not None] or [("E2E", "e2e")]
+    ranges = ", ".join(
+        f"P{pct} {n} {iv[k + '_ms'][0]:.1f}-{iv[k + '_ms'][1]:.1f} ms" for n, k in stated
+    )
+    fam_ok, eng_ok = is_calibrated(sc.options.engine, gpu.family)
+    who = [x for x, ok in ((gpu.name, fam_ok), (f"engine {sc.options.engine}", eng_ok)) if not ok]
+    warning = None
+    if who:
+        warning = (
+            f"{' and '.join(who)} {'is' if len(who) == 1 else 'are'} uncalibrated: predictions "
+            f"from priors, {conf} range {ranges}; it wins only with that range inside the SLA."
+        )
+    verdict = (
+        f"Meets the SLA at {conf} confidence: the upper end of the {conf} range of each target "
+        f"({ranges}) is within it (ranges from out-of-sample errors, advisor/perf/intervals.py)."
+    )
+    return warning, verdict
 
 
 def _n(count: int, noun: str) -> str:

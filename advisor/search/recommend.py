@@ -37,6 +37,7 @@ from advisor.search.results import (
     Percentiles,
     Recommendation,
 )
+from advisor.search.sla import percentile_intervals, sla_checks
 from advisor.search.timing import PHASES, Phases, phase
 
 ASSUMPTIONS = [
@@ -88,20 +89,19 @@ class _Table:
         )
 
 
-def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list[tuple[str, np.ndarray, float]]]:
+def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list]:
+    """Worst (upper end of the predicted percentile's interval / target) per candidate, and the
+    checks: (name, predicted percentile s, target ms, upper factor) per stated target."""
     qi = QUANTILES.index(sc.sla.percentile / 100)
+    arrays = {"TTFT": t.ttft, "TPOT": t.tpot, "E2E": t.e2e}
+    gpu_ids = [t.st.shapes[int(k)].gpu for k in t.shape_of]
     checks = [
-        (name, arr[:, qi], target)
-        for name, arr, target in (
-            ("TTFT", t.ttft, sc.sla.ttft_ms),
-            ("TPOT", t.tpot, sc.sla.tpot_ms),
-            ("E2E", t.e2e, sc.sla.e2e_ms),
-        )
-        if target is not None
+        (name, arrays[name][:, qi], target, factor)
+        for name, target, factor in sla_checks(sc, gpu_ids)
     ]
     ratio = np.zeros(t.n)
-    for _, v, target in checks:
-        ratio = np.maximum(ratio, v * 1e3 / target)
+    for _, v, target, factor in checks:
+        ratio = np.maximum(ratio, v * factor * 1e3 / target)
     # Headroom: the offered rate may use at most max_utilisation of the sustainable rate.
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where(t.cap > 0, t.rate / t.cap, np.inf)
@@ -155,6 +155,7 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
                                        prefill_tp=ps.tp, prefill_dp=pdp)  # fmt: skip
         nodes = math.ceil(t.gpus[i] / gpn)
     rate = float(t.rate[i])
+    qi = QUANTILES.index(sc.sla.percentile / 100)
     bd: dict[str, float] = {}
     pbd: dict[str, float] = {}
     if breakdown:
@@ -173,6 +174,8 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         usd_per_hour=float(t.usd_h[i]), usd_per_million_tokens=float(t.cost[i]),
         max_rate_req_s=float(t.cap[i]), headroom=float(t.cap[i] / rate) if rate > 0 else math.inf,
         running_batch=float(t.running[i]), step_breakdown_ms=bd, prefill_breakdown_ms=pbd,
+        intervals=percentile_intervals(sc, s.gpu, *(float(a[i, qi]) * 1e3 for a in
+                                                    (t.ttft, t.tpot, t.e2e))),
         **extra,
     )  # fmt: skip
 
@@ -235,13 +238,16 @@ def _headroom_note(sc: Scenario) -> str:
     )
 
 
-def _fails(checks, i: int, pct: int) -> list[str]:
+def _fails(sc: Scenario, checks, i: int) -> list[str]:
     out = []
-    for name, v, target in checks:
+    pct, conf = sc.sla.percentile, f"{sc.sla.confidence:.0%}"
+    for name, v, target, factor in checks:
         ms = float(v[i]) * 1e3
-        if not ms <= target:
+        hi = ms * float(factor[i])
+        if not hi <= target:
             out.append(
-                f"P{pct} {name} {ms:.1f} ms > {target:g} ms (+{(ms / target - 1) * 100:.0f}%)"
+                f"P{pct} {name} {ms:.1f} ms, up to {hi:.1f} ms at {conf} confidence > "
+                f"{target:g} ms (+{(hi / target - 1) * 100:.0f}%)"
                 if math.isfinite(ms)
                 else f"P{pct} {name} unbounded (unstable)"
             )
@@ -253,7 +259,7 @@ def misses(sc: Scenario, checks, i: int, d: Deployment) -> list[str]:
     target; or its utilisation above the cap; or that it is unstable at the offered load."""
     if not d.stable:
         return [f"unstable at the offered load ({d.unstable_reason})"]
-    return _fails(checks, i, sc.sla.percentile) or [
+    return _fails(sc, checks, i) or [
         f"utilisation {1 / d.headroom:.0%} above the {sc.options.max_utilisation:.0%} cap"
         if d.headroom > 0
         else "no capacity at the offered load"
@@ -278,6 +284,7 @@ def _nothing(sc: Scenario, t0: float, rejected: dict, reason: str) -> Recommenda
     ans = article_answer(params)
     return Recommendation(
         scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric="",
+        confidence=sc.sla.confidence,
         best=None, no_best_reason=reason, pareto=[], pareto_cost=[], near_misses=[],
         explanation=[], candidates_evaluated=0, feasible=0, rejected=rejected,
         decision_matrix=DecisionMatrix(model_params_b=params / 1e9, row=ans.row,
@@ -373,6 +380,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         )
     return Recommendation(
         scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric=metric,
+        confidence=sc.sla.confidence,
         best=best, no_best_reason=reason, pareto=pareto, pareto_cost=pareto_cost,
         near_misses=near, explanation=explanation, candidates_evaluated=int(t.n),
         feasible=int(feasible.sum()), rejected=dict(rejected), decision_matrix=dm,

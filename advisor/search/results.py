@@ -7,6 +7,8 @@ Their own module so that recommend.py, capacity.py and explain.py all import the
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from advisor.search.deployment_spec import DeploymentSpec
@@ -61,6 +63,9 @@ class Deployment(BaseModel):
     kv_transfer_ms: float | None = None  # disaggregated: KV cache moved per request
     #: The deployment as a user would set it by hand (advisor/search/deployment_spec.py).
     spec: DeploymentSpec | None = None
+    #: Interval of each predicted SLA percentile at the SLA's confidence (advisor/search/sla.py):
+    #: confidence, percentile, ttft_ms/tpot_ms/e2e_ms [low, high], calibrated, basis.
+    intervals: dict[str, Any] | None = None
 
 
 class ParetoPoint(BaseModel):
@@ -123,6 +128,8 @@ class Recommendation(BaseModel):
     model: str
     sla: str
     latency_metric: str  # the metric on the Pareto frontiers, e.g. "P99 TPOT"
+    #: Confidence at which "meets the SLA" is decided (scenario sla.confidence).
+    confidence: float = 0.8
     best: Deployment | None
     no_best_reason: str | None = None
     pareto: list[ParetoPoint]
