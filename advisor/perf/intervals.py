@@ -66,21 +66,48 @@ MIN_ROWS = 10
 #: A failed prediction counts as this factor off (keeps the row in the quantiles, finite).
 FAILED_FACTOR = 100.0
 
-#: Case kind (advisor/perf/measurements.py) -> (prediction kind, power): the measured and
-#: predicted values are the headline quantity raised to ``power`` (batch-1 decode is reported as
-#: tokens/s = 1 / TPOT, so its log ratio changes sign).
+#: Case kind (advisor/perf/measurements.py) or its coarse kind (validate.COARSE_KIND) ->
+#: (prediction kind, power): measured and predicted are the headline quantity raised to
+#: ``power`` (batch-1 decode reported as tokens/s = 1 / TPOT changes the sign of the log ratio).
 CASE_KINDS: dict[str, tuple[str, int]] = {
     "ttft_b1": ("ttft", 1),
     "load_ttft": ("ttft", 1),
-    "decode_b1": ("tpot", -1),
+    "conc_ttft": ("ttft", 1),
+    "tpot_b1": ("tpot", 1),
     "itl_fit_intercept": ("tpot", 1),
     "load_itl": ("tpot", 1),
     "conc_tpot": ("tpot", 1),
+    "load_e2e": ("e2e", 1),
+    "conc_e2e": ("e2e", 1),
+    "static_e2e": ("e2e", 1),
     "offline": ("throughput", 1),
     "static": ("throughput", 1),
     "conc_tput": ("throughput", 1),
+    "load_tput": ("throughput", 1),
     **{k: (k, 1) for k in KINDS},
 }
+#: Below this a "decode_b1" value is the ITL-versus-context slope (s per context token, ~1e-7 to
+#: 1e-5), not a headline number; up to 1 it is seconds per token (TPOT at batch 1 is 2-200 ms);
+#: above 1 it is tokens/s (no batch-1 stream decodes slower than one token a second).
+_SLOPE_BELOW, _SECONDS_UP_TO = 1e-4, 1.0
+
+
+def _case_kind(kind: str, measured: float) -> tuple[str, int] | None:
+    """(prediction kind, power) of a stored row; None for rows that are no headline number.
+
+    The coarse kind "decode_b1" (bench/crossval.py) joins tokens/s, seconds per token and the
+    ITL slope; their magnitudes tell them apart (see _SLOPE_BELOW).
+
+    >>> _case_kind("decode_b1", 95.0), _case_kind("decode_b1", 0.012), _case_kind("decode_b1", 3e-7)
+    (('tpot', -1), ('tpot', 1), None)
+    """
+    if kind == "decode_b1":
+        if measured < _SLOPE_BELOW:
+            return None
+        return ("tpot", 1) if measured <= _SECONDS_UP_TO else ("tpot", -1)
+    return CASE_KINDS.get(kind)
+
+
 #: Metric families of the validation table (advisor/perf/validate.FAMILIES) behind each kind:
 #: whose leave-one-group-out P90 widens an uncalibrated interval.
 KIND_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -156,7 +183,7 @@ def rows_from_doc(doc: Mapping) -> list[ErrorRow]:
     all-reduce and the ITL-vs-context slope are not headline numbers)."""
     out = []
     for r in doc.get("loso_rows") or []:
-        kind = CASE_KINDS.get(str(r["kind"]))
+        kind = _case_kind(str(r["kind"]), float(r["measured"]))
         if kind is None:
             continue
         out.append(

@@ -1,0 +1,54 @@
+"""Do the prediction intervals hold? Coverage of the held-out measurements (issue 12 target:
+70-90% of them inside their own 80% interval).
+
+Reads the leave-one-source-out rows of data/crossval.yaml (``loso_rows``, written by
+``bench/crossval.py --write``) and scores every row by the interval built without it, for its
+own kind, engine, accelerator family and calibration state (advisor/perf/intervals.coverage).
+Prints the coverage per kind and overall at each confidence, and the interval factors of a few
+typical queries with their basis.
+
+    .venv/bin/python bench/intervals.py [--confidence 0.8 0.5 0.9]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from advisor.perf.intervals import KINDS, coverage, factors_for, load_table  # noqa: E402
+
+QUERIES = (("trtllm", "hopper"), ("vllm", "hopper"), ("vllm", "cdna3"), ("sglang", "blackwell"),
+           ("generic", "ampere"))  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--confidence", type=float, nargs="+", default=[0.8, 0.5, 0.9])
+    args = ap.parse_args()
+    table = load_table()
+    counts = Counter((r.kind, r.calibrated) for r in table.rows)
+    print(f"{len(table.rows)} held-out rows in data/crossval.yaml loso_rows:")
+    for k in KINDS:
+        print(f"  {k:<11} {counts[(k, True)]:>4} calibrated  {counts[(k, False)]:>4} uncalibrated")
+    if not table.rows:
+        print("no loso_rows: run bench/crossval.py --write first")
+        return
+    for c in args.confidence:
+        cov = coverage(table, c)
+        target = "  (target 70-90%)" if c == 0.8 else ""
+        print(f"coverage at {c:.0%}{target}:")
+        for k, v in cov.items():
+            print(f"  {k:<11} {v['rows']:>4} rows  {v['inside_pct']:5.1f}% inside")
+    print("interval factors at 80% (x the prediction):")
+    for engine, family in QUERIES:
+        for k in KINDS:
+            iv = factors_for(k, engine, family, 0.8)
+            print(f"  {engine:<8} {family:<10} {k:<10} [{iv.low:.2f}, {iv.high:.2f}]  {iv.basis}")
+
+
+if __name__ == "__main__":
+    main()
