@@ -299,3 +299,22 @@ def test_speculative_estimate_charges_the_draft_to_memory():
     assert spec["memory"]["draft_weights_gb_per_gpu"] * 1e9 == pytest.approx(2_471_628_800)
     assert spec["max_concurrency"] == int(budget // 671_088_640)
     assert spec["max_concurrency"] < plain["max_concurrency"]
+
+
+@pytest.mark.parametrize("n, osl, stalls_per_token", [(2, 2, 1.0), (3, 5, 0.5), (8, 4, 7 / 3)])
+def test_fixed_concurrency_stalls_n_minus_1_prefills_per_osl_minus_1_tokens(
+    n, osl, stalls_per_token
+):
+    """n sequences always running, osl output tokens each (hand count): the prefill gives the
+    first token, so a request decodes osl - 1 tokens, during which each of the other n - 1
+    requests finishes and its replacement's prefill stalls the batch once. Stalls per decoded
+    token: (n - 1) / (osl - 1) prefills: 1 (n 2, osl 2), 2/4 (n 3, osl 5), 7/3 (n 8, osl 4).
+    The old count n / osl gave 1, 0.6 and 2. Throughput is n x osl / E2E (Little's law).
+    """
+    m, g = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
+    est = estimate(m, g, EstimateInput(isl=1024, osl=osl, concurrency=n))
+    pre = est["breakdown"]["prefill"]
+    prefill_gpu_ms = sum(pre.values()) - pre["overhead"]  # the stall: GPU time, no API overhead
+    stall = est["breakdown"]["prefill_interruptions_ms_per_token"]
+    assert stall == pytest.approx(stalls_per_token * prefill_gpu_ms, rel=1e-9)
+    assert est["throughput_tok_s"] == pytest.approx(n * osl / (est["e2e_ms"] / 1e3), rel=1e-9)

@@ -23,7 +23,6 @@ from advisor.perf.intervals import estimate_intervals
 from advisor.perf.predict import (
     concurrency_tpot,
     offline_step,
-    prefill_interruption_s,
     static_throughput,
 )
 from advisor.perf.profiles import engine_profile, family_efficiency
@@ -294,14 +293,13 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             )
         elif n > 1:
             tpot = float(concurrency_tpot(r, n, isl, osl)[0])
-            breakdown["prefill_interruptions_ms_per_token"] = (
-                float(n * prefill_interruption_s(r, isl)[0] / osl) * 1e3
-            )
+            breakdown["prefill_interruptions_ms_per_token"] = (tpot - float(step.total[0])) * 1e3
         else:
             tpot = float(step.total[0])
         tpot += offload_s
         concurrency = n
-        throughput = n * osl / (ttft + osl * tpot) * inp.dp
+        # Little's law: n requests in flight, each done after TTFT + (osl - 1) x TPOT
+        throughput = n * osl / (ttft + (osl - 1) * tpot) * inp.dp
     e2e = ttft + (osl - 1) * tpot
     out = {
         **base, "fits": True, "reasons": [], "suggestions": [],

@@ -7,8 +7,9 @@ Vectorised over replicas. Conventions (the ones the published benchmarks use):
   (``batch x isl / osl`` prompt tokens per iteration, in-flight batching / chunked prefill);
 - static batching (TensorRT-LLM gptSessionBenchmark): prefill the whole batch (which yields
   the first token), then ``osl - 1`` decode steps;
-- fixed concurrency (vLLM ``--max-concurrency``): ``n`` sequences always running; each new
-  request's prefill stalls the others once per ``osl`` tokens.
+- fixed concurrency (vLLM ``--max-concurrency``): ``n`` sequences always running; while one
+  request decodes its ``osl - 1`` tokens the other ``n - 1`` are each replaced once, and each
+  replacement's prefill stalls the batch.
 Throughputs are output tokens per second of one replica.
 """
 
@@ -76,22 +77,33 @@ def concurrency_tpot(
 ) -> np.ndarray:
     """Mean time per output token with ``n`` sequences always running.
 
-    TPOT = step(n, isl + osl/2) + n x prefill(isl) / osl: over one request's ``osl`` tokens the
-    other ``n`` requests are each replaced once, and each replacement's prefill stalls the batch.
+        TPOT = step(n, isl + osl/2) + (n - 1) x prefill(isl) / (osl - 1)
+
+    A request decodes ``osl - 1`` tokens after the prefill that gives its first one; meanwhile
+    each of the other ``n - 1`` requests finishes and is replaced once (staggered steady state:
+    every request's cycle is n prefills + (osl - 1) steps), and each replacement's prefill stalls
+    the batch. TPOT is measured as (E2E - TTFT) / (osl - 1) (vLLM benchmark_serving); with
+    osl = 1 nothing is decoded and the step alone is returned. Source: Orca (Yu et al. 2022) and Sarathi-Serve (Agrawal et al.
+    2024) for prefill stalls in iteration-level scheduling; the count is the hand argument above.
     """
     n = np.asarray(n, dtype=float)
     osl = np.asarray(osl, dtype=float)
     isl = np.asarray(isl, dtype=float)
     step = decode_step(r, n, isl + osl / 2.0).total
-    return step + n * prefill_interruption_s(r, isl) / osl
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stalls = (n - 1.0) * prefill_interruption_s(r, isl) / (osl - 1.0)
+    return step + np.where((n > 1) & (osl > 1), stalls, 0.0)
 
 
 def concurrency_throughput(
     r: ReplicaArrays, n: np.ndarray, isl: np.ndarray, osl: np.ndarray
 ) -> np.ndarray:
-    """Output tokens/s with ``n`` sequences always running: n x osl / (TTFT + osl x TPOT)."""
+    """Output tokens/s with ``n`` sequences always running: n x osl / (TTFT + (osl - 1) x TPOT).
+
+    Little's law with n requests in the system: n / E2E requests/s, osl tokens each.
+    """
     n = np.asarray(n, dtype=float)
     osl = np.asarray(osl, dtype=float)
     tpot = concurrency_tpot(r, n, isl, osl)
     ttft = prefill(r, isl).total
-    return n * osl / (ttft + osl * tpot)
+    return n * osl / (ttft + (osl - 1.0) * tpot)
