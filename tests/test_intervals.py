@@ -267,3 +267,28 @@ def test_scenario_confidence_is_validated_with_field_value_and_range():
     with pytest.raises(ScenarioError, match=r"sla\.confidence: .*0\.99.*\(got 1\.5\)"):
         load_scenario('{"schema_version": 1, "sla": {"confidence": 1.5}}')
     assert load_scenario('{"schema_version": 1}').sla.confidence == 0.8
+
+
+# --- the PDF: the range beside each headline number, the warning in the headline -----------
+
+
+def test_pdf_headline_carries_ranges_and_the_uncalibrated_warning(monkeypatch):
+    import io
+
+    from pypdf import PdfReader
+
+    from advisor.report.pdf import build_report
+    from advisor.search.recommend import recommend
+
+    _widening_table(monkeypatch)
+    sc = _scenario("mi300x", 1000.0)
+    rec = recommend(sc)
+    pdf = build_report(sc, recommendation=rec, charts=False, sensitivities=False)
+    text = " ".join(" ".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf)).pages).split())
+    summary = text[text.index("Executive summary") :]
+    warn = summary.index("AMD Instinct MI300X 192GB is uncalibrated: predictions from priors")
+    assert warn < summary.index("Why this deployment")  # in the headline, before the reasons
+    lo, hi = rec.best.intervals["tpot_ms"]
+    p99 = rec.best.tpot_ms.p99
+    # the TPOT range beside the P99 TPOT headline number, as the search computed it
+    assert f"P99 TPOT {p99:,.1f} ms (80% range {lo:,.1f}-{hi:,.1f} ms) against ≤ 1000 ms" in text

@@ -94,6 +94,29 @@ class Deployment:
     running: float | None = None
     headroom: float | None = None
     meets_sla: bool | None = None
+    #: The search's intervals of the SLA percentiles (search/sla.percentile_intervals), or None.
+    intervals: dict | None = None
+
+    def range_ms(self, label: str) -> tuple[float, float] | None:
+        """[low, high] of the predicted percentile of "TTFT", "TPOT" or "E2E", if known."""
+        got = (self.intervals or {}).get(f"{label.lower()}_ms")
+        if not isinstance(got, list | tuple) or len(got) != 2:
+            return None
+        lo, hi = _num(got[0]), _num(got[1])
+        return None if lo is None or hi is None else (lo, hi)
+
+    def range_text(self, label: str) -> str:
+        """ " (80% range 12.1-15.3 ms)" or ""."""
+        r = self.range_ms(label)
+        conf = _num((self.intervals or {}).get("confidence"))
+        if r is None or conf is None:
+            return ""
+        return f" ({conf:.0%} range {r[0]:,.1f}-{r[1]:,.1f} ms)"
+
+    def verdict(self, label: str, got: float, target: float) -> str:
+        """ "met" / "MISSED", by the upper end of the range when there is one."""
+        r = self.range_ms(label)
+        return "met" if (r[1] if r else got) <= target else "MISSED"
 
     def sentence(self) -> str:
         spec = "with speculative decoding" if self.speculative else "no speculative decoding"
@@ -155,6 +178,7 @@ def deployment(obj: Any, percentile: int = 99) -> Deployment:
         running=_num(_pick(obj, "running_batch")),
         headroom=_num(_pick(obj, "headroom")),
         meets_sla=None if meets is None else bool(meets),
+        intervals=iv if isinstance(iv := _pick(obj, "intervals"), dict) else None,
     )
 
 
@@ -514,16 +538,17 @@ def _sla_lines(s: Scenario, d: Deployment) -> list[str]:
     ):
         if target is None:
             if got is not None:
-                out.append(f"P{s.sla.percentile} {label} {got:,.1f} ms (no target)")
+                out.append(
+                    f"P{s.sla.percentile} {label} {got:,.1f} ms{d.range_text(label)} (no target)"
+                )
             continue
         if got is None:
             out.append(f"P{s.sla.percentile} {label} target ≤ {target:g} ms: not computed")
             continue
         margin = (target - got) / target * 100
-        verdict = "met" if got <= target else "MISSED"
         out.append(
-            f"P{s.sla.percentile} {label} {got:,.1f} ms against ≤ {target:g} ms: {verdict}, "
-            f"margin {margin:+.0f}%"
+            f"P{s.sla.percentile} {label} {got:,.1f} ms{d.range_text(label)} against ≤ "
+            f"{target:g} ms: {d.verdict(label, got, target)}, margin {margin:+.0f}%"
         )
     return out
 
@@ -535,8 +560,8 @@ def _sla_short(s: Scenario, d: Deployment) -> str:
                                ("TPOT", s.sla.tpot_ms, d.tpot_ms), ("E2E", s.sla.e2e_ms, d.e2e_ms)):  # fmt: skip
         if target is None or got is None:
             continue
-        verdict = "met" if got <= target else "MISSED"
-        out.append(f"P{s.sla.percentile} {label} {got:,.1f} ms (≤ {target:g}): {verdict}")
+        out.append(f"P{s.sla.percentile} {label} {got:,.1f} ms{d.range_text(label)} "
+                   f"(≤ {target:g}): {d.verdict(label, got, target)}")  # fmt: skip
     return "\n".join(out)
 
 
@@ -565,6 +590,9 @@ def _summary(doc: _Doc, ctx: _Context) -> None:
         doc.para("No recommendation: " + clean(reason, 600), 10.5, bold=True, colour=(170, 40, 0))
         return
     doc.para("Recommended deployment: " + clean(d.description, 400), 10.5, bold=True)
+    warning = _pick(ctx.rec, "warning")
+    if warning:  # in the headline, not a footnote: the winner is predicted from priors
+        doc.para(clean(str(warning), 600), 10.5, bold=True, colour=(170, 40, 0))
     doc.para(d.sentence()[:1].upper() + d.sentence()[1:] + ".", 10)
     if d.headroom is not None:
         doc.para(

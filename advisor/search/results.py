@@ -130,6 +130,9 @@ class Recommendation(BaseModel):
     latency_metric: str  # the metric on the Pareto frontiers, e.g. "P99 TPOT"
     #: Confidence at which "meets the SLA" is decided (scenario sla.confidence).
     confidence: float = 0.8
+    #: Headline warning when the winner's accelerator or engine is uncalibrated (predictions from
+    #: priors, with its range), else None; the first line of ``explanation`` too.
+    warning: str | None = None
     best: Deployment | None
     no_best_reason: str | None = None
     pareto: list[ParetoPoint]
