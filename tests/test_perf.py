@@ -318,3 +318,16 @@ def test_fixed_concurrency_stalls_n_minus_1_prefills_per_osl_minus_1_tokens(
     stall = est["breakdown"]["prefill_interruptions_ms_per_token"]
     assert stall == pytest.approx(stalls_per_token * prefill_gpu_ms, rel=1e-9)
     assert est["throughput_tok_s"] == pytest.approx(n * osl / (est["e2e_ms"] / 1e3), rel=1e-9)
+
+
+def test_speculative_ttft_adds_the_drafts_prompt_pass():
+    """Before the draft can propose, it prefills the prompt once: TTFT with a Llama-3.2-1B draft
+    = the target's TTFT + the draft's prefill GPU time (the same 1024-token prompt on the same
+    H100, no second request overhead). The search counts it the same way (search.evaluate)."""
+    m, g, d = get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), get_model("llama-3.2-1b")
+    plain = estimate(m, g, EstimateInput(isl=1024, osl=128))
+    spec = estimate(m, g, EstimateInput(isl=1024, osl=128, spec_draft=d))
+    alone = estimate(d, g, EstimateInput(isl=1024, osl=128))["breakdown"]["prefill"]
+    draft_gpu_ms = sum(alone.values()) - alone["overhead"]
+    assert spec["ttft_ms"] - plain["ttft_ms"] == pytest.approx(draft_gpu_ms, rel=1e-9)
+    assert spec["breakdown"]["prefill"]["draft"] == pytest.approx(draft_gpu_ms, rel=1e-9)

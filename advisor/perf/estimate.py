@@ -23,6 +23,7 @@ from advisor.perf.intervals import estimate_intervals
 from advisor.perf.predict import (
     concurrency_tpot,
     offline_step,
+    prefill_interruption_s,
     static_throughput,
 )
 from advisor.perf.profiles import engine_profile, family_efficiency
@@ -150,13 +151,13 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     r = build_replicas([cfg])
     isl, osl = float(inp.isl), float(inp.osl)
     ctx_max = isl + osl
-    draft_tp = 1
+    draft_tp, d = 1, None
     if inp.spec_draft is not None:
         from advisor.perf.speculative_sweep import draft_config
 
         dcfg = draft_config(cfg, inp.spec_draft)
-        draft_tp = dcfg.tp
-        r = with_draft(r, build_replicas([dcfg]), np.array([0]))
+        draft_tp, d = dcfg.tp, build_replicas([dcfg])
+        r = with_draft(r, d, np.array([0]))
     mem = memory_budget(
         model, gpu, tp=inp.tp, pp=inp.pp, weights_dtype=inp.weights, kv_dtype=inp.kv,
         context_tokens=int(ctx_max), suggest=True, draft=inp.spec_draft, draft_tp=draft_tp,
@@ -287,10 +288,14 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         breakdown["decode_step"] = _components(step)
         if offload_s:
             breakdown["decode_step"]["kv_offload"] = offload_s * 1e3
-        if inp.spec_draft is not None:
+        if inp.spec_draft is not None and d is not None:
             tpot, _, spec = _speculative_tpot(
                 cfg, inp.spec_draft, n, isl + osl / 2.0, inp.spec_tokens, inp.spec_acceptance
             )
+            # the draft also prefills the prompt before it can propose (as the search counts it)
+            draft_pre = float(prefill_interruption_s(d, isl)[0])
+            ttft += draft_pre
+            breakdown["prefill"]["draft"] = draft_pre * 1e3
         elif n > 1:
             tpot = float(concurrency_tpot(r, n, isl, osl)[0])
             breakdown["prefill_interruptions_ms_per_token"] = (tpot - float(step.total[0])) * 1e3

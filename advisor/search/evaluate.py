@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from advisor.catalog import models
+from advisor.perf.predict import prefill_interruption_s
 from advisor.perf.replica import ReplicaArrays, build_replicas, max_running, with_draft
 from advisor.perf.step import decode_step, prefill
 from advisor.physics.queueing import (
@@ -159,7 +160,8 @@ def _build(
         dtab = dstep.total.reshape(nd, g)[draft_row[si]]
         tab[si] = (k * dtab + verify.total.reshape(si.size, g)) / e_tok
         pre = pre.copy()
-        pre[si] += prefill(draft, np.full(nd, isl)).total[draft_row[si]]
+        # the draft's prompt pass: GPU time only (the request's overheads are in ``pre``)
+        pre[si] += prefill_interruption_s(draft, np.full(nd, isl))[draft_row[si]]
     return (
         ShapeTable(kept, r, tab, plain, pre, np.maximum(cap, 1.0), draft, draft_row, e_tok, ctx),
         rejected,
