@@ -222,8 +222,8 @@ def test_deepseek_v3_prefill_attention_uses_the_uncompressed_mha_path():
     The quadratic term of prefill(T)'s FLOPs is isolated with a second difference (the GEMMs
     and the logits are linear and constant in T): f(T + h) - 2 f(T) + f(T - h) = 2 c h^2.
     Sanity check, not asserted: issue 12 quotes the total prefill time 1.58x (8k) and 2.39x
-    (32k) too long before; this model gives 1.35x and 2.05x on 8 x H200 fp8 (vLLM), 1.60x and
-    2.46x if attention ran at the 16-bit peak.
+    (32k) too long before; on 8 x H200 fp8 (vLLM profile, attention at the 16-bit peak) the old
+    width gives 0.304 s and 3.055 s against 0.190 s and 1.241 s now: 1.60x and 2.46x.
     """
     r = replica("deepseek-v3", "h200-sxm", tp=8, weights="fp8", kv="fp8")
 
@@ -331,3 +331,19 @@ def test_speculative_ttft_adds_the_drafts_prompt_pass():
     draft_gpu_ms = sum(alone.values()) - alone["overhead"]
     assert spec["ttft_ms"] - plain["ttft_ms"] == pytest.approx(draft_gpu_ms, rel=1e-9)
     assert spec["breakdown"]["prefill"]["draft"] == pytest.approx(draft_gpu_ms, rel=1e-9)
+
+
+def test_attention_runs_at_the_peak_of_its_own_dtype_not_the_weights():
+    """fp8 weights with a 16-bit KV cache: the GEMMs run at the fp8 peak, attention at the
+    16-bit one (activations are 16-bit between GEMMs); an fp8 KV cache moves FlashAttention-3 to
+    fp8 (vLLM docs, "Quantized KV Cache"). H100 SXM datasheet: 989 TFLOP/s bf16 dense, 1979
+    fp8 dense, each scaled by its calibrated efficiency (eta_compute_16, eta_compute_fp8)."""
+    from advisor.perf.profiles import family_efficiency
+
+    fp16_kv = replica("llama-3.1-8b", "h100-sxm", weights="fp8", kv="fp16")
+    fp8_kv = replica("llama-3.1-8b", "h100-sxm", weights="fp8", kv="fp8")
+    assert fp16_kv.attn_peak_flops[0] == pytest.approx(fp16_kv.peak_flops_16[0])
+    assert fp16_kv.attn_peak_flops[0] < fp16_kv.peak_flops[0]  # the GEMMs' fp8 peak
+    eff = family_efficiency(get_accelerator("h100-sxm").family)
+    ratio = 1979e12 * eff.eta_compute_fp8 / (989e12 * eff.eta_compute_16)
+    assert fp8_kv.attn_peak_flops[0] / fp16_kv.attn_peak_flops[0] == pytest.approx(ratio)

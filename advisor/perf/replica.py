@@ -30,6 +30,26 @@ from advisor.physics.roofline import attention_width
 COMPUTE_PATH = {"fp32": "16", "bf16": "16", "fp16": "16", "fp8": "fp8", "int8": "wo", "int4": "wo"}
 
 
+def attention_path(model: ModelSpec, kv_dtype: str, gpu: Accelerator) -> str:
+    """Dtype the attention kernels compute in: "fp8" with an fp8 KV cache on fp8 tensor cores,
+    else "16" (the weights' dtype does not matter: activations stay 16-bit between GEMMs).
+
+    FlashAttention-3 with an fp8 KV cache quantizes the queries too and runs Q.K^T and P.V in
+    fp8 (vLLM docs, "Quantized KV Cache"; Shah et al. 2024, FlashAttention-3). MLA stays 16-bit:
+    its prefill attends over the 16-bit up-projection of the latent (vLLM MLACommonImpl).
+
+    >>> from advisor.catalog import get_accelerator, get_model
+    >>> h100, a100 = get_accelerator("h100-sxm"), get_accelerator("a100-sxm-80gb")
+    >>> attention_path(get_model("llama-3.1-8b"), "fp8", h100), attention_path(
+    ...     get_model("llama-3.1-8b"), "fp16", h100), attention_path(get_model("llama-3.1-8b"),
+    ...     "fp8", a100), attention_path(get_model("deepseek-v3"), "fp8", h100)
+    ('fp8', '16', '16', '16')
+    """
+    if kv_dtype == "fp8" and gpu.peak_flops_per_s.fp8 and not model.is_mla:
+        return "fp8"
+    return "16"
+
+
 @dataclass(frozen=True)
 class ReplicaConfig:
     model: ModelSpec
@@ -78,7 +98,8 @@ class ReplicaArrays:
     kv_budget_bytes: np.ndarray  # per GPU, may be negative (does not fit)
     draft_kv_per_token: np.ndarray  # per GPU: a speculative draft's KV bytes/token (0: no draft)
     peak_flops: np.ndarray  # achievable: dense peak of the compute path x eta x engine eff
-    peak_flops_16: np.ndarray  # achievable 16-bit (dequantization, attention)
+    peak_flops_16: np.ndarray  # achievable 16-bit (dequantization)
+    attn_peak_flops: np.ndarray  # achievable peak of the attention kernels' dtype (attention_path)
     hbm_bw: np.ndarray  # achievable bytes/s
     weight_only: np.ndarray  # bool: W8A16 / W4A16
     act_bytes: np.ndarray
@@ -168,6 +189,10 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     else:  # fp8 weights on a GPU without fp8 tensor cores run as weight-only (Ampere: Marlin fp8)
         peak = peak16 * eff.eta_compute_16
     weight_only = path == "wo" or (path == "fp8" and not g.peak_flops_per_s.fp8)
+    if attention_path(m, cfg.kv, g) == "fp8":
+        attn_peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8  # type: ignore[operator]
+    else:
+        attn_peak = peak16 * eff.eta_compute_16
 
     tl = tp_link_for(cfg, links)
     pl = pp_link_for(cfg, links)
@@ -185,6 +210,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         kv_budget_bytes=budget, draft_kv_per_token=0.0,
         peak_flops=peak * eng.efficiency,
         peak_flops_16=peak16 * eff.eta_compute_16 * eng.efficiency,
+        attn_peak_flops=attn_peak * eng.efficiency,
         hbm_bw=g.hbm_bandwidth_bytes_per_s * eff.eta_mem * eng.mem_efficiency,
         weight_only=weight_only,
         act_bytes=4.0 if cfg.weights == "fp32" else 2.0,

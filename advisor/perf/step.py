@@ -243,7 +243,7 @@ def _stage_gpu_time(
     compute = np.where(gemm_mem_bound, 0.0, gemm_c)
     memory = np.where(gemm_mem_bound, gemm_m, 0.0)
     dequant = np.where(gemm_mem_bound, 0.0, dequant)
-    attn_peak, attn_bw = r.peak_flops * r.attn_eff, r.hbm_bw * r.attn_eff
+    attn_peak, attn_bw = r.attn_peak_flops * r.attn_eff, r.hbm_bw * r.attn_eff
     dc, dm = _roofline_part(decode_attn_flops, kv_read_bytes, attn_peak, attn_bw)
     pc, pm = _roofline_part(prefill_attn_flops, kv_write_bytes, attn_peak, attn_bw)
     flops = linear_flops + decode_attn_flops + prefill_attn_flops
