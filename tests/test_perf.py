@@ -347,3 +347,16 @@ def test_attention_runs_at_the_peak_of_its_own_dtype_not_the_weights():
     eff = family_efficiency(get_accelerator("h100-sxm").family)
     ratio = 1979e12 * eff.eta_compute_fp8 / (989e12 * eff.eta_compute_16)
     assert fp8_kv.attn_peak_flops[0] / fp16_kv.attn_peak_flops[0] == pytest.approx(ratio)
+
+
+def test_speculative_fixed_concurrency_pays_the_same_prefill_stalls():
+    """With n = 3 sequences always running and osl = 5 (hand count as in the test above:
+    (n - 1) / (osl - 1) = 2/4 prefills per decoded token), speculative decoding stalls for each
+    replacement's target prefill plus its draft prompt pass."""
+    m, g, d = get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), get_model("llama-3.2-1b")
+    spec = estimate(m, g, EstimateInput(isl=1024, osl=5, concurrency=3, spec_draft=d))
+    pre = spec["breakdown"]["prefill"]
+    prefill_gpu_ms = sum(pre.values()) - pre["overhead"]  # target + draft, no API overhead
+    stall = spec["breakdown"]["prefill_interruptions_ms_per_token"]
+    assert stall == pytest.approx(0.5 * prefill_gpu_ms, rel=1e-9)
+    assert spec["throughput_tok_s"] == pytest.approx(3 * 5 / (spec["e2e_ms"] / 1e3), rel=1e-9)

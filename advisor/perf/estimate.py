@@ -24,6 +24,7 @@ from advisor.perf.predict import (
     concurrency_tpot,
     offline_step,
     prefill_interruption_s,
+    prefill_stall_per_token_s,
     static_throughput,
 )
 from advisor.perf.profiles import engine_profile, family_efficiency
@@ -296,6 +297,11 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             draft_pre = float(prefill_interruption_s(d, isl)[0])
             ttft += draft_pre
             breakdown["prefill"]["draft"] = draft_pre * 1e3
+            if n > 1:  # the other requests' replacements stall the batch, draft pass included
+                p_s = float(prefill_interruption_s(r, isl)[0]) + draft_pre
+                stall = float(prefill_stall_per_token_s(n, osl, p_s))
+                tpot += stall
+                breakdown["prefill_interruptions_ms_per_token"] = stall * 1e3
         elif n > 1:
             tpot = float(concurrency_tpot(r, n, isl, osl)[0])
             breakdown["prefill_interruptions_ms_per_token"] = (tpot - float(step.total[0])) * 1e3

@@ -72,6 +72,26 @@ def prefill_interruption_s(r: ReplicaArrays, isl: np.ndarray) -> np.ndarray:
     return p.total - r.request_overhead_s - r.step_overhead_s
 
 
+def prefill_stall_per_token_s(n: np.ndarray, osl: np.ndarray, prefill_s: np.ndarray) -> np.ndarray:
+    """Prefill stall per output token with ``n`` sequences always running: (n - 1) P / (osl - 1).
+
+    A request decodes ``osl - 1`` tokens after the prefill that gives its first one; meanwhile
+    each of the other ``n - 1`` requests finishes and is replaced once (staggered steady state:
+    every request's cycle is n prefills + (osl - 1) steps), and each replacement's prefill of
+    ``prefill_s`` stalls the batch. 0 for n = 1 or osl = 1. Source: Orca (Yu et al. 2022) and
+    Sarathi-Serve (Agrawal et al. 2024) for prefill stalls in iteration-level scheduling; the
+    count is the argument above.
+
+    >>> round(float(prefill_stall_per_token_s(8, 4, 0.030)), 6)  # 7 stalls of 30 ms / 3 tokens
+    0.07
+    """
+    n = np.asarray(n, dtype=float)
+    osl = np.asarray(osl, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stalls = (n - 1.0) * np.asarray(prefill_s, dtype=float) / (osl - 1.0)
+    return np.where((n > 1) & (osl > 1), stalls, 0.0)
+
+
 def concurrency_tpot(
     r: ReplicaArrays, n: np.ndarray, isl: np.ndarray, osl: np.ndarray
 ) -> np.ndarray:
@@ -79,20 +99,14 @@ def concurrency_tpot(
 
         TPOT = step(n, isl + osl/2) + (n - 1) x prefill(isl) / (osl - 1)
 
-    A request decodes ``osl - 1`` tokens after the prefill that gives its first one; meanwhile
-    each of the other ``n - 1`` requests finishes and is replaced once (staggered steady state:
-    every request's cycle is n prefills + (osl - 1) steps), and each replacement's prefill stalls
-    the batch. TPOT is measured as (E2E - TTFT) / (osl - 1) (vLLM benchmark_serving); with
-    osl = 1 nothing is decoded and the step alone is returned. Source: Orca (Yu et al. 2022) and Sarathi-Serve (Agrawal et al.
-    2024) for prefill stalls in iteration-level scheduling; the count is the hand argument above.
+    (``prefill_stall_per_token_s``). TPOT is measured as (E2E - TTFT) / (osl - 1) (vLLM
+    benchmark_serving); with osl = 1 nothing is decoded and the step alone is returned.
     """
     n = np.asarray(n, dtype=float)
     osl = np.asarray(osl, dtype=float)
     isl = np.asarray(isl, dtype=float)
     step = decode_step(r, n, isl + osl / 2.0).total
-    with np.errstate(divide="ignore", invalid="ignore"):
-        stalls = (n - 1.0) * prefill_interruption_s(r, isl) / (osl - 1.0)
-    return step + np.where((n > 1) & (osl > 1), stalls, 0.0)
+    return step + prefill_stall_per_token_s(n, osl, prefill_interruption_s(r, isl))
 
 
 def concurrency_throughput(
