@@ -155,25 +155,40 @@ def _two_examples():
 @pytest.fixture(scope="module")
 def compare_report():
     a, b = _two_examples()
-    items = [(a.title, a.scenario, a.tp, a.pp), (b.title, b.scenario, b.tp, b.pp)]
+    items = [(a.title, a.scenario), (b.title, b.scenario)]
     pdf = build_report(a.scenario, client="Société Générale – Zürich", compare=items,
                        sensitivities=False)  # fmt: skip
     return a, b, pdf, last_build_info()
 
 
+def test_compare_report_opens_with_the_ranking(compare_report):
+    a, b, pdf, info = compare_report
+    r, _ = _text(pdf)
+    flat = _flat(r.pages[0].extract_text())
+    assert len(r.pages) == info["pages"] >= 3
+    assert "2 scenarios ranked" in flat and "Société Générale – Zürich" in flat
+    # both meet P99 TPOT <= 50 ms (examples.py); the cheaper per million output tokens comes first
+    ra, rb = recommend(a.scenario).best, recommend(b.scenario).best
+    assert ra.meets_sla and rb.meets_sla
+    cheap, dear = (a, b) if ra.usd_per_million_tokens < rb.usd_per_million_tokens else (b, a)
+    cheap_best = ra if cheap is a else rb
+    assert f"Cheapest deployment that meets its SLA: {cheap.title}" in flat
+    assert f"{cheap_best.usd_per_million_tokens:,.3f}" in flat
+    assert flat.index(f"1 {cheap.title}") < flat.index(f"2 {dear.title}")
+    # the detailed part is the top-ranked scenario's recommendation
+    assert f"The top-ranked scenario in detail: {cheap.title}" in _flat(_text(pdf)[1])
+
+
 def test_compare_report_content(compare_report):
     a, b, pdf, info = compare_report
-    r, text = _text(pdf)
-    flat = _flat(text)
-    assert len(r.pages) == info["pages"] >= 3
-    assert "Comparison of 2 scenarios" in flat and "Société Générale – Zürich" in flat
-    # each scenario's SLA (examples.py: both P99 TPOT <= 50 ms) and its recommended deployment
+    flat = _flat(_text(pdf)[1])
+    # each scenario's SLA (examples.py: both P99 TPOT <= 50 ms) and its recommended deployment's
+    # P99 TPOT and cost, as the search gives them
     assert flat.count("P99 TPOT ≤ 50 ms") >= 2
     for ex in (a, b):
         best = recommend(ex.scenario).best
-        assert best is not None and best.description in flat
-    # the deployments the overlaid charts show: TP/PP as given (examples.py: 70B TP=4, 8B TP=1)
-    assert "TP=4, PP=1, fp8 weights" in flat and "TP=1, PP=1, fp16 weights" in flat
+        assert f"{best.tpot_ms.p99:,.1f} ms" in flat
+        assert f"${best.usd_per_million_tokens:,.3f}" in flat
     # sources of both accelerators are listed (H100 and L40S)
     assert "NVIDIA H100" in flat and "L40S" in flat
 
@@ -182,30 +197,32 @@ def test_compare_report_content(compare_report):
 def test_compare_report_embeds_overlaid_charts(compare_report):
     *_, pdf, info = compare_report
     r, _ = _text(pdf)
-    # memory, latency, Pareto of the first scenario + the two compare charts
+    # memory, latency, Pareto of the top-ranked scenario + the two compare charts
     assert info["missing_charts"] == []
     assert _image_count(r) == info["images"] == 5
 
 
-def test_compare_without_tp_uses_recommended_shape_and_survives_bad_items():
-    a, b = _two_examples()
-    # TP=64 exceeds the 4 GPUs: the scenario is listed as not fitting, the report still builds
-    pdf = build_report(a.scenario, compare=[("A", a.scenario), ("A", b.scenario, 64, 1)],
-                       sensitivities=False)  # fmt: skip
+def test_compare_ranks_a_scenario_without_deployment_last_and_says_why():
+    from advisor.scenario import Hardware
+
+    a, _ = _two_examples()
+    # Llama 3.1 405B fp16 on one L40S (48 GB): the weights (~810 GB) fit nowhere
+    big = a.scenario.model_copy(update={"model": "llama-3.1-405b",
+                                        "hardware": Hardware(gpus=["l40s"], gpus_per_node=1)})  # fmt: skip
+    pdf = build_report(a.scenario, compare=[("A", big), ("A", a.scenario)], sensitivities=False,
+                       charts=False)  # fmt: skip
     flat = _flat(_text(pdf)[1])
     assert "A (2)" in flat  # duplicate labels made unique (the charts key on them)
-    # without TP/PP: the recommended deployment's shape (pdf._compare_shape; 1/1 if disaggregated)
-    best = recommend(a.scenario).best
-    tp, pp = (1, 1) if best.kind == "disaggregated" else (best.tp, best.pp)
-    assert f"A: TP={tp}, PP={pp}," in flat
-    assert "A (2): TP=64, PP=1" in flat
+    assert "Cheapest deployment that meets its SLA: A (2)" in flat
+    assert flat.index("1 A (2)") < flat.index("2 A no deployment fits")
+    assert "no deployment fits in memory" in flat
 
 
 def test_compare_hostile_labels_and_names():
     a, b = _two_examples()
     hostile = "<b>x</b>\x00\x1b[31m\u202e" + "Ü" * 10_000
     pdf = build_report(a.scenario, client=hostile, consultant=hostile,
-                       compare=[(hostile, a.scenario, 4, 1), (hostile + "2", b.scenario, 1, 1)],
+                       compare=[(hostile, a.scenario), (hostile + "2", b.scenario)],
                        sensitivities=False)  # fmt: skip
     r, text = _text(pdf)
     assert "<b>x</b>" in _flat(text) and "\x00" not in text and "\x1b" not in text

@@ -9,7 +9,12 @@ import streamlit as st
 from advisor.catalog import get_accelerator
 from advisor.catalog.specs import ModelSpec
 from advisor.charts import memory_charts
-from advisor.charts.compare_charts import deployment_input, scenario_estimate, scenario_sweep
+from advisor.charts.compare_charts import (
+    deployment_input,
+    deployment_sweep,
+    scenario_estimate,
+    scenario_sweep,
+)
 from advisor.perf.estimate import EstimateInput
 from advisor.physics.memory import MemoryBudget, memory_budget
 from advisor.scenario import Scenario, dump_scenario, load_scenario
@@ -47,6 +52,19 @@ def estimate_for(scenario_json: str, view_json: str) -> dict:
 def sweep_for(scenario_json: str, view_json: str) -> list[dict]:
     scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
     return scenario_sweep(scenario, view.tp, view.pp)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _deployment_sweep(scenario_json: str, deployment_json: str) -> list[dict]:
+    from advisor.search.results import Deployment
+
+    d = Deployment.model_validate_json(deployment_json)
+    return deployment_sweep(load_scenario(scenario_json), d)
+
+
+def deployment_sweep_for(scenario: Scenario, d: Any) -> list[dict]:
+    """``compare_charts.deployment_sweep`` (cached on the scenario and deployment JSON)."""
+    return _deployment_sweep(keys(scenario, View())[0], d.model_dump_json())
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -16,6 +16,7 @@ from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.charts.theme import PALETTE, TEMPLATE, styled
 from advisor.perf.estimate import EstimateInput, estimate
 from advisor.scenario import Scenario
+from advisor.search.results import Deployment
 
 #: Step-time components in drawing order, with the colours used on every compare chart.
 COMPONENTS: tuple[tuple[str, str, str], ...] = (
@@ -67,19 +68,53 @@ def scenario_sweep(scenario: Scenario, tp: int, pp: int, limit: int = 1024) -> l
     return batch_sweep(scenario.model_spec(), gpu, inp, powers_of_two(limit))
 
 
-def latency_breakdown_figure(results: Mapping[str, Mapping]) -> go.Figure:
-    """Prefill (TTFT) and one decode step (TPOT) split into components, one bar per scenario.
+def deployment_result(d: Deployment | None) -> dict:
+    """The search's own breakdowns of deployment ``d`` in the shape of an ``estimate`` result
+    (what :func:`latency_breakdown_figure` draws): the prefill of one prompt alone and one
+    decode step at the mean running batch + 1, by component (ms). For a disaggregated
+    deployment, the prefill pool's prefill and the decode pool's step."""
+    if d is None or not d.step_breakdown_ms:
+        return {"fits": False, "reasons": ["no deployment"], "note": "no deployment",
+                "breakdown": {}}  # fmt: skip
+    step = {k: v for k, v in d.step_breakdown_ms.items() if k != "batch"}
+    return {"fits": True, "breakdown": {"prefill": dict(d.prefill_breakdown_ms),
+                                        "decode_step": step}}  # fmt: skip
 
-    ``results`` maps a scenario label to an ``estimate`` result; infeasible ones get no bar and
-    are named in the x label as "(does not fit)".
+
+def deployment_sweep(scenario: Scenario, d: Deployment, limit: int = 1024) -> list[dict]:
+    """:func:`batch_sweep` of one replica of ``d`` (a disaggregated deployment's decode pool)
+    on the scenario's model, lengths, links and engine."""
+    hw, w = scenario.hardware, scenario.workload
+    tp = (d.decode_pool or {}).get("tp", d.tp) if d.kind == "disaggregated" else d.tp
+    pp = 1 if d.kind == "disaggregated" else d.pp
+    inp = EstimateInput(
+        tp=tp, pp=pp, dp=1, weights=d.weights, kv=d.kv, isl=w.isl_tokens, osl=w.osl_tokens,
+        link=hw.intra_link, inter_link=hw.inter_link, gpus_per_node=hw.gpus_per_node,
+        engine=scenario.options.engine,
+    )  # fmt: skip
+    return batch_sweep(scenario.model_spec(), accelerators()[d.gpu], inp, powers_of_two(limit))
+
+
+def latency_breakdown_figure(results: Mapping[str, Mapping]) -> go.Figure:
+    """Prefill and one decode step split into components, one bar per scenario (means, not
+    percentiles: the titles say so).
+
+    ``results`` maps a scenario label to an ``estimate`` result or :func:`deployment_result`;
+    infeasible ones get no bar and are named in the x label as "(does not fit)".
     """
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=("Prefill of one request (≈ TTFT without queueing)", "One decode step"),
+        subplot_titles=(
+            "Prefill of one prompt alone (TTFT without queueing)",
+            "One decode step at the mean running batch",
+        ),
         horizontal_spacing=0.12,
     )
-    labels = [_wrap(k + ("" if r.get("fits") else " (does not fit)")) for k, r in results.items()]
+    labels = [
+        _wrap(k + ("" if r.get("fits") else f" ({r.get('note', 'does not fit')})"))
+        for k, r in results.items()
+    ]
     for key, name, colour in COMPONENTS:
         for col, part in ((1, "prefill"), (2, "decode_step")):
             ys = [

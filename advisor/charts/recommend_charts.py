@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
@@ -10,6 +11,29 @@ from plotly.subplots import make_subplots
 from advisor.charts.theme import PALETTE, styled
 
 MEETS, MISSES, BEST = PALETTE[2], PALETTE[5], PALETTE[0]
+#: Hover of a point; customdata = [description (identifies the deployment), GPUs, tokens/s
+#: per GPU, USD per million tokens, the description escaped for plotly's HTML-like labels].
+_HOVER = (
+    "<b>%{{customdata[4]}}</b><br>%{{customdata[1]}} GPUs<br>{metric} %{{x:.3g}} ms<br>"
+    "%{{customdata[2]:,.0f}} tokens/s per GPU<br>$%{{customdata[3]:,.3f}} per million tokens"
+    "<extra></extra>"
+)
+
+
+def escape(text: str) -> str:
+    """Text safe inside a plotly label: ``&``, ``<``, ``>`` as entities.
+
+    >>> escape("TP=2 <b>&</b>")
+    'TP=2 &lt;b&gt;&amp;&lt;/b&gt;'
+    """
+    return html.escape(str(text), quote=False)
+
+
+def _custom(p) -> list:
+    return [p.description, p.gpus, p.throughput_per_gpu_tok_s, p.usd_per_million_tokens,
+            escape(p.description)]  # fmt: skip
+
+
 #: 1-2-5 ticks labelled in full on the log latency axis (ms).
 TICKS = [m * 10**e for e in range(-1, 6) for m in (1, 2, 5)]
 
@@ -25,8 +49,10 @@ def pareto_figure(
     """The two Pareto frontiers against the latency metric: throughput per GPU (higher is better)
     and cost per million output tokens (lower is better). Points are ``ParetoPoint``-like objects
     (description, gpus, throughput_per_gpu_tok_s, usd_per_million_tokens, latency_ms,
-    meets_sla); hovering shows the deployment. ``best`` (a description) is ringed; ``sla_ms``
-    draws the target as a dashed vertical line."""
+    meets_sla: every target of the SLA and the headroom); hovering names the deployment, and
+    ``customdata[0]`` of every point is its description (what a click selects). ``best`` (a
+    description) is drawn as a star with its own legend entry; ``sla_ms`` draws the target as a
+    dashed vertical line."""
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -62,18 +88,8 @@ def pareto_figure(
                     name=name,
                     legendgroup=name,
                     showlegend=col == 1,
-                    customdata=[
-                        [
-                            p.description,
-                            p.gpus,
-                            p.throughput_per_gpu_tok_s,
-                            p.usd_per_million_tokens,
-                        ]
-                        for p in sel
-                    ],
-                    hovertemplate="<b>%{customdata[0]}</b><br>%{customdata[1]} GPUs<br>"
-                    f"{latency_metric} %{{x:.3g}} ms<br>%{{customdata[2]:,.0f}} tokens/s per GPU"
-                    "<br>$%{customdata[3]:,.3f} per million tokens<extra></extra>",
+                    customdata=[_custom(p) for p in sel],
+                    hovertemplate=_HOVER.format(metric=escape(latency_metric)),
                 ),
                 row=1,
                 col=col,
@@ -86,14 +102,17 @@ def pareto_figure(
                     y=[getattr(chosen[0], key)],
                     mode="markers",
                     marker={
-                        "size": 22,
-                        "color": "rgba(0,0,0,0)",
-                        "line": {"color": BEST, "width": 3},
+                        "symbol": "star",
+                        "size": 20,
+                        "color": BEST,
+                        "line": {"color": "#FFFFFF", "width": 1.5},
                     },
                     name="recommended",
                     legendgroup="best",
                     showlegend=col == 1,
-                    hoverinfo="skip",
+                    customdata=[_custom(chosen[0])],
+                    hovertemplate="<b>recommended</b><br>"
+                    + _HOVER.format(metric=escape(latency_metric)),
                 ),  # fmt: skip
                 row=1,
                 col=col,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.catalog import accelerators
 from advisor.scenario import Scenario
 
 
@@ -21,39 +20,41 @@ def _pick_percentile(p: Any, percentile: int) -> float | None:
     return None if v is None else float(v)
 
 
-def latency_figure(rec: Any, scenario: Scenario):
-    """TTFT / TPOT breakdown of the recommended deployment (``latency_charts.breakdown_figure``).
+def latency_rows(best: Any, scenario: Scenario) -> dict[str, dict[str, float]]:
+    """The search's own mean breakdown of deployment ``best`` at the scenario's load (ms):
+    the prefill of one prompt alone, and the mean TPOT = one decode step at the mean running
+    batch + (aggregated) the prefills of arriving prompts that stall it, the part of the
+    search's mean TPOT the step does not explain. A disaggregated decode pool never stalls
+    for prompts; a speculative deployment's step is the target's, so it is shown alone."""
+    pre = dict(best.prefill_breakdown_ms)
+    step = {k: v for k, v in best.step_breakdown_ms.items() if k != "batch"}
+    batch = best.step_breakdown_ms.get("batch", best.running_batch + 1)
+    isl = scenario.workload.isl_tokens
+    rows = {f"Prefill of one {isl:,}-token prompt alone (no queueing)": pre}
+    if best.speculative:
+        rows[f"One target decode step at batch {batch:.0f} (speculative)"] = step
+        return rows
+    mean = best.tpot_mean_ms
+    if mean is not None and best.kind != "disaggregated" and mean > sum(step.values()):
+        step["prefill interruptions"] = mean - sum(step.values())
+    rows[f"Mean TPOT: decode step at batch {batch:.0f}"] = step
+    return rows
 
-    The breakdown is the single-deployment estimate (``perf.estimate``) at the scenario's load;
-    for a disaggregated winner it is the aggregated shape with the decode pool's TP.
-    """
+
+def latency_figure(rec: Any, scenario: Scenario):
+    """Mean TTFT / TPOT breakdown of the recommended deployment (``breakdown_figure``), from the
+    search's result for that deployment at the scenario's load; the title names the P-th
+    percentiles the summary quotes, so the chart's means are not read as the SLA figures."""
     best = getattr(rec, "best", None)
-    if best is None:
+    if best is None or not best.step_breakdown_ms:
         return None
     from advisor.charts import latency_charts as lc
-    from advisor.perf.estimate import EstimateInput, estimate
 
-    s = scenario
-    tp = (best.decode_pool or {}).get("tp", best.tp) if best.kind == "disaggregated" else best.tp
-    dp = (best.decode_pool or {}).get("dp", best.dp) if best.kind == "disaggregated" else best.dp
-    pp = 1 if best.kind == "disaggregated" else best.pp
-    load: dict[str, Any] = (
-        {"qps": s.workload.arrival_rate_per_s, "concurrency": None}
-        if s.workload.arrival_rate_per_s is not None
-        else {"concurrency": max(1, round(best.running_batch))}
-    )
-    inp = EstimateInput(
-        tp=tp, pp=pp, dp=dp, weights=best.weights, kv=best.kv, isl=s.workload.isl_tokens,
-        osl=s.workload.osl_tokens, gpus_per_node=s.hardware.gpus_per_node,
-        link=s.hardware.intra_link, inter_link=s.hardware.inter_link, engine=s.options.engine,
-        **load,
-    )  # fmt: skip
-    est = estimate(s.model_spec(), accelerators()[best.gpu], inp)
-    rows = lc.breakdown_rows(est)
-    if not rows:
-        return None
-    title = f"Latency breakdown (mean): TP={tp}, PP={pp} on {accelerators()[best.gpu].name}"
-    return lc.breakdown_figure(rows, title)
+    pct = scenario.sla.percentile
+    p = lambda x: getattr(x, f"p{pct}")  # noqa: E731
+    title = (f"Where the time goes, means (P{pct} TTFT {p(best.ttft_ms):,.0f} ms, "
+             f"P{pct} TPOT {p(best.tpot_ms):,.1f} ms)")  # fmt: skip
+    return lc.breakdown_figure(latency_rows(best, scenario), title)
 
 
 def pareto_figure(rec: Any, scenario: Scenario):

@@ -372,31 +372,42 @@ def build_report(
 
     ``client``/``consultant`` are truncated to 200 characters, ``notes`` to 2,000, after removing
     control and bidi characters; text is never interpreted as markup. ``compare`` adds a
-    comparison section (after the executive summary) over ``(label, scenario)`` or
-    ``(label, scenario, tp, pp)`` items: inputs, each recommendation, and the Compare page's
-    overlaid charts of each scenario's own deployment (``compare_charts``; without TP/PP, the
-    recommended deployment's). ``charts=False`` skips the images.
+    comparison over ``(label, scenario)`` or ``(label, scenario, deployment)`` items (a
+    deployment put in focus; None = the recommended one): the document then opens with the
+    ranking (``search.comparison``: cheapest deployment that meets its SLA first, then those
+    that miss, with why), each scenario's answer and the overlaid charts, and details the
+    top-ranked scenario (``scenario`` and ``recommendation`` are then not used).
+    ``charts=False`` skips the images.
     """
     client_t = clean(client, NAME_LIMIT)
     consultant_t = clean(consultant, NAME_LIMIT)
     notes_t = clean(notes, NOTES_LIMIT, multiline=True)
+    items = _compare_items(compare or [])
+    ranking: list[Any] = []
+    if items:
+        ranking = _compare_answers(items)
+        top = ranking[0]
+        scenario, recommendation = top.scenario, top.rec
     rec, rec_note = recommendation, None
     if rec is None:
         rec, rec_note = _try_recommend(scenario)
     best_obj = _pick(rec, "best") if rec is not None else None
+    if items and ranking[0].row.source == "in focus":
+        best_obj = ranking[0].row.deployment
     best = deployment(best_obj, scenario.sla.percentile) if best_obj is not None else None
     alts = _alternatives(rec, best)
     ctx = _Context(scenario, rec, rec_note, best, alts)
 
-    items = _compare_items(compare or [])
     subtitle = clean(client_t or scenario.name, 60)
     doc = _Doc(subtitle)
     doc.add_page()
     _cover(doc, ctx, client_t, consultant_t, date or _dt.date.today(), items)
-    _summary(doc, ctx)
     if items:
         ctx.compared = [it.scenario for it in items]
-        _compare_section(doc, ctx, items, charts)
+        _compare_section(doc, ctx, ranking, charts)
+        _summary(doc, ctx, f"The top-ranked scenario in detail: {ranking[0].label}")
+    else:
+        _summary(doc, ctx)
     if notes_t:
         doc.h2("Notes")
         doc.para(notes_t, 9.5)
@@ -565,9 +576,9 @@ def _sla_short(s: Scenario, d: Deployment) -> str:
     return "\n".join(out)
 
 
-def _summary(doc: _Doc, ctx: _Context) -> None:
+def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None:
     s = ctx.scenario
-    doc.h1("Executive summary")
+    doc.h1(clean(title, 120))
     model = s.model_spec()
     load = (
         f"{s.workload.arrival_rate_per_s:g} requests/s"
@@ -602,6 +613,11 @@ def _summary(doc: _Doc, ctx: _Context) -> None:
     facts.append(
         f"Throughput {_fmt(d.throughput_tok_s, ',.0f', 'output tokens/s')} on "
         f"{d.gpus if d.gpus is not None else d.tp * d.pp * d.dp} GPUs"
+        + (
+            f" ({d.throughput_tok_s / d.gpus:,.0f} per GPU)"
+            if d.throughput_tok_s and d.gpus
+            else ""
+        )
         + (f", {d.running:,.0f} sequences running per replica" if d.running else "")
     )
     facts.append(f"Cost {_fmt(d.usd_per_mtok, ',.3f')} USD per million output tokens "
@@ -781,111 +797,116 @@ COMPARE_LIMIT = 8
 class _CompareItem:
     label: str
     scenario: Scenario
-    tp: int | None = None
-    pp: int | None = None
+    focus: Any = None  # a search Deployment put in focus; None = the recommended one
+
+
+@dataclass
+class _Answer:
+    """One compared scenario: its search result and its row (``search.comparison.Compared``)."""
+
+    label: str
+    scenario: Scenario
+    rec: Any
+    row: Any
 
 
 def _compare_items(compare: Sequence[Any]) -> list[_CompareItem]:
-    """(label, scenario[, tp, pp]) items with cleaned, unique labels (the charts key on them)."""
+    """(label, scenario[, deployment]) items with cleaned, unique labels (charts key on them)."""
     out: list[_CompareItem] = []
     seen: set[str] = set()
     for item in list(compare)[:COMPARE_LIMIT]:
-        label, sc, *shape = item
+        label, sc, *rest = item
         base = clean(label, 60) or "(unnamed)"
         name, n = base, 2
         while name in seen:
             name, n = f"{base} ({n})", n + 1
         seen.add(name)
-        tp, pp = (int(shape[0]), int(shape[1])) if len(shape) >= 2 else (None, None)
-        out.append(_CompareItem(name, sc, tp, pp))
+        out.append(_CompareItem(name, sc, rest[0] if rest else None))
     return out
 
 
-def _compare_shape(item: _CompareItem, best: Any) -> tuple[int, int]:
-    """The TP/PP the charts use: the item's, else the recommended deployment's, else 1/1."""
-    if item.tp is not None and item.pp is not None:
-        return item.tp, item.pp
-    if best is not None and _pick(best, "kind") != "disaggregated":
-        return int(_pick(best, "tp", default=1)), int(_pick(best, "pp", default=1))
-    return 1, 1
+def _compare_answers(items: Sequence[_CompareItem]) -> list[_Answer]:
+    """Each item's search result and comparison row, in the ranking's order."""
+    from advisor.search import comparison as cmp
 
-
-def _compare_data(items: Sequence[_CompareItem], recs: Sequence[Any]):
-    """The Compare page's chart inputs: estimate results and batch sweeps by label."""
-    from advisor.charts import compare_charts as cc
-
-    results: dict[str, dict] = {}
-    sweeps: dict[str, list[dict]] = {}
-    for it, rec in zip(items, recs, strict=True):
-        tp, pp = _compare_shape(it, _pick(rec, "best") if rec is not None else None)
-        try:
-            results[it.label] = cc.scenario_estimate(it.scenario, tp, pp)
-            sweeps[it.label] = cc.scenario_sweep(it.scenario, tp, pp)
-        except (ValueError, KeyError) as exc:
-            results[it.label] = {"fits": False, "reasons": [str(exc)], "breakdown": {}}
-            sweeps[it.label] = []
-    return results, sweeps
-
-
-def _compare_section(
-    doc: _Doc, ctx: _Context, items: Sequence[_CompareItem], charts: bool = True
-) -> None:
-    doc.h1(f"Comparison of {len(items)} scenarios")
-    gpus = accelerators()
-    rows = [("Scenario", "Model and hardware", "Load", "SLA")]
+    answers = []
     for it in items:
-        s, hw, w = it.scenario, it.scenario.hardware, it.scenario.workload
-        load = (
-            f"{w.arrival_rate_per_s:g} requests/s"
-            if w.arrival_rate_per_s is not None
-            else f"{w.concurrent_users:,} users"
-        )
+        try:
+            rec, _ = _try_recommend(it.scenario)
+        except Exception:  # noqa: BLE001 - one bad scenario does not sink the report
+            rec = None
+        answers.append(_Answer(it.label, it.scenario, rec,
+                               cmp.compared(it.label, it.scenario, rec, it.focus)))  # fmt: skip
+    order = {id(r): i for i, r in enumerate(cmp.ranked([a.row for a in answers]))}
+    return sorted(answers, key=lambda a: order[id(a.row)])
+
+
+def _compare_section(doc: _Doc, ctx: _Context, ranking: Sequence[_Answer],
+                     charts: bool = True) -> None:  # fmt: skip
+    """The ranking (the executive summary of a comparison), inputs, answers, overlaid charts."""
+    from advisor.search import comparison as cmp
+    from advisor.search.cost import usd_per_month
+
+    rows = [a.row for a in ranking]
+    doc.h1(f"Executive summary: {len(ranking)} scenarios ranked")
+    doc.para(clean(cmp.verdict(rows), 800), 10.5, bold=True)
+    gpus = accelerators()
+    table = [("#", "Scenario", "Deployment", "GPUs", "USD per M tokens", "USD per month",
+              "TTFT / TPOT", "SLA")]  # fmt: skip
+    why = []
+    for i, a in enumerate(ranking, start=1):
+        d, pct = a.row.deployment, a.scenario.sla.percentile
+        if d is None:
+            table.append((str(i), a.label, "no deployment fits", "", "", "", "", "missed"))
+            why.append(f"{a.label}: {clean(a.row.why, 400)}")
+            continue
+        acc = gpus[d.gpu].name + ("" if a.row.calibrated else " (not calibrated)")
+        lat = (f"P{pct} {getattr(d.ttft_ms, f'p{pct}'):,.0f} / "
+               f"{getattr(d.tpot_ms, f'p{pct}'):,.1f} ms")  # fmt: skip
+        table.append((str(i), a.label, f"{cmp.short_shape(d)} on {acc}", str(d.gpus),
+                      f"{d.usd_per_million_tokens:,.3f}", f"{usd_per_month(d.usd_per_hour):,.0f}",
+                      lat, "met" if a.row.meets_sla else "missed"))  # fmt: skip
+        if not a.row.meets_sla:
+            why.append(f"{a.label}: {clean(a.row.why, 400)}")
+    doc.table(table, (6, 30, 56, 11, 17, 17, 27, 14), size=7.5)
+    if why:
+        doc.h2("Why the others miss their SLA")
+        doc.bullets(why, 8.5)
+
+    doc.h2("The scenarios")
+    rows_in = [("Scenario", "Model and hardware", "Load", "SLA")]
+    for a in ranking:
+        s, hw, w = a.scenario, a.scenario.hardware, a.scenario.workload
         hardware = ", ".join(gpus[g].name if g in gpus else g for g in hw.gpus)
         nodes = f" ({hw.nodes} nodes of {hw.gpus_per_node})" if hw.nodes > 1 else ""
-        rows.append((it.label, f"{s.model_spec().name} on {hw.total_gpus} × {hardware}{nodes}",
-                     f"{load}; {w.isl_tokens:,} in / {w.osl_tokens:,} out tokens",
-                     s.sla.describe()))  # fmt: skip
-    doc.table(rows, (40, 58, 46, 34), size=8)
+        rows_in.append((a.label, f"{s.model_spec().name} on {hw.total_gpus} × {hardware}{nodes}",
+                        f"{cmp.load_text(s)}; {w.isl_tokens:,} in / {w.osl_tokens:,} out tokens",
+                        s.sla.describe()))  # fmt: skip
+    doc.table(rows_in, (40, 58, 46, 34), size=8)
 
-    doc.h2("The recommendation for each scenario")
-    recs: list[Any] = []
-    rows = [("Scenario", "Recommended deployment", "GPUs", "SLA", "USD/Mtok")]
-    for it in items:
-        sc = it.scenario
-        try:
-            rec, note = _try_recommend(sc)
-        except Exception as exc:  # noqa: BLE001 - one bad scenario does not sink the report
-            rec, note = None, f"the search failed: {type(exc).__name__}"
-        recs.append(rec)
-        b = _pick(rec, "best") if rec is not None else None
-        if b is None:
-            why = note or clean(_pick(rec, "no_best_reason", default=""), 200)
-            rows.append((it.label, why or "no deployment meets the SLA", "", "", ""))
-            continue
-        d = deployment(b, sc.sla.percentile)
-        sla = _sla_short(sc, d)
-        rows.append((it.label, d.short(), str(d.gpus if d.gpus is not None else "?"),
-                     sla or "no target", _fmt(d.usd_per_mtok, ".3f")))  # fmt: skip
-    doc.table(rows, (36, 72, 12, 38, 20), size=8)
+    doc.h2("Each scenario's answer at its own load")
+    for start in range(0, len(ranking), 4):
+        part = ranking[start : start + 4]
+        cells = [cmp.table_rows(a.row) for a in part]
+        names = list(dict.fromkeys(k for c in cells for k in c))
+        w = (doc.epw - 36) / len(part)
+        doc.table([("", *(a.label for a in part)),
+                   *((n, *(c.get(n, "") for c in cells)) for n in names)],
+                  (36, *([w] * len(part))), size=7.5)  # fmt: skip
 
     if not charts:
         return
     doc.h2("Overlaid charts (as on the Compare page)")
-    results, sweeps = _compare_data(items, recs)
-    shapes = []
-    for it, rec in zip(items, recs, strict=True):
-        tp, pp = _compare_shape(it, _pick(rec, "best") if rec is not None else None)
-        sc = it.scenario
-        shapes.append(f"{it.label}: TP={tp}, PP={pp}, {sc.options.weight_dtypes[0]} weights, "
-                      f"{sc.options.kv_dtypes[0]} KV on {sc.hardware.gpus[0]}")  # fmt: skip
-    doc.para(
-        "Each scenario's own deployment (first accelerator, first dtypes, TP/PP as below, as "
-        "many data-parallel replicas as its GPUs allow) at the scenario's load:",
-        8.5,
-    )
-    doc.bullets(shapes, 8.5)
     from advisor.charts import compare_charts as cc
 
+    results = {a.label: cc.deployment_result(a.row.deployment) for a in ranking}
+    sweeps: dict[str, list[dict]] = {}
+    for a in ranking:
+        try:
+            sweeps[a.label] = (cc.deployment_sweep(a.scenario, a.row.deployment)
+                               if a.row.deployment is not None else [])  # fmt: skip
+        except (ValueError, KeyError):
+            sweeps[a.label] = []
     _embed(doc, ctx, "Comparison: latency breakdown by scenario",
            lambda: cc.latency_breakdown_figure(results))  # fmt: skip
     _embed(doc, ctx, "Comparison: throughput and TPOT against batch size",

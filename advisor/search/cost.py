@@ -96,3 +96,15 @@ def usd_per_million_tokens(gpus, usd_per_gpu_hour, tok_per_s) -> np.ndarray:
             / (np.asarray(tok_per_s, float) * 3600.0)
             * 1e6
         )
+
+
+HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0
+
+
+def usd_per_month(usd_per_hour: float) -> float:
+    """A deployment's cost over an average month: usd/h x 8760 h / 12 (paid every hour).
+
+    >>> usd_per_month(10.0)  # 10 $/h x 730 h
+    7300.0
+    """
+    return usd_per_hour * HOURS_PER_MONTH

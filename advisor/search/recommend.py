@@ -75,6 +75,7 @@ class _Table:
         self.rate = cat(ev.rate, dg.rate if dg else None)
         self.cap = cat(res.capacity_req_per_s * ev.dp, dg.capacity_req_per_s if dg else None)
         self.running = cat(res.running_mean, dg.running_mean if dg else None)
+        self.tpot_mean = cat(res.tpot.mean_s, dg.tpot_mean_s if dg else None)
         shape_of = cat(ev.shape_idx, dg.dec_shape if dg else None)
         self.shape_of = shape_of
         gpu_ids = sorted({s.gpu for s in st.shapes})
@@ -176,6 +177,7 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         running_batch=float(t.running[i]), step_breakdown_ms=bd, prefill_breakdown_ms=pbd,
         intervals=percentile_intervals(sc, s.gpu, *(float(a[i, qi]) * 1e3 for a in
                                                     (t.ttft, t.tpot, t.e2e))),
+        tpot_mean_ms=float(t.tpot_mean[i]) * 1e3,
         **extra,
     )  # fmt: skip
 
@@ -337,7 +339,8 @@ def _recommend(sc: Scenario) -> Recommendation:
             if key in seen:
                 continue
             seen.add(key)
-            d = _deployment(sc, t, int(i), ratio, False)
+            # with breakdowns: Compare and the PDF draw the closest miss when nothing meets
+            d = _deployment(sc, t, int(i), ratio, True)
             near.append(NearMiss(deployment=d, fails=misses(sc, checks, int(i), d)))
             if len(near) == 5:
                 break
@@ -353,19 +356,32 @@ def _recommend(sc: Scenario) -> Recommendation:
         stab = np.nonzero(t.stable)[0]
         tpg = t.tput / np.maximum(t.gpus, 1)
 
-        def points(idx: np.ndarray) -> list[ParetoPoint]:
-            idx = idx[:: max(1, idx.size // 40)]
+        def points(idx: np.ndarray, keep: np.ndarray) -> list[ParetoPoint]:
+            idx = np.union1d(idx[:: max(1, idx.size // 40)], keep)
+            pct = sc.sla.percentile
             out = []
             for i in idx:
                 d = _deployment(sc, t, int(i), ratio, False)
                 out.append(ParetoPoint(description=d.description, gpus=d.gpus,
                     throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
                     usd_per_million_tokens=d.usd_per_million_tokens,
-                    latency_ms=float(lat[i]), meets_sla=d.meets_sla, spec=d.spec))  # fmt: skip
+                    latency_ms=float(lat[i]), meets_sla=d.meets_sla, spec=d.spec,
+                    ttft_ms=getattr(d.ttft_ms, f"p{pct}"), tpot_ms=getattr(d.tpot_ms, f"p{pct}"),
+                    e2e_ms=getattr(d.e2e_ms, f"p{pct}")))  # fmt: skip
             return out
 
-        pareto = points(stab[pareto_min_min(-tpg[stab], lat[stab])])
-        pareto_cost = points(stab[pareto_min_min(t.cost[stab], lat[stab])])
+        feas = np.nonzero(feasible)[0]
+        keep = np.array([] if best_i is None else [best_i], dtype=int)
+
+        def frontier(y: np.ndarray) -> np.ndarray:
+            """Frontier of all stable candidates and frontier of those meeting the SLA (a
+            cheaper candidate that misses would otherwise hide every one that meets)."""
+            both = [stab[pareto_min_min(y[stab], lat[stab])],
+                    feas[pareto_min_min(y[feas], lat[feas])] if feas.size else keep, keep]  # fmt: skip
+            return np.unique(np.concatenate(both))
+
+        pareto = points(frontier(-tpg), keep)
+        pareto_cost = points(frontier(t.cost), keep)
         fastest = (
             _deployment(sc, t, int(stab[np.lexsort((t.cost[stab], lat[stab]))[0]]), ratio, False)
             if stab.size

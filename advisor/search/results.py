@@ -66,6 +66,9 @@ class Deployment(BaseModel):
     #: Interval of each predicted SLA percentile at the SLA's confidence (advisor/search/sla.py):
     #: confidence, percentile, ttft_ms/tpot_ms/e2e_ms [low, high], calibrated, basis.
     intervals: dict[str, Any] | None = None
+    #: Mean TPOT at the offered load (the percentiles' mean): the decode step plus, aggregated,
+    #: the prefills of arriving prompts that stall it; a disaggregated decode pool never stalls.
+    tpot_mean_ms: float | None = None
 
 
 class ParetoPoint(BaseModel):
@@ -75,8 +78,12 @@ class ParetoPoint(BaseModel):
     throughput_per_gpu_tok_s: float
     usd_per_million_tokens: float
     latency_ms: float
-    meets_sla: bool
+    meets_sla: bool  # every stated target (TTFT, TPOT, E2E) and the headroom
     spec: DeploymentSpec | None = None
+    #: TTFT, TPOT and end-to-end latency at the SLA's percentile (ms).
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_ms: float | None = None
 
 
 class NearMiss(BaseModel):

@@ -1,9 +1,7 @@
-"""Compare: two to four scenarios (the sidebar, saved ones, examples) side by side: inputs,
-the sidebar deployment's estimate, the recommendation's best, overlaid charts."""
+"""Compare: two to four scenarios (the sidebar, saved ones, examples) side by side: inputs, each
+one's recommended (or focused) deployment at its own load, the ranking, overlaid charts."""
 
 from __future__ import annotations
-
-import math
 
 import pandas as pd
 import streamlit as st
@@ -11,8 +9,10 @@ import streamlit as st
 from advisor.catalog import accelerators, interconnects
 from advisor.charts import compare_charts as cc
 from advisor.scenario import ScenarioError
+from advisor.search import comparison as cmp
 from advisor.store import StoreError
-from ui.cache import estimate_for, keys, recommend_for, sweep_for
+from ui.cache import deployment_sweep_for as sweep_for
+from ui.cache import keys, recommend_for
 from ui.format import md_escape
 from ui.pdf import pdf_download
 from ui.scenarios import (
@@ -53,12 +53,6 @@ def choices() -> tuple[dict[str, Choice], list[str]]:
     return out, problems
 
 
-def _ms(x: float | None) -> str:
-    if x is None:
-        return "—"
-    return "unbounded (overloaded)" if math.isinf(x) else f"{x:,.1f} ms"
-
-
 def inputs_table(picked: list[Choice]) -> pd.DataFrame:
     gpus, links = accelerators(), interconnects()
     cols = {}
@@ -74,62 +68,38 @@ def inputs_table(picked: list[Choice]) -> pd.DataFrame:
             "Weights / KV dtypes": f"{', '.join(s.options.weight_dtypes)} / "
             f"{', '.join(s.options.kv_dtypes)}",
             "Tokens in / out": f"{w.isl_tokens:,} / {w.osl_tokens:,}",
-            "Load": f"{w.arrival_rate_per_s:g} requests/s"
-            if w.arrival_rate_per_s is not None
-            else f"{w.concurrent_users:,} concurrent users",
+            "Load": cmp.load_text(s),
             "SLA": s.sla.describe(),
-            "Sidebar deployment": f"TP={c.view.tp}, PP={c.view.pp}, "
-            f"{s.options.weight_dtypes[0]} weights, {s.options.kv_dtypes[0]} KV",
         }
     return pd.DataFrame(cols)
 
 
-def outputs(picked: list[Choice]) -> tuple[pd.DataFrame, dict[str, dict]]:
-    results, cols = {}, {}
-    for c in picked:
-        sj, vj = keys(c.scenario, c.view)
-        try:
-            r = estimate_for(sj, vj)
-        except (ValueError, KeyError) as exc:
-            r = {"fits": False, "reasons": [str(exc)], "breakdown": {}}
-        results[c.label] = r
-        pct = c.scenario.sla.percentile
-        p = r.get("percentiles") or {}
-        col = {
-            "Fits in memory": "yes" if r.get("fits") else "no: " + "; ".join(r.get("reasons", [])),
-            "GPUs used": f"{r['gpus']}" if "gpus" in r else "—",
-            "TTFT (mean)": _ms(r.get("ttft_ms")),
-            f"TTFT P{pct}": _ms(p.get("ttft_ms", {}).get(f"p{pct}")),
-            "TPOT (mean)": _ms(r.get("tpot_ms")),
-            f"TPOT P{pct}": _ms(p.get("tpot_ms", {}).get(f"p{pct}")),
-            "End to end (mean)": _ms(r.get("e2e_ms")),
-            "Throughput": f"{r.get('throughput_tok_s', 0):,.0f} tokens/s "
-            f"({r.get('throughput_tok_s_per_gpu', 0):,.0f} per GPU)",
-            "Max sequences per replica (KV)": f"{r['max_concurrency']:,}"
-            if "max_concurrency" in r
-            else "—",
-        }
-        if r.get("fits") and r.get("reasons"):  # overloaded
-            col["Fits in memory"] = "yes, but " + "; ".join(r["reasons"])
-        rec = recommend_for(sj) if _search_available() else None
-        if rec is not None:
-            b = rec.best
-            col["Recommended (search)"] = (
-                f"{b.description}: {b.gpus} GPUs, P{pct} TPOT {getattr(b.tpot_ms, f'p{pct}'):,.1f} ms, "
-                f"{b.usd_per_million_tokens:,.2f} USD per million tokens"
-                if b is not None
-                else f"nothing meets the SLA: {rec.no_best_reason or ''}"
-            )
-        cols[c.label] = col
-    return pd.DataFrame(cols), results
-
-
-def _search_available() -> bool:
+def focused(c: Choice):
+    """The deployment the user put in focus for this scenario, if the app has one (None: the
+    recommended one)."""
     try:
-        import advisor.search.recommend  # noqa: F401
-    except ImportError:
-        return False
-    return True
+        from ui import state
+    except ImportError:  # pragma: no cover
+        return None
+    fn = getattr(state, "focused_deployment", None)
+    return fn(c.scenario) if callable(fn) else None
+
+
+def answers(picked: list[Choice]) -> list[cmp.Compared]:
+    """Each picked scenario's deployment (in focus, else recommended) at its own load."""
+    out = []
+    for c in picked:
+        sj, _ = keys(c.scenario, c.view)
+        rec = recommend_for(sj)
+        out.append(cmp.compared(c.label, c.scenario, rec, focused(c)))
+    return out
+
+
+def outputs_table(rows: list[cmp.Compared]) -> pd.DataFrame:
+    """One column per scenario, in the ranking's order (cheapest that meets its SLA first)."""
+    order = cmp.ranked(rows)
+    cols = {f"{i}. {c.label}": cmp.table_rows(c) for i, c in enumerate(order, start=1)}
+    return pd.DataFrame(cols).fillna("")
 
 
 def page() -> None:
@@ -151,43 +121,48 @@ def page() -> None:
         return
     picked = [options[lab] for lab in picked_labels]
     st.subheader("Inputs")
-    st.dataframe(inputs_table(picked), width="stretch")
-    st.subheader("Outputs")
+    st.table(inputs_table(picked))
+    st.subheader("Answers, ranked")
+    with st.spinner("Searching each scenario…"):
+        rows = answers(picked)
+    st.markdown(md_escape(cmp.verdict(rows)))
     st.caption(
-        "Each scenario's sidebar deployment (first accelerator, first dtypes, TP and PP as "
-        "saved, as many data-parallel replicas as the GPUs allow) under the scenario's load; "
-        "the last row is the recommendation search's best deployment when it is available."
+        "Each scenario's recommended deployment (or the one put in focus) at that scenario's "
+        "own load; columns in the ranking's order: those that meet their SLA by cost per "
+        "million output tokens, then those that miss, by how far."
     )
-    with st.spinner("Estimating…"):
-        table, results = outputs(picked)
-    st.dataframe(table, width="stretch")
+    st.table(outputs_table(rows))
+    order = cmp.ranked(rows)
+    results = {c.label: cc.deployment_result(c.deployment) for c in order}
     st.plotly_chart(cc.latency_breakdown_figure(results), width="stretch")
     sweeps = {}
-    for c in picked:
+    for c in order:
         try:
-            sweeps[c.label] = sweep_for(*keys(c.scenario, c.view))
+            sweeps[c.label] = (
+                sweep_for(c.scenario, c.deployment) if c.deployment is not None else []
+            )
         except (ValueError, KeyError):
             sweeps[c.label] = []
     st.plotly_chart(cc.throughput_vs_batch_figure(sweeps), width="stretch")
     st.caption(
-        "Batch sweep: one replica of each sidebar deployment with a fixed number of running "
-        "sequences (powers of two up to what its KV cache holds)."
+        "Batch sweep: one replica of each scenario's deployment (a disaggregated one's decode "
+        "pool) with a fixed number of running sequences (powers of two up to what its KV cache "
+        "holds)."
     )
-    guarded("PDF summary", pdf_section, picked)
+    guarded("PDF summary", pdf_section, picked, rows)
 
 
-def pdf_section(picked: list[Choice]) -> None:
-    """Comparison PDF (the first scenario's recommendation in detail, the overlaid charts)."""
+def pdf_section(picked: list[Choice], rows: list[cmp.Compared]) -> None:
+    """Comparison PDF: the ranking first, then the best scenario in detail."""
     from advisor.report.pdf import report_bytes_for_app
 
-    first = picked[0]
-    items = [(c.label, c.scenario, c.view.tp, c.view.pp) for c in picked]
-    rec = recommend_for(keys(first.scenario, first.view)[0]) if _search_available() else None
+    items = [(c.label, c.scenario, r.deployment if r.source == "in focus" else None)
+             for c, r in zip(picked, rows, strict=True)]  # fmt: skip
     pdf_download(
         "PDF comparison for the client", "Download PDF comparison", "cmp.pdf",
         "inference-architect-comparison.pdf",
         lambda client, consultant: report_bytes_for_app(
-            first.scenario, client, consultant, rec, compare=items
+            picked[0].scenario, client, consultant, None, compare=items
         ),
     )  # fmt: skip
 

@@ -1,0 +1,199 @@
+"""Several scenarios' answers side by side: each scenario's deployment (the recommended one, or
+the one the user put in focus), its cost and latency at that scenario's own load, and the
+ranking (cheapest deployment that meets its SLA first, then the ones that miss, with why).
+
+The Compare page, its PDF and the CLI read the same rows, so they show the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from advisor.catalog import accelerators
+from advisor.perf.profiles import family_efficiency
+from advisor.scenario import Scenario
+from advisor.search.cost import usd_per_month
+from advisor.search.results import Deployment, Recommendation
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One scenario's answer.
+
+    ``deployment`` is the focused deployment if given, else the recommended one, else the
+    closest near miss (``source`` says which); None when nothing fits at all. ``why`` says why
+    it misses the SLA (empty when it meets it).
+    """
+
+    label: str
+    scenario: Scenario
+    deployment: Deployment | None
+    source: str  # "recommended" | "in focus" | "closest miss" | "none"
+    meets_sla: bool
+    why: str
+    calibrated: bool
+
+    @property
+    def percentile(self) -> int:
+        return self.scenario.sla.percentile
+
+
+def calibrated(gpu_id: str) -> bool:
+    """Whether the accelerator's family has efficiencies fitted to published measurements."""
+    return family_efficiency(accelerators()[gpu_id].family).fitted
+
+
+def compared(
+    label: str, scenario: Scenario, rec: Recommendation | None, focus: Deployment | None = None
+) -> Compared:
+    """The row of one scenario (see :class:`Compared`)."""
+    gpu0 = scenario.hardware.gpus[0]
+    if focus is not None:
+        d, source = focus, "in focus"
+        why = "" if focus.meets_sla else _why(focus, None)
+    elif rec is not None and rec.best is not None:
+        d, source, why = rec.best, "recommended", ""
+    elif rec is not None and rec.near_misses:
+        nm = rec.near_misses[0]
+        d, source = nm.deployment, "closest miss"
+        why = "nothing meets the SLA; closest misses by " + "; ".join(nm.fails)
+    else:
+        d, source = None, "none"
+        why = (rec.no_best_reason if rec is not None else None) or "no search result"
+    return Compared(
+        label=label, scenario=scenario, deployment=d, source=source,
+        meets_sla=d is not None and d.meets_sla and not why, why=why,
+        calibrated=calibrated(d.gpu if d is not None else gpu0),
+    )  # fmt: skip
+
+
+def _why(d: Deployment, fails: Sequence[str] | None) -> str:
+    if fails:
+        return "; ".join(fails)
+    if not d.stable:
+        return f"unstable at the offered load ({d.unstable_reason})"
+    return f"misses the SLA (worst target at {d.sla_ratio:.2f}x)"
+
+
+def ranked(rows: Sequence[Compared]) -> list[Compared]:
+    """Those that meet their SLA by cost per million output tokens (then GPUs), then those that
+    miss by how far they miss (worst target / its limit), then those with no deployment."""
+
+    def key(c: Compared) -> tuple:
+        d = c.deployment
+        if d is None:
+            return (2, math.inf, math.inf)
+        if c.meets_sla:
+            return (0, d.usd_per_million_tokens, d.gpus)
+        return (1, d.sla_ratio, d.usd_per_million_tokens)
+
+    return sorted(rows, key=key)
+
+
+def short_shape(d: Deployment) -> str:
+    """The deployment in a few words (the accelerator is shown on its own line).
+
+    >>> from advisor.search.results import Percentiles as P
+    >>> p = P(p50=1, p90=1, p95=1, p99=1)
+    >>> d = Deployment(kind="aggregated", description="", gpu="h100-sxm", tp=4, pp=1, dp=4,
+    ...     weights="fp8", kv="fp8", speculative=False, gpus=16, nodes=2, ttft_ms=p, tpot_ms=p,
+    ...     e2e_ms=p, stable=True, meets_sla=True, sla_ratio=0.9, throughput_tok_s=1,
+    ...     throughput_per_gpu_tok_s=1, usd_per_hour=1, usd_per_million_tokens=1,
+    ...     max_rate_req_s=1, headroom=2, running_batch=1)
+    >>> short_shape(d)
+    '4 × (TP=4, PP=1), fp8 weights, fp8 KV'
+    """
+    dt = f"{d.weights} weights, {d.kv} KV" + (", speculative" if d.speculative else "")
+    if d.kind == "disaggregated":
+        pre, dec = d.prefill_pool or {}, d.decode_pool or {}
+        return (
+            f"disaggregated: prefill {pre.get('dp', '?')} × TP={pre.get('tp', '?')} + decode "
+            f"{dec.get('dp', '?')} × TP={dec.get('tp', '?')}, {dt}"
+        )
+    return f"{d.dp} × (TP={d.tp}, PP={d.pp}), {dt}"
+
+
+def _ms(x: float) -> str:
+    """'26.8 ms', '1,234 ms', 'unbounded'.
+
+    >>> _ms(26.84), _ms(1234.4), _ms(float("inf"))
+    ('26.8 ms', '1,234 ms', 'unbounded')
+    """
+    if not math.isfinite(x):
+        return "unbounded"
+    return f"{x:,.0f} ms" if x >= 1000 else f"{x:,.1f} ms"
+
+
+def load_text(s: Scenario) -> str:
+    w = s.workload
+    if w.arrival_rate_per_s is not None:
+        return f"{w.arrival_rate_per_s:g} requests/s"
+    return f"{w.concurrent_users:,} concurrent users"
+
+
+def table_rows(c: Compared) -> dict[str, str]:
+    """What the Compare page and the comparison PDF print about one scenario, by row name."""
+    d, pct = c.deployment, c.percentile
+    hi = pct if pct != 50 else 99
+    gpus = accelerators()
+    out = {"Verdict": ("meets " if c.meets_sla else "misses ") + c.scenario.sla.describe()}
+    if d is None:
+        out["Deployment"] = c.why
+        return out
+    out["Deployment"] = f"{short_shape(d)} ({c.source})"
+    out["Accelerator"] = gpus[d.gpu].name + ("" if c.calibrated else " (not calibrated)")
+    out["GPUs"] = f"{d.gpus} on {d.nodes} node{'s' if d.nodes != 1 else ''}"
+    out["Cost per M output tokens"] = f"${d.usd_per_million_tokens:,.3f}"
+    out["Cost per month"] = f"${usd_per_month(d.usd_per_hour):,.0f}"
+    out["Load"] = load_text(c.scenario)
+    for name, p in (("TTFT", d.ttft_ms), ("TPOT", d.tpot_ms), ("End to end", d.e2e_ms)):
+        out[f"{name} P50 / P{hi}"] = f"{_ms(p.p50)} / {_ms(getattr(p, f'p{hi}'))}"
+    out["Throughput"] = f"{d.throughput_tok_s:,.0f} output tokens/s"
+    out["Headroom"] = (
+        f"{d.headroom:.1f}× the offered load" if math.isfinite(d.headroom) else "unbounded"
+    )
+    out["Calibrated"] = (
+        "yes (fitted to published measurements)"
+        if c.calibrated
+        else "no: efficiencies are priors, expect larger errors"
+    )
+    if c.why:
+        out["Why it misses"] = c.why
+    return out
+
+
+def verdict(rows: Sequence[Compared]) -> str:
+    """One sentence naming the cheapest deployment that meets its SLA (or saying none does)."""
+    order = ranked(rows)
+    if not order:
+        return "No scenario to compare."
+    top = order[0]
+    d = top.deployment
+    if d is None or not top.meets_sla:
+        return "None of the scenarios has a deployment that meets its SLA" + (
+            f"; the closest is {top.label}: {short_shape(d)} on {d.gpus} × "
+            f"{accelerators()[d.gpu].name} ({top.why})."
+            if d is not None
+            else "."
+        )
+    others = [c for c in order[1:] if c.meets_sla and c.deployment is not None]
+    tail = ""
+    if others:
+        nxt = others[0].deployment
+        tail = (
+            f" The next cheapest that meets its SLA is {others[0].label} at "
+            f"${nxt.usd_per_million_tokens:,.3f} per million output tokens."
+        )
+    caveat = (
+        ""
+        if top.calibrated
+        else f" {accelerators()[d.gpu].name} is not calibrated against published measurements: "
+        "confirm with a benchmark before buying."
+    )
+    return (
+        f"Cheapest deployment that meets its SLA: {top.label}: {short_shape(d)} on {d.gpus} × "
+        f"{accelerators()[d.gpu].name}, ${d.usd_per_million_tokens:,.3f} per million output "
+        f"tokens (${usd_per_month(d.usd_per_hour):,.0f} per month)." + tail + caveat
+    )

@@ -1,0 +1,67 @@
+"""Compare's answers (advisor/search/comparison.py): each scenario's recommended deployment at
+its own load, the ranking, and the verdict. Expected values come from ``recommend`` on the
+same scenarios and from the bank workshop of issue 11 (Llama 3.1 70B, 200 users, 2,000 / 300
+tokens, P99 TTFT <= 2 s, P99 TPOT <= 50 ms, two nodes of 8 GPUs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.scenario import SLA, Hardware, Scenario, Workload
+from advisor.search import comparison as cmp
+from advisor.search.recommend import recommend
+
+
+def bank(gpu: str) -> Scenario:
+    return Scenario(
+        name=f"Bank {gpu}", model="llama-3.1-70b",
+        hardware=Hardware(gpus=[gpu], gpus_per_node=8, nodes=2),
+        workload=Workload(isl_tokens=2000, osl_tokens=300, arrival_rate_per_s=None,
+                          concurrent_users=200),
+        sla=SLA(ttft_ms=2000, tpot_ms=50),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return [cmp.compared(g, bank(g), recommend(bank(g))) for g in ("h100-sxm", "l40s", "mi300x")]
+
+
+def test_concurrent_users_give_every_percentile(rows):
+    for row in rows:
+        cells = cmp.table_rows(row)
+        assert cells["Load"] == "200 concurrent users"
+        for name in ("TTFT P50 / P99", "TPOT P50 / P99", "End to end P50 / P99"):
+            assert "—" not in cells[name] and cells[name].endswith(" ms"), (row.label, name)
+
+
+def test_ranking_puts_the_cheapest_that_meets_first_then_the_misses(rows):
+    order = cmp.ranked(rows)
+    meets = [r for r in order if r.meets_sla]
+    misses = [r for r in order if not r.meets_sla]
+    assert order == meets + misses
+    assert meets, "the bank workshop has deployments that meet the SLA (issue 11: 18 of them)"
+    costs = [r.deployment.usd_per_million_tokens for r in meets]
+    assert costs == sorted(costs)
+    # a row that meets is the search's recommendation; its numbers are the search's
+    for r in meets:
+        assert r.source == "recommended"
+        assert r.deployment == recommend(r.scenario).best
+    for r in misses:
+        assert r.why  # says why
+    top = order[0]
+    v = cmp.verdict(rows)
+    assert v.startswith(f"Cheapest deployment that meets its SLA: {top.label}: ")
+    assert f"${top.deployment.usd_per_million_tokens:,.3f} per million output tokens" in v
+
+
+def test_calibration_flag_follows_the_fitted_families(rows):
+    # data/calibration.yaml fits hopper (H100) and ada (L40S), not cdna3 (MI300X)
+    flags = {r.label: r.calibrated for r in rows}
+    assert flags == {"h100-sxm": True, "l40s": True, "mi300x": False}
+
+
+def test_monthly_cost_is_the_hourly_cost_times_730_hours(rows):
+    d = rows[0].deployment
+    # 8760 h / 12 = 730 h per month
+    assert cmp.table_rows(rows[0])["Cost per month"] == f"${d.usd_per_hour * 730:,.0f}"

@@ -1,0 +1,105 @@
+"""One definition per number (issue 11): the recommendation PDF's summary, its latency chart and
+the Recommendation page (AppTest) say the same P99 TPOT, throughput and cost for the same
+scenario, and the chart's mean TPOT is the search's mean for the same deployment and load.
+
+Scenarios: the bank workshop of issue 11 (Llama 3.1 70B, 200 concurrent users, 2,000 / 300
+tokens, P99 TTFT <= 2 s, P99 TPOT <= 50 ms, two nodes of 8). On MI300X the search recommends
+disaggregated serving (the case where the PDF's chart used to add 48.7 ms of prefill
+interruptions to a decode pool that never prefills); on H100 an aggregated deployment."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader
+from streamlit.testing.v1 import AppTest
+
+from advisor.report.figures import latency_figure
+from advisor.report.pdf import build_report
+from advisor.scenario import SLA, Hardware, Scenario, Workload
+from advisor.search.recommend import recommend
+from ui.url import View, scenario_to_params
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+def bank(gpu: str) -> Scenario:
+    return Scenario(
+        name=f"Bank {gpu}", model="llama-3.1-70b",
+        hardware=Hardware(gpus=[gpu], gpus_per_node=8, nodes=2),
+        workload=Workload(isl_tokens=2000, osl_tokens=300, arrival_rate_per_s=None,
+                          concurrent_users=200),
+        sla=SLA(ttft_ms=2000, tpot_ms=50),
+    )  # fmt: skip
+
+
+def _pdf_text(s: Scenario, rec) -> str:
+    pdf = build_report(s, recommendation=rec, sensitivities=False, charts=False)
+    return " ".join(" ".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf)).pages).split())
+
+
+def _page_metrics(s: Scenario) -> dict[str, str]:
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in scenario_to_params(s, View()).items():
+        at.query_params[k] = v
+    at.run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Recommendation"
+    return {m.label: m.value for m in at.metric}
+
+
+def _chart_bars(fig) -> dict[str, dict[str, float]]:
+    """{subplot title: {component: ms}} of ``breakdown_figure``."""
+    titles = [a.text for a in fig.layout.annotations]
+    out: dict[str, dict[str, float]] = {t: {} for t in titles}
+    for tr in fig.data:
+        i = int((tr.xaxis or "x")[1:] or 1) - 1
+        out[titles[i]][tr.name] = float(tr.x[0])
+    return out
+
+
+@pytest.mark.parametrize("gpu, kind", [("mi300x", "disaggregated"), ("h100-sxm", "aggregated")])
+def test_pdf_summary_chart_and_page_agree(gpu, kind):
+    s = bank(gpu)
+    rec = recommend(s)
+    b = rec.best
+    assert b is not None and b.kind == kind  # the case this test is about
+    flat = _pdf_text(s, rec)
+    metrics = _page_metrics(s)
+
+    # P99 TPOT: page metric, PDF summary line and chart title are the search's P99
+    tpot = f"{b.tpot_ms.p99:,.1f} ms"
+    assert metrics["P99 TPOT"] == tpot
+    assert f"P99 TPOT {tpot} against ≤ 50 ms: met" in flat
+    fig = latency_figure(rec, s)
+    assert f"P99 TPOT {tpot}" in fig.layout.title.text
+    # cost and throughput per GPU: the same number on the page and in the PDF summary
+    assert metrics["Cost per M output tokens"] == f"${b.usd_per_million_tokens:,.3f}"
+    assert f"Cost {b.usd_per_million_tokens:,.3f} USD per million output tokens" in flat
+    per_gpu = f"{b.throughput_per_gpu_tok_s:,.0f}"
+    assert metrics["Throughput per GPU"] == f"{per_gpu} tokens/s"
+    assert (
+        f"Throughput {b.throughput_tok_s:,.0f} output tokens/s on {b.gpus} GPUs ({per_gpu} per GPU)"
+        in flat
+    )
+
+    # the chart is labelled as means and drawn for the same deployment and load: its TPOT bar
+    # adds up to the search's mean TPOT, which lies between the P50 and the P99
+    assert fig.layout.title.text.startswith("Where the time goes, means")
+    bars = _chart_bars(fig)
+    (tpot_title,) = [t for t in bars if t.startswith("Mean TPOT")]
+    assert f"batch {b.step_breakdown_ms['batch']:.0f}" in tpot_title
+    mean = sum(bars[tpot_title].values())
+    assert mean == pytest.approx(b.tpot_mean_ms, rel=1e-6)
+    assert b.tpot_ms.p50 * 0.9 <= mean <= b.tpot_ms.p99
+    stalls = bars[tpot_title].get("prefill interruptions", 0.0)
+    if kind == "disaggregated":
+        # the decode pool never prefills: no stalls in the chart, as the summary says
+        assert stalls == 0.0
+        assert "never stall for prompts" in flat
+    else:
+        # aggregated: prompts arriving stall decode; the stalls are the mean TPOT beyond the step
+        step = sum(v for k, v in b.step_breakdown_ms.items() if k != "batch")
+        assert stalls == pytest.approx(b.tpot_mean_ms - step, rel=1e-6) and stalls > 0
