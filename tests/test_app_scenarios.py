@@ -192,7 +192,7 @@ def test_pareto_figure_hover_names_the_deployment():
                         sla_ms=50.0, best=rec.best.description)  # fmt: skip
     assert fig.layout.title.text.startswith("Pareto frontiers")
     meets = [t for t in fig.data if t.name == "meets the SLA"]
-    shown = {row[0] for t in meets for row in t.customdata}
+    shown = {row[4] for t in meets for row in t.customdata}
     assert shown == {p.description for p in rec.pareto + rec.pareto_cost if p.meets_sla}
     assert any(t.name == "recommended" for t in fig.data)
     assert fig.layout.xaxis.type == "log"

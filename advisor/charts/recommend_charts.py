@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 from advisor.charts.theme import PALETTE, styled
 
 MEETS, MISSES, BEST = PALETTE[2], PALETTE[5], PALETTE[0]
-#: Hover of a point; customdata = [description (identifies the deployment), GPUs, tokens/s
+#: Hover of a point; customdata = [point_id (identifies the deployment), GPUs, tokens/s
 #: per GPU, USD per million tokens, the description escaped for plotly's HTML-like labels].
 _HOVER = (
     "<b>%{{customdata[4]}}</b><br>%{{customdata[1]}} GPUs<br>{metric} %{{x:.3g}} ms<br>"
@@ -29,8 +29,15 @@ def escape(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
+def point_id(p) -> str:
+    """What identifies a point's deployment: its ``DeploymentSpec`` text form
+    (advisor/search/deployment_spec.py), else its description."""
+    spec = getattr(p, "spec", None)
+    return str(spec) if spec is not None else p.description
+
+
 def _custom(p) -> list:
-    return [p.description, p.gpus, p.throughput_per_gpu_tok_s, p.usd_per_million_tokens,
+    return [point_id(p), p.gpus, p.throughput_per_gpu_tok_s, p.usd_per_million_tokens,
             escape(p.description)]  # fmt: skip
 
 
@@ -50,7 +57,7 @@ def pareto_figure(
     and cost per million output tokens (lower is better). Points are ``ParetoPoint``-like objects
     (description, gpus, throughput_per_gpu_tok_s, usd_per_million_tokens, latency_ms,
     meets_sla: every target of the SLA and the headroom); hovering names the deployment, and
-    ``customdata[0]`` of every point is its description (what a click selects). ``best`` (a
+    ``customdata[0]`` of every point is :func:`point_id` (what a click selects). ``best`` (a
     description) is drawn as a star with its own legend entry; ``sla_ms`` draws the target as a
     dashed vertical line."""
     fig = make_subplots(

@@ -164,7 +164,8 @@ def render(r: dict) -> str:
     lines.append("why:")
     lines += [f"  - {x}" for x in r["explanation"]]
     dm = r["decision_matrix"]
-    lines.append(f"article ({dm['row']}): {dm['article_answer']}; agrees: {dm['agrees']}")
+    shape = f" (read as {dm['article_shape']} per replica)" if dm.get("article_shape") else ""
+    lines.append(f"article ({dm['row']}): {dm['article_answer']}{shape}; agrees: {dm['agrees']}")
     lines += [f"  - {x}" for x in dm["differences"]]
     if r["near_misses"]:
         lines.append("near misses:")

@@ -1039,8 +1039,10 @@ def _article(doc: _Doc, ctx: _Context) -> None:
         verdict = {True: "agrees with", False: "differs from", None: "cannot be compared with"}[
             agrees
         ]
-        doc.para(f"The article's rule for this model size, '{clean(_pick(dm, 'article_answer', default='?'), 200)}', "
-                 f"{verdict} the computed recommendation.", 9)  # fmt: skip
+        shape = clean(_pick(dm, "article_shape", default=""), 120)
+        doc.para(f"The article's rule for this model size, '{clean(_pick(dm, 'article_answer', default='?'), 200)}'"
+                 + (f" (read as {shape} per replica)" if shape else "")
+                 + f", {verdict} the computed recommendation.", 9)  # fmt: skip
         diffs = [clean(x, 400) for x in (_pick(dm, "differences", default=[]) or [])]
         if diffs:
             doc.bullets(diffs, 8.5)

@@ -46,13 +46,18 @@ def calibrated(gpu_id: str) -> bool:
 
 
 def compared(
-    label: str, scenario: Scenario, rec: Recommendation | None, focus: Deployment | None = None
+    label: str,
+    scenario: Scenario,
+    rec: Recommendation | None,
+    focus: Deployment | None = None,
+    fails: Sequence[str] = (),
 ) -> Compared:
-    """The row of one scenario (see :class:`Compared`)."""
+    """The row of one scenario (see :class:`Compared`); ``fails`` are the targets a deployment
+    in focus misses (``search.focus.Focus.fails``)."""
     gpu0 = scenario.hardware.gpus[0]
     if focus is not None:
         d, source = focus, "in focus"
-        why = "" if focus.meets_sla else _why(focus, None)
+        why = "" if focus.meets_sla and not fails else _why(focus, fails)
     elif rec is not None and rec.best is not None:
         d, source, why = rec.best, "recommended", ""
     elif rec is not None and rec.near_misses:

@@ -9,6 +9,11 @@
 Sizes between rows (13-30B) take the nearest row; boundaries: < 22B -> row 1, < 75B -> row 2,
 <= 185B -> row 3, else row 4 (beyond 405B the article says nothing; row 4 is shown as the
 nearest with a note).
+
+The shapes as the article writes them (data/article-claims.md): "2 GPUs TP" is tensor
+parallelism over the two GPUs (TP=2, PP=1); "TP+PP" is "TP within a node, PP across nodes,
+pipeline depth = number of nodes", so TP = the GPUs of one node (at most the row's GPUs) and
+PP = the row's GPUs / TP (4 GPUs on 8-GPU nodes: TP=4, PP=1; 8 GPUs on 4-GPU nodes: TP=4, PP=2).
 """
 
 from __future__ import annotations
@@ -16,10 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ROWS = (
-    ("7B-13B", 1, "fp16", False, "1 GPU, FP16, continuous batching"),
-    ("30B-70B", 2, "int4", True, "2 GPUs TP, INT4, speculative decoding"),
-    ("70B-180B", 4, "int4", True, "4 GPUs TP+PP, INT4, speculative decoding"),
-    ("180B-405B", 8, None, False, "8 GPUs TP+PP"),
+    ("7B-13B", 1, "fp16", False, "1 GPU, FP16, continuous batching", "1 GPU"),
+    ("30B-70B", 2, "int4", True, "2 GPUs TP, INT4, speculative decoding", "TP"),
+    ("70B-180B", 4, "int4", True, "4 GPUs TP+PP, INT4, speculative decoding", "TP+PP"),
+    ("180B-405B", 8, None, False, "8 GPUs TP+PP", "TP+PP"),
 )
 
 
@@ -31,6 +36,32 @@ class ArticleAnswer:
     speculative: bool
     text: str
     note: str
+    layout: str = "TP"  # "1 GPU" | "TP" | "TP+PP"
+
+    def shape(self, gpus_per_node: int) -> tuple[int, int] | None:
+        """(TP, PP) of one replica as the article means it on nodes of ``gpus_per_node`` GPUs;
+        None when the row's GPUs do not split into whole nodes that way.
+
+        >>> a = article_answer(70.6e9)  # "2 GPUs TP"
+        >>> a.shape(8), a.shape(1)
+        ((2, 1), (2, 1))
+        >>> b = article_answer(405e9)  # "8 GPUs TP+PP": TP inside a node, PP across nodes
+        >>> b.shape(8), b.shape(4), b.shape(2), b.shape(3)
+        ((8, 1), (4, 2), (2, 4), None)
+        >>> article_answer(120e9).shape(8)  # "4 GPUs TP+PP" on one 8-GPU node
+        (4, 1)
+        """
+        if self.layout != "TP+PP":
+            return self.gpus, 1
+        tp = min(self.gpus, gpus_per_node)
+        return (tp, self.gpus // tp) if self.gpus % tp == 0 else None
+
+    def shape_text(self, gpus_per_node: int) -> str:
+        """'TP=2, PP=1', or why the row has no such shape on these nodes."""
+        sh = self.shape(gpus_per_node)
+        if sh is None:
+            return f"no TP-within-a-node split of {self.gpus} GPUs on {gpus_per_node}-GPU nodes"
+        return f"TP={sh[0]}, PP={sh[1]}"
 
 
 def article_answer(params: float) -> ArticleAnswer:
@@ -49,4 +80,4 @@ def article_answer(params: float) -> ArticleAnswer:
         note = f"{b:.1f}B falls between the article's rows; nearest row used"
     elif b > 405:
         note = f"{b:.0f}B is beyond the article's largest row (405B)"
-    return ArticleAnswer(row[0], row[1], row[2], row[3], row[4], note)
+    return ArticleAnswer(row[0], row[1], row[2], row[3], row[4], note, row[5])

@@ -252,16 +252,20 @@ def agreement(sc, t, best, ans, params, ratio, deployment):
     diffs = []
     shaped = None
     st = t.st
-    # the article-shaped aggregated candidate: replica of ans.gpus GPUs, its dtype and spec
+    # the article-shaped aggregated candidate: one replica of the row's TP x PP as the article
+    # writes it (decision_matrix.ArticleAnswer.shape), its dtype and speculative decoding
+    want = ans.shape(sc.hardware.gpus_per_node)
     want_spec = ans.speculative and sc.options.speculative
     shape_ok = np.array(
-        [s.tp * s.pp == ans.gpus and (not ans.weights or s.weights == ans.weights)
+        [want is not None and (s.tp, s.pp) == want
+         and (not ans.weights or s.weights == ans.weights)
          and s.spec == want_spec for s in st.shapes], dtype=bool,
     )  # fmt: skip
     sel = np.nonzero(shape_ok[t.ev.shape_idx] & (t.ev.dp == 1))[0]
     if sel.size:
         j = int(sel[np.lexsort((t.cost[sel], ratio[sel]))[0]])
         shaped = deployment(j)
+    article_shape = ans.shape_text(sc.hardware.gpus_per_node)
     if best is None:
         agrees = None
         diffs.append("the search found no deployment meeting the SLA")
@@ -271,13 +275,16 @@ def agreement(sc, t, best, ans, params, ratio, deployment):
                 f"layout: search disaggregated (prefill {best.prefill_pool['dp']} x "
                 f"TP={best.prefill_pool['tp']} + decode {best.decode_pool['dp']} x "
                 f"TP={best.decode_pool['tp']}, {best.gpus} GPUs), article {ans.gpus} GPUs per "
-                "replica"
+                f"replica ({article_shape})"
             )
         elif best.tp * best.pp != ans.gpus:
             diffs.append(
-                f"GPUs per replica: search {best.tp * best.pp}, article {ans.gpus}"
+                f"GPUs per replica: search {best.tp * best.pp} (TP={best.tp}, PP={best.pp}), "
+                f"article {ans.gpus} ({article_shape})"
                 + (f" ({best.dp} replicas for the load)" if best.dp > 1 else "")
             )
+        elif (best.tp, best.pp) != want:
+            diffs.append(f"shape: search TP={best.tp}, PP={best.pp}, article {article_shape}")
         if ans.weights and best.weights != ans.weights:
             diffs.append(f"weights: search {best.weights}, article {ans.weights}")
         if ans.speculative and not best.speculative:
@@ -292,5 +299,5 @@ def agreement(sc, t, best, ans, params, ratio, deployment):
             diffs.append("the article's shape does not fit in memory or the GPUs available")
     return DecisionMatrix(
         model_params_b=params / 1e9, row=ans.row, article_answer=ans.text, note=ans.note,
-        agrees=agrees, differences=diffs, article_shaped=shaped,
+        agrees=agrees, differences=diffs, article_shaped=shaped, article_shape=article_shape,
     )  # fmt: skip

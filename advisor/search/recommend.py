@@ -290,7 +290,8 @@ def _nothing(sc: Scenario, t0: float, rejected: dict, reason: str) -> Recommenda
         best=None, no_best_reason=reason, pareto=[], pareto_cost=[], near_misses=[],
         explanation=[], candidates_evaluated=0, feasible=0, rejected=rejected,
         decision_matrix=DecisionMatrix(model_params_b=params / 1e9, row=ans.row,
-            article_answer=ans.text, note=ans.note, agrees=None, differences=[reason]),
+            article_answer=ans.text, note=ans.note, agrees=None, differences=[reason],
+            article_shape=ans.shape_text(sc.hardware.gpus_per_node)),
         capacity=None, cost_basis=[], assumptions=[*ASSUMPTIONS, _headroom_note(sc)],
         elapsed_ms=(time.perf_counter() - t0) * 1e3,
     )  # fmt: skip

@@ -101,6 +101,8 @@ class DecisionMatrix(BaseModel):
     agrees: bool | None
     differences: list[str]
     article_shaped: Deployment | None = None
+    #: The row's replica as the article writes it, e.g. "TP=2, PP=1" (decision_matrix.py).
+    article_shape: str = ""
 
 
 class CapacityRow(BaseModel):

@@ -72,7 +72,8 @@ def matrix_section(rec) -> None:
     st.subheader("The article's decision matrix")
     st.markdown(
         f"Model size **{dm.model_params_b:,.1f} B** parameters → row **{dm.row}**: "
-        f"“{dm.article_answer}”."
+        f"“{dm.article_answer}”"
+        + (f" (read as {dm.article_shape} per replica)." if dm.article_shape else ".")
     )
     if dm.agrees is None:
         st.info("Agreement: not applicable (nothing to compare).")

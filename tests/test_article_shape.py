@@ -1,0 +1,71 @@
+"""The article's decision-matrix shapes read as the article writes them (data/article-claims.md):
+"2 GPUs TP" is TP=2, PP=1; "TP+PP" is "TP = 4 within a node, PP across nodes, pipeline depth =
+number of nodes", i.e. TP = the GPUs of one node and PP = the number of nodes the row's GPUs
+span. Expected shapes are read by hand from those sentences."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pypdf import PdfReader
+
+from advisor.report.pdf import build_report
+from advisor.scenario import Hardware, Options, Scenario
+from advisor.search.decision_matrix import article_answer
+from advisor.search.recommend import recommend
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    "params_b, gpus_per_node, shape",
+    [
+        (70.6, 8, (2, 1)),  # "2 GPUs TP": both GPUs in tensor parallel, no pipeline
+        (70.6, 2, (2, 1)),
+        (120.0, 8, (4, 1)),  # "4 GPUs TP+PP" on one 8-GPU node: TP=4 inside it, one stage
+        (120.0, 2, (2, 2)),  # two 2-GPU nodes: TP=2 inside each, PP=2 across them
+        (405.0, 8, (8, 1)),  # "8 GPUs TP+PP", one node of 8: TP=8
+        (405.0, 4, (4, 2)),  # two nodes of 4: TP=4 within a node, pipeline depth 2 = nodes
+        (405.0, 3, None),  # 8 GPUs do not split into whole 3-GPU nodes
+        (8.0, 8, (1, 1)),  # "1 GPU"
+    ],
+)
+def test_article_shape_as_written(params_b, gpus_per_node, shape):
+    assert article_answer(params_b * 1e9).shape(gpus_per_node) == shape
+
+
+def test_search_compares_with_tp2_not_pp2_for_70b():
+    # Llama 3.1 70B (70.6B parameters: row 30B-70B, "2 GPUs TP, INT4") on one 8 x H100 node
+    s = Scenario(options=Options(weight_dtypes=["fp16", "fp8", "int4"]))
+    dm = recommend(s).decision_matrix
+    assert dm.row == "30B-70B" and dm.article_shape == "TP=2, PP=1"
+    a = dm.article_shaped
+    assert a is not None and (a.tp, a.pp, a.dp, a.weights) == (2, 1, 1, "int4")
+
+
+def test_search_uses_tp_within_a_node_pp_across_for_405b():
+    # Llama 3.1 405B: row 180B-405B, "8 GPUs TP+PP"; two nodes of 4 H100 -> TP=4, PP=2
+    s = Scenario(model="llama-3.1-405b", hardware=Hardware(gpus=["h100-sxm"], gpus_per_node=4,
+                                                           nodes=2))  # fmt: skip
+    dm = recommend(s).decision_matrix
+    assert dm.row == "180B-405B" and dm.article_shape == "TP=4, PP=2"
+    if dm.article_shaped is not None:  # fits in fp8/int8/int4 over 8 x 80 GB
+        assert (dm.article_shaped.tp, dm.article_shaped.pp) == (4, 2)
+
+
+def test_cli_and_pdf_say_how_the_row_is_read(tmp_path):
+    s = Scenario(options=Options(weight_dtypes=["fp16", "fp8", "int4"]))
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(s.model_dump()))
+    p = subprocess.run([sys.executable, "-m", "advisor", "recommend", "--scenario", str(path)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    assert "2 GPUs TP, INT4, speculative decoding (read as TP=2, PP=1 per replica)" in p.stdout
+    pdf = build_report(s, sensitivities=False, charts=False)
+    text = " ".join(" ".join(pg.extract_text() for pg in PdfReader(io.BytesIO(pdf)).pages).split())
+    assert "(read as TP=2, PP=1 per replica)" in text
