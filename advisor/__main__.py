@@ -8,7 +8,8 @@ from advisor.cli import main
 if __name__ == "__main__":
     try:
         code = main()
-        sys.stdout.flush()
+        if sys.stdout is not None:  # None: started with stdout closed (`>&-`)
+            sys.stdout.flush()
     except KeyboardInterrupt:
         code = 130
     except BrokenPipeError:  # output piped into `head`: stop quietly, as Unix tools do

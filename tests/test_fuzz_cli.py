@@ -29,7 +29,8 @@ HANG_BUDGET_S = 60.0
 @pytest.fixture()
 def fuzz_dir(tmp_path, monkeypatch):
     # fewer live validate/report runs than the bench (0.5 s / 3 s each); bad input is the target
-    monkeypatch.setattr(cli_fuzz, "P_LIVE_VALIDATE", 0.015)
+    # (validate: "--row" no longer passes as an abbreviation of --rows, so more live draws)
+    monkeypatch.setattr(cli_fuzz, "P_LIVE_VALIDATE", 0.04)
     monkeypatch.setattr(cli_fuzz, "P_LIVE_REPORT", 0.01)
     write_inputs(tmp_path)
     monkeypatch.chdir(tmp_path)  # a relative --out lands in tmp_path

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -61,3 +64,87 @@ def no_duplicate_keys(
         return out
 
     return hook
+
+
+def check_out_target(path: str | os.PathLike[str]) -> None:
+    """Refuse an output path that cannot take a regular file, before any work is done.
+
+    An existing directory, FIFO (writing would block forever), device or socket is refused; a
+    symbolic link is fine (:func:`write_atomic` replaces the link, never its target). Path
+    errors (a name longer than the file system allows, a file used as a folder) are
+    FileWriteError with the system's reason.
+
+    >>> check_out_target("/dev/null")
+    Traceback (most recent call last):
+    ...
+    advisor.catalog.files.FileWriteError: is a character device, not a regular file; give a file name
+    """
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise FileWriteError(exc.strerror or str(exc)) from None
+    if st is not None and not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a regular file")
+        raise FileWriteError(f"is {kind}, not a regular file; give a file name")
+    parent = p.parent
+    try:
+        parent_ok = stat.S_ISDIR(os.stat(parent).st_mode)
+    except FileNotFoundError:
+        parent_ok = False
+    except OSError as exc:
+        raise FileWriteError(exc.strerror or str(exc)) from None
+    if not parent_ok:
+        raise FileWriteError(f"directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise FileWriteError(f"directory {str(parent)!r} is not writable")
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class FileWriteError(ValueError):
+    """The output cannot be written there; the message says why (callers add the path)."""
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to a temporary file in the target's folder, then rename it over ``path``.
+
+    A reader never sees half a file, a failed write leaves the old file as it was, and a symbolic
+    link at ``path`` is replaced by the new file (its target is never written). The new file gets
+    the old file's permissions, or the usual ones (0666 minus the umask).
+    """
+    p = Path(path)
+    check_out_target(p)
+    try:
+        old = os.lstat(p)
+        mode = stat.S_IMODE(old.st_mode) if stat.S_ISREG(old.st_mode) else None
+    except OSError:
+        mode = None
+    if mode is None:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    try:
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name[:40]}.", suffix=".tmp")
+    except OSError as exc:
+        raise FileWriteError(f"cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise FileWriteError(f"cannot write: {exc.strerror or exc}") from None

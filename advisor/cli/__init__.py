@@ -15,7 +15,9 @@ import argparse
 import importlib
 import json
 import math
+import os
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
@@ -61,7 +63,27 @@ def one_line(message: str) -> str:
     return flat
 
 
+class _StoreOnce(argparse._StoreAction):
+    """A single-valued flag given twice is an error naming it (argparse keeps the last silently:
+    ``--gpu a100 --gpu h100`` would plan on h100 without a word)."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # noqa: ANN001
+        given = namespace.__dict__.setdefault("_given_flags", set())
+        if self.dest in given:
+            raise argparse.ArgumentError(self, "given more than once; give it once")
+        given.add(self.dest)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No prefix matching: `--tp 8` must never be taken for --tpot-p99-ms on a command that
+        # has no --tp, nor `--mod` for --model.
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
+
     def error(self, message: str) -> NoReturn:  # one line, no usage block
         print(one_line(f"{self.prog}: error: {message}"), file=sys.stderr)
         raise SystemExit(2)
@@ -137,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, module in SUBCOMMANDS.items():
         mod = importlib.import_module(module)
         p = mod.add_parser(sub)
-        p.set_defaults(_module=mod, _name=name)
+        p.set_defaults(_module=mod, _name=name, _parser=p)
     return parser
 
 
@@ -172,9 +194,76 @@ def _default_render(result: dict) -> str:
     return "\n".join(lines)
 
 
+#: ASCII stand-ins for the symbols the text output uses, when the terminal's encoding lacks them.
+_ASCII_FALLBACK = {
+    "≤": "<=", "≥": ">=", "×": "x", "µ": "u", "μ": "u", "≈": "~", "—": "-", "–": "-",
+    "…": "...", "→": "->", "←": "<-", "±": "+/-", "·": "*", "²": "^2", "√": "sqrt", "∞": "inf",
+    "‰": "permille", "’": "'", "‘": "'", "“": '"', "”": '"', "•": "*", "≠": "!=",
+}  # fmt: skip
+
+
+def encodable(text: str, encoding: str | None) -> str:
+    """``text`` with each character the output encoding cannot show replaced by ASCII.
+
+    >>> encodable("P99 TPOT ≤ 50 ms, 2×H100", "latin-1")
+    'P99 TPOT <= 50 ms, 2×H100'
+    >>> encodable("TP≤8 客户", "ascii")
+    'TP<=8 ??'
+    """
+    encoding = encoding or "utf-8"
+    try:
+        text.encode(encoding)
+        return text
+    except (UnicodeEncodeError, LookupError):
+        pass
+    out = []
+    for c in text:
+        try:
+            c.encode(encoding)
+            out.append(c)
+        except (UnicodeEncodeError, LookupError):
+            plain = unicodedata.normalize("NFKD", c).encode("ascii", "ignore").decode()
+            out.append(_ASCII_FALLBACK.get(c) or plain or "?")
+    return "".join(out)
+
+
+def _silence_stdout() -> None:
+    # The unwritable buffer would be flushed again at exit and print a second error.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+    sys.stdout = None
+
+
+def emit(text: str, name: str) -> int:
+    """Print the result; closed or full stdout is one stderr line and exit 1, never a traceback.
+
+    A broken pipe (output piped into ``head``) propagates: ``__main__`` ends quietly then.
+    """
+    out = sys.stdout
+    if out is None:
+        print(f"advisor {name}: error: standard output is closed; nothing written", file=sys.stderr)
+        return 1
+    try:
+        out.write(encodable(text, getattr(out, "encoding", None)) + "\n")
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:  # ValueError: write to a closed file object
+        _silence_stdout()
+        why = getattr(exc, "strerror", None) or str(exc)
+        print(one_line(f"advisor {name}: error: cannot write the output: {why}"), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the subcommand's parser, so the message names the command
+        args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
     name = args._name
     try:
         result = args._module.run(args)
@@ -189,8 +278,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 1
     if getattr(args, "json", False):
-        print(dumps(result))
-    else:
-        render = getattr(args._module, "render", _default_render)
-        print(render(result))
-    return 0
+        return emit(dumps(result), name)
+    render = getattr(args._module, "render", _default_render)
+    return emit(render(result), name)

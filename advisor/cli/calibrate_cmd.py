@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from advisor.cli import CliInputError, add_json_flag, int_in
+from advisor.catalog.files import FileWriteError
+from advisor.cli import CliInputError, add_json_flag, int_in, shown
 from advisor.cli.common import writable_out_path
 from advisor.perf.calibrate import fit, write
 
@@ -30,6 +31,6 @@ def run(args: argparse.Namespace) -> dict:
     doc = fit(max_nfev=args.max_evals)
     try:
         out = write(doc, path)
-    except OSError as exc:
-        raise CliInputError(f"--out {args.out!r}: cannot write: {exc.strerror}") from None
+    except FileWriteError as exc:
+        raise CliInputError(f"--out {shown(str(path))}: {exc}") from None
     return {k: out[k] for k in ("global", "families", "engines", "fit_summary", "rows_skipped")}

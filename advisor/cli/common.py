@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from advisor.catalog import (
@@ -15,13 +14,19 @@ from advisor.catalog import (
     get_model,
     models,
 )
-from advisor.catalog.files import FileReadError, read_bounded
+from advisor.catalog.files import (
+    FileReadError,
+    FileWriteError,
+    check_out_target,
+    read_bounded,
+    write_atomic,
+)
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
 from advisor.cli import CliInputError, choice_of, int_in, shown
 
 
-def resolve_model(value: str) -> ModelSpec:
-    """A catalog id, or a path to a Hugging Face config.json."""
+def resolve_model(value: str, flag: str = "--model") -> ModelSpec:
+    """A catalog id, or a path to a Hugging Face config.json; errors name ``flag``."""
     if value in models():
         return get_model(value)
     path = Path(value)
@@ -40,13 +45,13 @@ def resolve_model(value: str) -> ModelSpec:
             cfg = load_hf_config_file(path)
             return model_from_hf_config(cfg, source=f"config.json at {path.name}")
         except HFConfigError as exc:
-            raise CliInputError(f"--model {shown(value)}: {exc}") from None
+            raise CliInputError(f"{flag} {shown(value)}: {exc}") from None
         except OSError as exc:
             raise CliInputError(
-                f"--model {shown(value)}: cannot read file: {exc.strerror}"
+                f"{flag} {shown(value)}: cannot read file: {exc.strerror}"
             ) from None
     raise CliInputError(
-        f"--model: unknown model {shown(value)} (allowed: {', '.join(sorted(models()))}, "
+        f"{flag}: unknown model {shown(value)} (allowed: {', '.join(sorted(models()))}, "
         "or a path to a config.json)"
     )
 
@@ -95,18 +100,23 @@ def read_input_file(value: str, flag: str, max_bytes: int) -> bytes:
 
 
 def writable_out_path(value: str, example: str) -> Path:
-    """``--out``: a file (not a folder) in an existing, writable folder; checked before any work."""
-    path = Path(value)
-    if not value.strip() or path.is_dir():
-        raise CliInputError(
-            f"--out {value!r}: is a directory or empty; give a file name (e.g. --out {example})"
-        )
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise CliInputError(f"--out {value!r}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise CliInputError(f"--out {value!r}: not writable")
-    return path
+    """``--out``: a file (not a folder, FIFO or device) in an existing, writable folder; checked
+    before any work (advisor.catalog.files.check_out_target)."""
+    if not value.strip():
+        raise CliInputError(f"--out {shown(value)}: empty; give a file name (e.g. --out {example})")
+    try:
+        check_out_target(value)
+    except FileWriteError as exc:
+        raise CliInputError(f"--out {shown(value)}: {exc} (e.g. --out {example})") from None
+    return Path(value)
+
+
+def write_out(path: Path, data: bytes) -> None:
+    """Write ``--out`` atomically (temp file + rename; a symlink there is replaced, not followed)."""
+    try:
+        write_atomic(path, data)
+    except FileWriteError as exc:
+        raise CliInputError(f"--out {shown(str(path))}: {exc}") from None
 
 
 def check_context(model: ModelSpec, tokens: int, flags: str) -> None:

@@ -81,7 +81,7 @@ def _run_one(d: dict) -> dict:
         raise CliInputError("--spec-draft works with --concurrency N, not with --qps")
     model = resolve_model(str(d["model"]))
     gpu = resolve_gpu(str(d["gpu"]))
-    draft = resolve_model(str(d["spec_draft"])) if d.get("spec_draft") else None
+    draft = resolve_model(str(d["spec_draft"]), "--spec-draft") if d.get("spec_draft") else None
     for flag in ("link", "inter_link"):
         if d.get(flag):
             resolve_link(str(d[flag]), "--" + flag.replace("_", "-"))

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from advisor.cli import CliInputError, recommend_cmd
-from advisor.cli.common import writable_out_path
+from advisor.cli.common import writable_out_path, write_out
 
 
 class _Renamed:
@@ -52,10 +52,7 @@ def run(args: argparse.Namespace) -> dict:
         scenario, client=args.client, consultant=args.consultant, recommendation=rec,
         sensitivities=not args.no_sensitivities,
     )  # fmt: skip
-    try:
-        out.write_bytes(pdf)
-    except OSError as exc:
-        raise CliInputError(f"--out {args.out!r}: cannot write: {exc.strerror}") from None
+    write_out(out, pdf)
     info = last_build_info()
     ok, why = images.charts_status()
     return {

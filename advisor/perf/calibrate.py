@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from advisor.catalog.files import write_atomic
 from advisor.perf import profiles
 from advisor.perf.measurements import Case, cases
 from advisor.perf.replica import COMPUTE_PATH
@@ -178,6 +179,7 @@ def write(doc: dict, path: Path | None = None) -> dict:
         "#          mem_efficiency eta_mem (TensorRT-LLM is the reference at 1.0).\n"
         "# residuals: row id -> (predicted / measured - 1) in percent, after the fit.\n"
     )
-    path.write_text(header + yaml.safe_dump(out, sort_keys=False, width=100), encoding="utf-8")
+    text = header + yaml.safe_dump(out, sort_keys=False, width=100)
+    write_atomic(path, text.encode("utf-8"))  # a FIFO or a symlink there is refused/replaced
     profiles.reload()
     return out
