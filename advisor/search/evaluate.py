@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from advisor.catalog import models
+from advisor.perf.closed_loop import closed_loop_load
 from advisor.perf.predict import prefill_interruption_s
 from advisor.perf.replica import ReplicaArrays, build_replicas, max_running, with_draft
 from advisor.perf.step import decode_step, prefill
@@ -211,18 +212,8 @@ def _load(sm: ServiceModel, dp: np.ndarray, osl: float, kw: dict, wl):
     if wl.arrival_rate_per_s is not None:
         rate = np.full(dp.size, wl.arrival_rate_per_s)
         return latency_under_load(sm, rate / dp, osl, **kw), rate
-    # Closed loop: X = N / E2E(X / dp), solved per candidate (closed_loop_rate).
-    users = float(wl.concurrent_users)
-    probe = latency_under_load(sm, np.full(dp.size, 1e-9), osl, **kw)
-    with np.errstate(divide="ignore"):  # e2e 0 (or inf when unstable): the capacity bounds it
-        hi = np.minimum(users / probe.e2e.mean_s, probe.capacity_req_per_s * dp * 0.999)
-
-    def evaluate(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        sub = _subset(sm, rows)
-        return latency_under_load(sub, x / dp[rows], osl, **kw)
-
-    x = closed_loop_rate(evaluate, users, hi, probe.e2e.mean_s)
-    return latency_under_load(sm, x / dp, osl, **kw), x
+    # Closed loop: X = N / E2E(X / dp), solved per candidate (perf.closed_loop).
+    return closed_loop_load(sm, float(wl.concurrent_users), osl, kw, dp=dp, subset=_subset)
 
 
 def _subset(sm: ServiceModel, rows: np.ndarray) -> ServiceModel:
@@ -235,56 +226,6 @@ def _subset(sm: ServiceModel, rows: np.ndarray) -> ServiceModel:
         max_running=sm.max_running[rows],
         decode_step_fn=PiecewiseLinearStep(fn.batches, fn.step_s[rows]),
     )
-
-
-def closed_loop_rate(evaluate, users: float, hi: np.ndarray, e2e0_s: np.ndarray,
-                     tol: float = 1e-4) -> np.ndarray:  # fmt: skip
-    """Throughput X with X x E2E_mean(X) = users (Little's law, closed loop, no think time).
-
-    ``evaluate(X, rows)`` returns the LoadResult of candidates ``rows`` at total rates X;
-    ``hi`` is an upper bound per candidate (users / unloaded E2E ``e2e0_s``, capped below
-    saturation). Root of h(y) = log(X E2E(X) / users), y = log X: nearly linear (slope 1 at
-    light load, the queueing growth compressed by the log), bracketed in [hi x 1e-4, hi]
-    and found by the Illinois variant of regula falsi (Dowell and Jarratt 1971: never loses
-    the bracket). Only unconverged candidates are re-evaluated. Stops at a bracket of ``tol``
-    in log X (the 16 bisection steps used before reached 1.4e-4) or |h| < tol. Returns the
-    bracket's lower end (a rate the candidate sustains), or ``hi`` where h(hi) < 0.
-    """
-    n = hi.size
-
-    def h_of(x: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        res = evaluate(x, rows)
-        with np.errstate(divide="ignore"):
-            return np.where(res.stable, np.log(x * res.e2e.mean_s / users), 1.0)
-
-    all_rows = np.arange(n)
-    ylo, yhi = np.log(hi * 1e-4), np.log(hi)
-    glo = np.log(hi * 1e-4 * e2e0_s / users)  # E2E at 1e-4 of the bound: the unloaded one
-    ghi = h_of(hi, all_rows)
-    beyond = ghi < 0  # the root lies past the bound: serve at the bound
-    last = np.zeros(n, dtype=int)  # end that moved last (-1 low, +1 high)
-    for _ in range(60):
-        act = np.nonzero(~(beyond | (yhi - ylo < tol) | (np.abs(glo) < tol)
-                           | (np.abs(ghi) < tol)))[0]  # fmt: skip
-        if act.size == 0:
-            break
-        a_lo, a_hi, g_lo, g_hi = ylo[act], yhi[act], glo[act], ghi[act]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            y = (a_lo * g_hi - a_hi * g_lo) / (g_hi - g_lo)
-        y = np.where(np.isfinite(y) & (y > a_lo) & (y < a_hi), y, 0.5 * (a_lo + a_hi))
-        gy = h_of(np.exp(y), act)
-        left = gy < 0
-        la = last[act]
-        # Illinois: when the same end moves twice running, halve the other end's value
-        glo[act] = np.where(left, gy, np.where(la == 1, g_lo * 0.5, g_lo))
-        ghi[act] = np.where(left, np.where(la == -1, g_hi * 0.5, g_hi), gy)
-        ylo[act] = np.where(left, y, a_lo)
-        yhi[act] = np.where(left, a_hi, y)
-        last[act] = np.where(left, -1, 1)
-    # converged from above (a real, stable point): serve just below it
-    from_above = (np.abs(ghi) < tol) & ~(np.abs(glo) < tol)
-    y_out = np.where(from_above, np.maximum(yhi - tol, ylo), ylo)
-    return np.where(beyond, hi, np.exp(y_out))
 
 
 @dataclass
