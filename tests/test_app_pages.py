@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 from advisor.catalog import get_accelerator, get_model
 from advisor.physics.memory import memory_budget
 from advisor.scenario import Scenario
+from advisor.search.recommend import recommend
 from ui.format import gb
 from ui.url import URL_KEYS, View, scenario_from_params, scenario_to_params
 
@@ -57,12 +58,14 @@ def test_every_page_runs_with_the_default_scenario(page):
 
 
 def test_memory_page_numbers_equal_memory_budget_defaults():
+    # The page shows the recommended deployment (the deployment in focus by default).
     at = _app()
     at.switch_page("ui/pages/memory.py").run()
     s = Scenario()
+    spec = recommend(s).best.spec
     b = memory_budget(
-        get_model(s.model), get_accelerator(s.hardware.gpus[0]), tp=View().tp, pp=1,
-        weights_dtype=s.options.weight_dtypes[0], kv_dtype=s.options.kv_dtypes[0],
+        get_model(s.model), get_accelerator(spec.gpu), tp=spec.tp, pp=spec.pp,
+        weights_dtype=spec.weights, kv_dtype=spec.kv,
         context_tokens=s.workload.isl_tokens + s.workload.osl_tokens,
     )  # fmt: skip
     m = _metrics(at)
@@ -72,12 +75,27 @@ def test_memory_page_numbers_equal_memory_budget_defaults():
     assert m["Fits"] == "yes"
 
 
+def hand_set(at: AppTest, **fields) -> AppTest:
+    """Set a deployment by hand on the Recommendation page (its form) and submit it."""
+    at.switch_page("ui/pages/recommendation.py").run()
+    for name, value in fields.items():
+        at.session_state[f"focus.hand.{name}"] = value  # noqa: B909 - the form's widget keys
+    kinds = ("selectbox", "number_input", "checkbox")
+    for name, value in fields.items():
+        for kind in kinds:
+            for w in getattr(at, kind):
+                if w.key == f"focus.hand.{name}":
+                    w.set_value(value)
+    next(b for b in at.button if b.label == "Put in focus").click()
+    return at.run()
+
+
 def test_changing_gpu_tp_and_context_updates_the_numbers():
     at = _app()
-    at.switch_page("ui/pages/memory.py").run()
     _widget(at, "w.g").set_value(["mi300x", "h100-sxm"]).run()
-    _widget(at, "w.tp").set_value(2).run()
     _widget(at, "w.in").set_value(8000).run()
+    hand_set(at, gpu="mi300x", tp=2, pp=1, dp=1, weights="fp16", kv="fp16", disaggregated=False)
+    at.switch_page("ui/pages/memory.py").run()
     assert not at.exception and not at.error
     b = memory_budget(
         get_model("llama-3.1-70b"), get_accelerator("mi300x"), tp=2, pp=1,
@@ -89,14 +107,16 @@ def test_changing_gpu_tp_and_context_updates_the_numbers():
     assert m["Sequences (paged)"] == f"{b.max_concurrent_sequences:,}"
     # the URL follows the sidebar
     assert at.query_params["g"] == "mi300x,h100-sxm"
-    assert at.query_params["tp"] == "2"
+    assert at.query_params["dep"] == "mi300x.tp2.pp1.dp1.fp16.fp16"
 
 
 def test_tp1_70b_fp16_on_h100_does_not_fit_and_says_why():
-    at = _app({"tp": "1"})
+    # 70.6e9 parameters x 2 bytes = 141 GB > 80 GB of one H100 (datasheet)
+    at = _app({"dep": "h100-sxm.tp1.pp1.dp1.fp16.fp16"})
     at.switch_page("ui/pages/memory.py").run()
     assert _metrics(at)["Fits"] == "no"
     assert any("Does not fit" in e.value for e in at.error)  # the result, not a crash
+    assert any("does not fit" in e.value and "In focus" in e.value for e in at.error)
     assert not at.exception
 
 
@@ -112,17 +132,18 @@ def test_empty_accelerator_list_shows_an_error_next_to_it_not_a_traceback():
 def test_inputs_survive_page_switches():
     at = _app()
     at.switch_page("ui/pages/memory.py").run()
-    _widget(at, "w.tp").set_value(8).run()
+    _widget(at, "w.in").set_value(4096).run()
     at.switch_page("ui/pages/interconnect.py").run()
     at.switch_page("ui/pages/memory.py").run()
-    assert _widget(at, "w.tp").value == 8
+    assert _widget(at, "w.in").value == 4096
 
 
 def test_link_reproduces_the_scenario():
-    params = {"m": "llama-3.1-8b", "g": "l40s", "tp": "1", "in": "2048", "users": "40"}
+    params = {"m": "llama-3.1-8b", "g": "l40s", "dep": "l40s.tp1.pp1.dp1.fp16.fp16",
+              "in": "2048", "users": "40"}  # fmt: skip
     at = _app(params)
     at.switch_page("ui/pages/memory.py").run()
-    assert not at.warning
+    assert not [w.value for w in at.warning if "In focus" not in w.value]  # nothing ignored
     assert _widget(at, "w.m").value == "llama-3.1-8b"
     assert _widget(at, "w.g").value == ["l40s"]
     assert at.session_state["scenario"].workload.concurrent_users == 40
@@ -133,7 +154,7 @@ def test_link_reproduces_the_scenario():
 
 
 def test_malformed_link_warns_and_keeps_defaults_for_those_fields_only():
-    at = _app({"g": "h999", "tp": "banana", "p": "97", "in": "4096", "zz": "1"})
+    at = _app({"g": "h999", "dep": "banana", "p": "97", "in": "4096", "zz": "1"})
     assert not at.exception
     text = " ".join(w.value for w in at.warning)
     assert "h999" in text and "allowed" in text  # field, value, allowed values
@@ -162,7 +183,7 @@ def test_round_trip_scenario_params_scenario():
         options={"weight_dtypes": ["int4", "fp8"], "kv_dtypes": ["fp8"], "engine": "vllm"},
         cost={"mode": "hourly", "gpu_hour_usd": 2.345678901},
     )  # fmt: skip
-    v = View(tp=2, pp=2, block_size=32, concurrency=17, max_model_len=32768)
+    v = View(block_size=32, concurrency=17, max_model_len=32768)
     s2, v2, warnings = scenario_from_params(scenario_to_params(s, v))
     assert warnings == []
     assert s2 == s and v2 == v

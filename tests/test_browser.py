@@ -1,7 +1,8 @@
 """Real browser: the app served by `streamlit run`, driven with playwright and Debian's chromium.
 
-Changes the GPU and TP in the sidebar, waits for the memory chart's title to follow, opens the
-resulting URL in a fresh page and checks the same numbers show. Screenshots of every page go to
+Changes the GPU in the sidebar and puts a deployment in focus (TP=2) through the link, waits for
+the memory chart's title to follow, opens the resulting URL in a fresh page and checks the same
+numbers show. Screenshots of every page go to
 test-output/screenshots/. Expected numbers: advisor.physics.memory.memory_budget.
 """
 
@@ -37,11 +38,15 @@ def _wait_title(page, title: str) -> None:
 
 
 def test_change_gpu_and_tp_then_share_the_link(server, browser):
+    from advisor.scenario import Scenario
+    from advisor.search.recommend import recommend
+
     SHOTS.mkdir(parents=True, exist_ok=True)
     model = get_model("llama-3.1-70b")
     page = browser.new_page(viewport={"width": 1600, "height": 2400})
     page.goto(server + "/memory")
-    _wait_title(page, memory_stack_title(model.name, get_accelerator("h100-sxm").name, 4, 1))
+    best = recommend(Scenario()).best  # the deployment in focus by default
+    _wait_title(page, memory_stack_title(model.name, get_accelerator(best.gpu).name, best.tp, 1))
 
     sidebar = page.locator('[data-testid="stSidebar"]')
     gpus = sidebar.locator('[data-testid="stMultiSelect"]').first
@@ -49,9 +54,9 @@ def test_change_gpu_and_tp_then_share_the_link(server, browser):
     gpus.locator("input").fill("MI300X")
     page.keyboard.press("Enter")
     page.keyboard.press("Escape")
-    tp = sidebar.get_by_label("TP (tensor parallel)")
-    tp.fill("2")
-    tp.press("Enter")
+    page.wait_for_function("() => location.search.includes('g=mi300x')", timeout=10_000)
+    # a link naming a deployment on the new hardware puts it in focus
+    page.goto(page.url.replace("/memory?", "/memory?dep=mi300x.tp2.pp1.dp1.fp16.fp16&"))
     mi300x = get_accelerator("mi300x")
     title = memory_stack_title(model.name, mi300x.name, 2, 1)
     _wait_title(page, title)
@@ -63,7 +68,7 @@ def test_change_gpu_and_tp_then_share_the_link(server, browser):
         "Sequences (paged)": f"{b.max_concurrent_sequences:,}",
     }
     page.wait_for_function("() => location.search.includes('g=mi300x') && "
-                           "location.search.includes('tp=2')", timeout=10_000)  # fmt: skip
+                           "location.search.includes('dep=mi300x.tp2')", timeout=10_000)  # fmt: skip
     page.screenshot(path=str(SHOTS / "memory.png"), full_page=True)
 
     fresh = browser.new_page(viewport={"width": 1600, "height": 2400})

@@ -14,9 +14,11 @@ from streamlit.testing.v1 import AppTest
 from advisor.article_check import claims
 from advisor.catalog import get_accelerator, get_model
 from advisor.perf.estimate import estimate
-from advisor.perf.sweeps import fmt_ms, scenario_input
+from advisor.perf.sweeps import fmt_ms
 from advisor.perf.validate import validation_report
 from advisor.scenario import Scenario
+from advisor.search.deployment_spec import parse_spec
+from advisor.search.focus import estimate_input, evaluate_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -40,18 +42,26 @@ def test_page_runs_with_the_default_scenario(page):
     assert not at.error, [e.value for e in at.error]
 
 
-def test_latency_numbers_follow_tp_from_the_sidebar():
-    at = _page("ui/pages/latency.py")
-    next(w for w in at.number_input if w.key == "w.tp").set_value(8).run()
+def test_latency_numbers_follow_the_deployment_in_focus():
+    # A link naming a deployment (TP=8, fp16) puts it in focus; the page shows the search's
+    # percentiles for it (evaluate_spec) and one replica's means (estimate, same inputs).
+    dep = "h100-sxm.tp8.pp1.dp1.fp16.fp16"
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["dep"] = dep
     at.run()
+    at.switch_page("ui/pages/latency.py").run()
     assert not at.exception
-    s = Scenario()
-    e = estimate(get_model(s.model), get_accelerator(s.hardware.gpus[0]), scenario_input(s, 8, 1))
+    s, spec = Scenario(), parse_spec(dep)
+    d = evaluate_spec(s, spec).deployment
+    e = estimate(get_model(s.model), get_accelerator("h100-sxm"), estimate_input(s, spec))
     m = _metrics(at)
-    assert m["TTFT"] == fmt_ms(e["ttft_ms"])
-    assert m["TPOT"] == fmt_ms(e["tpot_ms"])
+    assert m["P99 TPOT"] == fmt_ms(d.tpot_ms.p99)
+    assert m["P99 TTFT"] == fmt_ms(d.ttft_ms.p99)
+    assert m["Mean TTFT"] == fmt_ms(e["ttft_ms"])
+    assert m["Mean TPOT"] == fmt_ms(e["tpot_ms"])
     assert m["Throughput"] == f"{e['throughput_tok_s']:,.0f} tok/s"
     assert "TP=8" in at.caption[0].value
+    assert any(dep in i.value or "(TP=8) h100-sxm" in i.value for i in at.info)
 
 
 def test_speculative_speedup_follows_the_sliders():

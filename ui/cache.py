@@ -79,4 +79,18 @@ def recommend_for(scenario_json: str) -> Any:
 
 def keys(scenario: Scenario, view: View) -> tuple[str, str]:
     """Cache keys: the scenario JSON (without its name) and the view JSON."""
-    return dump_scenario(scenario.model_copy(update={"name": ""})), view.model_dump_json()
+    return scenario_key(scenario), view.model_dump_json()
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def focus_for(scenario_json: str, spec_text: str) -> Any:
+    """``advisor.search.focus.evaluate_spec`` of a deployment (text form) for a scenario."""
+    from advisor.search.deployment_spec import parse_spec
+    from advisor.search.focus import evaluate_spec
+
+    return evaluate_spec(load_scenario(scenario_json), parse_spec(spec_text))
+
+
+def scenario_key(scenario: Scenario) -> str:
+    """The scenario JSON without its name: the key of its cached results and its focus."""
+    return dump_scenario(scenario.model_copy(update={"name": ""}))

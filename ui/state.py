@@ -17,8 +17,16 @@ from pydantic import ValidationError
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
 from advisor.scenario import SLA, Cost, Hardware, Options, Scenario, Workload
+from ui.focus import PENDING, apply_pending, url_value
 from ui.format import display_name, md_escape
-from ui.url import URL_KEYS, View, scenario_from_params, scenario_to_params
+from ui.url import (
+    DEP_KEY,
+    URL_KEYS,
+    View,
+    dep_from_params,
+    scenario_from_params,
+    scenario_to_params,
+)
 
 SS = st.session_state
 _K = {path: f"w.{key}" for path, key in URL_KEYS.items()}  # field path -> widget key
@@ -81,6 +89,10 @@ def init_from_url() -> None:
         return
     params = {k: st.query_params.get(k, "") for k in st.query_params}
     scenario, view, warnings = scenario_from_params(params)
+    dep, why = dep_from_params(params)
+    if why:
+        warnings.append(why)
+    SS[PENDING] = dep
     _seed(scenario, view)
     SS["_url_warnings"] = warnings
     SS["_seeded"] = True
@@ -151,7 +163,7 @@ def _model_inputs() -> tuple[str, dict | None]:
 def _hardware_inputs() -> Hardware:
     gpus, links = accelerators(), interconnects()
     st.multiselect(
-        "Accelerators (first = the one single-deployment pages use)",
+        "Accelerators (the search chooses among them)",
         list(gpus), key=_K["hardware.gpus"], format_func=lambda g: gpus[g].name,
     )  # fmt: skip
     c1, c2 = st.columns(2)
@@ -184,25 +196,25 @@ def _hardware_inputs() -> Hardware:
     )
 
 
-def _serving_inputs() -> tuple[Options, View]:
+def _serving_inputs() -> Options:
     st.selectbox(
         "Serving engine", ["generic", "trtllm", "vllm", "sglang"], key=_K["options.engine"],
         format_func=lambda e: {"generic": "generic", "trtllm": "TensorRT-LLM", "vllm": "vLLM",
                                "sglang": "SGLang"}[e],
     )  # fmt: skip
     st.multiselect(
-        "Allowed weight dtypes (first = used by single-deployment pages)",
+        "Allowed weight dtypes",
         list(WEIGHT_DTYPES), key=_K["options.weight_dtypes"],
     )  # fmt: skip
     st.multiselect(
-        "Allowed KV-cache dtypes (first = used by single-deployment pages)",
+        "Allowed KV-cache dtypes",
         list(KV_DTYPES), key=_K["options.kv_dtypes"],
     )  # fmt: skip
-    c1, c2 = st.columns(2)
-    c1.number_input("TP (tensor parallel)", 1, 64, step=1, key=_K["view.tp"])
-    c2.number_input("PP (pipeline parallel)", 1, 128, step=1, key=_K["view.pp"])
-    st.caption("TP and PP set the one deployment the Memory and Interconnect pages show.")
-    options = _section(
+    st.caption(
+        "The detail pages show one deployment: the recommended one, or another chosen on the "
+        "Recommendation page."
+    )
+    return _section(
         "Serving",
         lambda: Options(
             engine=SS[_K["options.engine"]],
@@ -211,7 +223,6 @@ def _serving_inputs() -> tuple[Options, View]:
         ),
         Options(),
     )
-    return options, view_now()
 
 
 def _workload_inputs() -> Workload:
@@ -315,7 +326,7 @@ def sidebar() -> tuple[Scenario, View]:
         with st.expander("Hardware", expanded=True):
             hardware = _hardware_inputs()
         with st.expander("Serving", expanded=True):
-            options, view = _serving_inputs()
+            options = _serving_inputs()
         with st.expander("Workload", expanded=True):
             workload = _workload_inputs()
         with st.expander("Latency target (SLA)", expanded=True):
@@ -333,6 +344,8 @@ def sidebar() -> tuple[Scenario, View]:
         st.sidebar.error(f"Scenario: {format_validation_error(exc)}")
         scenario = Scenario()
     _keep_values()
+    apply_pending(scenario)
+    view = view_now()
     SS["scenario"], SS["view"] = scenario, view
     return scenario, view
 
@@ -343,11 +356,11 @@ def current() -> tuple[Scenario, View]:
 
 
 def view_now() -> View:
-    """The View: sidebar TP/PP plus the page-local values last set on a page."""
+    """The View: the page-local values last set on a page."""
     local = SS.get("_view_local", {})
     try:
-        return View(tp=SS[_K["view.tp"]], pp=SS[_K["view.pp"]], **local)
-    except (KeyError, ValidationError):
+        return View(**local)
+    except ValidationError:
         return View()
 
 
@@ -385,55 +398,9 @@ def sync_url() -> None:
     if scenario is None:
         return
     params = scenario_to_params(scenario, view_now())
+    dep = url_value(scenario)
+    if dep is not None:
+        params[DEP_KEY] = dep
     current = {k: st.query_params.get(k) for k in st.query_params}
     if current != params:
         st.query_params.from_dict(params)
-
-
-def sequences_in_flight(scenario: Scenario, view: View) -> tuple[int, str]:
-    """Sequences in flight on one replica, and how the number was obtained (shown to the user).
-
-    From the performance model: under an arrival rate, the queueing model's mean running batch
-    per replica (Little's law on the predicted time in decode); with concurrent users, the users
-    spread over the replicas. When the deployment does not fit or saturates, the KV cache's
-    capacity or Little's law on the SLA target stands in, and the text says so.
-    """
-    import math
-
-    from ui.cache import estimate_for, keys
-
-    replicas = max(1, scenario.hardware.total_gpus // (view.tp * view.pp))
-    per = f" over {replicas} replica(s) of TP×PP = {view.tp * view.pp} GPUs"
-    if view.concurrency is not None:
-        return view.concurrency, "set on this page"
-    w = scenario.workload
-    if w.concurrent_users is not None:
-        return math.ceil(w.concurrent_users / replicas), f"{w.concurrent_users} users{per}"
-    try:
-        est = estimate_for(*keys(scenario, view))
-    except ValueError:
-        est = None
-    if est and est.get("fits") and est.get("stable", True) and est.get("concurrency"):
-        n = max(1, math.ceil(est["concurrency"]))
-        return n, (
-            f"{w.arrival_rate_per_s:g} req/s{per}: the queueing model's mean running batch "
-            f"({est['concurrency']:.1f}; TTFT {est['ttft_ms']:.0f} ms, TPOT {est['tpot_ms']:.1f} ms)"
-        )
-    if est and est.get("fits") and est.get("max_concurrency"):
-        return int(est["max_concurrency"]), (
-            f"{w.arrival_rate_per_s:g} req/s saturates this deployment{per}: as many sequences "
-            "as the KV cache holds"
-        )
-    sla = scenario.sla
-    if sla.e2e_ms is not None:
-        wait_s, how = sla.e2e_ms / 1e3, "E2E target"
-    elif sla.tpot_ms is not None:
-        wait_s = ((sla.ttft_ms or 0.0) + w.osl_tokens * sla.tpot_ms) / 1e3
-        how = f"{'TTFT + ' if sla.ttft_ms else ''}{w.osl_tokens} tokens × TPOT target"
-    else:
-        return 16, "the deployment does not fit and there is no latency target: 16 assumed"
-    n = max(1, math.ceil(w.arrival_rate_per_s * wait_s / replicas))  # type: ignore[operator]
-    return n, (
-        f"the deployment does not fit, so Little's law on the SLA target: L = λ·W = "
-        f"{w.arrival_rate_per_s:g} req/s × {wait_s:.2f} s ({how}){per}"
-    )

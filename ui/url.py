@@ -6,7 +6,8 @@ the value and why) any value that does not validate, and keeps the default for t
 Pure Python (no streamlit) so the round trip is unit-tested.
 
 Fields not listed (speculative-decoding options, scenario name, ranking) keep their defaults in a
-link. An uploaded config.json cannot travel in a link: the link names its id, which then fails as
+link. The deployment in focus, when it is not the recommended one, travels as ``dep`` in its
+text form (advisor/search/deployment_spec.py); ``dep_from_params`` reads it. An uploaded config.json cannot travel in a link: the link names its id, which then fails as
 an unknown model and falls back to the default with a warning.
 """
 
@@ -21,10 +22,13 @@ from advisor.scenario import Scenario
 
 
 class View(BaseModel):
-    """Settings of the single-deployment pages that are not part of the Scenario."""
+    """Settings of the single-deployment pages that are not part of the Scenario or of the
+    deployment in focus (ui/focus.py)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: The Compare page's per-scenario shape until it compares recommended deployments; not in
+    #: the sidebar or the URL (the detail pages show the deployment in focus).
     tp: Annotated[int, Field(ge=1, le=64)] = 4
     pp: Annotated[int, Field(ge=1, le=128)] = 1
     block_size: Literal[16, 32, 64] = 16
@@ -60,8 +64,6 @@ URL_KEYS: dict[str, str] = {
     "cost.pue": "pue",
     "cost.usd_per_kwh": "kwh",
     "cost.gpu_hour_usd": "hr",
-    "view.tp": "tp",
-    "view.pp": "pp",
     "view.block_size": "bs",
     "view.concurrency": "c",
     "view.max_model_len": "ml",
@@ -72,7 +74,7 @@ NONE_TOKENS: dict[str, str] = {"hardware.intra_link": "own"}
 _LISTS = {"hardware.gpus", "options.weight_dtypes", "options.kv_dtypes"}
 _INTS = {
     "hardware.gpus_per_node", "hardware.nodes", "workload.isl_tokens", "workload.osl_tokens",
-    "workload.concurrent_users", "sla.percentile", "view.tp", "view.pp", "view.block_size",
+    "workload.concurrent_users", "sla.percentile", "view.block_size",
     "view.concurrency", "view.max_model_len",
 }  # fmt: skip
 _FLOATS = {
@@ -85,6 +87,8 @@ _GROUPS: tuple[tuple[str, ...], ...] = (
     ("workload.arrival_rate_per_s", "workload.concurrent_users"),
 )
 MAX_VALUE_CHARS = 300
+#: URL key of the deployment in focus (absent: the recommended one).
+DEP_KEY = "dep"
 
 
 def _none_token(path: str) -> str:
@@ -170,7 +174,7 @@ def scenario_from_params(
     scenario, view = base if base is not None else (Scenario(), View())
     doc = _docs(scenario, view)
     warnings: list[str] = []
-    known = set(URL_KEYS.values())
+    known = set(URL_KEYS.values()) | {DEP_KEY}
     for key in params:
         if key not in known:
             warnings.append(
@@ -221,3 +225,28 @@ def scenario_from_params(
 def _copy(doc: dict[str, Any]) -> dict[str, Any]:
     return {k: _copy(v) if isinstance(v, dict) else (list(v) if isinstance(v, list) else v)
             for k, v in doc.items()}  # fmt: skip
+
+
+def dep_from_params(params: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(deployment text, None), or (None, warning naming the value and why) for ``dep``.
+
+    >>> dep_from_params({"dep": "h100-sxm.tp4.pp1.dp2.fp8.fp8"})
+    ('h100-sxm.tp4.pp1.dp2.fp8.fp8', None)
+    >>> dep_from_params({"dep": "h100-sxm.tp4"})[1][:40]
+    "dep ('h100-sxm.tp4'): ignored, deploymen"
+    """
+    from advisor.search.deployment_spec import DeploymentSpecError, parse_spec
+
+    raw = params.get(DEP_KEY)
+    if raw is None or not str(raw).strip():
+        return None, None
+    raw = str(raw)
+    if len(raw) > MAX_VALUE_CHARS:
+        return (
+            None,
+            f"dep: ignored, value longer than {MAX_VALUE_CHARS} characters; kept the recommended deployment",
+        )
+    try:
+        return str(parse_spec(raw)), None
+    except DeploymentSpecError as exc:
+        return None, f"dep ({raw!r}): ignored, {exc}; kept the recommended deployment"

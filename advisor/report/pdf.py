@@ -354,6 +354,10 @@ class _Context:
     images: int = 0
     #: The compared scenarios (their sources are listed too); empty for a single scenario.
     compared: list[Scenario] = field(default_factory=list)
+    #: How the app's deployment in focus was chosen when it is not the recommendation.
+    focus_note: str = ""
+    #: The report describes that deployment (False: it cannot run; the recommendation follows).
+    focused: bool = False
 
 
 def build_report(
@@ -367,6 +371,8 @@ def build_report(
     sensitivities: bool = True,
     charts: bool = True,
     date: _dt.date | None = None,
+    focus: Any = None,
+    focus_note: str = "",
 ) -> bytes:
     """The PDF as bytes. ``recommendation`` defaults to ``recommend(scenario)`` when available.
 
@@ -377,7 +383,9 @@ def build_report(
     ranking (``search.comparison``: cheapest deployment that meets its SLA first, then those
     that miss, with why), each scenario's answer and the overlaid charts, and details the
     top-ranked scenario (``scenario`` and ``recommendation`` are then not used).
-    ``charts=False`` skips the images.
+    ``charts=False`` skips the images. ``focus``: the deployment the report describes instead
+    of the recommendation (the app's deployment in focus), with ``focus_note`` saying how it
+    was chosen (or, without ``focus``, why it cannot run).
     """
     client_t = clean(client, NAME_LIMIT)
     consultant_t = clean(consultant, NAME_LIMIT)
@@ -394,9 +402,12 @@ def build_report(
     best_obj = _pick(rec, "best") if rec is not None else None
     if items and ranking[0].row.source == "in focus":
         best_obj = ranking[0].row.deployment
+    if focus is not None and not items:
+        best_obj = focus
     best = deployment(best_obj, scenario.sla.percentile) if best_obj is not None else None
-    alts = _alternatives(rec, best)
-    ctx = _Context(scenario, rec, rec_note, best, alts)
+    alts = _alternatives(rec, best) if focus is None or items else []  # "why they lost" to it
+    ctx = _Context(scenario, rec, rec_note, best, alts, focus_note=clean(focus_note, 800),
+                   focused=focus is not None and not items)  # fmt: skip
 
     subtitle = clean(client_t or scenario.name, 60)
     doc = _Doc(subtitle)
@@ -441,6 +452,8 @@ def report_bytes_for_app(
     consultant: str = "",
     recommendation: Any = None,
     compare: Sequence[tuple] | None = None,
+    focus: Any = None,
+    focus_note: str = "",
 ) -> bytes:
     """For ``st.download_button(data=lambda: report_bytes_for_app(...), on_click="ignore")``."""
     return build_report(
@@ -449,6 +462,8 @@ def report_bytes_for_app(
         consultant=consultant,
         recommendation=recommendation,
         compare=compare,
+        focus=focus,
+        focus_note=focus_note,
     )
 
 
@@ -592,6 +607,9 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
         9.5,
     )
     d = ctx.best
+    if ctx.focus_note and not ctx.focused:
+        doc.para(f"Deployment in focus in the app: {ctx.focus_note}. The recommendation follows.",
+                 10, colour=(170, 40, 0))  # fmt: skip
     if d is None:
         reason = (
             ctx.rec_note
@@ -600,7 +618,13 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
         )
         doc.para("No recommendation: " + clean(reason, 600), 10.5, bold=True, colour=(170, 40, 0))
         return
-    doc.para("Recommended deployment: " + clean(d.description, 400), 10.5, bold=True)
+    head = "Deployment in focus" if ctx.focused else "Recommended deployment"
+    doc.para(f"{head}: " + clean(d.description, 400), 10.5, bold=True)
+    if ctx.focused:
+        rec_best = _pick(ctx.rec, "best") if ctx.rec is not None else None
+        doc.para(f"Chosen in the app ({ctx.focus_note}), not the search's recommendation ("
+                 + clean(_pick(rec_best, "description", default="none"), 400) + ").", 9.5,
+                 colour=(170, 40, 0))  # fmt: skip
     warning = _pick(ctx.rec, "warning")
     if warning:  # in the headline, not a footnote: the winner is predicted from priors
         doc.para(clean(str(warning), 600), 10.5, bold=True, colour=(170, 40, 0))
@@ -628,7 +652,7 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
         doc.h2("The top alternatives and why they lost")
         doc.bullets([f"{clean(a, 300)}: {clean(why, 400)}" for a, why in ctx.alternatives], 9)
     if expl:
-        doc.h2("Why this deployment")
+        doc.h2("Why the search recommends its pick" if ctx.focused else "Why this deployment")
         lines = list(expl) if isinstance(expl, list | tuple) else [str(expl)]
         doc.bullets([clean(x, 600) for x in lines[:8]], 9)
 

@@ -16,6 +16,7 @@ from dataclasses import fields
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from advisor.perf.estimate import EstimateInput
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import Disagg, evaluate_disaggregated
@@ -113,3 +114,42 @@ def _pair(dg: Disagg | None, spec: DeploymentSpec) -> int:
     if hit.size == 0:  # _precheck bounds the GPUs, so the pair is always enumerated
         raise AssertionError(f"pool pair of {spec} not evaluated")
     return int(hit[0])
+
+
+def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: float | None = None,
+                   concurrency: int | None = None) -> EstimateInput:  # fmt: skip
+    """The performance model's EstimateInput of one replica of ``spec`` at the scenario's load
+    (the Latency and Speculative pages' detail: breakdown, roofline, batch sweeps).
+
+    Load: ``concurrency`` if given (sequences per replica, set on a page); an aggregated
+    deployment under an arrival rate gets ``qps`` over its DP replicas (steady-state queueing);
+    concurrent users are spread over the replicas. A decode-pool replica of a disaggregated
+    deployment, and a speculative one (the estimate models speculation at a fixed batch), run
+    at ``running_batch`` (the search's mean running batch per replica), rounded up.
+    Disaggregated: the decode pool's replica (TP, PP = 1, its DP).
+    """
+    import math
+
+    from advisor.catalog import models
+
+    hw, w, o = scenario.hardware, scenario.workload, scenario.options
+    load: dict = {"dp": spec.dp}
+    fixed_batch = spec.disaggregated or spec.speculative
+    if concurrency is not None:
+        load["concurrency"] = int(concurrency)
+    elif fixed_batch and running_batch is not None:
+        load["concurrency"] = max(1, math.ceil(running_batch - 1e-9))
+    elif w.concurrent_users is not None:
+        load["concurrency"] = math.ceil(w.concurrent_users / spec.dp)
+    elif fixed_batch:
+        load["concurrency"] = 1
+    else:
+        load.update(qps=float(w.arrival_rate_per_s), concurrency=None)
+    if spec.speculative and o.draft_model:
+        load.update(spec_draft=models()[o.draft_model], spec_tokens=o.spec_tokens,
+                    spec_acceptance=o.spec_acceptance)  # fmt: skip
+    return EstimateInput(
+        tp=spec.tp, pp=spec.pp, weights=spec.weights, kv=spec.kv, isl=w.isl_tokens,
+        osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
+        gpus_per_node=hw.gpus_per_node, engine=o.engine, **load,
+    )  # fmt: skip

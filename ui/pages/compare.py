@@ -77,12 +77,9 @@ def inputs_table(picked: list[Choice]) -> pd.DataFrame:
 def focused(c: Choice):
     """The deployment the user put in focus for this scenario, if the app has one (None: the
     recommended one)."""
-    try:
-        from ui import state
-    except ImportError:  # pragma: no cover
-        return None
-    fn = getattr(state, "focused_deployment", None)
-    return fn(c.scenario) if callable(fn) else None
+    from ui.focus import focused_deployment
+
+    return focused_deployment(c.scenario)
 
 
 def answers(picked: list[Choice]) -> list[cmp.Compared]:

@@ -9,8 +9,9 @@ import streamlit as st
 from advisor.catalog import accelerators, interconnects
 from advisor.charts import interconnect_charts as ic
 from advisor.physics.collectives import article_message_bytes_for
+from ui.focus import sequences_in_flight, show_focus
 from ui.format import ms, small_bytes
-from ui.state import current, guarded, sequences_in_flight
+from ui.state import current, guarded
 
 COMPARED = ("pcie5", "nvlink4", "xgmi")
 
@@ -18,22 +19,25 @@ COMPARED = ("pcie5", "nvlink4", "xgmi")
 def setup() -> SimpleNamespace:
     scenario, view = current()
     model = scenario.model_spec()
-    gpu = accelerators()[scenario.hardware.gpus[0]]
+    f = show_focus(scenario)
+    spec = f.spec
+    gpu = accelerators()[spec.gpu]
     links = interconnects()
     ids = list(COMPARED)
     own = scenario.hardware.intra_link or gpu.scale_up_link
     if own not in ids:
         ids.append(own)
     ids.append(scenario.hardware.inter_link)
-    n_seq, how = sequences_in_flight(scenario, view)
+    n_seq, how = sequences_in_flight(scenario, f, view.concurrency)
     c = SimpleNamespace(
         scenario=scenario, view=view, model=model, gpu=gpu, links=[links[i] for i in ids],
-        all_links=links, batch=n_seq, wd=scenario.options.weight_dtypes[0],
+        all_links=links, batch=n_seq, wd=spec.weights, kv=spec.kv, spec=spec, focus=f,
         engine=scenario.options.engine,
     )  # fmt: skip
     st.caption(
-        f"**{model.name}** (hidden {model.hidden_size:,}, {model.num_hidden_layers} layers), "
-        f"decode batch of **{n_seq:,} tokens** ({how}), weights {c.wd}, engine {c.engine} "
+        f"**{model.name}** (hidden {model.hidden_size:,}, {model.num_hidden_layers} layers) on "
+        f"**{gpu.name}**, TP={spec.tp}, PP={spec.pp}, decode batch of **{n_seq:,} tokens** "
+        f"per replica ({how}), weights {c.wd}, KV {c.kv}, engine {c.engine} "
         + ("(NCCL ring/tree/NVLS only)" if c.engine == "generic" else
            "(NCCL plus one-shot/two-shot custom all-reduce)")
         + f". The rest of each decode step comes from the performance model on {gpu.name}."
@@ -45,9 +49,10 @@ def sweep_section(c: SimpleNamespace) -> list[dict]:
     w = c.scenario.workload
     rows = ic.tp_comm_sweep(
         c.model, c.gpu, c.links, batch_tokens=c.batch, weights_dtype=c.wd,
-        kv_dtype=c.scenario.options.kv_dtypes[0], context_tokens=w.isl_tokens + w.osl_tokens / 2,
-        pp=c.view.pp, engine=c.engine,
+        kv_dtype=c.kv, context_tokens=w.isl_tokens + w.osl_tokens / 2, pp=c.spec.pp,
+        engine=c.engine, tps=sorted({*ic.TP_DEGREES, c.spec.tp}),
     )  # fmt: skip
+    focus_line(c, rows)
     msg = rows[0]["message_bytes"]
     st.plotly_chart(
         ic.per_layer_figure(
@@ -80,6 +85,29 @@ def sweep_section(c: SimpleNamespace) -> list[dict]:
         f"{c.model.num_hidden_layers} layers × 2 all-reduces."
     )
     return rows
+
+
+def focus_line(c: SimpleNamespace, rows: list[dict]) -> None:
+    """What TP costs the deployment in focus on the link its all-reduces cross."""
+    from advisor.perf.replica import tp_link_for
+    from advisor.perf.sweeps import replica_config
+    from advisor.search.focus import estimate_input
+
+    spec = c.spec
+    if spec.tp == 1:
+        st.markdown("**In focus: TP=1**, no tensor-parallel all-reduce.")
+        return
+    link = tp_link_for(replica_config(c.model, c.gpu, estimate_input(c.scenario, spec)),
+                       c.all_links)  # fmt: skip
+    row = next((r for r in rows if r["link_id"] == link.id and r["tp"] == spec.tp), None)
+    if row is None:
+        st.markdown(f"**In focus: TP={spec.tp}** on {link.name} (beyond the TP range drawn).")
+        return
+    st.markdown(
+        f"**In focus: TP={spec.tp}** on {link.name}: {ms(row['per_layer_s'])} of all-reduce per "
+        f"layer, {ms(row['per_token_s'])} per decode step, {row['comm_share']:.0%} of the step "
+        f"({ms(row['step_s'])}) at {c.batch:,} tokens."
+    )
 
 
 def article_section(c: SimpleNamespace, rows: list[dict]) -> None:

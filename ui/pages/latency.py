@@ -1,4 +1,5 @@
-"""Latency: TTFT/TPOT breakdown, roofline and batch sweep for the sidebar's deployment."""
+"""Latency: the deployment in focus under the scenario's load (the search's percentiles), and
+one of its replicas in detail: TTFT/TPOT breakdown, roofline and batch sweep."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from advisor.perf.sweeps import (
     fmt_ms,
     replica_config,
     roofline_points,
-    scenario_input,
 )
+from advisor.search.focus import estimate_input
+from ui.focus import show_focus
 from ui.format import md_escape
 from ui.state import current, guarded
 
@@ -26,8 +28,12 @@ from ui.state import current, guarded
 def setup() -> SimpleNamespace:
     scenario, view = current()
     model = scenario.model_spec()
-    gpu = accelerators()[scenario.hardware.gpus[0]]
-    inp = scenario_input(scenario, view.tp, view.pp, view.concurrency)
+    f = show_focus(scenario)
+    spec, d = f.spec, f.deployment
+    gpu = accelerators()[spec.gpu]
+    inp = estimate_input(
+        scenario, spec, d.running_batch if d is not None else None, view.concurrency
+    )
     est = estimate(model, gpu, inp)
     load = (
         f"{inp.qps:g} requests/s over {inp.dp} replica(s) (steady-state queueing)"
@@ -35,11 +41,18 @@ def setup() -> SimpleNamespace:
         else f"{inp.concurrency:,} sequences per replica"
         + (" (set on the Memory page)" if view.concurrency is not None else "")
     )
+    pools = (
+        f"; decode pool {spec.dp} × TP={spec.tp}, prefill pool {spec.prefill_dp} × "
+        f"TP={spec.prefill_tp} (the replica below is a decode-pool one: its prompts are "
+        "prefilled on the other pool)" if spec.disaggregated else ""
+    )  # fmt: skip
     st.caption(
         f"**{model.name}** on **{gpu.name}**, TP={inp.tp}, PP={inp.pp}, weights {inp.weights}, "
-        f"KV {inp.kv}, {inp.isl:,} input + {inp.osl:,} output tokens, load: {load}."
+        f"KV {inp.kv}{', speculative decoding' if spec.speculative else ''}{pools}; "
+        f"{inp.isl:,} input + {inp.osl:,} output tokens; one replica's load: {load}."
     )
-    return SimpleNamespace(scenario=scenario, view=view, model=model, gpu=gpu, inp=inp, est=est)
+    return SimpleNamespace(scenario=scenario, view=view, model=model, gpu=gpu, inp=inp, est=est,
+                           focus=f)  # fmt: skip
 
 
 def profile_section(c: SimpleNamespace) -> None:
@@ -61,7 +74,37 @@ def profile_section(c: SimpleNamespace) -> None:
     )
 
 
+def focus_section(c: SimpleNamespace) -> bool:
+    """The deployment in focus at the scenario's load: the search's percentiles (the numbers
+    of the Recommendation page). False when it cannot run at all."""
+    f, pct = c.focus, c.scenario.sla.percentile
+    if not f.result.fits:
+        st.error("Not servable as set: " + "; ".join(f.result.reasons))
+        return False
+    d = f.deployment
+    m = st.columns(6)
+    for col, name in zip(m[:3], ("ttft", "tpot", "e2e"), strict=True):
+        col.metric(f"P{pct} {name.upper()}", fmt_ms(getattr(getattr(d, f"{name}_ms"), f"p{pct}")))
+    m[3].metric("Throughput per GPU", f"{d.throughput_per_gpu_tok_s:,.0f} tok/s",
+                help="output tokens/s per GPU at the offered load")  # fmt: skip
+    m[4].metric("Cost per M output tokens", f"${d.usd_per_million_tokens:,.3f}")
+    m[5].metric("Meets the SLA", "yes" if d.meets_sla else "no", help=c.scenario.sla.describe())
+    rows = [
+        {"metric": name.upper(),
+         **{p.upper(): fmt_ms(getattr(getattr(d, f"{name}_ms"), p)) for p in ("p50", "p90", "p95", "p99")}}
+        for name in ("ttft", "tpot", "e2e")
+    ]  # fmt: skip
+    st.dataframe(rows, hide_index=True)
+    st.caption(
+        f"SLA: {c.scenario.sla.describe()}. Percentiles of the whole deployment from the "
+        f"search's queueing model ({d.gpus} GPUs, {d.running_batch:.1f} sequences decoding per "
+        f"replica on average, saturates at {d.max_rate_req_s:,.2f} requests/s)."
+    )
+    return True
+
+
 def summary_section(c: SimpleNamespace) -> bool:
+    st.subheader("One replica in detail (performance model, means)")
     e = c.est
     for w in e.get("warnings") or []:
         st.warning(md_escape(w))
@@ -71,22 +114,17 @@ def summary_section(c: SimpleNamespace) -> bool:
             st.info("Would fit with: " + "; ".join(e["suggestions"]))
         return False
     m = st.columns(6)
-    m[0].metric("TTFT", fmt_ms(e["ttft_ms"]), help="time to first token (mean)")
-    m[1].metric("TPOT", fmt_ms(e["tpot_ms"]), help="time per output token (mean)")
-    m[2].metric("E2E", fmt_ms(e["e2e_ms"]), help=f"TTFT + {c.inp.osl - 1} × TPOT")
-    m[3].metric("Throughput", f"{e['throughput_tok_s']:,.0f} tok/s", help="output tokens/s, all replicas")  # fmt: skip
-    m[4].metric("Per GPU", f"{e['throughput_tok_s_per_gpu']:,.0f} tok/s")
+    m[0].metric("Mean TTFT", fmt_ms(e["ttft_ms"]), help="time to first token (mean)")
+    m[1].metric("Mean TPOT", fmt_ms(e["tpot_ms"]), help="time per output token (mean)")
+    m[2].metric("Mean E2E", fmt_ms(e["e2e_ms"]), help=f"TTFT + {c.inp.osl - 1} × TPOT")
+    m[3].metric("Throughput", f"{e['throughput_tok_s']:,.0f} tok/s", help="output tokens/s over the DP replicas")  # fmt: skip
+    m[4].metric(
+        "Per GPU",
+        f"{e['throughput_tok_s_per_gpu']:,.0f} tok/s",
+        help="output tokens/s per GPU of these replicas",
+    )
     m[5].metric("Running sequences", f"{e['concurrency']:,.1f}",
                 help=f"per replica; the KV cache holds up to {e['max_concurrency']:,}")  # fmt: skip
-    pct = e.get("percentiles")
-    if pct:
-        rows = [
-            {"metric": name.split("_")[0].upper(),
-             **{p.upper(): fmt_ms(v) for p, v in pct[name].items()}}
-            for name in ("ttft_ms", "tpot_ms")
-        ]  # fmt: skip
-        st.dataframe(rows, hide_index=True)
-        st.caption(f"SLA: {c.scenario.sla.describe()}. Percentiles from the queueing model.")
     for n in e.get("notes") or []:
         st.caption(n)
     return True
@@ -144,6 +182,7 @@ def roofline_section(c: SimpleNamespace) -> None:
 st.title("Latency")
 ctx = guarded("Scenario", setup)
 if ctx is not None:
+    guarded("Deployment in focus", focus_section, ctx)
     guarded("Engine profile", profile_section, ctx)
     if guarded("Latency estimate", summary_section, ctx):
         guarded("Breakdown", breakdown_section, ctx)

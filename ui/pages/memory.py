@@ -1,4 +1,4 @@
-"""Memory and KV budget: per-GPU memory of the chosen deployment and how many sequences fit."""
+"""Memory and KV budget: per-GPU memory of the deployment in focus and how many sequences fit."""
 
 from __future__ import annotations
 
@@ -10,15 +10,18 @@ from advisor.catalog import accelerators
 from advisor.charts import memory_charts as mc
 from advisor.physics.memory import DTYPE_BYTES, PAGED_BLOCK_SIZES, article_kv_bytes_per_sequence
 from ui import cache
+from ui.focus import sequences_in_flight, show_focus
 from ui.format import gb, gb_gib, small_bytes
-from ui.state import current, guarded, local_key, remember_local, sequences_in_flight, view_now
+from ui.state import current, guarded, local_key, remember_local, view_now
 
 
 def setup() -> SimpleNamespace:
     """Page-local inputs and everything the sections share."""
     scenario, _ = current()
     model = scenario.model_spec()
-    gpu = accelerators()[scenario.hardware.gpus[0]]
+    f = show_focus(scenario)
+    spec = f.spec
+    gpu = accelerators()[spec.gpu]
     c1, c2, c3 = st.columns(3)
     c1.number_input(
         "Sequences in flight per replica", 1, 100_000, value=None, step=1,
@@ -36,18 +39,26 @@ def setup() -> SimpleNamespace:
     )  # fmt: skip
     view = view_now()
     ctx = SimpleNamespace(
-        scenario=scenario, model=model, gpu=gpu, view=view, tp=view.tp, pp=view.pp,
-        bs=view.block_size, wd=scenario.options.weight_dtypes[0],
-        kd=scenario.options.kv_dtypes[0],
+        scenario=scenario, model=model, gpu=gpu, view=view, tp=spec.tp, pp=spec.pp,
+        bs=view.block_size, wd=spec.weights, kd=spec.kv, focus=f,
         context=scenario.workload.isl_tokens + scenario.workload.osl_tokens,
         max_len=view.max_model_len or model.max_position_embeddings,
     )  # fmt: skip
-    ctx.n_seq, n_how = sequences_in_flight(scenario, view)
+    ctx.n_seq, n_how = sequences_in_flight(scenario, f, view.concurrency)
+    pools = (
+        f" A decode-pool replica is shown; the prefill pool runs {spec.prefill_dp} × TP="
+        f"{spec.prefill_tp} with the same weights." if spec.disaggregated else ""
+    )  # fmt: skip
+    draft = (
+        f" Speculative decoding: the draft ({scenario.options.draft_model}) shares these GPUs "
+        "and its weights come out of the KV budget." if spec.speculative else ""
+    )  # fmt: skip
     st.caption(
         f"**{model.name}** on **{gpu.name}** ({gb_gib(gpu.memory_bytes)}), TP={ctx.tp}, "
         f"PP={ctx.pp}, weights {ctx.wd}, KV cache {ctx.kd}, {ctx.context:,} tokens per sequence "
         f"({scenario.workload.isl_tokens:,} in + {scenario.workload.osl_tokens:,} out); "
-        f"**{ctx.n_seq:,} sequences in flight**: {n_how}. GB = 10⁹ bytes, GiB = 2³⁰ bytes."
+        f"**{ctx.n_seq:,} sequences in flight** per replica: {n_how}.{pools}{draft} "
+        "GB = 10⁹ bytes, GiB = 2³⁰ bytes."
     )
     return ctx
 
@@ -85,7 +96,7 @@ def budget_section(c: SimpleNamespace):
 
     gpus = accelerators()
     stacks = []
-    for gid in c.scenario.hardware.gpus:
+    for gid in dict.fromkeys([c.gpu.id, *c.scenario.hardware.gpus]):
         bg = b if gid == c.gpu.id else cache.budget(c.model, gid, **kw)
         label = f"<b>{gpus[gid].name}</b>" if gid == c.gpu.id else gpus[gid].name
         stacks.append(mc.memory_stack(label, bg, paged_seq, c.n_seq))

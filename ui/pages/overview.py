@@ -6,6 +6,7 @@ import streamlit as st
 
 from advisor.catalog import accelerators, interconnects
 from advisor.scenario import dump_scenario
+from ui.focus import show_focus
 from ui.format import gb_gib
 from ui.state import AMBIGUITY_NOTE, current, guarded
 
@@ -13,6 +14,7 @@ from ui.state import AMBIGUITY_NOTE, current, guarded
 def summary() -> None:
     s, _ = current()
     model = s.model_spec()
+    show_focus(s)
     gpus, links = accelerators(), interconnects()
     hw = s.hardware
     first = gpus[hw.gpus[0]]

@@ -6,10 +6,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.charts.recommend_charts import pareto_figure
-from ui.cache import keys, recommend_for
+from ui.cache import keys, recommend_for, scenario_key
+from ui.focus import BY_HAND, InFocus, choose, show_focus
 from ui.pdf import pdf_download
 from ui.state import current, guarded
+
+SS = st.session_state
+PICK, CHART, HAND = "focus.pick", "focus.pareto", "focus.hand"
 
 
 def _pct(p, pct: int) -> float:
@@ -160,6 +165,7 @@ def page() -> None:
     if rec is None:
         st.error("The recommendation search is not available in this version.")
         return
+    f = show_focus(scenario)
     guarded("Recommendation", best_section, rec, scenario)
     left, right = st.columns([3, 2], gap="large")
     with left:
@@ -172,20 +178,141 @@ def page() -> None:
             sla_ms=_target_ms(scenario, rec.latency_metric),
             best=rec.best.description if rec.best else None,
         )  # fmt: skip
-        st.plotly_chart(fig, width="stretch")
+        st.plotly_chart(
+            fig, width="stretch", key=CHART, selection_mode="points",
+            on_select=lambda: _clicked(scenario_key(scenario)),
+        )  # fmt: skip
+        st.caption("Click a point to put that deployment in focus on every page.")
+    guarded("Deployment in focus", focus_section, rec, scenario, f)
     guarded("Near misses", near_misses_section, rec, scenario.sla.percentile)
     guarded("Details", details_section, rec)
-    guarded("PDF summary", pdf_section, scenario, rec)
+    guarded("PDF summary", pdf_section, scenario, rec, f)
 
 
-def pdf_section(scenario, rec) -> None:
-    """Client-facing PDF of this recommendation."""
+def alternatives(rec) -> dict[str, tuple[str, str]]:
+    """Deployment text -> (label in the picker, origin on the banners), first label wins."""
+    out: dict[str, tuple[str, str]] = {}
+
+    def add(d, label: str, origin: str) -> None:
+        if d is not None and d.spec is not None:
+            out.setdefault(str(d.spec), (f"{label}: {d.spec.describe()}", origin))
+
+    add(rec.best, "Recommended", "recommended")
+    add(rec.lowest_latency, "Lowest latency", "the lowest-latency alternative")
+    add(rec.decision_matrix.article_shaped, "The article's shape", "the article's shape")
+    for i, m in enumerate(rec.near_misses, 1):
+        add(m.deployment, f"Near miss {i} ({'; '.join(m.fails)})", "a near miss")
+    for p in sorted(rec.pareto + rec.pareto_cost, key=lambda p: p.latency_ms):
+        add(p, f"Pareto point ({rec.latency_metric} {_ms(p.latency_ms)}, "
+               f"${p.usd_per_million_tokens:,.3f}/M tokens)", "a Pareto point")  # fmt: skip
+    return out
+
+
+def _picked(key: str, options: dict[str, tuple[str, str]], best: str | None) -> None:
+    text = SS[PICK]
+    choose(key, None if text == best else text, options.get(text, ("", BY_HAND))[1])
+
+
+def _clicked(key: str) -> None:
+    """A click on a Pareto point: its customdata[0] is the deployment's text form
+    (``recommend_charts.point_id``)."""
+    from advisor.search.deployment_spec import DeploymentSpecError, parse_spec
+
+    points = (SS.get(CHART) or {}).get("selection", {}).get("points", [])
+    for p in points:
+        try:
+            text = str(parse_spec(str((p.get("customdata") or [""])[0])))
+        except DeploymentSpecError:  # the star or the frontier line: no deployment
+            continue
+        choose(key, text, "a Pareto point (clicked)")
+        return
+
+
+def focus_section(rec, scenario, f: InFocus) -> None:
+    st.subheader("Deployment in focus")
+    key = scenario_key(scenario)
+    options = alternatives(rec)
+    best = str(rec.best.spec) if rec.best is not None else None
+    current_text = str(f.spec)
+    if current_text not in options:
+        options[current_text] = (f"{f.origin.capitalize()}: {f.spec.describe()}", f.origin)
+    SS[PICK] = current_text
+    st.selectbox(
+        "Shown on Memory, Latency, Interconnect, Speculative and in the PDF", list(options),
+        format_func=lambda k: options[k][0], key=PICK, on_change=_picked,
+        args=(key, options, best),
+    )  # fmt: skip
+    d, pct = f.deployment, scenario.sla.percentile
+    if not f.recommended and d is not None:
+        c = st.columns(5)
+        c[0].metric("GPUs", f"{d.gpus}")
+        c[1].metric(f"P{pct} TTFT", _ms(_pct(d.ttft_ms, pct)))
+        c[2].metric(f"P{pct} TPOT", _ms(_pct(d.tpot_ms, pct)))
+        c[3].metric("Cost per M output tokens", f"${d.usd_per_million_tokens:,.3f}")
+        c[4].metric("Meets the SLA", "yes" if d.meets_sla else "no")
+    with st.expander("Set a deployment by hand"):
+        hand_form(scenario, f)
+
+
+def hand_form(scenario, f: InFocus) -> None:
+    s = f.spec
+    gpus = list(dict.fromkeys([*scenario.hardware.gpus, s.gpu]))
+    seed = {"gpu": s.gpu, "tp": s.tp, "pp": s.pp, "dp": s.dp, "weights": s.weights, "kv": s.kv,
+            "speculative": s.speculative, "disaggregated": s.disaggregated,
+            "ptp": s.prefill_tp or 1, "pdp": s.prefill_dp or 1}  # fmt: skip
+    for name, value in seed.items():
+        SS[f"{HAND}.{name}"] = value
+    with st.form(HAND, border=False):
+        c = st.columns(6)
+        c[0].selectbox("Accelerator", gpus, key=f"{HAND}.gpu")
+        c[1].number_input("TP", 1, 1024, step=1, key=f"{HAND}.tp")
+        c[2].number_input("PP", 1, 128, step=1, key=f"{HAND}.pp")
+        c[3].number_input("DP (replicas)", 1, 100_000, step=1, key=f"{HAND}.dp")
+        c[4].selectbox("Weights", list(WEIGHT_DTYPES), key=f"{HAND}.weights")
+        c[5].selectbox("KV cache", list(KV_DTYPES), key=f"{HAND}.kv")
+        c = st.columns([2, 2, 1, 1])
+        c[0].checkbox("Speculative decoding (the scenario's draft, k, acceptance)",
+                      key=f"{HAND}.speculative")  # fmt: skip
+        c[1].checkbox("Disaggregated: TP/DP above are the decode pool", key=f"{HAND}.disaggregated")
+        c[2].number_input("Prefill TP", 1, 1024, step=1, key=f"{HAND}.ptp")
+        c[3].number_input("Prefill DP", 1, 100_000, step=1, key=f"{HAND}.pdp")
+        st.form_submit_button("Put in focus", on_click=_hand_set, args=(scenario_key(scenario),))
+    err = SS.pop(f"{HAND}.error", None)
+    if err:
+        st.error(err)
+
+
+def _hand_set(key: str) -> None:
+    from pydantic import ValidationError
+
+    from advisor.search.deployment_spec import DeploymentSpec
+
+    v = {name: SS[f"{HAND}.{name}"] for name in
+         ("gpu", "tp", "pp", "dp", "weights", "kv", "speculative", "disaggregated", "ptp", "pdp")}  # fmt: skip
+    disagg = v.pop("disaggregated")
+    ptp, pdp = v.pop("ptp"), v.pop("pdp")
+    try:
+        spec = DeploymentSpec(**v, **({"prefill_tp": ptp, "prefill_dp": pdp} if disagg else {}))
+    except ValidationError as exc:
+        SS[f"{HAND}.error"] = "Not put in focus: " + "; ".join(
+            e["msg"].removeprefix("Value error, ") for e in exc.errors()
+        )
+        return
+    choose(key, str(spec), BY_HAND)
+
+
+def pdf_section(scenario, rec, f: InFocus) -> None:
+    """Client-facing PDF of this recommendation, describing the deployment in focus."""
     from advisor.report.pdf import report_bytes_for_app
 
+    kw = {}
+    if not f.recommended:
+        note = f"{f.spec.describe()}, {f.origin}" + (f": {f.problem}" if f.problem else "")
+        kw = {"focus": f.deployment, "focus_note": note}
     pdf_download(
         "PDF summary for the client", "Download PDF summary", "pdf",
         "inference-architect-recommendation.pdf",
-        lambda client, consultant: report_bytes_for_app(scenario, client, consultant, rec),
+        lambda client, consultant: report_bytes_for_app(scenario, client, consultant, rec, **kw),
     )  # fmt: skip
 
 

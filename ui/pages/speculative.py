@@ -17,9 +17,11 @@ from advisor.perf.speculative_sweep import (
     speedup_grid,
     speedup_vs_batch,
 )
-from advisor.perf.sweeps import batch_cap, batch_grid, replica_config, scenario_input
+from advisor.perf.sweeps import batch_cap, batch_grid, replica_config
 from advisor.physics.speculative import expected_tokens_per_step
-from ui.state import current, guarded, sequences_in_flight
+from advisor.search.focus import estimate_input
+from ui.focus import sequences_in_flight, show_focus
+from ui.state import current, guarded
 
 ACCEPTANCES = np.round(np.linspace(0.0, 1.0, 21), 2)
 KS = np.arange(1, 9)
@@ -29,7 +31,9 @@ DEFAULT_DRAFT = "llama-3.2-1b"
 def setup() -> SimpleNamespace | None:
     scenario, view = current()
     model = scenario.model_spec()
-    gpu = accelerators()[scenario.hardware.gpus[0]]
+    f = show_focus(scenario)
+    spec = f.spec
+    gpu = accelerators()[spec.gpu]
     cat = models()
     drafts = draft_candidates(model, cat)
     if not drafts:
@@ -44,15 +48,24 @@ def setup() -> SimpleNamespace | None:
                   float(scenario.options.spec_acceptance), 0.05, key="spec.acceptance")  # fmt: skip
     k = c3.slider("Draft tokens per step (k)", 1, 8, min(int(scenario.options.spec_tokens), 8),
                   key="spec.k")  # fmt: skip
-    inp = scenario_input(scenario, view.tp, view.pp, 1)
+    # the target replica without a draft: the page draws speculation's effect at any (a, k)
+    inp = estimate_input(scenario, spec.model_copy(update={"speculative": False}),
+                         concurrency=1)  # fmt: skip
     cfg = replica_config(model, gpu, inp)
     ctx = inp.isl + inp.osl / 2.0
     cap = batch_cap(build_replicas([cfg]), inp.isl + inp.osl)
-    n_seq, how = sequences_in_flight(scenario, view)
+    n_seq, how = sequences_in_flight(scenario, f, view.concurrency)
     batch = float(max(1, min(n_seq, cap))) if cap >= 1 else 1.0
+    on = (
+        f"on in the deployment in focus (draft {scenario.options.draft_model}, "
+        f"k = {scenario.options.spec_tokens}, acceptance {scenario.options.spec_acceptance:g})"
+        if spec.speculative
+        else "off in the deployment in focus: this page shows what it would do"
+    )
     st.caption(
+        f"Speculative decoding is {on}. "
         f"Target **{model.name}** on **{gpu.name}** (TP={inp.tp}, PP={inp.pp}, {inp.weights} "
-        f"weights), draft **{cat[draft_id].name}** on the same GPUs. Batch "
+        f"weights, KV {inp.kv}), draft **{cat[draft_id].name}** on the same GPUs. Batch "
         f"**{batch:,.0f} sequences** per replica ({how}"
         + (f"; capped at the {cap:,} the KV cache holds" if n_seq > cap else "")
         + f"), context {ctx:,.0f} tokens."

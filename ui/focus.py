@@ -1,0 +1,195 @@
+"""The deployment in focus: one per scenario, by default the recommended one.
+
+Every detail page (Memory, Latency, Interconnect, Speculative) and the PDF describe it, under a
+banner naming it. Session state ``_focus`` maps a scenario's key (its JSON without the name,
+``ui.cache.scenario_key``) to the chosen deployment's text form and where it was chosen; no
+entry means the recommendation. Changing the sidebar changes the key, so a new question starts
+from its own recommendation. The choice travels in the URL as ``dep`` (``ui.url.DEP_KEY``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import streamlit as st
+
+from advisor.scenario import Scenario
+from advisor.search.deployment_spec import DeploymentSpec
+from advisor.search.focus import Focus
+from advisor.search.space import powers_of_two_upto
+from ui import cache
+from ui.format import md_escape
+
+SS = st.session_state
+FOCUS = "_focus"
+#: A ``dep`` read from the link, applied to the first scenario the sidebar builds.
+PENDING = "_focus_from_url"
+RECOMMENDED = "recommended"
+BY_HAND = "chosen by hand"
+
+
+@dataclass(frozen=True)
+class InFocus:
+    """The deployment a page shows, its evaluation and where it was chosen."""
+
+    spec: DeploymentSpec
+    origin: str  # "recommended", "chosen by hand", "lowest latency", "Pareto point", ...
+    result: Focus
+    recommended: bool  # the search's recommendation itself
+    can_go_back: bool  # a recommendation exists and another deployment is in focus
+
+    @property
+    def deployment(self):
+        return self.result.deployment
+
+    @property
+    def problem(self) -> str:
+        """'' or why the deployment cannot serve the scenario as asked (for every page)."""
+        r = self.result
+        if not r.fits:
+            return "does not fit: " + "; ".join(r.reasons)
+        if r.fails:
+            return "misses the SLA: " + "; ".join(r.fails)
+        return ""
+
+    def banner_text(self) -> str:
+        text = f"**In focus:** {self.spec.describe()} — {self.origin}"
+        # reasons can quote the model's name (an uploaded config.json): escaped
+        return text + (f": {md_escape(self.problem)}" if self.problem else "")
+
+
+def chosen(scenario: Scenario) -> tuple[str, str] | None:
+    """(spec text, origin) chosen for this scenario, or None for the recommendation."""
+    return SS.get(FOCUS, {}).get(cache.scenario_key(scenario))
+
+
+def choose(scenario_key: str, spec_text: str | None, origin: str = BY_HAND) -> None:
+    """Put a deployment in focus for a scenario (None: back to the recommended one).
+
+    Safe in a widget callback (it only writes session state)."""
+    table = dict(SS.get(FOCUS, {}))
+    if spec_text is None:
+        table.pop(scenario_key, None)
+    else:
+        table[scenario_key] = (spec_text, origin)
+    SS[FOCUS] = table
+
+
+def _fallback(scenario: Scenario) -> DeploymentSpec:
+    """Nothing fits or meets the SLA: one node's largest power-of-two TP, first dtypes."""
+    hw, o = scenario.hardware, scenario.options
+    tp = powers_of_two_upto(min(hw.total_gpus, hw.gpus_per_node, 8))[-1]
+    return DeploymentSpec(gpu=hw.gpus[0], tp=tp, weights=o.weight_dtypes[0], kv=o.kv_dtypes[0])
+
+
+def in_focus(scenario: Scenario) -> InFocus:
+    """The deployment in focus for ``scenario`` (the recommendation unless another was chosen)."""
+    sj = cache.scenario_key(scenario)
+    rec = cache.recommend_for(sj)
+    best = rec.best if rec is not None else None
+    pick = chosen(scenario)
+    if pick is not None and (best is None or pick[0] != str(best.spec)):
+        result = cache.focus_for(sj, pick[0])
+        return InFocus(result.spec, pick[1], result, False, best is not None)
+    if best is not None:
+        return InFocus(best.spec, RECOMMENDED, Focus(spec=best.spec, fits=True, deployment=best),
+                       True, False)  # fmt: skip
+    if rec is not None and rec.near_misses:
+        m = rec.near_misses[0]
+        result = Focus(spec=m.deployment.spec, fits=True, deployment=m.deployment, fails=m.fails)
+        return InFocus(m.deployment.spec, "the closest near miss (no deployment meets the SLA)",
+                       result, False, False)  # fmt: skip
+    spec = _fallback(scenario)
+    return InFocus(spec, "no deployment fits the hardware", cache.focus_for(sj, str(spec)),
+                   False, False)  # fmt: skip
+
+
+def banner(scenario: Scenario, f: InFocus) -> None:
+    """The short banner naming the deployment in focus, and the way back to the recommended."""
+    text = f.banner_text()
+    if not f.result.fits:
+        st.error(text)
+    elif f.problem:
+        st.warning(text)
+    else:
+        st.info(text)
+    if f.can_go_back:
+        st.button(
+            "Back to the recommended deployment", key="focus.back", on_click=choose,
+            args=(cache.scenario_key(scenario), None),
+        )  # fmt: skip
+
+
+def show_focus(scenario: Scenario) -> InFocus:
+    """``in_focus`` plus its banner: the first lines of every detail page."""
+    f = in_focus(scenario)
+    banner(scenario, f)
+    return f
+
+
+def sequences_in_flight(scenario: Scenario, f: InFocus, page_value: int | None) -> tuple[int, str]:
+    """Sequences in flight on one (decode) replica of the deployment in focus, and how the
+    number was obtained (shown to the user).
+
+    Set on the page; else the search's mean running batch per replica at the scenario's load
+    (the queueing model; closed loop for concurrent users). When the deployment does not fit,
+    Little's law on the SLA target over its replicas stands in, and the text says so.
+    """
+    if page_value is not None:
+        return page_value, "set on this page"
+    d, w, dp = f.deployment, scenario.workload, f.spec.dp
+    load = (
+        f"{w.arrival_rate_per_s:g} req/s" if w.arrival_rate_per_s is not None
+        else f"{w.concurrent_users:,} users"
+    )  # fmt: skip
+    per = f" over {dp} {'decode ' if f.spec.disaggregated else ''}replica(s)"
+    if d is not None:
+        n = max(1, math.ceil(d.running_batch - 1e-9))
+        if d.stable:
+            return n, f"{load}{per}: the search's mean running batch ({d.running_batch:.1f})"
+        return n, f"{load} saturates this deployment{per}: as many as it runs ({n:,})"
+    if w.concurrent_users is not None:
+        return math.ceil(w.concurrent_users / dp), f"{load}{per}"
+    sla = scenario.sla
+    if sla.e2e_ms is not None:
+        wait_s, how = sla.e2e_ms / 1e3, "E2E target"
+    elif sla.tpot_ms is not None:
+        wait_s = ((sla.ttft_ms or 0.0) + w.osl_tokens * sla.tpot_ms) / 1e3
+        how = f"{'TTFT + ' if sla.ttft_ms else ''}{w.osl_tokens} tokens × TPOT target"
+    else:
+        return 16, "the deployment does not fit and there is no latency target: 16 assumed"
+    n = max(1, math.ceil(w.arrival_rate_per_s * wait_s / dp))  # type: ignore[operator]
+    return n, (
+        f"the deployment does not fit, so Little's law on the SLA target: L = λ·W = "
+        f"{w.arrival_rate_per_s:g} req/s × {wait_s:.2f} s ({how}){per}"
+    )
+
+
+def apply_pending(scenario: Scenario) -> None:
+    """Put the link's deployment (read by ``ui.state.init_from_url``) in focus, once."""
+    text = SS.pop(PENDING, None)
+    if text:
+        choose(cache.scenario_key(scenario), text, "from the link")
+
+
+def url_value(scenario: Scenario) -> str | None:
+    """The ``dep`` URL value: the chosen deployment, or None for the recommended one."""
+    pick = chosen(scenario)
+    return pick[0] if pick else None
+
+
+
+
+
+def focused_deployment(scenario: Scenario):
+    """The search Deployment the user put in focus for this scenario, or None (the recommended
+    one; also when the chosen deployment does not fit). The Compare page's per-scenario pick."""
+    if chosen(scenario) is None:
+        return None
+    f = in_focus(scenario)
+    return None if f.recommended else f.deployment
+
+
+__all__ = ["InFocus", "banner", "choose", "focused_deployment", "in_focus", "sequences_in_flight",
+           "show_focus"]  # fmt: skip
