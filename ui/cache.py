@@ -9,13 +9,7 @@ import streamlit as st
 from advisor.catalog import get_accelerator
 from advisor.catalog.specs import ModelSpec
 from advisor.charts import memory_charts
-from advisor.charts.compare_charts import (
-    deployment_input,
-    deployment_sweep,
-    scenario_estimate,
-    scenario_sweep,
-)
-from advisor.perf.estimate import EstimateInput
+from advisor.charts.compare_charts import deployment_sweep
 from advisor.physics.memory import MemoryBudget, memory_budget
 from advisor.scenario import Scenario, dump_scenario, load_scenario
 from ui.url import View
@@ -34,24 +28,6 @@ def max_sequences_sweep(model: ModelSpec, gpu_id: str, **kw: object) -> list[dic
 @st.cache_data(max_entries=64, show_spinner=False)
 def allocation_comparison(model: ModelSpec, gpu_id: str, **kw: object) -> list[dict]:
     return memory_charts.allocation_comparison(model, get_accelerator(gpu_id), **kw)
-
-
-def estimate_input(scenario: Scenario, view: View) -> EstimateInput:
-    """The one deployment the sidebar describes (``compare_charts.deployment_input``)."""
-    return deployment_input(scenario, view.tp, view.pp)
-
-
-@st.cache_data(max_entries=128, show_spinner=False)
-def estimate_for(scenario_json: str, view_json: str) -> dict:
-    """``estimate`` of the scenario's sidebar deployment (cached on the JSON texts)."""
-    scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
-    return scenario_estimate(scenario, view.tp, view.pp)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def sweep_for(scenario_json: str, view_json: str) -> list[dict]:
-    scenario, view = load_scenario(scenario_json), View.model_validate_json(view_json)
-    return scenario_sweep(scenario, view.tp, view.pp)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -179,9 +179,6 @@ def url_value(scenario: Scenario) -> str | None:
     return pick[0] if pick else None
 
 
-
-
-
 def focused_deployment(scenario: Scenario):
     """The search Deployment the user put in focus for this scenario, or None (the recommended
     one; also when the chosen deployment does not fit). The Compare page's per-scenario pick."""

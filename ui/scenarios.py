@@ -23,7 +23,7 @@ ENGAGEMENT_KEY = "sc.engagement"
 
 @dataclass(frozen=True)
 class Choice:
-    """A scenario the user can pick: where it comes from, its label, the scenario and TP/PP."""
+    """A scenario the user can pick: its label, the scenario and its page-local settings."""
 
     label: str
     scenario: Scenario
@@ -88,7 +88,7 @@ def flash() -> None:
 
 
 def examples() -> list[Choice]:
-    return [Choice(ex.title, ex.scenario, View(tp=ex.tp, pp=ex.pp)) for ex in EXAMPLES.values()]
+    return [Choice(ex.title, ex.scenario, View()) for ex in EXAMPLES.values()]
 
 
 __all__ = [

@@ -27,10 +27,6 @@ class View(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    #: The Compare page's per-scenario shape until it compares recommended deployments; not in
-    #: the sidebar or the URL (the detail pages show the deployment in focus).
-    tp: Annotated[int, Field(ge=1, le=64)] = 4
-    pp: Annotated[int, Field(ge=1, le=128)] = 1
     block_size: Literal[16, 32, 64] = 16
     #: Sequences in flight on one replica; None = derived from the scenario's load.
     concurrency: Annotated[int, Field(ge=1, le=100_000)] | None = None

@@ -98,7 +98,7 @@ def engagement_picker(store: Store) -> str:
 
 def save_section(store: Store, engagement: str) -> None:
     st.subheader("Save the sidebar scenario")
-    scenario, view = current()
+    scenario, _ = current()
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     c1.text_input(
         "Name", key="sc.name", max_chars=200,
@@ -107,8 +107,8 @@ def save_section(store: Store, engagement: str) -> None:
     )  # fmt: skip
     c2.button("Save", type="primary", on_click=_save, args=(store, engagement), key="sc.save")
     st.caption(
-        f"Saves the whole sidebar (model, hardware, workload, SLA, cost) and TP={view.tp}, "
-        f"PP={view.pp}; the same name in the same engagement is replaced."
+        "Saves the whole sidebar (model, hardware, workload, SLA, cost) and the pages' own "
+        "settings; the same name in the same engagement is replaced."
     )
 
 
@@ -169,8 +169,7 @@ def examples_section() -> None:
     st.subheader("Examples")
     for i, ex in enumerate(examples()):
         c1, c2 = st.columns([5, 1], vertical_alignment="center")
-        c1.markdown(f"**{ex.label}**  \n{ex.scenario.sla.describe()}; TP={ex.view.tp}, "
-                    f"PP={ex.view.pp}")  # fmt: skip
+        c1.markdown(f"**{ex.label}**  \n{ex.scenario.sla.describe()}")
         c2.button("Load", key=f"sc.ex.{i}", on_click=load_into_sidebar,
                   args=(ex.scenario, ex.view, ex.label))  # fmt: skip
     from advisor.examples import EXAMPLES
