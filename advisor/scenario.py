@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.catalog import accelerators, interconnects, models
-from advisor.catalog.files import no_duplicate_keys
+from advisor.catalog.files import MAX_JSON_DEPTH, no_duplicate_keys, object_depth, scan_json_depth
 from advisor.catalog.specs import ModelSpec
 
 SCHEMA_VERSION = 1
@@ -181,6 +181,13 @@ class Scenario(BaseModel):
         if self.model_config_json is not None:  # refused now, not when a page first uses it
             from advisor.catalog.hf_import import HFConfigError
 
+            depth = object_depth(self.model_config_json)
+            if depth > MAX_JSON_DEPTH:  # the limit a standalone config.json has
+                raise ValueError(
+                    f"model_config_json: nesting of {depth} levels is deeper than the "
+                    f"{MAX_JSON_DEPTH} allowed in any config.json"
+                )
+
             try:
                 self.model_spec()
             except HFConfigError as exc:
@@ -238,6 +245,13 @@ def load_scenario(data: dict[str, Any] | str | bytes) -> Scenario:
             )
         try:
             text = data.decode("utf-8") if isinstance(data, bytes) else data
+            # one level more than a config.json: the scenario wraps an imported config
+            too_deep, _ = scan_json_depth(text, MAX_JSON_DEPTH + 1)
+            if too_deep is not None:
+                raise ScenarioError(
+                    f"scenario JSON is nested deeper than {MAX_JSON_DEPTH + 1} levels (at "
+                    f"character {too_deep}); an embedded config.json may have {MAX_JSON_DEPTH}"
+                )
             doc = json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_no_duplicates)
         except UnicodeDecodeError:
             raise ScenarioError("scenario file is not UTF-8 text") from None

@@ -181,3 +181,66 @@ def test_report_through_a_symlink_leaves_the_target(tmp_path):
     assert p.returncode == 0, p.stderr
     assert target.read_text() == "keep me"
     assert (tmp_path / "r.pdf").read_bytes().startswith(b"%PDF")
+
+
+# -- item 7: --input ----------------------------------------------------------------------------
+GOOD = '{"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 128, "osl": 16'
+
+
+def _estimate_input(tmp_path, capsys, text: str) -> list[dict]:
+    import json
+
+    f = tmp_path / "in.jsonl"
+    f.write_bytes(text.encode("utf-8"))
+    code, out, err = _run(["estimate", "--input", str(f), "--json"], capsys)
+    assert code == 0 and err == "", err
+    assert out.count("\n") == 1  # one strict-JSON object, streamed
+    return json.loads(out)["results"]
+
+
+def test_input_splits_lines_on_newline_only(tmp_path, capsys):
+    # U+2028/U+2029 are legal raw inside a JSON string (RFC 8259 section 7); str.splitlines()
+    # broke the line there and shifted every later line number
+    text = f'{GOOD}, "link": "x\u2028y\u2029z"}}\n{GOOD}, "tp": 0}}\n'
+    res = _estimate_input(tmp_path, capsys, text)
+    assert len(res) == 2
+    assert res[0]["line"] == 1 and "--link" in res[0]["error"]
+    assert res[1]["line"] == 2 and "tp" in res[1]["error"]
+
+
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        (f'{GOOD}, "tp": 2, "tp": 1}}', ["'tp'", "twice"]),  # was: the last value, silently
+        (f'{GOOD}, "tp": true}}', ["tp", "boolean", "number"]),  # was: read as TP=1
+        (f'{GOOD}, "isl": false}}'.replace('"isl": 128, ', ""), ["isl", "boolean"]),
+        (f'{GOOD}, "qps": NaN}}', ["NaN"]),
+        ('{"a": ' + "[" * 21 + "]" * 21 + "}", ["nested deeper than 20"]),
+        ('{"a": ' + "[" * 100_000, ["nested deeper than 20"]),
+        ("[1, 2]", ["expected a JSON object"]),
+    ],
+)
+def test_input_line_errors_name_the_line_and_key(line, words, tmp_path, capsys):
+    res = _estimate_input(tmp_path, capsys, f"{GOOD}}}\n\n{line}\n")
+    assert "ttft_ms" in res[0]
+    assert res[1]["line"] == 3, res[1]  # the blank line 2 still counts
+    assert all(w in res[1]["error"] for w in words), res[1]["error"]
+
+
+def test_input_ep_stays_a_boolean(tmp_path, capsys):
+    res = _estimate_input(tmp_path, capsys, f'{GOOD}, "ep": false}}\n')
+    assert "ttft_ms" in res[0], res[0]
+
+
+def test_input_repeated_lines_give_the_same_result(tmp_path, capsys):
+    a, b = f"{GOOD}}}", '{"osl": 16, "isl": 128, "gpu": "h100-sxm", "model": "llama-3.1-8b"}'
+    res = _estimate_input(tmp_path, capsys, "\n".join([a, b, a, "bad", a]) + "\n")
+    assert res[0] == res[1] == res[2] == res[4] and "error" in res[3]
+
+
+def test_input_text_form_is_one_json_per_line(tmp_path, capsys):
+    f = tmp_path / "in.jsonl"
+    f.write_text(f"{GOOD}}}\nnot json\n")
+    code, out, _ = _run(["estimate", "--input", str(f)], capsys)
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2 and '"error"' in lines[1] and '"line": 2' in lines[1]

@@ -125,6 +125,14 @@ def test_cli_50mb_files_are_refused_before_reading(tmp_path, capsys):
 GOOD = {"schema_version": 1, "model": "llama-3.1-8b"}
 
 
+def _nested(levels: int) -> list:
+    """A JSON value ``levels`` deep: [[...[]...]]."""
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
 def sc(**changes) -> bytes:
     return json.dumps({**GOOD, **changes}).encode()
 
@@ -142,7 +150,13 @@ SCENARIO_CASES = [
     ("version true", sc(schema_version=True), "schema_version True is not supported"),
     ("duplicate key", b'{"schema_version": 1, "schema_version": 1}', "key 'schema_version' twice"),
     ("100,000 levels", b'{"schema_version": 1, "name": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
-     "nested too deeply"),  # fmt: skip
+     "nested deeper than 21 levels"),  # fmt: skip
+    # issue 16: an embedded config 27 levels deep was accepted where a config.json stops at 20
+    ("config 27 levels", sc(model="x", model_config_json={**BASE, "x": _nested(26)}),
+     "nested deeper than 21 levels"),  # fmt: skip
+    ("config 27 levels, dict", {**GOOD, "model": "x", "model_config_json": {**BASE, "x": _nested(26)}},
+     "nesting of 27 levels is deeper than the 20 allowed"),  # fmt: skip
+    ("scenario 22 levels", sc(name=_nested(21)), "nested deeper than 21 levels"),
     ("50 MB", sc(name="x" * 50_000_000), "the limit is 1,000,000"),
     ("unknown model", sc(model="gpt-5"), "unknown model 'gpt-5'"),
     ("unknown key", sc(colour="red"), "colour: Extra inputs are not permitted"),

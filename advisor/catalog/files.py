@@ -4,24 +4,75 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+#: Deepest nesting accepted in any JSON the tool reads (a config.json, an estimate line, a
+#: scenario's embedded config). Model configs need 3-4 levels; a scenario file may be one level
+#: deeper than this because it wraps an imported config.
+MAX_JSON_DEPTH = 20
+
+# A JSON string (possibly unterminated, then it runs to the end) or one bracket. Strings are
+# matched whole so brackets inside them are not counted; the alternatives are disjoint, so the
+# scan is linear.
+_DEPTH_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*(")?|[\[\]{}]', re.DOTALL)
+
+
+def scan_json_depth(text: str, max_depth: int = MAX_JSON_DEPTH) -> tuple[int | None, bool]:
+    """(offset of the first bracket deeper than ``max_depth`` or None, text ends unfinished),
+    counted without parsing or recursion, so a 100,000-deep document costs one linear scan.
+
+    >>> scan_json_depth('{"a": [[1]], "b": "[[["}', 2), scan_json_depth('{"a": [', 2)
+    ((7, False), (None, True))
+    """
+    depth = 0
+    open_string = False
+    for m in _DEPTH_TOKEN.finditer(text):
+        tok = m.group()
+        if tok.startswith('"'):
+            open_string = m.group(1) is None
+        elif tok in "[{":
+            depth += 1
+            if depth > max_depth:
+                return m.start(), False
+        elif tok in "]}":
+            depth -= 1
+    return None, open_string or depth > 0
+
+
+def object_depth(obj: Any) -> int:
+    """Nesting depth of parsed JSON (dicts and lists count; scalars are 0), without recursion.
+
+    >>> object_depth({"a": [{"b": 1}]}), object_depth(3)
+    (3, 0)
+    """
+    deepest = 0
+    stack = [(obj, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, level)
+            stack.extend(
+                (v, level + 1) for v in (node.values() if isinstance(node, dict) else node)
+            )
+    return deepest
 
 
 class FileReadError(ValueError):
     """The file cannot be used; the message says why (no path prefix: callers add their own)."""
 
 
-def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes``.
+def open_bounded(path: str | os.PathLike[str], max_bytes: int) -> BinaryIO:
+    """A regular file of at most ``max_bytes``, opened for reading in binary.
 
-    Refuses directories, devices and FIFOs (``/dev/zero`` would never end) before reading, and
-    reads at most ``max_bytes + 1`` bytes (the file may grow after the size check).
+    Refuses directories, devices and FIFOs (``/dev/zero`` would never end) before opening. The
+    caller still reads at most ``max_bytes + 1`` bytes (the file may grow after the check).
 
-    >>> read_bounded("/dev/zero", 10)
+    >>> open_bounded("/dev/zero", 10)
     Traceback (most recent call last):
     ...
     advisor.catalog.files.FileReadError: not a regular file
@@ -33,7 +84,23 @@ def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
             raise FileReadError("not a regular file")
         if size > max_bytes:
             raise FileReadError(f"file is {size:,} bytes; the limit is {max_bytes:,} bytes")
-        with p.open("rb") as f:
+        return p.open("rb")
+    except OSError as exc:
+        raise FileReadError(f"cannot read: {exc.strerror or exc}") from None
+
+
+def read_bounded(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (:func:`open_bounded`, then read
+    with a cap of ``max_bytes + 1`` bytes).
+
+    >>> read_bounded("/dev/zero", 10)
+    Traceback (most recent call last):
+    ...
+    advisor.catalog.files.FileReadError: not a regular file
+    """
+    f = open_bounded(path, max_bytes)
+    try:
+        with f:
             data = f.read(max_bytes + 1)
     except OSError as exc:
         raise FileReadError(f"cannot read: {exc.strerror or exc}") from None

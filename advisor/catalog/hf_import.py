@@ -22,14 +22,19 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
-from advisor.catalog.files import FileReadError, no_duplicate_keys, read_bounded
+from advisor.catalog.files import (
+    MAX_JSON_DEPTH,
+    FileReadError,
+    no_duplicate_keys,
+    read_bounded,
+    scan_json_depth,
+)
 from advisor.catalog.specs import ModelSpec, slugify
 
 #: Families this importer maps (ModelSpec.family values).
@@ -81,7 +86,7 @@ _HF_CLASS: dict[str, str] = {
 }
 
 DEFAULT_MAX_BYTES = 1_000_000
-DEFAULT_MAX_DEPTH = 20
+DEFAULT_MAX_DEPTH = MAX_JSON_DEPTH
 
 _PREFIX = "config.json"
 _ABSENT: Any = object()
@@ -95,33 +100,19 @@ class HFConfigError(ValueError):
 # Bytes -> dict
 # --------------------------------------------------------------------------------------------
 
-# A JSON string (possibly unterminated, then it runs to the end) or one bracket. Strings are
-# matched whole so brackets inside them are not counted; the alternatives are disjoint, so the
-# scan is linear.
-_DEPTH_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*(")?|[\[\]{}]', re.DOTALL)
-
 
 def _check_depth(text: str, max_depth: int) -> bool:
-    """Refuse JSON text nested deeper than ``max_depth`` (counted without parsing or recursion).
+    """Refuse JSON text nested deeper than ``max_depth`` (advisor.catalog.files.scan_json_depth).
 
     Returns True when the text ends unfinished (an open bracket or string): a truncated file.
     """
-    depth = 0
-    open_string = False
-    for m in _DEPTH_TOKEN.finditer(text):
-        tok = m.group()
-        if tok.startswith('"'):
-            open_string = m.group(1) is None
-        elif tok in "[{":
-            depth += 1
-            if depth > max_depth:
-                raise HFConfigError(
-                    f"{_PREFIX}: nesting deeper than {max_depth} levels (at character "
-                    f"{m.start()}); a model config needs only a few"
-                )
-        elif tok in "]}":
-            depth -= 1
-    return open_string or depth > 0
+    at, unfinished = scan_json_depth(text, max_depth)
+    if at is not None:
+        raise HFConfigError(
+            f"{_PREFIX}: nesting deeper than {max_depth} levels (at character {at}); "
+            "a model config needs only a few"
+        )
+    return unfinished
 
 
 _no_duplicates = no_duplicate_keys(

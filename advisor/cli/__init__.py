@@ -18,7 +18,7 @@ import math
 import os
 import sys
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 #: Subcommand name -> module under advisor.cli. Add a line to register a new subcommand.
@@ -259,6 +259,42 @@ def emit(text: str, name: str) -> int:
     return 0
 
 
+class Streamed:
+    """A result too long to hold: ``{key: [...]}`` whose items (each already one JSON text) are
+    computed while the output is written, so memory stays bounded however long the input is.
+    With --json it prints one JSON object; otherwise one item per line."""
+
+    def __init__(self, key: str, items: Iterator[str]) -> None:
+        self.key, self.items = key, items
+
+    def chunks(self, as_json: bool) -> Iterator[str]:
+        if as_json:
+            yield f'{{"{self.key}": ['
+        for i, item in enumerate(self.items):
+            yield (", " if i and as_json else "\n" if i else "") + item
+        yield "]}\n" if as_json else "\n"
+
+
+def emit_stream(result: Streamed, as_json: bool, name: str) -> int:
+    """Write a :class:`Streamed` result; output errors as in :func:`emit`."""
+    out = sys.stdout
+    if out is None:
+        return emit("", name)
+    encoding = getattr(out, "encoding", None)
+    try:
+        for chunk in result.chunks(as_json):
+            out.write(encodable(chunk, encoding))
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:
+        _silence_stdout()
+        why = getattr(exc, "strerror", None) or str(exc)
+        print(one_line(f"advisor {name}: error: cannot write the output: {why}"), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -277,6 +313,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    if isinstance(result, Streamed):
+        return emit_stream(result, getattr(args, "json", False), name)
     if getattr(args, "json", False):
         return emit(dumps(result), name)
     render = getattr(args._module, "render", _default_render)

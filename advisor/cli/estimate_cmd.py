@@ -4,14 +4,32 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from pydantic import ValidationError
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
+from advisor.catalog.files import (
+    MAX_JSON_DEPTH,
+    FileReadError,
+    no_duplicate_keys,
+    open_bounded,
+    scan_json_depth,
+)
 from advisor.catalog.loader import UnknownIdError
-from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
+from advisor.cli import (
+    CliInputError,
+    Streamed,
+    add_json_flag,
+    choice_of,
+    dumps,
+    float_in,
+    int_in,
+    shown,
+)
 from advisor.cli.common import (
-    read_input_file,
     resolve_gpu,
     resolve_link,
     resolve_model,
@@ -107,36 +125,124 @@ def _args_dict(args: argparse.Namespace) -> dict:
     return {k: getattr(args, k) for k in _KEYS}
 
 
-def run(args: argparse.Namespace) -> dict:
+#: Keys whose value is a JSON boolean; everywhere else true/false is refused, not read as 1/0.
+_BOOL_KEYS = {"ep"}
+_TEXT_KEYS = {"model", "gpu", "weights", "kv", "link", "inter_link", "engine", "spec_draft",
+              "batching"}  # fmt: skip
+#: Distinct lines whose output is remembered (a grid file repeats the same deployment often).
+_CACHE_LINES = 4096
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"non-standard JSON constant {name} (NaN/Infinity refused)")
+
+
+_no_duplicates = no_duplicate_keys(lambda key: _DuplicateKey(f"key {key!r} given twice"))
+
+
+def _parse_line(raw: bytes, n: int) -> dict:
+    """One JSONL line as the keys of one estimate; CliInputError naming the line and the key."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliInputError(f"line {n}: not UTF-8 text (byte {exc.start + 1})") from None
+    brackets = text.count("{") + text.count("[")
+    too_deep = scan_json_depth(text)[0] if brackets > MAX_JSON_DEPTH else None
+    if too_deep is not None:
+        raise CliInputError(f"line {n}: not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        d = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+    except _DuplicateKey as exc:
+        raise CliInputError(f"line {n}: {exc} (each key may appear once)") from None
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise CliInputError(f"line {n}: not valid JSON: {exc}") from None
+    if not isinstance(d, dict):
+        raise CliInputError(f"line {n}: expected a JSON object")
+    unknown = sorted(set(d) - _KEYS)
+    if unknown:
+        raise CliInputError(f"line {n}: unknown keys {unknown}; allowed: {sorted(_KEYS)}")
+    for key, value in d.items():
+        if isinstance(value, bool) and key not in _BOOL_KEYS:
+            want = "a text value" if key in _TEXT_KEYS else "a number"
+            raise CliInputError(
+                f"line {n}: {key}: {json.dumps(value)} is a boolean; expected {want}"
+            )
+    return d
+
+
+def _open_input(path: str) -> BinaryIO:
+    """The JSONL file, opened for streaming under the size cap (refused before any output)."""
+    try:
+        f = open_bounded(path, MAX_INPUT_BYTES)
+    except FileReadError as exc:
+        raise CliInputError(f"--input {shown(path)}: {exc}") from None
+    return f
+
+
+def _results(f: BinaryIO, total_cap: int) -> Iterator[str]:
+    """One serialized result per non-blank line, in order; a bad line is an error item.
+
+    Lines are split on \\n only (iterating a binary file): a U+2028 inside a JSON string is
+    text, not a line break, so line numbers stay those of the file.
+    """
+    cache = _Lru(_CACHE_LINES)  # canonical line (keys sorted) -> serialized result
+    seen = _Lru(_CACHE_LINES)  # the line's exact bytes -> serialized result (a repeated line)
+    read = 0
+    with f:
+        for n, raw in enumerate(f, 1):
+            read += len(raw)
+            if read > total_cap:  # the file grew after the size check
+                yield dumps({"line": n, "error": f"file grew past the {total_cap:,}-byte limit"})
+                return
+            line = raw.strip()
+            if not line:
+                continue
+            out = seen.get(line)
+            if out is not None:
+                yield out
+                continue
+            try:
+                d = _parse_line(line, n)
+                key = json.dumps(d, sort_keys=True)
+                out = cache.get(key)
+                if out is None:
+                    out = cache.put(key, dumps(_run_one(d)))
+                yield seen.put(line, out)
+            except (CliInputError, UnknownIdError, ValueError) as exc:
+                yield dumps({"line": n, "error": str(exc)})
+
+
+class _Lru(OrderedDict):
+    """A dict that forgets its least recently used entry past ``size`` entries."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def get(self, key, default=None):  # noqa: ANN001, ANN201
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        return default
+
+    def put(self, key, value: str) -> str:  # noqa: ANN001
+        self[key] = value
+        if len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
+def run(args: argparse.Namespace) -> dict | Streamed:
     if args.input is None:
         return _run_one(_args_dict(args))
-    data = read_input_file(args.input, "--input", MAX_INPUT_BYTES)
-    try:
-        lines = data.decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise CliInputError("--input: file is not UTF-8 text") from None
-    results = []
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-            if not isinstance(d, dict):
-                raise CliInputError(f"line {n}: expected a JSON object")
-            unknown = sorted(set(d) - _KEYS)
-            if unknown:
-                raise CliInputError(f"line {n}: unknown keys {unknown}; allowed: {sorted(_KEYS)}")
-            results.append(_run_one(d))
-        except (json.JSONDecodeError, RecursionError) as exc:
-            results.append({"line": n, "error": f"not valid JSON: {exc}"})
-        except (CliInputError, UnknownIdError, ValueError) as exc:
-            results.append({"line": n, "error": str(exc)})
-    return {"results": results}
+    return Streamed("results", _results(_open_input(args.input), MAX_INPUT_BYTES))
 
 
 def render(r: dict) -> str:
-    if "results" in r:
-        return "\n".join(json.dumps(x) for x in r["results"])
     head = (
         f"{r['model']} on {r['gpus']} x {r['gpu']} (TP={r['tp']} PP={r['pp']} DP={r['dp']}), "
         f"weights {r['weights']}, KV {r['kv']}, engine {r['engine']}"
