@@ -19,7 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor.perf.intervals import KINDS, coverage, factors_for, load_table  # noqa: E402
+from advisor.perf.intervals import (  # noqa: E402
+    CROSSVAL_PATH,
+    KINDS,
+    coverage,
+    factors_for,
+    load_table,
+)
 
 QUERIES = (("trtllm", "hopper"), ("vllm", "hopper"), ("vllm", "cdna3"), ("sglang", "blackwell"),
            ("generic", "ampere"))  # fmt: skip
@@ -28,8 +34,9 @@ QUERIES = (("trtllm", "hopper"), ("vllm", "hopper"), ("vllm", "cdna3"), ("sglang
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--confidence", type=float, nargs="+", default=[0.8, 0.5, 0.9])
+    ap.add_argument("--crossval", type=Path, default=CROSSVAL_PATH, help="crossval.yaml to read")
     args = ap.parse_args()
-    table = load_table()
+    table = load_table(args.crossval)
     counts = Counter((r.kind, r.calibrated) for r in table.rows)
     print(f"{len(table.rows)} held-out rows in data/crossval.yaml loso_rows:")
     for k in KINDS:
@@ -46,7 +53,7 @@ def main() -> None:
     print("interval factors at 80% (x the prediction):")
     for engine, family in QUERIES:
         for k in KINDS:
-            iv = factors_for(k, engine, family, 0.8)
+            iv = factors_for(k, engine, family, 0.8, table=table)
             print(f"  {engine:<8} {family:<10} {k:<10} [{iv.low:.2f}, {iv.high:.2f}]  {iv.basis}")
 
 

@@ -292,3 +292,17 @@ def test_pdf_headline_carries_ranges_and_the_uncalibrated_warning(monkeypatch):
     p99 = rec.best.tpot_ms.p99
     # the TPOT range beside the P99 TPOT headline number, as the search computed it
     assert f"P99 TPOT {p99:,.1f} ms (80% range {lo:,.1f}-{hi:,.1f} ms) against ≤ 1000 ms" in text
+
+
+def test_an_infinite_p90_gives_no_spread_and_the_others_still_do():
+    from advisor.perf.intervals import table_from_doc
+
+    doc = {"held_out": {"accelerator_family": {
+        "TTFT/ITL under load": {"rows": 101, "p90_ape_pct": float("inf")},  # >10% failures
+        "TTFT": {"rows": 15, "p90_ape_pct": 51.0},
+    }}}  # fmt: skip
+    t = table_from_doc(doc)
+    assert t.p90_by_group == {("accelerator_family", "TTFT"): 51.0}
+    iv = interval_factors("ttft", "vllm", "cdna3", 0.9, table=t, family_calibrated=False)
+    # no rows: [1, 1] widened by ln(1.51) at c = 0.9 (z ratio 1): [1 / 1.51, 1.51]
+    assert (iv.low, iv.high) == pytest.approx((1 / 1.51, 1.51))

@@ -37,7 +37,8 @@ the leave-one-GPU-out P90 (~35-50%) widens towards.
 A row whose prediction failed (non-finite: an unstable queue, a zero throughput) stays in the
 table as a factor-``FAILED_FACTOR`` miss in the direction of the failure, never dropped.
 
-E2E: from rows of kind e2e when the table has any; otherwise TTFT and TPOT intervals combined,
+E2E: from rows of kind e2e when the table has at least ``MIN_ROWS`` calibrated ones; otherwise
+TTFT and TPOT intervals combined,
 ``e2e = ttft + (osl - 1) x tpot`` at both ends (the errors assumed to move together: they share
 the family and engine constants), and in the search the larger of the two upper factors.
 """
@@ -201,8 +202,10 @@ def _p90s(doc: Mapping) -> dict[tuple[str, str], float]:
     out = {}
     for group, fams in (doc.get("held_out") or {}).items():
         for fam, stats in (fams or {}).items():
-            if isinstance(stats, Mapping) and "p90_ape_pct" in stats:
-                out[(str(group), str(fam))] = float(stats["p90_ape_pct"])
+            p90 = float(stats.get("p90_ape_pct", "nan")) if isinstance(stats, Mapping) else 0
+            # an infinite P90 (more than 10% failures) gives no spread; the others still do
+            if math.isfinite(p90):
+                out[(str(group), str(fam))] = p90
     return out
 
 
@@ -350,19 +353,28 @@ def factors_for(
         return _MEMO[key][1]
     if len(_MEMO) > 4096:
         _MEMO.clear()
-    kw = dict(family_calibrated=fam_ok, engine_calibrated=eng_ok, table=t)
-    if kind == "e2e" and not any(r.kind == "e2e" for r in t.rows):
-        a = interval_factors("ttft", engine, family, confidence, **kw)
-        b = interval_factors("tpot", engine, family, confidence, **kw)
-        got = Interval(min(a.low, b.low), max(a.high, b.high),
-                       f"TTFT: {a.basis}; TPOT: {b.basis}", a.rows + b.rows, a.calibrated)  # fmt: skip
-    else:
-        got = interval_factors(kind, engine, family, confidence, **kw)
+    got = _any_kind(kind, engine, family, confidence, family_calibrated=fam_ok,
+                    engine_calibrated=eng_ok, table=t)  # fmt: skip
     _MEMO[key] = (t, got)  # holding t keeps its id from being reused
     return got
 
 
+def _any_kind(kind: str, engine: str, family: str, confidence: float, **kw) -> Interval:
+    """``interval_factors``, or for e2e without enough e2e rows the hull of TTFT's and TPOT's."""
+    if kind == "e2e" and not _has_e2e_rows(kw["table"]):
+        a = interval_factors("ttft", engine, family, confidence, **kw)
+        b = interval_factors("tpot", engine, family, confidence, **kw)
+        return Interval(min(a.low, b.low), max(a.high, b.high),
+                        f"TTFT: {a.basis}; TPOT: {b.basis}", a.rows + b.rows, a.calibrated)  # fmt: skip
+    return interval_factors(kind, engine, family, confidence, **kw)
+
+
 _MEMO: dict[tuple, tuple[ErrorTable, Interval]] = {}
+
+
+def _has_e2e_rows(table: ErrorTable) -> bool:
+    """Enough calibrated E2E rows for an E2E interval of their own (else TTFT and TPOT's)."""
+    return sum(r.kind == "e2e" and r.calibrated for r in table.rows) >= MIN_ROWS
 
 
 def estimate_intervals(
@@ -380,7 +392,7 @@ def estimate_intervals(
     iv = {k: interval_factors(k, engine, family, confidence, **kw) for k in ("ttft", "tpot")}
     ttft, tpot = float(result["ttft_ms"]), float(result["tpot_ms"])
     t = load_table() if table is None else table
-    if any(r.kind == "e2e" for r in t.rows):
+    if _has_e2e_rows(t):
         e = interval_factors("e2e", engine, family, confidence, **kw)
         e2e, e2e_basis = e.of(float(result["e2e_ms"])), e.basis
     else:
@@ -412,11 +424,13 @@ def coverage(table: ErrorTable, confidence: float = DEFAULT_CONFIDENCE) -> dict[
     """Share of held-out measurements inside their own interval, per kind and overall.
 
     Each row is scored by the interval built without it (leave-one-row-out), for its own
-    engine, family and calibration state; target 70-90% at c = 0.8 (issue 12).
+    engine, family and calibration state (a row marked uncalibrated is scored as an
+    uncalibrated family); target 70-90% at c = 0.8 (issue 12). Keys: the kinds,
+    "calibrated", "uncalibrated" and "all".
     """
     inside: dict[str, list[bool]] = {}
     for r in table.rows:
-        iv = interval_factors(
+        iv = _any_kind(
             r.kind, r.engine, r.accelerator_family, confidence, table=table,
             family_calibrated=r.calibrated, engine_calibrated=True, exclude_id=r.id,
         )  # fmt: skip
@@ -424,8 +438,14 @@ def coverage(table: ErrorTable, confidence: float = DEFAULT_CONFIDENCE) -> dict[
             continue
         ok = math.log(iv.low) <= r.log_ratio <= math.log(iv.high)
         inside.setdefault(r.kind, []).append(ok)
-    out = {k: {"rows": len(v), "inside_pct": 100 * sum(v) / len(v)} for k, v in inside.items()}
-    every = [x for v in inside.values() for x in v]
+        inside.setdefault("calibrated" if r.calibrated else "uncalibrated", []).append(ok)
+    order = [*KINDS, "calibrated", "uncalibrated"]
+    out = {
+        k: {"rows": len(inside[k]), "inside_pct": 100 * sum(inside[k]) / len(inside[k])}
+        for k in order
+        if inside.get(k)
+    }
+    every = inside.get("calibrated", []) + inside.get("uncalibrated", [])
     if every:
         out["all"] = {"rows": len(every), "inside_pct": 100 * sum(every) / len(every)}
     return out
