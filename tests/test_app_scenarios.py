@@ -85,23 +85,24 @@ def test_save_then_find_it_in_a_new_session(_data_dir):
 
 def test_compare_shows_each_recommendation_ranked_by_cost():
     from advisor.search.recommend import recommend
+    from ui.format import md_escape as E
 
     at = _page("ui/pages/compare.py")
     a, b = (f"Example: {EXAMPLES[k].title}" for k in ("70b-4xh100-tpot50", "8b-1xl40s"))
     at.multiselect(key="cmp.pick").set_value([a, b]).run()
     _ok(at)
     assert len(at.table) == 2
-    out = at.table[1].value
+    out = at.table[1].value  # st.table renders markdown: the page escapes every cell
     # Each column is the search's recommended deployment for that scenario at its own load;
     # both meet P99 TPOT <= 50 ms (examples.py), so the cheaper one is ranked first.
     bests = {lab: recommend(EXAMPLES[k].scenario).best
              for lab, k in ((a, "70b-4xh100-tpot50"), (b, "8b-1xl40s"))}  # fmt: skip
     order = sorted(bests, key=lambda lab: bests[lab].usd_per_million_tokens)
-    assert list(out.columns) == [f"1. {order[0]}", f"2. {order[1]}"]
+    assert list(out.columns) == [E(f"1. {order[0]}"), E(f"2. {order[1]}")]
     for i, lab in enumerate(order, start=1):
-        d, col = bests[lab], out[f"{i}. {lab}"]
-        assert col["Cost per M output tokens"] == f"${d.usd_per_million_tokens:,.3f}"
-        assert col["TPOT P50 / P99"].endswith(f"/ {d.tpot_ms.p99:,.1f} ms")
+        d, col = bests[lab], out[E(f"{i}. {lab}")]
+        assert col[E("Cost per M output tokens")] == E(f"${d.usd_per_million_tokens:,.3f}")
+        assert col[E("TPOT P50 / P99")].endswith(E(f"/ {d.tpot_ms.p99:,.1f} ms"))
         assert col["GPUs"].startswith(f"{d.gpus} on ")
         assert col["Calibrated"].startswith("yes")  # H100 (hopper) and L40S (ada) are fitted
     assert any("Cheapest deployment that meets its SLA" in m.value for m in at.markdown)

@@ -12,11 +12,12 @@ from advisor.charts.theme import PALETTE, styled
 
 MEETS, MISSES, BEST = PALETTE[2], PALETTE[5], PALETTE[0]
 #: Hover of a point; customdata = [point_id (identifies the deployment), GPUs, tokens/s
-#: per GPU, USD per million tokens, the description escaped for plotly's HTML-like labels].
+#: per GPU, USD per million tokens, the description escaped for plotly's HTML-like labels, its
+#: TTFT / TPOT / E2E at the SLA's percentile].
 _HOVER = (
     "<b>%{{customdata[4]}}</b><br>%{{customdata[1]}} GPUs<br>{metric} %{{x:.3g}} ms<br>"
     "%{{customdata[2]:,.0f}} tokens/s per GPU<br>$%{{customdata[3]:,.3f}} per million tokens"
-    "<extra></extra>"
+    "<br>%{{customdata[5]}}<extra></extra>"
 )
 
 
@@ -38,7 +39,28 @@ def point_id(p) -> str:
 
 def _custom(p) -> list:
     return [point_id(p), p.gpus, p.throughput_per_gpu_tok_s, p.usd_per_million_tokens,
-            escape(p.description)]  # fmt: skip
+            escape(p.description), _targets(p)]  # fmt: skip
+
+
+def _targets(p) -> str:
+    """'TTFT 845 ms · TPOT 26.8 ms · E2E 9,100 ms' at the SLA's percentile (what it is judged by)."""
+    parts = [f"{n} {v:,.0f} ms" if v >= 100 else f"{n} {v:,.1f} ms"
+             for n, v in (("TTFT", getattr(p, "ttft_ms", None)),
+                          ("TPOT", getattr(p, "tpot_ms", None)),
+                          ("E2E", getattr(p, "e2e_ms", None))) if v is not None]  # fmt: skip
+    return " · ".join(parts)
+
+
+def _front(pts: Sequence, y) -> list:
+    """The points no other point beats on both latency and ``y`` (lower is better), by latency:
+    the frontier line (the search sends the frontier of all candidates and that of those
+    meeting the SLA, so some points lie behind the line)."""
+    out, best = [], float("inf")
+    for p in sorted(pts, key=lambda p: (p.latency_ms, y(p))):
+        if y(p) < best:
+            out.append(p)
+            best = y(p)
+    return out
 
 
 #: 1-2-5 ticks labelled in full on the log latency axis (ms).
@@ -72,10 +94,12 @@ def pareto_figure(
     )
     for col, points, key, unit in panels:
         pts = sorted(points, key=lambda p: p.latency_ms)
+        sign = -1.0 if key == "throughput_per_gpu_tok_s" else 1.0
+        line = _front(pts, lambda p: sign * getattr(p, key))  # noqa: B023
         fig.add_trace(
             go.Scatter(
-                x=[p.latency_ms for p in pts],
-                y=[getattr(p, key) for p in pts],
+                x=[p.latency_ms for p in line],
+                y=[getattr(p, key) for p in line],
                 mode="lines",
                 line={"color": "#AAAAAA", "dash": "dot"},
                 hoverinfo="skip",

@@ -99,6 +99,15 @@ def outputs_table(rows: list[cmp.Compared]) -> pd.DataFrame:
     return pd.DataFrame(cols).fillna("")
 
 
+def shown(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` for st.table, which renders markdown: every label and cell escaped (scenario
+    names are user text)."""
+    out = df.map(md_escape)
+    out.index = [md_escape(i) for i in out.index]
+    out.columns = [md_escape(c) for c in out.columns]
+    return out
+
+
 def page() -> None:
     options, problems = choices()
     for msg in problems:
@@ -118,7 +127,7 @@ def page() -> None:
         return
     picked = [options[lab] for lab in picked_labels]
     st.subheader("Inputs")
-    st.table(inputs_table(picked))
+    st.table(shown(inputs_table(picked)))
     st.subheader("Answers, ranked")
     with st.spinner("Searching each scenario…"):
         rows = answers(picked)
@@ -128,7 +137,7 @@ def page() -> None:
         "own load; columns in the ranking's order: those that meet their SLA by cost per "
         "million output tokens, then those that miss, by how far."
     )
-    st.table(outputs_table(rows))
+    st.table(shown(outputs_table(rows)))
     order = cmp.ranked(rows)
     results = {c.label: cc.deployment_result(c.deployment) for c in order}
     st.plotly_chart(cc.latency_breakdown_figure(results), width="stretch")
