@@ -26,6 +26,8 @@ Percentile = Literal[50, 90, 95, 99]
 Engine = Literal["generic", "trtllm", "vllm", "sglang"]
 WDType = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
 KDType = Literal["fp16", "bf16", "fp8", "int8"]
+#: Default think time of a concurrent user, s (Workload.think_time_s says where it comes from).
+THINK_TIME_DEFAULT_S = 15.0
 
 
 class Hardware(BaseModel):
@@ -70,6 +72,14 @@ class Workload(BaseModel):
     #: Poisson arrival rate, requests/s; or a fixed number of concurrent users (closed loop).
     arrival_rate_per_s: Annotated[float, Field(gt=0, le=1e6)] | None = 2.0
     concurrent_users: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    #: Think time Z of each concurrent user, s: the time between reading an answer and sending
+    #: the next request (used only with ``concurrent_users``). Default 15 s: NVIDIA AIPerf docs,
+    #: "User-Centric Timing for KV Cache Benchmarking" (a chatbot user "reads the response
+    #: (takes ~15 seconds)"); TPC-W's emulated browsers think 7 s on average (exponential, capped
+    #: at 70 s). Range 0 s (back-to-back requests, as benchmark clients send them) to 3600 s.
+    #: The load is the interactive response-time law X = N / (Z + R) (Denning & Buzen 1978;
+    #: Lazowska et al., "Quantitative System Performance", 1984, ch. 3).
+    think_time_s: Annotated[float, Field(ge=0, le=3600)] = THINK_TIME_DEFAULT_S
 
     @model_validator(mode="after")
     def _load(self) -> Workload:
@@ -152,6 +162,9 @@ class Cost(BaseModel):
     usd_per_kwh: Annotated[float, Field(ge=0, le=10)] = 0.12
     #: Rental price per GPU-hour, USD; None = catalog default.
     gpu_hour_usd: Annotated[float, Field(ge=0, le=10_000)] | None = None
+    #: Colocation of bought GPUs, USD per kW of GPU TDP per month (power billed separately);
+    #: None = catalog default (data/prices.yaml hosting: CBRE H2 2025 asking rate).
+    hosting_usd_per_kw_month: Annotated[float, Field(ge=0, le=10_000)] | None = None
 
 
 class Scenario(BaseModel):

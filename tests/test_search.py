@@ -286,9 +286,10 @@ def test_decision_matrix_never_repeats_a_number_as_a_difference():
 # ------------------------------------------------------------------ closed loop (concurrent users)
 
 
-@pytest.mark.parametrize("users", [8, 256])
-def test_closed_loop_rates_satisfy_littles_law(users):
-    # N users with no think time: throughput X = N / mean E2E(X) (Little's law). Aggregated
+@pytest.mark.parametrize(("users", "think_s"), [(8, 0.0), (256, 0.0), (256, 15.0)])
+def test_closed_loop_rates_satisfy_littles_law(users, think_s):
+    # N users thinking Z s: throughput X = N / (Z + mean E2E(X)) (interactive response-time law,
+    # Lazowska et al. 1984 ch. 3; Z = 0 is Little's law on the requests in flight). Aggregated
     # candidates are solved on the exact model (tolerance 1e-3: the solver stops at a bracket
     # of 1e-4 in log X); disaggregated pairs share one X through both pools, found on
     # per-pool load tables (tolerance 5 %: interpolation between 48 load points), then
@@ -298,19 +299,19 @@ def test_closed_loop_rates_satisfy_littles_law(users):
     sc = _sc(
         hardware=Hardware(gpus=["h100-sxm"], gpus_per_node=8, nodes=2),
         workload=Workload(isl_tokens=1024, osl_tokens=256, concurrent_users=users,
-                          arrival_rate_per_s=None),
+                          arrival_rate_per_s=None, think_time_s=think_s),
         options=Options(weight_dtypes=["fp16", "fp8"], kv_dtypes=["fp16"], disaggregated=True),
     )  # fmt: skip
     st, _ = build_shapes(sc)
     ev = evaluate_aggregated(sc, st)
     free = ev.res.stable & (ev.res.utilisation < 0.99)
-    little = ev.rate * ev.res.e2e.mean_s / users
+    little = ev.rate * (think_s + ev.res.e2e.mean_s) / users
     assert free.any()
     np.testing.assert_allclose(little[free], 1.0, rtol=1e-3)
     dg = evaluate_disaggregated(sc, st)
     *_, stable, pre, dec = pair_latency(sc, st, dg.pre_shape, dg.rate / dg.pre_dp, dg.dec_shape,
                                         dg.rate / dg.dec_dp, dg.kv_transfer_s, full=True)  # fmt: skip
-    e2e = pre.ttft.mean_s + dg.kv_transfer_s + dec.e2e.mean_s
+    e2e = think_s + pre.ttft.mean_s + dg.kv_transfer_s + dec.e2e.mean_s
     free = stable & (dg.rate < 0.99 * dg.capacity_req_per_s)
     assert free.any()
     np.testing.assert_allclose((dg.rate * e2e / users)[free], 1.0, rtol=0.05)

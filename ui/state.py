@@ -38,6 +38,13 @@ AMBIGUITY_NOTE = (
     "output token (TPOT) or the whole response (E2E)? At 256 output tokens and 10 ms per "
     "token the response takes 2.6 s end to end. Set the latency each target bounds."
 )
+THINK_TIME_HELP = (
+    "Seconds a user spends reading an answer before sending the next request (0 = back to "
+    "back, like a benchmark client). Default 15 s: NVIDIA AIPerf docs, 'User-Centric Timing' "
+    "(a chatbot user reads the response in ~15 s); TPC-W's emulated browsers think 7 s. The "
+    "load is X = N / (think time + response time) (interactive response-time law, Lazowska "
+    "et al., Quantitative System Performance, ch. 3)."
+)
 OWN = "own"  # the intra-link choice "each GPU's own link" (None in the Scenario)
 PAGE_LOCAL = ("view.block_size", "view.concurrency", "view.max_model_len")
 #: Sidebar widget keys. Some are drawn only in one mode (arrival rate or users; bought or rented
@@ -236,9 +243,12 @@ def _workload_inputs() -> Workload:
             key=_K["workload.arrival_rate_per_s"],
         )  # fmt: skip
     else:
-        st.number_input(
+        u1, u2 = st.columns(2)
+        u1.number_input(
             "Concurrent users", 1, 1_000_000, step=1, key=_K["workload.concurrent_users"]
         )
+        u2.number_input("Think time (s)", 0.0, 3600.0, step=5.0, format="%g",
+                        key=_K["workload.think_time_s"], help=THINK_TIME_HELP)  # fmt: skip
     return _section(
         "Workload",
         lambda: Workload(
@@ -246,6 +256,7 @@ def _workload_inputs() -> Workload:
             osl_tokens=SS[_K["workload.osl_tokens"]],
             arrival_rate_per_s=SS[_K["workload.arrival_rate_per_s"]] if mode == RATE else None,
             concurrent_users=SS[_K["workload.concurrent_users"]] if mode == USERS else None,
+            think_time_s=SS[_K["workload.think_time_s"]],
         ),
         Workload(),
     )

@@ -49,6 +49,7 @@ URL_KEYS: dict[str, str] = {
     "workload.osl_tokens": "out",
     "workload.arrival_rate_per_s": "rate",
     "workload.concurrent_users": "users",
+    "workload.think_time_s": "think",
     "sla.percentile": "p",
     "sla.ttft_ms": "ttft",
     "sla.tpot_ms": "tpot",
@@ -74,7 +75,7 @@ _INTS = {
     "view.concurrency", "view.max_model_len",
 }  # fmt: skip
 _FLOATS = {
-    "workload.arrival_rate_per_s", "sla.ttft_ms", "sla.tpot_ms", "sla.e2e_ms",
+    "workload.arrival_rate_per_s", "workload.think_time_s", "sla.ttft_ms", "sla.tpot_ms", "sla.e2e_ms",
     "cost.gpu_price_usd", "cost.amortisation_years", "cost.utilisation", "cost.pue",
     "cost.usd_per_kwh", "cost.gpu_hour_usd",
 }  # fmt: skip

@@ -15,6 +15,7 @@ from advisor.catalog import accelerators
 from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.charts.theme import PALETTE, TEMPLATE, styled
 from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.sweeps import users_load
 from advisor.scenario import Scenario
 from advisor.search.results import Deployment
 
@@ -32,7 +33,7 @@ COMPONENTS: tuple[tuple[str, str, str], ...] = (
 def deployment_input(scenario: Scenario, tp: int, pp: int) -> EstimateInput:
     """The one deployment a scenario plus TP/PP describes (the Compare page's "sidebar
     deployment"): first GPU, first dtypes, as many data-parallel replicas as the GPUs allow,
-    the scenario's load (rate, or users spread over the replicas).
+    the scenario's load (rate, or the rate its users with think time put on the replicas).
 
     Raises ValueError when TP×PP exceeds the hardware's GPUs.
     """
@@ -48,11 +49,12 @@ def deployment_input(scenario: Scenario, tp: int, pp: int) -> EstimateInput:
         load = {"qps": w.arrival_rate_per_s, "concurrency": None}
     else:
         load = {"concurrency": math.ceil((w.concurrent_users or 1) / dp)}
-    return EstimateInput(
+    inp = EstimateInput(
         tp=tp, pp=pp, dp=dp, weights=opt.weight_dtypes[0], kv=opt.kv_dtypes[0],
         isl=w.isl_tokens, osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
         gpus_per_node=hw.gpus_per_node, engine=opt.engine, **load,
     )  # fmt: skip
+    return users_load(scenario, inp)  # users with think time: their closed-loop request rate
 
 
 def scenario_estimate(scenario: Scenario, tp: int, pp: int) -> dict:

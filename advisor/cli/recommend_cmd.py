@@ -9,6 +9,7 @@ from pydantic import ValidationError
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
 from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in, shown
 from advisor.cli.common import read_input_file
+from advisor.scenario import THINK_TIME_DEFAULT_S
 
 
 def _list_of(allowed, what):
@@ -43,7 +44,25 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--inter", type=choice_of(sorted(interconnects()), "link"), default="ib-ndr")
     p.add_argument("--isl", type=int_in(1, 2_000_000), default=1024, help="input tokens")
     p.add_argument("--osl", type=int_in(1, 200_000), default=256, help="output tokens")
-    p.add_argument("--qps", type=float_in(0, 1e6, lo_open=True), default=2.0, help="requests/s")
+    p.add_argument(
+        "--qps",
+        type=float_in(0, 1e6, lo_open=True),
+        default=None,
+        help="requests/s (default 2 unless --users is given)",
+    )
+    p.add_argument(
+        "--users",
+        type=int_in(1, 1_000_000),
+        default=None,
+        help="concurrent users instead of --qps (closed loop)",
+    )
+    p.add_argument(
+        "--think-time-s",
+        type=float_in(0, 3600),
+        default=THINK_TIME_DEFAULT_S,
+        help="seconds each user reads an answer before the next request (0..3600, "
+        "default 15: NVIDIA AIPerf docs, a chatbot user reads a response in ~15 s)",
+    )
     p.add_argument("--ttft-p99-ms", type=float_in(0, 3.6e6, lo_open=True), default=None)
     p.add_argument("--tpot-p99-ms", type=float_in(0, 6e4, lo_open=True), default=None)
     p.add_argument("--e2e-p99-ms", type=float_in(0, 3.6e7, lo_open=True), default=None)
@@ -118,7 +137,8 @@ def scenario_from_args(args: argparse.Namespace):
             hardware=Hardware(gpus=args.gpu, gpus_per_node=args.gpus_per_node, nodes=args.nodes,
                               intra_link=args.intra, inter_link=args.inter),
             workload=Workload(isl_tokens=args.isl, osl_tokens=args.osl,
-                              arrival_rate_per_s=args.qps),
+                              arrival_rate_per_s=_rate(args), concurrent_users=args.users,
+                              think_time_s=args.think_time_s),
             sla=SLA(percentile=int(args.percentile), ttft_ms=targets[0],
                     tpot_ms=targets[1] if any(v is not None for v in targets) else 50.0,
                     e2e_ms=targets[2], confidence=args.confidence),
@@ -133,10 +153,37 @@ def scenario_from_args(args: argparse.Namespace):
         raise CliInputError(format_validation_error(exc)) from None
 
 
+def _rate(args: argparse.Namespace) -> float | None:
+    if args.users is not None and args.qps is not None:
+        raise CliInputError(f"--qps {args.qps:g} and --users {args.users}: give one load, not both")
+    return None if args.users is not None else (args.qps if args.qps is not None else 2.0)
+
+
 def run(args: argparse.Namespace) -> dict:
+    from advisor.search.budget import budget
     from advisor.search.recommend import recommend
 
-    return recommend(scenario_from_args(args)).model_dump(mode="json")
+    sc = scenario_from_args(args)
+    rec = recommend(sc)
+    out = rec.model_dump(mode="json")
+    out["budget"] = None if rec.best is None else budget(sc, rec.best).model_dump(mode="json")
+    return out
+
+
+def budget_lines(bg: dict) -> list[str]:
+    """The budget (advisor/search/budget.py) as text lines."""
+    buy = f"purchase ${bg['purchase_usd']:,.0f}; " if bg["purchase_usd"] is not None else ""
+    per_user = (
+        f"; ${bg['usd_per_user_month']:,.2f} per user per month"
+        if bg["usd_per_user_month"] is not None
+        else ""
+    )
+    parts = ", ".join(f"{x['item']} ${x['usd_per_month']:,.0f}" for x in bg["lines"])
+    return [
+        f"budget: {bg['gpus']} GPUs in {bg['servers']} server(s); {buy}"
+        f"${bg['monthly_usd']:,.0f} per month ({parts}){per_user}; "
+        f"${bg['usd_per_million_tokens']:.3f} per 1M output tokens",
+    ]
 
 
 def render(r: dict) -> str:
@@ -161,6 +208,8 @@ def render(r: dict) -> str:
                 f"P95 {v['p95']:.1f}  P99 {v['p99']:.1f} ms  "
                 f"(P{iv['percentile']} {iv['confidence']:.0%} range {lo:.1f}-{hi:.1f})"
             )
+    if r.get("budget"):
+        lines += budget_lines(r["budget"])
     lines.append("why:")
     lines += [f"  - {x}" for x in r["explanation"]]
     dm = r["decision_matrix"]

@@ -1,9 +1,11 @@
-"""Closed loop (N clients, no think time): the throughput X with X x E2E_mean(X) = N.
+"""Closed loop (N clients, think time Z): the throughput X with X x (Z + E2E_mean(X)) = N.
 
 A benchmark run with ``--max-concurrency N`` (vLLM ``bench serve``, SGLang ``bench_serving``)
 and a recommendation for N concurrent users are both closed loops: each client sends its next
-request when the last one finishes, so by Little's law X = N / E2E_mean(X). The latency is then
-the queueing model's (:func:`advisor.physics.queueing.latency_under_load`) at that X.
+request Z seconds after the last one finishes (Z = 0 for a benchmark client; a person reads
+the answer first), so by the interactive response-time law X = N / (Z + E2E_mean(X))
+(physics/closed_loop.py). The latency is then the queueing model's
+(:func:`advisor.physics.queueing.latency_under_load`) at that X.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def closed_loop_load(
     *,
     dp: np.ndarray | None = None,
     subset: Callable[[ServiceModel, np.ndarray], ServiceModel] | None = None,
+    think_time_s: float = 0.0,
 ) -> tuple[LoadResult, np.ndarray]:
     """Latency per replica at the closed-loop throughput, and that total throughput (req/s).
 
@@ -30,8 +33,9 @@ def closed_loop_load(
     keyword arguments of ``latency_under_load`` (isl_tokens, isl_cv, osl_cv, policy...).
     ``users``, ``osl_tokens`` and the ``load_kw`` values may be scalars or arrays ``[n]`` (one
     per candidate). ``subset(service, rows)`` returns the ServiceModel of candidates ``rows``;
-    it may be left out for a one-candidate ``service``. The bound on X is users / unloaded E2E, capped just
-    below the candidate's capacity.
+    it may be left out for a one-candidate ``service``. ``think_time_s``: each user's pause Z
+    between an answer and the next request. The bound on X is users / (Z + unloaded E2E),
+    capped just below the candidate's capacity.
     """
     n = service.n
     dp = np.ones(n) if dp is None else dp
@@ -39,7 +43,9 @@ def closed_loop_load(
         raise ValueError(f"closed_loop_load: subset is needed for {n} candidates")
     probe = latency_under_load(service, np.full(dp.size, 1e-9), osl_tokens, **load_kw)
     with np.errstate(divide="ignore"):  # e2e 0 (or inf when unstable): the capacity bounds it
-        hi = np.minimum(users / probe.e2e.mean_s, probe.capacity_req_per_s * dp * 0.999)
+        hi = np.minimum(
+            users / (think_time_s + probe.e2e.mean_s), probe.capacity_req_per_s * dp * 0.999
+        )
 
     def part(v, rows: np.ndarray):  # a per-candidate array restricted to ``rows``
         return np.asarray(v)[rows] if np.ndim(v) == 1 and np.size(v) == n else v
@@ -49,17 +55,20 @@ def closed_loop_load(
         kw = {k: part(v, rows) for k, v in load_kw.items()}
         return latency_under_load(sub, x / dp[rows], part(osl_tokens, rows), **kw)
 
-    x = closed_loop_rate(evaluate, users, hi, probe.e2e.mean_s)
+    x = closed_loop_rate(evaluate, users, hi, probe.e2e.mean_s, think_time_s)
     return latency_under_load(service, x / dp, osl_tokens, **load_kw), x
 
 
 def closed_loop_rate(evaluate, users: float | np.ndarray, hi: np.ndarray, e2e0_s: np.ndarray,
-                     tol: float = 1e-4) -> np.ndarray:  # fmt: skip
-    """Throughput X with X x E2E_mean(X) = users (Little's law, closed loop, no think time).
+                     think_time_s: float = 0.0, tol: float = 1e-4) -> np.ndarray:  # fmt: skip
+    """Throughput X with X x (Z + E2E_mean(X)) = users (interactive response-time law).
+
+    X = N / (Z + R(X)), R = E2E_mean at the total rate X, Z = ``think_time_s`` (0: Little's law
+    on the requests in flight). Source: Lazowska et al., "Quantitative System Performance", ch. 3.
 
     ``evaluate(X, rows)`` returns the LoadResult of candidates ``rows`` at total rates X;
     ``hi`` is an upper bound per candidate (users / unloaded E2E ``e2e0_s``, capped below
-    saturation). Root of h(y) = log(X E2E(X) / users), y = log X: nearly linear (slope 1 at
+    saturation). Root of h(y) = log(X (Z + E2E(X)) / users), y = log X: nearly linear (slope 1 at
     light load, the queueing growth compressed by the log), bracketed in [hi x 1e-4, hi]
     and found by the Illinois variant of regula falsi (Dowell and Jarratt 1971: never loses
     the bracket). Only unconverged candidates are re-evaluated. Stops at a bracket of ``tol``
@@ -72,11 +81,11 @@ def closed_loop_rate(evaluate, users: float | np.ndarray, hi: np.ndarray, e2e0_s
         res = evaluate(x, rows)
         with np.errstate(divide="ignore"):
             u = users[rows] if np.ndim(users) else users
-            return np.where(res.stable, np.log(x * res.e2e.mean_s / u), 1.0)
+            return np.where(res.stable, np.log(x * (think_time_s + res.e2e.mean_s) / u), 1.0)
 
     all_rows = np.arange(n)
     ylo, yhi = np.log(hi * 1e-4), np.log(hi)
-    glo = np.log(hi * 1e-4 * e2e0_s / users)  # E2E at 1e-4 of the bound: the unloaded one
+    glo = np.log(hi * 1e-4 * (think_time_s + e2e0_s) / users)  # at 1e-4 of the bound: unloaded
     ghi = h_of(hi, all_rows)
     beyond = ghi < 0  # the root lies past the bound: serve at the bound
     last = np.zeros(n, dtype=int)  # end that moved last (-1 low, +1 high)

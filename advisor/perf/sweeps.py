@@ -102,9 +102,12 @@ def roofline_points(
 def scenario_input(scenario, tp: int, pp: int, concurrency: int | None = None) -> EstimateInput:
     """The EstimateInput of a Scenario's single deployment (first GPU, first dtypes) at TP x PP.
 
-    Load: ``concurrency`` if given (sequences per replica); else the scenario's concurrent users
-    spread over the replicas the GPUs hold; else its arrival rate over those replicas (``qps``
-    with ``dp`` = replicas: steady-state queueing means and percentiles).
+    Load: ``concurrency`` if given (sequences per replica); else the scenario's arrival rate, or
+    the request rate its concurrent users put on the deployment (``closed_loop_qps``: users with
+    think time, the interactive response-time law), over the replicas the GPUs hold (``qps``
+    with ``dp`` = replicas: steady-state queueing means and percentiles). Users on a deployment
+    where no sequence fits are spread over the replicas as a fixed concurrency (the estimate
+    then says why it does not fit).
     """
     import math
 
@@ -114,14 +117,61 @@ def scenario_input(scenario, tp: int, pp: int, concurrency: int | None = None) -
     if concurrency is not None:
         load = {"concurrency": int(concurrency)}
     elif w.concurrent_users is not None:
-        load = {"concurrency": math.ceil(w.concurrent_users / replicas)}
+        load = {"concurrency": math.ceil(w.concurrent_users / replicas), "dp": replicas}
     else:
         load = {"qps": float(w.arrival_rate_per_s), "dp": replicas, "concurrency": None}
-    return EstimateInput(
+    inp = EstimateInput(
         tp=tp, pp=pp, weights=o.weight_dtypes[0], kv=o.kv_dtypes[0], isl=w.isl_tokens,
         osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
         gpus_per_node=hw.gpus_per_node, engine=o.engine, **load,
     )  # fmt: skip
+    return inp if concurrency is not None else users_load(scenario, inp)
+
+
+def users_load(scenario, inp: EstimateInput) -> EstimateInput:
+    """``inp`` under the request rate the scenario's concurrent users put on its ``dp``
+    replicas (``closed_loop_qps``); unchanged under an arrival rate or when nothing fits."""
+    from advisor.catalog import accelerators
+
+    w = scenario.workload
+    if w.concurrent_users is None:
+        return inp
+    gpu = accelerators()[scenario.hardware.gpus[0]]
+    x = closed_loop_qps(scenario.model_spec(), gpu, inp, w.concurrent_users, w.think_time_s)
+    return inp if x is None else inp.model_copy(update={"qps": x, "concurrency": None})
+
+
+def closed_loop_qps(
+    model: ModelSpec, gpu: Accelerator, inp: EstimateInput, users: int, think_time_s: float
+) -> float | None:
+    """Requests/s that ``users`` users thinking ``think_time_s`` s put on ``inp.dp`` replicas.
+
+    The fixed point X = N / (Z + E2E_mean(X)) (interactive response-time law,
+    physics/closed_loop.py) on the queueing model ``estimate`` uses under a rate (``service_for``
+    + ``latency_under_load``), capped just below the replicas' capacity. None when no sequence
+    fits on a replica.
+    """
+    from advisor.perf.closed_loop import closed_loop_load
+    from advisor.perf.replica import build_replicas
+    from advisor.physics.queueing import PiecewiseLinearStep, ServiceModel
+
+    r = build_replicas([replica_config(model, gpu, inp)])
+    isl, osl = float(inp.isl), float(inp.osl)
+    cap = batch_cap(r, isl + osl)
+    if cap < 1:
+        return None
+    # The step on a batch grid, interpolated (as the search does): the exact step inside the
+    # fixed point costs ~0.4 s per load; the estimate at the found rate is exact.
+    grid = 2.0 ** np.arange(0, 13)
+    tab = decode_step(repeat(r, grid.size), grid, isl + osl / 2.0).total
+    sm = ServiceModel(
+        decode_step_base_s=0.0, decode_step_per_seq_s=0.0, prefill_s=prefill(r, isl).total,
+        max_running=np.array([float(cap)]), decode_step_fn=PiecewiseLinearStep(grid, tab[None, :]),
+    )  # fmt: skip
+    kw = {"isl_tokens": isl, "policy": inp.batching}
+    _, x = closed_loop_load(sm, float(users), osl, kw, dp=np.array([float(inp.dp)]),
+                            think_time_s=think_time_s)  # fmt: skip
+    return float(x[0])
 
 
 def fmt_ms(x_ms: float | None) -> str:

@@ -598,7 +598,8 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
     load = (
         f"{s.workload.arrival_rate_per_s:g} requests/s"
         if s.workload.arrival_rate_per_s is not None
-        else f"{s.workload.concurrent_users:,} concurrent users"
+        else f"{s.workload.concurrent_users:,} concurrent users thinking "
+        f"{s.workload.think_time_s:g} s between requests"
     )
     doc.para(
         f"Question: serve {model.name} at {load} with {s.workload.isl_tokens:,} input and "
@@ -687,6 +688,7 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
         rows.append(("Load: Poisson arrival rate", f"{w.arrival_rate_per_s:g}", "requests/s"))
     else:
         rows.append(("Load: concurrent users (closed loop)", f"{w.concurrent_users:,}", "users"))
+        rows.append(("Think time per user (X = N / (Z + R))", f"{w.think_time_s:g}", "s"))
     rows += [
         ("SLA percentile", f"P{s.sla.percentile}", ""),
         ("SLA time to first token", _opt(s.sla.ttft_ms), "ms"),

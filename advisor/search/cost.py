@@ -1,9 +1,10 @@
 """Cost of a GPU-hour and of a million output tokens.
 
-Purchase mode: amortised capital plus power, divided by the utilisation (the fraction of the
-hours the fleet does useful work)::
+Purchase mode: amortised capital plus power plus hosting (colocation per kW of TDP), divided
+by the utilisation (the fraction of the hours the fleet does useful work)::
 
-    usd_per_gpu_hour = (price / (years x 8760 h) + TDP_kW x PUE x usd_per_kWh) / utilisation
+    usd_per_gpu_hour = (price / (years x 8760 h) + TDP_kW x PUE x usd_per_kWh
+                        + TDP_kW x hosting_usd_per_kW_month x 12 / 8760 h) / utilisation
 
 Hourly mode: the rental rate (paid for every hour, so no utilisation division).
 Cost per million output tokens at a throughput of ``tok_s`` output tokens/s on ``gpus`` GPUs::
@@ -36,27 +37,55 @@ class Price(BaseModel):
     sources: dict[str, str]
 
 
+class Hosting(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    usd_per_kw_month: Annotated[float, Field(ge=0, le=10_000)]
+    source: str
+    retrieved: str
+
+
+@cache
+def _prices_doc() -> dict:
+    return yaml.safe_load((DATA_DIR / "prices.yaml").read_text())
+
+
+@cache
+def default_hosting() -> Hosting:
+    """data/prices.yaml ``hosting``: colocation USD per kW-month, its source and date."""
+    return Hosting.model_validate(_prices_doc()["hosting"])
+
+
+def prices_retrieved() -> str:
+    """When the GPU prices of data/prices.yaml were retrieved (or assumed), e.g. '2026-05'."""
+    return str(_prices_doc()["retrieved"])
+
+
 @cache
 def default_prices() -> dict[str, Price]:
     """data/prices.yaml, validated."""
-    doc = yaml.safe_load((DATA_DIR / "prices.yaml").read_text())
-    return {k: Price.model_validate(v) for k, v in doc["prices"].items()}
+    return {k: Price.model_validate(v) for k, v in _prices_doc()["prices"].items()}
 
 
 def purchase_usd_per_gpu_hour(
-    price_usd: float, years: float, tdp_w: float, pue: float, usd_per_kwh: float, utilisation: float
-) -> float:
-    """Amortised purchase + power per useful GPU-hour.
+    price_usd: float, years: float, tdp_w: float, pue: float, usd_per_kwh: float,
+    utilisation: float, hosting_usd_per_kw_month: float = 0.0,
+) -> float:  # fmt: skip
+    """Amortised purchase + power + hosting per useful GPU-hour.
 
-    usd/h = (price / (years x 8760) + TDP_kW x PUE x usd/kWh) / utilisation.
-    Source: straight-line depreciation; power = TDP x PUE (The Green Grid, PUE definition).
+    usd/h = (price / (years x 8760) + TDP_kW x PUE x usd/kWh
+             + TDP_kW x hosting/kW-month x 12 / 8760) / utilisation.
+    Source: straight-line depreciation; power = TDP x PUE (The Green Grid, PUE definition);
+    colocation priced per kW per month (CBRE data-center market reports).
 
     >>> round(purchase_usd_per_gpu_hour(35040.0, 4.0, 700.0, 1.3, 0.12, 1.0), 4)  # 1 + 0.1092
     1.1092
+    >>> round(purchase_usd_per_gpu_hour(0.0, 4.0, 1000.0, 1.0, 0.0, 1.0, 730.0), 4)  # 730 x 12 / 8760
+    1.0
     """
     capex = price_usd / (years * HOURS_PER_YEAR)
     power = tdp_w / 1000.0 * pue * usd_per_kwh
-    return (capex + power) / utilisation
+    hosting = tdp_w / 1000.0 * hosting_usd_per_kw_month * 12.0 / HOURS_PER_YEAR
+    return (capex + power + hosting) / utilisation
 
 
 def usd_per_gpu_hour(gpu_id: str, cost: Cost) -> tuple[float, str]:
@@ -72,15 +101,23 @@ def usd_per_gpu_hour(gpu_id: str, cost: Cost) -> tuple[float, str]:
         cost.gpu_price_usd if cost.gpu_price_usd is not None else (p.purchase_usd if p else 30e3)
     )
     tdp = accelerators()[gpu_id].tdp_w
+    host = hosting_usd_per_kw_month(cost)
     rate = purchase_usd_per_gpu_hour(
-        price, cost.amortisation_years, tdp, cost.pue, cost.usd_per_kwh, cost.utilisation
+        price, cost.amortisation_years, tdp, cost.pue, cost.usd_per_kwh, cost.utilisation, host
     )
     who = "user price" if cost.gpu_price_usd is not None else "default price, data/prices.yaml"
     return rate, (
         f"{gpu_id}: ${price:,.0f} ({who}) over {cost.amortisation_years:g} years + "
-        f"{tdp:.0f} W x PUE {cost.pue:g} x ${cost.usd_per_kwh:g}/kWh, at {cost.utilisation:.0%} "
-        f"utilisation = ${rate:.2f}/GPU-h"
+        f"{tdp:.0f} W x PUE {cost.pue:g} x ${cost.usd_per_kwh:g}/kWh + hosting "
+        f"${host:,.2f}/kW-month, at {cost.utilisation:.0%} utilisation = ${rate:.2f}/GPU-h"
     )
+
+
+def hosting_usd_per_kw_month(cost: Cost) -> float:
+    """The user's hosting rate, or data/prices.yaml's default (``default_hosting``)."""
+    if cost.hosting_usd_per_kw_month is not None:
+        return cost.hosting_usd_per_kw_month
+    return default_hosting().usd_per_kw_month
 
 
 def usd_per_million_tokens(gpus, usd_per_gpu_hour, tok_per_s) -> np.ndarray:

@@ -203,13 +203,13 @@ def _interp_grid(tab: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray
 
 
 def _closed_loop_pairs(sc, st, pi, pd, a, b, g, t_kv, sm_pre, sm_dec, pre0, dec0) -> Disagg:
-    """Closed loop (N users, no think time) for pool pairs: one throughput X per pair with
-    X = N / (TTFT_prefill(X / DP_p) + t_kv + E2E_decode(X / DP_d)) (Little's law over the
-    whole request). The pools' mean latencies are tabulated once per pool on a load grid
+    """Closed loop (N users, think time Z) for pool pairs: one throughput X per pair with
+    X = N / (Z + TTFT_prefill(X / DP_p) + t_kv + E2E_decode(X / DP_d)) (interactive
+    response-time law over the whole request, physics/closed_loop.py). The pools' mean latencies are tabulated once per pool on a load grid
     (U_GRID), X is found per pair by bisection in log X on the tables, then
     each pair is evaluated exactly at its X."""
     wl = sc.workload
-    users = float(wl.concurrent_users)
+    users, think_s = float(wl.concurrent_users), wl.think_time_s
     kw = dict(isl_tokens=float(wl.isl_tokens), isl_cv=wl.isl_cv)
     cap_p, cap_d = pre0.capacity_req_per_s, dec0.capacity_req_per_s  # per replica
     with phase("queueing"):
@@ -218,13 +218,13 @@ def _closed_loop_pairs(sc, st, pi, pd, a, b, g, t_kv, sm_pre, sm_dec, pre0, dec0
                                "e2e")  # fmt: skip
     dpa, dpb = pd[a] * 1.0, pd[b] * 1.0
     e0 = pre0.ttft.mean_s[a] + t_kv + dec0.e2e.mean_s[b]
-    hi = np.minimum(users / e0, np.minimum(cap_p[a] * dpa, cap_d[b] * dpb) * 0.999)
+    hi = np.minimum(users / (think_s + e0), np.minimum(cap_p[a] * dpa, cap_d[b] * dpb) * 0.999)
     lo = hi * 1e-4
     for _ in range(24):  # bracket ratio 1e4 -> 1e4^(2^-24): below the table's accuracy
         x = np.sqrt(lo * hi)
         e = (_interp_grid(tp_tab, a, x / dpa / cap_p[a]) + t_kv
              + _interp_grid(ed_tab, b, x / dpb / cap_d[b]))  # fmt: skip
-        below = x * e < users
+        below = x * (think_s + e) < users
         lo, hi = np.where(below, x, lo), np.where(below, hi, x)
     x = lo
     ttft, tpot, e2e, stable, pre, dec = pair_latency(

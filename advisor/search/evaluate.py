@@ -15,8 +15,9 @@ Method (all numpy, no Python loop per candidate):
    batch (the step turns compute-bound), the speedup falls with the batch and can drop below 1.
 3. ``latency_under_load`` (physics/queueing.py, continuous batching) on every (shape, DP) pair
    with the per-replica arrival rate = total rate / DP.
-Closed loop (``workload.concurrent_users`` = N, no think time): the throughput X solves
-X = N / E2E_mean(X) (Little's law); solved per candidate by vectorised bisection in log space.
+Closed loop (``workload.concurrent_users`` = N with think time Z): the throughput X solves
+X = N / (Z + E2E_mean(X)) (interactive response-time law); solved per candidate in log space
+(perf/closed_loop.closed_loop_load).
 """
 
 from __future__ import annotations
@@ -212,8 +213,9 @@ def _load(sm: ServiceModel, dp: np.ndarray, osl: float, kw: dict, wl):
     if wl.arrival_rate_per_s is not None:
         rate = np.full(dp.size, wl.arrival_rate_per_s)
         return latency_under_load(sm, rate / dp, osl, **kw), rate
-    # Closed loop: X = N / E2E(X / dp), solved per candidate (perf.closed_loop).
-    return closed_loop_load(sm, float(wl.concurrent_users), osl, kw, dp=dp, subset=_subset)
+    # Closed loop: X = N / (Z + E2E(X / dp)), solved per candidate (perf.closed_loop).
+    return closed_loop_load(sm, float(wl.concurrent_users), osl, kw, dp=dp, subset=_subset,
+                            think_time_s=wl.think_time_s)  # fmt: skip
 
 
 def _subset(sm: ServiceModel, rows: np.ndarray) -> ServiceModel:

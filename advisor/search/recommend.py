@@ -43,7 +43,8 @@ from advisor.search.timing import PHASES, Phases, phase
 ASSUMPTIONS = [
     "Queueing: continuous batching (Orca-style), Poisson arrivals, analytic percentiles "
     "(physics/queueing.latency_under_load); per-replica arrival rate = total rate / DP.",
-    "Concurrent users (closed loop, no think time): throughput X solves X = N / E2E(X).",
+    "Concurrent users (closed loop): N users each thinking Z s between an answer and the next "
+    "request; throughput X solves X = N / (Z + E2E(X)) (interactive response-time law).",
     "Speculative decoding: draft at the target's TP (at most 8, one node), fp16 (fp8 with fp8 "
     "targets), sharing the target's GPUs; time per token = (k T_draft + T_verify) / E.",
     "Disaggregated: pools on the same accelerator and dtypes, PP = 1; percentiles of the two "

@@ -35,8 +35,14 @@ def setup() -> SimpleNamespace:
         scenario, spec, d.running_batch if d is not None else None, view.concurrency
     )
     est = estimate(model, gpu, inp)
+    w = scenario.workload
+    users = (
+        f"{w.concurrent_users:,} users thinking {w.think_time_s:g} s → "
+        if w.concurrent_users is not None and view.concurrency is None
+        else ""
+    )
     load = (
-        f"{inp.qps:g} requests/s over {inp.dp} replica(s) (steady-state queueing)"
+        f"{users}{inp.qps:.3g} requests/s over {inp.dp} replica(s) (steady-state queueing)"
         if inp.qps is not None
         else f"{inp.concurrency:,} sequences per replica"
         + (" (set on the Memory page)" if view.concurrency is not None else "")

@@ -1,0 +1,226 @@
+"""The budget of one deployment: servers and GPUs, purchase cost, monthly cost, cost per user.
+
+Takes any evaluated :class:`~advisor.search.results.Deployment` (the recommended one, or the
+deployment in focus) and the scenario's Cost settings; prices come from data/prices.yaml
+(advisor/search/cost.py) unless the scenario overrides them. A month is 8760 / 12 = 730 hours.
+
+Bought GPUs (``cost.mode == "purchase"``)::
+
+    purchase      = GPUs x price per GPU (its share of the server, network included)
+    amortisation  = purchase / (years x 12)                        per month
+    power         = GPUs x TDP_kW x PUE x 730 h x usd/kWh          per month
+    hosting       = GPUs x TDP_kW x hosting usd/kW-month           per month
+
+Rented GPUs (``"hourly"``): rental = GPUs x usd/GPU-hour x 730 h per month.
+
+Output tokens per month = offered tokens/s x 3600 x 730 h, times the utilisation for bought
+GPUs (the fraction of the hours the fleet does useful work, as cost.py divides by it), so the
+cost per million tokens equals the search's ``usd_per_million_tokens``. Per user per month:
+the monthly cost / the scenario's concurrent users (load given as users only); per 1,000
+requests: the monthly cost / the requests served per month.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, ConfigDict
+
+from advisor.catalog import accelerators
+from advisor.scenario import Scenario
+from advisor.search.cost import (
+    HOURS_PER_YEAR,
+    default_hosting,
+    default_prices,
+    hosting_usd_per_kw_month,
+    prices_retrieved,
+)
+from advisor.search.results import Deployment
+
+HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0  # 730 h
+#: Purchase price per GPU when data/prices.yaml has none for the accelerator (cost.py's fallback).
+FALLBACK_PRICE_USD = 30e3
+FALLBACK_HOUR_USD = 3.0
+
+_M = ConfigDict(extra="forbid", frozen=True)
+
+
+class BudgetLine(BaseModel):
+    model_config = _M
+    item: str  # "amortisation" | "power" | "hosting" | "rental"
+    usd_per_month: float
+    how: str  # the formula with the numbers put in
+
+
+class Budget(BaseModel):
+    """What a deployment costs to buy and to run (USD)."""
+
+    model_config = _M
+    deployment: str
+    gpu: str
+    gpu_name: str
+    gpus: int
+    gpus_per_server: int
+    servers: int
+    mode: str  # "purchase" | "hourly"
+    gpu_price_usd: float | None  # per GPU incl. its server share (purchase)
+    gpu_hour_usd: float | None  # per GPU-hour (hourly)
+    purchase_usd: float | None
+    lines: list[BudgetLine]
+    monthly_usd: float
+    requests_per_s: float
+    output_tokens_per_month: float
+    usd_per_million_tokens: float
+    usd_per_thousand_requests: float
+    users: int | None
+    usd_per_user_month: float | None
+    assumptions: list[str]
+    sources: list[str]
+
+
+def servers_for(gpus: int, gpus_per_server: int) -> int:
+    """Servers that hold ``gpus`` GPUs: ceil(gpus / gpus per server).
+
+    >>> servers_for(12, 8), servers_for(8, 8), servers_for(1, 8)
+    (2, 1, 1)
+    """
+    return math.ceil(gpus / gpus_per_server)
+
+
+def amortisation_usd_per_month(purchase_usd: float, years: float) -> float:
+    """Straight-line depreciation per month: purchase / (years x 12).
+
+    Source: straight-line depreciation (cost.py's purchase_usd_per_gpu_hour, per month).
+
+    >>> amortisation_usd_per_month(296_000.0, 4.0)  # 8 x $37,000 over 48 months
+    6166.666666666667
+    """
+    return purchase_usd / (years * 12.0)
+
+
+def power_usd_per_month(gpus: int, tdp_w: float, pue: float, usd_per_kwh: float) -> float:
+    """Electricity per month at the GPUs' TDP: GPUs x TDP_kW x PUE x 730 h x usd/kWh.
+
+    Source: PUE = facility power / IT power (The Green Grid); 730 h = 8760 h / 12.
+
+    >>> round(power_usd_per_month(8, 700.0, 1.3, 0.12), 2)  # 5.6 kW x 1.3 x 730 h x $0.12
+    637.73
+    """
+    return gpus * tdp_w / 1000.0 * pue * HOURS_PER_MONTH * usd_per_kwh
+
+
+def hosting_usd_per_month(gpus: int, tdp_w: float, usd_per_kw_month: float) -> float:
+    """Colocation per month: GPUs x TDP_kW x usd per kW-month (power billed separately).
+
+    Source: colocation is priced per kW of committed IT load per month (CBRE market reports).
+
+    >>> round(hosting_usd_per_month(8, 700.0, 195.94), 2)  # 5.6 kW x $195.94
+    1097.26
+    """
+    return gpus * tdp_w / 1000.0 * usd_per_kw_month
+
+
+def rental_usd_per_month(gpus: int, usd_per_gpu_hour: float) -> float:
+    """Cloud rental per month: GPUs x usd/GPU-hour x 730 h.
+
+    >>> rental_usd_per_month(8, 2.95)  # 8 x $2.95 x 730 h
+    17228.0
+    """
+    return gpus * usd_per_gpu_hour * HOURS_PER_MONTH
+
+
+def budget(scenario: Scenario, d: Deployment) -> Budget:
+    """The budget of deployment ``d`` under ``scenario.cost`` (module docstring)."""
+    c, w = scenario.cost, scenario.workload
+    acc = accelerators()[d.gpu]
+    price = default_prices().get(d.gpu)
+    per_server = scenario.hardware.gpus_per_node
+    servers = servers_for(d.gpus, per_server)
+    sources = [f"GPU prices: data/prices.yaml, retrieved {prices_retrieved()}"]
+    assumptions = [
+        f"{d.gpus} GPUs in {servers} server(s) of {per_server} GPUs (the scenario's GPUs per node).",
+        f"A month is {HOURS_PER_MONTH:g} hours (8760 / 12), every hour paid.",
+    ]
+    lines: list[BudgetLine] = []
+    if c.mode == "purchase":
+        gpu_price = c.gpu_price_usd if c.gpu_price_usd is not None else (
+            price.purchase_usd if price else FALLBACK_PRICE_USD)  # fmt: skip
+        sources.append(
+            f"{d.gpu} price ${gpu_price:,.0f} per GPU: "
+            + (
+                "your input"
+                if c.gpu_price_usd is not None
+                else price.sources.get("purchase_usd", "")
+                if price
+                else "no catalog price: assumed"
+            )  # fmt: skip
+        )
+        host = hosting_usd_per_kw_month(c)
+        hosting = default_hosting()
+        sources.append(
+            f"hosting ${host:,.2f}/kW-month: "
+            + (
+                "your input"
+                if c.hosting_usd_per_kw_month is not None
+                else f"{hosting.source} (retrieved {hosting.retrieved})"
+            )  # fmt: skip
+        )
+        purchase = d.gpus * gpu_price
+        kw = d.gpus * acc.tdp_w / 1000.0
+        lines = [
+            BudgetLine(item="amortisation",
+                       usd_per_month=amortisation_usd_per_month(purchase, c.amortisation_years),
+                       how=f"${purchase:,.0f} / ({c.amortisation_years:g} years × 12)"),
+            BudgetLine(item="power",
+                       usd_per_month=power_usd_per_month(d.gpus, acc.tdp_w, c.pue, c.usd_per_kwh),
+                       how=f"{kw:,.1f} kW × PUE {c.pue:g} × {HOURS_PER_MONTH:g} h × "
+                           f"${c.usd_per_kwh:g}/kWh"),
+            BudgetLine(item="hosting",
+                       usd_per_month=hosting_usd_per_month(d.gpus, acc.tdp_w, host),
+                       how=f"{kw:,.1f} kW × ${host:,.2f}/kW-month"),
+        ]  # fmt: skip
+        useful = c.utilisation
+        assumptions += [
+            f"Purchase price per GPU includes its share of the server and network; "
+            f"amortised straight-line over {c.amortisation_years:g} years.",
+            f"Power and hosting at the GPUs' TDP ({acc.tdp_w:,.0f} W each), power at PUE "
+            f"{c.pue:g}; CPUs, memory and switches are not counted.",
+            f"The fleet does useful work {c.utilisation:.0%} of the hours (utilisation).",
+        ]
+        gpu_hour = None
+    else:
+        gpu_hour = c.gpu_hour_usd if c.gpu_hour_usd is not None else (
+            price.hour_usd if price else FALLBACK_HOUR_USD)  # fmt: skip
+        sources.append(
+            f"{d.gpu} rental ${gpu_hour:,.2f}/GPU-hour: "
+            + (
+                "your input"
+                if c.gpu_hour_usd is not None
+                else price.sources.get("hour_usd", "")
+                if price
+                else "no catalog price: assumed"
+            )  # fmt: skip
+        )
+        lines = [BudgetLine(item="rental", usd_per_month=rental_usd_per_month(d.gpus, gpu_hour),
+                            how=f"{d.gpus} GPUs × ${gpu_hour:,.2f} × {HOURS_PER_MONTH:g} h")]  # fmt: skip
+        purchase, gpu_price, useful = None, None, 1.0
+        assumptions.append("Rented on demand, every hour of the month; no purchase, power or "
+                           "hosting on top (included in the rate).")  # fmt: skip
+    monthly = sum(x.usd_per_month for x in lines)
+    rate = d.throughput_tok_s / w.osl_tokens
+    tokens = d.throughput_tok_s * 3600.0 * HOURS_PER_MONTH * useful
+    requests = rate * 3600.0 * HOURS_PER_MONTH * useful
+    users = w.concurrent_users
+    if users is None:
+        assumptions.append("Load given as a request rate: no cost per user (give concurrent "
+                           "users with a think time for one).")  # fmt: skip
+    return Budget(
+        deployment=d.description, gpu=d.gpu, gpu_name=acc.name, gpus=d.gpus,
+        gpus_per_server=per_server, servers=servers, mode=c.mode, gpu_price_usd=gpu_price,
+        gpu_hour_usd=gpu_hour, purchase_usd=purchase, lines=lines, monthly_usd=monthly,
+        requests_per_s=rate, output_tokens_per_month=tokens,
+        usd_per_million_tokens=monthly / tokens * 1e6 if tokens > 0 else math.inf,
+        usd_per_thousand_requests=monthly / requests * 1e3 if requests > 0 else math.inf,
+        users=users, usd_per_user_month=monthly / users if users else None,
+        assumptions=assumptions, sources=sources,
+    )  # fmt: skip

@@ -1,0 +1,98 @@
+"""The budget of a deployment (advisor/search/budget.py): every number recomputed by hand from
+data/prices.yaml (read here with yaml, not through the code under test) and the H100 SXM TDP
+(700 W, NVIDIA H100 datasheet)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor.scenario import SLA, Cost, Hardware, Options, Scenario, Workload
+from advisor.search.budget import budget
+from advisor.search.recommend import recommend
+
+PRICES = yaml.safe_load((Path(__file__).resolve().parent.parent / "data/prices.yaml").read_text())
+H100 = PRICES["prices"]["h100-sxm"]
+HOST = PRICES["hosting"]["usd_per_kw_month"]
+
+
+def _scenario(**cost) -> Scenario:
+    return Scenario(
+        hardware=Hardware(gpus=["h100-sxm"], gpus_per_node=8, nodes=2),
+        workload=Workload(concurrent_users=200, arrival_rate_per_s=None, think_time_s=15.0),
+        sla=SLA(ttft_ms=1000.0, tpot_ms=50.0),
+        options=Options(weight_dtypes=["fp8"], kv_dtypes=["fp8"], disaggregated=False),
+        cost=Cost(**cost),
+    )
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return recommend(_scenario())
+
+
+def test_purchase_budget_by_hand(rec):
+    s, d = _scenario(), rec.best
+    b = budget(s, d)
+    n = d.gpus
+    assert b.servers == -(-n // 8)  # ceil(GPUs / 8 per server)
+    purchase = n * H100["purchase_usd"]  # $37,000 per GPU incl. server share
+    assert b.purchase_usd == pytest.approx(purchase)
+    kw = n * 0.700
+    parts = {x.item: x.usd_per_month for x in b.lines}
+    assert parts["amortisation"] == pytest.approx(purchase / 48)  # 4 years x 12 months
+    assert parts["power"] == pytest.approx(kw * 1.3 * 730 * 0.12)  # PUE 1.3, $0.12/kWh
+    assert parts["hosting"] == pytest.approx(kw * HOST)  # CBRE $/kW-month
+    monthly = purchase / 48 + kw * 1.3 * 730 * 0.12 + kw * HOST
+    assert b.monthly_usd == pytest.approx(monthly)
+    assert b.usd_per_user_month == pytest.approx(monthly / 200)
+    tokens = d.throughput_tok_s * 3600 * 730 * 0.7  # useful 70% of the hours
+    assert b.usd_per_million_tokens == pytest.approx(monthly / tokens * 1e6)
+    # the same cost per million tokens as the search ranks by (hosting included there too)
+    assert b.usd_per_million_tokens == pytest.approx(d.usd_per_million_tokens)
+    assert any("CBRE" in x for x in b.sources) and any("2026-05" in x for x in b.sources)
+
+
+def test_rental_budget_by_hand(rec):
+    s = _scenario(mode="hourly")
+    b = budget(s, rec.best)
+    n = rec.best.gpus
+    assert b.purchase_usd is None
+    assert b.monthly_usd == pytest.approx(n * H100["hour_usd"] * 730)  # $2.95/GPU-h
+    assert [x.item for x in b.lines] == ["rental"]
+
+
+def test_every_assumption_is_editable(rec):
+    s = _scenario(gpu_price_usd=20_000.0, amortisation_years=3.0, pue=1.1, usd_per_kwh=0.2,
+                  hosting_usd_per_kw_month=100.0)  # fmt: skip
+    b = budget(s, rec.best)
+    n, kw = rec.best.gpus, rec.best.gpus * 0.7
+    assert b.monthly_usd == pytest.approx(n * 20_000 / 36 + kw * 1.1 * 730 * 0.2 + kw * 100)
+    assert b.sources[1].endswith("your input") and b.sources[2].endswith("your input")
+
+
+def test_rate_load_has_no_cost_per_user():
+    s = _scenario().model_copy(
+        update={"workload": Workload(arrival_rate_per_s=5.0, concurrent_users=None)}
+    )
+    b = budget(s, recommend(s).best)
+    assert b.usd_per_user_month is None and b.users is None
+    assert b.usd_per_thousand_requests == pytest.approx(
+        b.monthly_usd / (5.0 * 3600 * 730 * 0.7) * 1e3
+    )
+
+
+def test_cli_json_has_the_budget(capsys):
+    import json
+
+    from advisor.cli import main
+
+    assert main(["recommend", "--users", "200", "--ttft-p99-ms", "1000", "--tpot-p99-ms", "50",
+                 "--no-disaggregated", "--json"]) == 0  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    bg = r["budget"]
+    assert bg["gpus"] == r["best"]["gpus"]
+    assert bg["monthly_usd"] == pytest.approx(sum(x["usd_per_month"] for x in bg["lines"]))
+    assert bg["usd_per_user_month"] == pytest.approx(bg["monthly_usd"] / 200)
