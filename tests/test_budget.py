@@ -96,3 +96,43 @@ def test_cli_json_has_the_budget(capsys):
     assert bg["gpus"] == r["best"]["gpus"]
     assert bg["monthly_usd"] == pytest.approx(sum(x["usd_per_month"] for x in bg["lines"]))
     assert bg["usd_per_user_month"] == pytest.approx(bg["monthly_usd"] / 200)
+
+
+def test_pdf_has_the_budget_section(rec):
+    import io
+
+    from pypdf import PdfReader
+
+    from advisor.report.pdf import build_report
+    from advisor.search.budget import usd
+
+    s = _scenario()
+    pdf = build_report(s, recommendation=rec, charts=False, sensitivities=False)
+    text = " ".join((p.extract_text() or "") for p in PdfReader(io.BytesIO(pdf)).pages)
+    flat = " ".join(text.split())
+    b = budget(s, rec.best)
+    assert "Budget" in flat and f"Of the recommended deployment: {rec.best.description}" in flat
+    assert f"Total per month {usd(b.monthly_usd)}" in flat
+    assert f"Per user per month {usd(b.usd_per_user_month)}" in flat
+    assert "CBRE" in flat
+
+
+def test_recommendation_page_shows_the_budget():
+    from streamlit.testing.v1 import AppTest
+
+    from advisor.search.budget import usd
+
+    app = str(Path(__file__).resolve().parent.parent / "app.py")
+    at = AppTest.from_file(app, default_timeout=180)
+    params = {"users": "200", "rate": "none", "think": "15", "ttft": "1000", "tpot": "50"}
+    for k, v in params.items():
+        at.query_params[k] = v
+    at = at.run().switch_page("ui/pages/recommendation.py").run()
+    assert not at.exception, at.exception
+    s = Scenario(workload=Workload(concurrent_users=200, arrival_rate_per_s=None),
+                 sla=SLA(ttft_ms=1000.0, tpot_ms=50.0))  # fmt: skip
+    b = budget(s, recommend(s).best)
+    m = {x.label: x.value for x in at.metric}
+    assert m["Per month"] == usd(b.monthly_usd)
+    assert m["Per user per month"] == usd(b.monthly_usd / 200)
+    assert m["Servers"] == f"{b.servers:,}" and m["GPUs"] == f"{b.gpus:,}"

@@ -299,6 +299,11 @@ def _cost_inputs() -> Cost:
         c2.number_input("Utilisation (0-1)", 0.01, 1.0, step=0.05, key=_K["cost.utilisation"])
         c1.number_input("PUE", 1.0, 5.0, step=0.05, key=_K["cost.pue"])
         c2.number_input("Electricity (USD/kWh)", 0.0, 10.0, step=0.01, key=_K["cost.usd_per_kwh"])  # fmt: skip
+        st.number_input("Hosting (USD per kW-month)", 0.0, 10_000.0, value=None, step=10.0,
+                        placeholder="catalog default", key=_K["cost.hosting_usd_per_kw_month"],
+                        help="Colocation per kW of GPU power per month, power billed "
+                        "separately. Default $195.94: CBRE North America Data Center Trends "
+                        "H2 2025 (data/prices.yaml).")  # fmt: skip
     else:
         st.number_input("Rental (USD per GPU-hour)", 0.0, 10_000.0, value=None, step=0.25,
                         placeholder="catalog default", key=_K["cost.gpu_hour_usd"])  # fmt: skip

@@ -61,6 +61,7 @@ URL_KEYS: dict[str, str] = {
     "cost.pue": "pue",
     "cost.usd_per_kwh": "kwh",
     "cost.gpu_hour_usd": "hr",
+    "cost.hosting_usd_per_kw_month": "host",
     "view.block_size": "bs",
     "view.concurrency": "c",
     "view.max_model_len": "ml",
@@ -77,7 +78,7 @@ _INTS = {
 _FLOATS = {
     "workload.arrival_rate_per_s", "workload.think_time_s", "sla.ttft_ms", "sla.tpot_ms", "sla.e2e_ms",
     "cost.gpu_price_usd", "cost.amortisation_years", "cost.utilisation", "cost.pue",
-    "cost.usd_per_kwh", "cost.gpu_hour_usd",
+    "cost.usd_per_kwh", "cost.gpu_hour_usd", "cost.hosting_usd_per_kw_month",
 }  # fmt: skip
 #: Fields that must change together (the load is a rate or a number of users, never both).
 _GROUPS: tuple[tuple[str, ...], ...] = (

@@ -43,6 +43,13 @@ FALLBACK_PRICE_USD = 30e3
 FALLBACK_HOUR_USD = 3.0
 
 _M = ConfigDict(extra="forbid", frozen=True)
+#: Display names of the monthly items.
+ITEMS = {
+    "amortisation": "Amortised purchase",
+    "power": "Power",
+    "hosting": "Hosting (colocation)",
+    "rental": "Cloud rental",
+}
 
 
 class BudgetLine(BaseModel):
@@ -76,6 +83,15 @@ class Budget(BaseModel):
     usd_per_user_month: float | None
     assumptions: list[str]
     sources: list[str]
+
+
+def usd(x: float) -> str:
+    """Dollars for people: cents below $100, whole dollars with separators above.
+
+    >>> usd(19.754), usd(3950.83), usd(1_234_567.0)
+    ('$19.75', '$3,951', '$1,234,567')
+    """
+    return f"${x:,.2f}" if x < 100 else f"${x:,.0f}"
 
 
 def servers_for(gpus: int, gpus_per_server: int) -> int:

@@ -8,6 +8,7 @@ import streamlit as st
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.charts.recommend_charts import pareto_figure
+from ui.budget_view import budget_section
 from ui.cache import keys, recommend_for, scenario_key
 from ui.focus import BY_HAND, InFocus, choose, show_focus
 from ui.pdf import pdf_download
@@ -184,6 +185,8 @@ def page() -> None:
         )  # fmt: skip
         st.caption("Click a point to put that deployment in focus on every page.")
     guarded("Deployment in focus", focus_section, rec, scenario, f)
+    guarded("Budget", budget_section, scenario, f.deployment,
+            "recommended" if f.recommended else f"in-focus ({f.origin})")  # fmt: skip
     guarded("Near misses", near_misses_section, rec, scenario.sla.percentile)
     guarded("Details", details_section, rec)
     guarded("PDF summary", pdf_section, scenario, rec, f)

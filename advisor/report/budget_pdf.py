@@ -1,0 +1,54 @@
+"""The PDF's budget section (advisor/search/budget.py) for the deployment the report details."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from advisor.report.text import clean
+from advisor.scenario import Scenario
+from advisor.search.budget import ITEMS, Budget, budget, usd
+from advisor.search.results import Deployment
+
+
+def budget_of(scenario: Scenario, deployment: Any) -> Budget | None:
+    """The budget of a search Deployment (or its JSON dict); None when it cannot be read."""
+    try:
+        d = deployment if isinstance(deployment, Deployment) else Deployment.model_validate(
+            deployment)  # fmt: skip
+        return budget(scenario, d)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def budget_rows(b: Budget) -> list[tuple[str, str, str]]:
+    """(item, value, how) rows: servers, GPUs, purchase, each monthly item, totals, per user."""
+    rows = [
+        ("Servers", f"{b.servers:,}", f"{b.gpus_per_server} GPUs per server"),
+        ("GPUs", f"{b.gpus:,}", b.gpu_name),
+    ]
+    if b.purchase_usd is not None:
+        rows.append(("Purchase", usd(b.purchase_usd),
+                     f"{b.gpus:,} × {usd(b.gpu_price_usd or 0.0)} per GPU incl. server share"))  # fmt: skip
+    rows += [(f"{ITEMS[x.item]} per month", usd(x.usd_per_month), x.how) for x in b.lines]
+    rows.append(("Total per month", usd(b.monthly_usd), ""))
+    if b.usd_per_user_month is not None:
+        rows.append(("Per user per month", usd(b.usd_per_user_month),
+                     f"{usd(b.monthly_usd)} / {b.users:,} concurrent users"))  # fmt: skip
+    rows += [
+        ("Per 1,000 requests", usd(b.usd_per_thousand_requests),
+         f"{b.requests_per_s:,.3g} requests/s"),
+        ("Per million output tokens", usd(b.usd_per_million_tokens),
+         f"{b.output_tokens_per_month / 1e6:,.0f} M tokens a month"),
+    ]  # fmt: skip
+    return rows
+
+
+def budget_section(doc: Any, scenario: Scenario, deployment: Any, which: str) -> None:
+    """h1 "Budget", the table of ``budget_rows`` and the assumptions with their sources."""
+    b = budget_of(scenario, deployment)
+    if b is None:
+        return
+    doc.h1("Budget")
+    doc.para(f"Of the {which} deployment: {clean(b.deployment, 300)}.", 9.5)
+    doc.table([("Item", "USD", "How"), *budget_rows(b)], (48, 28, 102))
+    doc.bullets([clean(x, 600) for x in b.assumptions + b.sources], 8.5)
