@@ -141,7 +141,7 @@ def sequences_in_flight(scenario: Scenario, f: InFocus, page_value: int | None) 
     d, w, dp = f.deployment, scenario.workload, f.spec.dp
     load = (
         f"{w.arrival_rate_per_s:g} req/s" if w.arrival_rate_per_s is not None
-        else f"{w.concurrent_users:,} users"
+        else f"{w.concurrent_users:,} users thinking {w.think_time_s:g} s"
     )  # fmt: skip
     per = f" over {dp} {'decode ' if f.spec.disaggregated else ''}replica(s)"
     if d is not None:

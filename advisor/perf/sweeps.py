@@ -128,15 +128,16 @@ def scenario_input(scenario, tp: int, pp: int, concurrency: int | None = None) -
     return inp if concurrency is not None else users_load(scenario, inp)
 
 
-def users_load(scenario, inp: EstimateInput) -> EstimateInput:
+def users_load(scenario, inp: EstimateInput, gpu_id: str | None = None) -> EstimateInput:
     """``inp`` under the request rate the scenario's concurrent users put on its ``dp``
-    replicas (``closed_loop_qps``); unchanged under an arrival rate or when nothing fits."""
+    replicas of ``gpu_id`` (default: the scenario's first accelerator) (``closed_loop_qps``);
+    unchanged under an arrival rate or when nothing fits."""
     from advisor.catalog import accelerators
 
     w = scenario.workload
     if w.concurrent_users is None:
         return inp
-    gpu = accelerators()[scenario.hardware.gpus[0]]
+    gpu = accelerators()[gpu_id or scenario.hardware.gpus[0]]
     x = closed_loop_qps(scenario.model_spec(), gpu, inp, w.concurrent_users, w.think_time_s)
     return inp if x is None else inp.model_copy(update={"qps": x, "concurrency": None})
 

@@ -17,6 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from advisor.perf.estimate import EstimateInput
+from advisor.perf.sweeps import users_load
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import Disagg, evaluate_disaggregated
@@ -123,7 +124,8 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
 
     Load: ``concurrency`` if given (sequences per replica, set on a page); an aggregated
     deployment under an arrival rate gets ``qps`` over its DP replicas (steady-state queueing);
-    concurrent users are spread over the replicas. A decode-pool replica of a disaggregated
+    concurrent users with their think time put the closed-loop request rate on them
+    (``perf.sweeps.users_load``: X = N / (Z + E2E(X))). A decode-pool replica of a disaggregated
     deployment, and a speculative one (the estimate models speculation at a fixed batch), run
     at ``running_batch`` (the search's mean running batch per replica), rounded up.
     Disaggregated: the decode pool's replica (TP, PP = 1, its DP).
@@ -148,8 +150,12 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
     if spec.speculative and o.draft_model:
         load.update(spec_draft=models()[o.draft_model], spec_tokens=o.spec_tokens,
                     spec_acceptance=o.spec_acceptance)  # fmt: skip
-    return EstimateInput(
+    inp = EstimateInput(
         tp=spec.tp, pp=spec.pp, weights=spec.weights, kv=spec.kv, isl=w.isl_tokens,
         osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
         gpus_per_node=hw.gpus_per_node, engine=o.engine, **load,
     )  # fmt: skip
+    if concurrency is None and not fixed_batch and w.concurrent_users is not None:
+        # users with think time: the closed-loop request rate, so percentiles as under a rate
+        inp = users_load(scenario, inp, spec.gpu)
+    return inp
