@@ -66,6 +66,18 @@ MODEL_IDS = {
     "gemma-2-27b",
     "falcon-180b",
     "deepseek-v3",
+    # issue 17
+    "llama-3.3-70b",
+    "qwen3-8b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "deepseek-r1",
+    "kimi-k2",
+    "llama-4-scout",
+    "llama-4-maverick",
 }
 
 CATALOGS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -389,3 +401,110 @@ def test_published_active_params_below_total():
         if m.published_active_params is not None:
             assert m.is_moe, m.id
             assert m.published_active_params < m.published_params, m.id  # type: ignore[operator]
+
+
+# --- Parameter counts against the publishers' figures (issue 17) -----------------------------
+
+
+def _stated_precision(value: float) -> float:
+    """The unit of the last digit a headline figure states: 17e9 -> 1e9, 116.83e9 -> 1e7."""
+    unit = 10.0**15
+    while unit >= 1 and abs(value / unit - round(value / unit)) > 1e-9:
+        unit /= 10
+    return unit
+
+
+def _allowed(published: float) -> float:
+    # 1% plus the publisher's rounding: "17B active" only claims 16.5B-17.5B, so a derived
+    # 17.17B is 1% from 17B's rounding interval, not from 17.000B.
+    return 0.01 * published + _stated_precision(published) / 2
+
+
+def test_stated_precision_of_headline_figures():
+    # Hand check: "116.83B" states 10M units; "17B" 1B units; "3.3B" 100M units.
+    assert _stated_precision(116.83e9) == pytest.approx(1e7)
+    assert _stated_precision(17.0e9) == pytest.approx(1e9)
+    assert _stated_precision(3.3e9) == pytest.approx(1e8)
+
+
+NEW_MODELS = sorted(
+    MODEL_IDS
+    - {
+        "llama-2-7b",
+        "llama-2-13b",
+        "llama-2-70b",
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "llama-3.1-405b",
+        "llama-3.2-1b",
+        "llama-3.2-3b",
+        "mistral-7b",
+        "mixtral-8x7b",
+        "mixtral-8x22b",
+        "qwen2.5-72b",
+        "gemma-2-27b",
+        "falcon-180b",
+        "deepseek-v3",
+    }
+)
+
+
+@pytest.mark.parametrize("model_id", NEW_MODELS)
+def test_derived_total_matches_the_published_total(model_id: str):
+    from advisor.physics.params import param_breakdown
+
+    m = loader.get_model(model_id)
+    total = param_breakdown(m).total
+    published = m.published_params
+    assert published is not None and "published_params" in m.sources
+    if m.published_params_scope == "with_vision":
+        # Llama 4 model card: the totals (109B, 400B) include the vision encoder, which the
+        # text decoder spec leaves out: the decoder is at most the headline (within its
+        # rounding) and less than 2% below it.
+        assert 0.98 * published < total <= published + _allowed(published), (model_id, total)
+    else:
+        assert abs(total - published) <= _allowed(published), (model_id, total, published)
+
+
+@pytest.mark.parametrize("model_id", NEW_MODELS)
+def test_derived_active_matches_the_published_active_count(model_id: str):
+    from advisor.physics.params import param_breakdown
+
+    m = loader.get_model(model_id)
+    if m.published_active_params is None:
+        assert not m.is_moe, f"{model_id}: an MoE model needs its published active count"
+        return
+    b = param_breakdown(m)
+    active = b.active - (b.embedding if m.published_active_excludes_embedding else 0)
+    published = m.published_active_params
+    assert abs(active - published) <= _allowed(published), (model_id, active, published)
+
+
+def test_gpt_oss_120b_counts_by_hand():
+    # gpt-oss model card Table 1: MLP 114.71B, attention 0.96B, embed + unembed 1.16B.
+    # By hand from config.json: experts 36 x 128 x (3 x 2880 x 2880 + 2 x 2880 + 2880) =
+    # 114.69e9; router 36 x (2880 x 128 + 128) = 13.3e6; attention 36 x (2 x 2880 x 4096
+    # + 2 x 2880 x 512 + 4096 + 2 x 512 + 2880 + 64 sinks) = 0.955e9; 2 x 201088 x 2880 = 1.158e9.
+    from advisor.physics.params import param_breakdown
+
+    b = param_breakdown(loader.get_model("gpt-oss-120b"))
+    assert b.moe_experts == pytest.approx(114.69e9, rel=1e-3)
+    assert b.moe_experts + b.moe_shared_and_router == pytest.approx(114.71e9, rel=1e-3)
+    assert b.attention == pytest.approx(0.955e9, rel=1e-3)
+    assert b.embedding + b.lm_head == pytest.approx(1.158e9, rel=1e-3)
+
+
+def test_new_layouts_in_the_catalog():
+    models = loader.models()
+    # gpt-oss-120b config.json layer_types: 18 sliding (128 tokens) + 18 full; sinks, MXFP4.
+    g = models["gpt-oss-120b"]
+    assert (g.sliding_window, g.num_sliding_window_layers) == (128, 18)
+    assert g.attention_sinks and g.expert_weights_dtype == "mxfp4"
+    # Llama 4 Maverick config: interleave_moe_layer_step 2 -> 24 MoE layers of 48; Scout: 48.
+    assert models["llama-4-maverick"].num_moe_layers == 24
+    assert models["llama-4-scout"].num_moe_layers == 48
+    assert models["llama-4-scout"].window_kind == "chunked"
+    # Kimi K2 config: first_k_dense_replace 1 -> 60 MoE layers; MLA like DeepSeek-V3.
+    assert models["kimi-k2"].num_moe_layers == 60 and models["kimi-k2"].is_mla
+    # Qwen3 configs: per-head Q/K RMSNorm.
+    assert models["qwen3-32b"].qk_norm and models["qwen3-235b-a22b"].qk_norm

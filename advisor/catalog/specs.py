@@ -184,7 +184,21 @@ class ModelSpec(BaseModel):
 
     id: Slug
     name: Annotated[str, Field(min_length=1, max_length=120)]
-    family: Literal["llama", "mistral", "mixtral", "qwen2", "gemma2", "falcon", "deepseek_v3"]
+    family: Literal[
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "gemma2",
+        "falcon",
+        "deepseek_v3",
+        "qwen3",
+        "qwen3_moe",
+        "gpt_oss",
+        "llama4",
+        "gemma3",
+        "glm4_moe",
+    ]
     num_hidden_layers: Annotated[int, Field(ge=1, le=1024)]
     hidden_size: Annotated[int, Field(ge=64, le=131072)]
     #: Dense FFN width (for MoE models: the dense layers', or the expert width if all are MoE).
@@ -202,6 +216,12 @@ class ModelSpec(BaseModel):
     #: LayerNorm with bias (2 vectors) instead of RMSNorm (1 vector), and norms per layer.
     norm_kind: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     norms_per_layer: Annotated[int, Field(ge=1, le=4)] = 2
+    #: RMSNorm on every query and key head (Qwen3, Gemma 3): 2 x head_dim weights per layer.
+    qk_norm: bool = False
+    #: Bias on the attention output projection as well (gpt-oss; Qwen2's bias is Q/K/V only).
+    attention_out_bias: bool = False
+    #: A learned sink logit per query head (gpt-oss): n_heads weights per layer, no KV cache.
+    attention_sinks: bool = False
 
     # Mixture of experts (absent = dense).
     num_experts: Annotated[int, Field(ge=2, le=4096)] | None = None
@@ -210,6 +230,14 @@ class ModelSpec(BaseModel):
     num_shared_experts: Annotated[int, Field(ge=0, le=64)] = 0
     #: The first k layers keep a dense FFN (DeepSeek's first_k_dense_replace).
     first_k_dense_layers: Annotated[int, Field(ge=0, le=1024)] = 0
+    #: After those, every k-th layer is MoE and the others dense (Llama 4 Maverick:
+    #: interleave_moe_layer_step 2; HF Llama4: MoE layers are k-1, 2k-1, ...).
+    moe_layer_step: Annotated[int, Field(ge=1, le=64)] = 1
+    #: Biases on each expert's projections and on the router (gpt-oss).
+    expert_bias: bool = False
+    #: Dtype the published checkpoint stores the routed experts in when it differs from the
+    #: rest of the model (gpt-oss: MXFP4 experts, bf16 attention, router and embeddings).
+    expert_weights_dtype: Literal["mxfp4", "nvfp4"] | None = None
 
     # Multi-head latent attention (DeepSeek-V2/V3).
     q_lora_rank: Annotated[int, Field(ge=1, le=65536)] | None = None
@@ -222,10 +250,18 @@ class ModelSpec(BaseModel):
     sliding_window: Annotated[int, Field(ge=16, le=16_777_216)] | None = None
     #: How many layers use the window (Mistral-7B v0.1: all 32; Gemma-2: every other layer).
     num_sliding_window_layers: Annotated[int, Field(ge=0, le=1024)] = 0
+    #: "sliding": a windowed layer attends to the last W tokens; "chunked": to the tokens of its
+    #: own W-token chunk (Llama 4 attention_chunk_size). Either way it caches at most W tokens.
+    window_kind: Literal["sliding", "chunked"] = "sliding"
 
     #: Published parameter counts (for checks), parameters.
     published_params: Annotated[float, Field(gt=1e6, le=1e14)] | None = None
     published_active_params: Annotated[float, Field(gt=1e6, le=1e14)] | None = None
+    #: The publisher's active count leaves out the input embedding, a table lookup (OpenAI's
+    #: gpt-oss card counts the unembedding only).
+    published_active_excludes_embedding: bool = False
+    #: "with_vision": the published total includes a vision encoder this text spec does not model.
+    published_params_scope: Literal["text", "with_vision"] = "text"
     notes: Annotated[str, Field(max_length=2000)] = ""
     sources: dict[str, Annotated[str, Field(min_length=3)]]
 
@@ -264,6 +300,13 @@ class ModelSpec(BaseModel):
                 f"{name!r}: num_sliding_window_layers={self.num_sliding_window_layers} exceeds "
                 f"num_hidden_layers={self.num_hidden_layers}"
             )
+        if self.moe_layer_step > 1 and not self.is_moe:
+            raise ValueError(f"{name!r}: moe_layer_step={self.moe_layer_step} needs an MoE model")
+        if (self.expert_bias or self.expert_weights_dtype) and not self.is_moe:
+            raise ValueError(
+                f"{name!r}: expert_bias / expert_weights_dtype={self.expert_weights_dtype} "
+                "need an MoE model"
+            )
         if self.num_sliding_window_layers and self.sliding_window is None:
             raise ValueError(
                 f"{name!r}: num_sliding_window_layers={self.num_sliding_window_layers} "
@@ -282,7 +325,11 @@ class ModelSpec(BaseModel):
 
     @property
     def num_moe_layers(self) -> int:
-        return self.num_hidden_layers - self.first_k_dense_layers if self.is_moe else 0
+        """Layers i >= first_k_dense_layers with (i + 1) % moe_layer_step == 0."""
+        if not self.is_moe:
+            return 0
+        k, step = self.first_k_dense_layers, self.moe_layer_step
+        return sum(1 for i in range(k, self.num_hidden_layers) if (i + 1) % step == 0)
 
     @property
     def attention_kind(self) -> str:

@@ -30,6 +30,15 @@ MODEL_IDS = {
     "Mixtral-8x7B": "mixtral-8x7b",
     "Mixtral-8x22B": "mixtral-8x22b",
     "Falcon-180B": "falcon-180b",
+    "Llama-3.3-70B": "llama-3.3-70b",
+    "DeepSeek-R1": "deepseek-r1",
+    "Qwen3-235B-A22B": "qwen3-235b-a22b",
+    "Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",  # same config.json architecture
+    "gpt-oss-120b": "gpt-oss-120b",
+    "gpt-oss-20b": "gpt-oss-20b",
+    "Kimi-K2-Instruct": "kimi-k2",
+    "Llama-4-Scout-17B-16E-Instruct": "llama-4-scout",
+    "Llama-4-Maverick-17B-128E-Instruct": "llama-4-maverick",
 }
 GPU_PREFIXES = (
     ("H100-SXM", "h100-sxm"),

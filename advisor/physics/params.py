@@ -3,8 +3,9 @@
 Conventions (formulas.md "Parameters"; the Hugging Face modelling code of each family):
 attention Q, K, V, O projections; gated MLP = 3 matrices (SwiGLU), plain MLP = 2 (Falcon);
 MoE layer = experts x MLP + router + shared experts; embeddings V x h, lm_head V x h unless
-tied; norm weights counted (RMSNorm: h, LayerNorm: 2h). Biases only where the family has them
-(Qwen2's Q/K/V bias).
+tied; norm weights counted (RMSNorm: h, LayerNorm: 2h; per-head Q/K RMSNorm: 2 x d_head).
+Biases only where the family has them (Qwen2's Q/K/V bias; gpt-oss's output, expert and router
+biases); gpt-oss's attention sinks are one weight per query head.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ def attention_params_per_layer(m: ModelSpec) -> int:
     params = h * nq * d + 2 * h * nkv * d + nq * d * h
     if m.attention_bias:
         params += nq * d + 2 * nkv * d
+    if m.attention_out_bias:
+        params += h
+    if m.attention_sinks:
+        params += nq
     return params
 
 
@@ -54,9 +59,9 @@ def mlp_params(hidden_size: int, intermediate_size: int, gated: bool) -> int:
 
 
 def norm_params_per_layer(m: ModelSpec) -> int:
-    """RMSNorm has a weight vector (h), LayerNorm a weight and a bias (2h)."""
+    """RMSNorm has a weight vector (h), LayerNorm a weight and a bias (2h); Q/K norms 2 d_head."""
     per_norm = m.hidden_size * (2 if m.norm_kind == "layernorm" else 1)
-    return m.norms_per_layer * per_norm
+    return m.norms_per_layer * per_norm + (2 * m.head_dim if m.qk_norm else 0)
 
 
 @dataclass(frozen=True)
@@ -112,12 +117,17 @@ def param_breakdown(m: ModelSpec) -> ParamBreakdown:
     attention = layers * attention_params_per_layer(m)
     norms = layers * norm_params_per_layer(m) + h * (2 if m.norm_kind == "layernorm" else 1)
     if m.is_moe:
-        dense_layers = m.first_k_dense_layers
         moe_layers = m.num_moe_layers
-        expert = mlp_params(h, m.moe_intermediate_size, gated)  # type: ignore[arg-type]
-        moe_experts = moe_layers * m.num_experts * expert  # type: ignore[operator]
+        dense_layers = layers - moe_layers
+        f, n_exp = m.moe_intermediate_size, m.num_experts
+        expert = mlp_params(h, f, gated)  # type: ignore[arg-type]
+        shared_expert = expert
+        if m.expert_bias:  # gpt-oss: gate_up bias (2f), down bias (h)
+            expert += (2 if gated else 1) * f + h  # type: ignore[operator]
+        router = h * n_exp + (n_exp if m.expert_bias else 0)  # type: ignore[operator]
+        moe_experts = moe_layers * n_exp * expert  # type: ignore[operator]
         moe_active = moe_layers * m.num_experts_per_tok * expert  # type: ignore[operator]
-        shared = moe_layers * (m.num_shared_experts * expert + h * m.num_experts)  # type: ignore[operator]
+        shared = moe_layers * (m.num_shared_experts * shared_expert + router)
     else:
         dense_layers, moe_experts, moe_active, shared = layers, 0, 0, 0
     dense_mlp = dense_layers * mlp_params(h, m.intermediate_size, gated)
