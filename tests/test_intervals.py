@@ -103,17 +103,26 @@ def test_reader_maps_case_kinds_and_keeps_failed_predictions():
         # batch-1 decode in tok/s: measured 50 tok/s vs 40 predicted = TPOT 0.8x predicted
         {"id": "a", "kind": "decode_b1", "family": "batch-1 decode", "engine": "vllm",
          "accelerator_family": "hopper", "calibrated": True, "measured": 50.0, "predicted": 40.0},
-        # a load row predicted unstable (inf): a 100x miss on the high side, not dropped
+        # a load row predicted unstable (inf): kept, at the worst finite TTFT miss that way
         {"id": "b", "kind": "load_ttft", "family": "TTFT/ITL under load", "engine": "vllm",
          "accelerator_family": "hopper", "calibrated": True, "measured": 0.2,
          "predicted": float("inf")},
+        # TTFT rows measured at 0.5x and 1.5x the prediction
+        {"id": "d", "kind": "ttft_b1", "family": "TTFT", "engine": "vllm",
+         "accelerator_family": "hopper", "calibrated": True, "measured": 0.05, "predicted": 0.1},
+        {"id": "e", "kind": "ttft_b1", "family": "TTFT", "engine": "vllm",
+         "accelerator_family": "hopper", "calibrated": True, "measured": 0.15, "predicted": 0.1},
+        # a throughput predicted 0 with no finite throughput row: 100x the other way
+        {"id": "f", "kind": "offline", "family": "offline throughput", "engine": "vllm",
+         "accelerator_family": "hopper", "calibrated": True, "measured": 900.0, "predicted": 0.0},
         {"id": "c", "kind": "allreduce_latency_us", "family": "all-reduce", "engine": "nccl",
          "accelerator_family": "hopper", "calibrated": True, "measured": 1.0, "predicted": 1.0},
     ]}  # fmt: skip
     got = {r.id: r for r in rows_from_doc(doc)}
-    assert set(got) == {"a", "b"}  # all-reduce is not a headline number of an estimate
+    assert set(got) == {"a", "b", "d", "e", "f"}  # all-reduce is no headline number
     assert got["a"].kind == "tpot" and got["a"].log_ratio == pytest.approx(math.log(0.8))
-    assert got["b"].kind == "ttft" and got["b"].log_ratio == pytest.approx(-math.log(100))
+    assert got["b"].kind == "ttft" and got["b"].log_ratio == pytest.approx(math.log(0.5))
+    assert got["f"].kind == "throughput" and got["f"].log_ratio == pytest.approx(math.log(100))
 
 
 def test_coverage_scores_each_row_by_an_interval_built_without_it():

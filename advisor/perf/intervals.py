@@ -35,7 +35,8 @@ uncalibrated, the interval also covers their quantiles (hull). Source of the rul
 the leave-one-GPU-out P90 (~35-50%) widens towards.
 
 A row whose prediction failed (non-finite: an unstable queue, a zero throughput) stays in the
-table as a factor-``FAILED_FACTOR`` miss in the direction of the failure, never dropped.
+table, never dropped: beyond every finite row in the direction of the failure, it counts as the
+worst finite miss of its kind that way (so a quantile among the failures is at least that wide).
 
 E2E: from rows of kind e2e when the table has at least ``MIN_ROWS`` calibrated ones; otherwise
 TTFT and TPOT intervals combined,
@@ -45,6 +46,7 @@ the family and engine constants), and in the search the larger of the two upper 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -64,7 +66,7 @@ CONFIDENCE_RANGE = (0.5, 0.99)
 #: Fewest held-out rows a hierarchy level needs: with 10 rows the 10%/90% quantiles of an 80%
 #: interval fall between the 1st/2nd and 9th/10th order statistics, not beyond the sample.
 MIN_ROWS = 10
-#: A failed prediction counts as this factor off (keeps the row in the quantiles, finite).
+#: A failed prediction with no finite row of its kind beyond it counts as this factor off.
 FAILED_FACTOR = 100.0
 
 #: Case kind (advisor/perf/measurements.py) or its coarse kind (validate.COARSE_KIND) ->
@@ -161,22 +163,41 @@ def check_confidence(confidence: float, field: str = "confidence") -> float:
 
 
 def log_ratio(measured: float, predicted: float, power: int = 1) -> float:
-    """log(measured / predicted) of the headline quantity; a failed prediction is a clipped miss.
+    """log(measured / predicted) of the headline quantity; -inf/+inf for a failed prediction.
 
     >>> round(log_ratio(120.0, 100.0), 4)  # measured 20% above predicted: ln 1.2
     0.1823
     >>> round(log_ratio(50.0, 40.0, power=-1), 4)  # tok/s 25% above -> TPOT 20% below: ln 0.8
     -0.2231
-    >>> round(log_ratio(0.5, math.inf), 3)  # predicted unstable: counted as 100x too high
-    -4.605
+    >>> log_ratio(0.5, math.inf), log_ratio(900.0, 0.0)  # predicted unstable; no throughput
+    (-inf, inf)
     """
-    clip = math.log(FAILED_FACTOR)
     if not math.isfinite(predicted) or predicted <= 0:
         # latency predicted unbounded (inf/nan) = too high; throughput predicted 0 = too low
         failed_high = not predicted <= 0
-        return -clip * power if failed_high else clip * power
-    r = math.log(measured / predicted) * power
-    return max(-clip, min(clip, r))
+        return -math.inf * power if failed_high else math.inf * power
+    return math.log(measured / predicted) * power
+
+
+def _failures_at_the_extremes(rows: list[ErrorRow]) -> list[ErrorRow]:
+    """Each failed row (+-inf) at the worst finite miss of its kind in its direction.
+
+    Its error is larger than any finite one, so it sits beyond every finite row in the order;
+    a quantile that falls among the failures reports the worst finite miss (the interval is at
+    least that wide). No finite row that way: a factor of FAILED_FACTOR.
+    """
+    out = []
+    for r in rows:
+        if math.isfinite(r.log_ratio):
+            out.append(r)
+            continue
+        same = [x.log_ratio for x in rows if x.kind == r.kind and math.isfinite(x.log_ratio)]
+        if r.log_ratio < 0:
+            worst = min([v for v in same if v < 0], default=-math.log(FAILED_FACTOR))
+        else:
+            worst = max([v for v in same if v > 0], default=math.log(FAILED_FACTOR))
+        out.append(dataclasses.replace(r, log_ratio=worst))
+    return out
 
 
 def rows_from_doc(doc: Mapping) -> list[ErrorRow]:
@@ -195,7 +216,7 @@ def rows_from_doc(doc: Mapping) -> list[ErrorRow]:
                 log_ratio=log_ratio(float(r["measured"]), float(r["predicted"]), kind[1]),
             )
         )  # fmt: skip
-    return out
+    return _failures_at_the_extremes(out)
 
 
 def _p90s(doc: Mapping) -> dict[tuple[str, str], float]:
