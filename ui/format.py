@@ -48,18 +48,27 @@ def ms(x_s: float) -> str:
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~:$&])")
 _NAME_OK = re.compile(r"[^\w .,/+()@-]")
+#: Where GitHub-flavoured markdown would start a link by itself (an "autolink literal": a URL
+#: scheme, ``www.``, the ``@`` of an e-mail address). Backslash escapes do not stop it: the
+#: link is found in the text after the escapes are read. A WORD JOINER (U+2060, invisible, not
+#: a word character) is put there instead, so the pattern no longer matches.
+_AUTOLINK = re.compile(r"(?i)(?<=http)(?=s?:)|(?<=www)(?=\.)|(?=@)|(?<=mailto)(?=:)|(?<=xmpp)(?=:)")
+WORD_JOINER = "\u2060"
 
 
 def md_escape(text: object) -> str:
     """User text for st.markdown, alerts and widget labels, shown as typed: markdown, HTML tags,
-    links, images, LaTeX ($) and Streamlit directives (:red[...]) backslash-escaped.
+    links, images, LaTeX ($) and Streamlit directives (:red[...]) backslash-escaped, and the
+    autolinks of bare URLs, ``www.`` names and e-mail addresses broken by an invisible joiner.
 
     >>> md_escape("<img src=x onerror=alert(1)>")
     '\\\\<img src=x onerror=alert\\\\(1\\\\)\\\\>'
     >>> md_escape("**Acme** :red[x] $1")
     '\\\\*\\\\*Acme\\\\*\\\\* \\\\:red\\\\[x\\\\] \\\\$1'
+    >>> md_escape("https://e.x www.e.x u@e.x").replace(WORD_JOINER, "^")
+    'http^s\\\\://e\\\\.x www^\\\\.e\\\\.x u^@e\\\\.x'
     """
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    return _MD_SPECIAL.sub(r"\\\1", _AUTOLINK.sub(WORD_JOINER, str(text)))
 
 
 def display_name(text: str) -> str:

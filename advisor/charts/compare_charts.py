@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from advisor.catalog import accelerators
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.charts.theme import PALETTE, TEMPLATE, styled
+from advisor.charts.theme import PALETTE, TEMPLATE, escape, styled
 from advisor.perf.estimate import EstimateInput, estimate
 from advisor.perf.sweeps import users_load
 from advisor.scenario import Scenario
@@ -202,7 +202,7 @@ def throughput_vs_batch_figure(sweeps: Mapping[str, Sequence[Mapping]]) -> go.Fi
                     y=[r[key] for r in rows],
                     mode="lines+markers",
                     name=_short(label),
-                    legendgroup=label,
+                    legendgroup=escape(label),  # not shown, but no raw user text in a figure
                     showlegend=col == 1,
                     line={"color": colour},
                     hovertemplate=f"{_short(label)}<br>batch %{{x}}<br>%{{y:.3g}} {unit}"
@@ -225,8 +225,8 @@ def _wrap(label: str, width: int = 20, lines: int = 3) -> str:
 
     >>> _wrap("Llama 3.1 70B on 4x H100 NVLink, P99 TPOT 50 ms")
     'Llama 3.1 70B on 4x<br>H100 NVLink, P99<br>TPOT 50 ms'
-    >>> _wrap("C (does not fit)")
-    'C (does not fit)'
+    >>> _wrap("C (does not fit)"), _wrap("<b>X</b> & <i>eng</i>")
+    ('C (does not fit)', '&lt;b&gt;X&lt;/b&gt; &amp;<br>&lt;i&gt;eng&lt;/i&gt;')
     """
     out: list[str] = []
     for word in label.split():
@@ -237,8 +237,13 @@ def _wrap(label: str, width: int = 20, lines: int = 3) -> str:
     if len(out) > lines:
         out = out[:lines]
         out[-1] = out[-1][: width - 1] + "…"
-    return "<br>".join(out)
+    return "<br>".join(escape(x) for x in out)  # user text: escaped, then our line breaks
 
 
 def _short(label: str, n: int = 40) -> str:
-    return label if len(label) <= n else label[: n - 1] + "…"
+    """A legend/hover label of at most ``n`` characters, escaped for plotly.
+
+    >>> _short("<a href='//x.co'>X</a>")
+    "&lt;a href='//x.co'&gt;X&lt;/a&gt;"
+    """
+    return escape(label if len(label) <= n else label[: n - 1] + "…")

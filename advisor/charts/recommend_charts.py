@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from advisor.charts.theme import PALETTE, styled
+from advisor.charts.theme import PALETTE, escape, styled
 
 MEETS, MISSES, BEST = PALETTE[2], PALETTE[5], PALETTE[0]
 #: Hover of a point; customdata = [point_id (identifies the deployment), GPUs, tokens/s
@@ -19,15 +18,6 @@ _HOVER = (
     "%{{customdata[2]:,.0f}} tokens/s per GPU<br>$%{{customdata[3]:,.3f}} per million tokens"
     "<br>%{{customdata[5]}}<extra></extra>"
 )
-
-
-def escape(text: str) -> str:
-    """Text safe inside a plotly label: ``&``, ``<``, ``>`` as entities.
-
-    >>> escape("TP=2 <b>&</b>")
-    'TP=2 &lt;b&gt;&amp;&lt;/b&gt;'
-    """
-    return html.escape(str(text), quote=False)
 
 
 def point_id(p) -> str:

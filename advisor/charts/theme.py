@@ -7,6 +7,7 @@ that leaves colours to the web frontend, so exported images (PDF report) would c
 from __future__ import annotations
 
 import copy
+import html
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -61,9 +62,20 @@ TEMPLATE_NAME = "inference_architect"
 pio.templates[TEMPLATE_NAME] = TEMPLATE
 
 
+def escape(text: object) -> str:
+    """Text shown as typed in any plotly text (title, label, legend, hover, annotation): plotly
+    reads a subset of HTML there (``<b>``, ``<a href>``, ``<span style>``), so ``&``, ``<`` and
+    ``>`` become entities, which it shows as the characters.
+
+    >>> escape("TP=2 <b>&</b>")
+    'TP=2 &lt;b&gt;&amp;&lt;/b&gt;'
+    """
+    return html.escape(str(text), quote=False)
+
+
 def styled(fig: go.Figure, title: str, *, height: int = 420) -> go.Figure:
-    """Apply the template, the title and a height; returns the same figure."""
-    fig.update_layout(template=TEMPLATE, title={"text": title}, height=height)
+    """Apply the template, the title (plain text, escaped) and a height; returns the figure."""
+    fig.update_layout(template=TEMPLATE, title={"text": escape(title)}, height=height)
     return fig
 
 

@@ -10,7 +10,7 @@ from advisor.catalog import accelerators, interconnects
 from advisor.charts import interconnect_charts as ic
 from advisor.physics.collectives import article_message_bytes_for
 from ui.focus import sequences_in_flight, show_focus
-from ui.format import ms, small_bytes
+from ui.format import md_escape, ms, small_bytes
 from ui.state import current, guarded
 
 COMPARED = ("pcie5", "nvlink4", "xgmi")
@@ -35,7 +35,7 @@ def setup() -> SimpleNamespace:
         engine=scenario.options.engine,
     )  # fmt: skip
     st.caption(
-        f"**{model.name}** (hidden {model.hidden_size:,}, {model.num_hidden_layers} layers) on "
+        f"**{md_escape(model.name)}** (hidden {model.hidden_size:,}, {model.num_hidden_layers} layers) on "
         f"**{gpu.name}**, TP={spec.tp}, PP={spec.pp}, decode batch of **{n_seq:,} tokens** "
         f"per replica ({how}), weights {c.wd}, KV {c.kv}, engine {c.engine} "
         + ("(NCCL ring/tree/NVLS only)" if c.engine == "generic" else
@@ -127,7 +127,7 @@ def article_section(c: SimpleNamespace, rows: list[dict]) -> None:
         "and the fraction f of the raw bandwidth B a link reaches (fitted to nccl-tests). "
         f"It never states d. Its “15 µs per layer” on NVLink at N = 8 needs "
         f"d = {small_bytes(d15)}, its “380 µs” on PCIe (N = 8 assumed) d = {small_bytes(d380)}: "
-        f"for {c.model.name} ({small_bytes(per_token)} per token, 16-bit) that is "
+        f"for {md_escape(c.model.name)} ({small_bytes(per_token)} per token, 16-bit) that is "
         f"{d15 / per_token:,.0f} and {d380 / per_token:,.0f} tokens in one step, so the two "
         "figures do not describe the same batch."
     )

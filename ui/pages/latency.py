@@ -53,7 +53,7 @@ def setup() -> SimpleNamespace:
         "prefilled on the other pool)" if spec.disaggregated else ""
     )  # fmt: skip
     st.caption(
-        f"**{model.name}** on **{gpu.name}**, TP={inp.tp}, PP={inp.pp}, weights {inp.weights}, "
+        f"**{md_escape(model.name)}** on **{gpu.name}**, TP={inp.tp}, PP={inp.pp}, weights {inp.weights}, "
         f"KV {inp.kv}{', speculative decoding' if spec.speculative else ''}{pools}; "
         f"{inp.isl:,} input + {inp.osl:,} output tokens; one replica's load: {load}."
     )

@@ -11,7 +11,7 @@ from advisor.charts import memory_charts as mc
 from advisor.physics.memory import DTYPE_BYTES, PAGED_BLOCK_SIZES, article_kv_bytes_per_sequence
 from ui import cache
 from ui.focus import sequences_in_flight, show_focus
-from ui.format import gb, gb_gib, small_bytes
+from ui.format import gb, gb_gib, md_escape, small_bytes
 from ui.state import current, guarded, local_key, remember_local, view_now
 
 
@@ -54,7 +54,7 @@ def setup() -> SimpleNamespace:
         "and its weights come out of the KV budget." if spec.speculative else ""
     )  # fmt: skip
     st.caption(
-        f"**{model.name}** on **{gpu.name}** ({gb_gib(gpu.memory_bytes)}), TP={ctx.tp}, "
+        f"**{md_escape(model.name)}** on **{gpu.name}** ({gb_gib(gpu.memory_bytes)}), TP={ctx.tp}, "
         f"PP={ctx.pp}, weights {ctx.wd}, KV cache {ctx.kd}, {ctx.context:,} tokens per sequence "
         f"({scenario.workload.isl_tokens:,} in + {scenario.workload.osl_tokens:,} out); "
         f"**{ctx.n_seq:,} sequences in flight** per replica: {n_how}.{pools}{draft} "
@@ -145,7 +145,7 @@ def article_section(c: SimpleNamespace, b) -> None:
     mla = ("It uses multi-head latent attention and caches a compressed latent instead. "
            if m.is_mla else "")  # fmt: skip
     left.markdown(
-        f"For {m.name}, d_model = {m.hidden_size:,} but the cache stores {width} values per token "
+        f"For {md_escape(m.name)}, d_model = {m.hidden_size:,} but the cache stores {width} values per token "
         f"per layer for K and for V. {mla}At L = {c.context:,} tokens, B = 1, {c.kd}: the "
         f"article's formula gives **{gb(article, 2)}**, the correct figure is "
         f"**{gb(b.kv_bytes_per_sequence, 2)}** ({article / b.kv_bytes_per_sequence:.1f}× less), "

@@ -7,7 +7,7 @@ import streamlit as st
 from advisor.catalog import accelerators, interconnects
 from advisor.scenario import dump_scenario
 from ui.focus import show_focus
-from ui.format import gb_gib
+from ui.format import gb_gib, md_escape
 from ui.state import AMBIGUITY_NOTE, current, guarded
 
 
@@ -26,7 +26,7 @@ def summary() -> None:
     )
     c1, c2 = st.columns(2)
     c1.markdown(
-        f"**Model:** {model.name} ({model.num_hidden_layers} layers, hidden {model.hidden_size:,}, "
+        f"**Model:** {md_escape(model.name)} ({model.num_hidden_layers} layers, hidden {model.hidden_size:,}, "
         f"{model.num_attention_heads} query / {model.num_key_value_heads} KV heads, "
         f"context up to {model.max_position_embeddings:,} tokens)\n\n"
         f"**Accelerators:** "

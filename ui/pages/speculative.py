@@ -21,6 +21,7 @@ from advisor.perf.sweeps import batch_cap, batch_grid, replica_config
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.search.focus import estimate_input
 from ui.focus import sequences_in_flight, show_focus
+from ui.format import md_escape
 from ui.state import current, guarded
 
 ACCEPTANCES = np.round(np.linspace(0.0, 1.0, 21), 2)
@@ -37,7 +38,9 @@ def setup() -> SimpleNamespace | None:
     cat = models()
     drafts = draft_candidates(model, cat)
     if not drafts:
-        st.warning(f"No catalog model is smaller than {model.name}: nothing to draft with.")
+        st.warning(
+            f"No catalog model is smaller than {md_escape(model.name)}: nothing to draft with."
+        )
         return None
     preferred = scenario.options.draft_model or DEFAULT_DRAFT
     default = preferred if preferred in drafts else drafts[0]
@@ -64,7 +67,7 @@ def setup() -> SimpleNamespace | None:
     )
     st.caption(
         f"Speculative decoding is {on}. "
-        f"Target **{model.name}** on **{gpu.name}** (TP={inp.tp}, PP={inp.pp}, {inp.weights} "
+        f"Target **{md_escape(model.name)}** on **{gpu.name}** (TP={inp.tp}, PP={inp.pp}, {inp.weights} "
         f"weights, KV {inp.kv}), draft **{cat[draft_id].name}** on the same GPUs. Batch "
         f"**{batch:,.0f} sequences** per replica ({how}"
         + (f"; capped at the {cap:,} the KV cache holds" if n_seq > cap else "")
@@ -78,7 +81,9 @@ def setup() -> SimpleNamespace | None:
 
 def summary_section(c: SimpleNamespace) -> None:
     if c.cap < 1:
-        st.error(f"{c.model.name} does not fit at TP={c.inp.tp}, PP={c.inp.pp}: no sequence fits.")
+        st.error(
+            f"{md_escape(c.model.name)} does not fit at TP={c.inp.tp}, PP={c.inp.pp}: no sequence fits."
+        )
         return
     # The estimate itself (same physics), at the scenario's batch and the chosen (a, k).
     est = estimate(c.model, c.gpu, c.inp.model_copy(update={
