@@ -37,7 +37,7 @@ from advisor.search.results import (
     Percentiles,
     Recommendation,
 )
-from advisor.search.sla import percentile_intervals, sla_checks
+from advisor.search.sla import confidence_note, percentile_intervals, sla_checks
 from advisor.search.timing import PHASES, Phases, phase
 
 ASSUMPTIONS = [
@@ -293,7 +293,7 @@ def _nothing(sc: Scenario, t0: float, rejected: dict, reason: str) -> Recommenda
         decision_matrix=DecisionMatrix(model_params_b=params / 1e9, row=ans.row,
             article_answer=ans.text, note=ans.note, agrees=None, differences=[reason],
             article_shape=ans.shape_text(sc.hardware.gpus_per_node)),
-        capacity=None, cost_basis=[], assumptions=[*ASSUMPTIONS, _headroom_note(sc)],
+        capacity=None, cost_basis=[], assumptions=[*ASSUMPTIONS, _headroom_note(sc), confidence_note(sc)],
         elapsed_ms=(time.perf_counter() - t0) * 1e3,
     )  # fmt: skip
 
@@ -404,7 +404,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         near_misses=near, explanation=explanation, candidates_evaluated=int(t.n),
         feasible=int(feasible.sum()), rejected=dict(rejected), decision_matrix=dm,
         capacity=cap, cost_basis=[v[1] for v in t.rates.values()], lowest_latency=fastest,
-        assumptions=[*ASSUMPTIONS, _headroom_note(sc), *_calibration_notes(sc)],
+        assumptions=[*ASSUMPTIONS, _headroom_note(sc), confidence_note(sc), *_calibration_notes(sc)],
         elapsed_ms=(time.perf_counter() - t0) * 1e3,
     )  # fmt: skip
 

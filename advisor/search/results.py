@@ -48,7 +48,9 @@ class Deployment(BaseModel):
     stable: bool
     unstable_reason: str | None = None
     meets_sla: bool
-    sla_ratio: float  # worst (value / target) over the stated targets; <= 1 meets the SLA
+    #: Worst (upper end of the predicted percentile's range at the SLA's confidence / target) over
+    #: the stated targets, or utilisation / max_utilisation; <= 1 meets the SLA.
+    sla_ratio: float
     throughput_tok_s: float
     throughput_per_gpu_tok_s: float
     usd_per_hour: float

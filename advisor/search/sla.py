@@ -60,3 +60,14 @@ def percentile_intervals(sc, gpu: str, ttft_ms: float, tpot_ms: float, e2e_ms: f
         "calibrated": all(v.calibrated for v in iv.values()),
         "basis": f"TTFT: {iv['TTFT'].basis}. TPOT: {iv['TPOT'].basis}. E2E: {iv['E2E'].basis}.",
     }
+
+
+def confidence_note(sc) -> str:
+    """The assumption behind "meets the SLA", for the recommendation's list of assumptions."""
+    c = f"{sc.sla.confidence:.0%}"
+    return (
+        f"A target counts as met only when the upper end of the {c} range of the predicted "
+        f"P{sc.sla.percentile} is within it: ranges from the out-of-sample (leave-one-source-out) "
+        "errors of that prediction kind for the engine and accelerator family, wider where "
+        "either is uncalibrated (advisor/perf/intervals.py; sla.confidence)."
+    )
