@@ -139,3 +139,43 @@ def test_a_hand_set_deployment_that_misses_the_sla_says_which_target():
     f = evaluate_spec(sc, parse_spec("h100-sxm.tp4.pp1.dp2.fp16.fp16"))
     assert f.fits and not f.meets_sla
     assert any(r.startswith("P99 TPOT") and "> 5 ms" in r for r in f.fails), f.fails
+
+
+def _pdf_first_page(pdf: bytes) -> str:
+    import io
+
+    from pypdf import PdfReader
+
+    return " ".join(PdfReader(io.BytesIO(pdf)).pages[0].extract_text().split())
+
+
+def test_the_pdf_describes_the_deployment_in_focus():
+    from advisor.report.pdf import build_report
+
+    # 70B fp16 on 2 x TP=4 at P99 TPOT <= 5 ms misses the target (see above)
+    sc = Scenario(sla=SLA(tpot_ms=5.0))
+    rec = recommend(sc)
+    f = evaluate_spec(sc, parse_spec("h100-sxm.tp4.pp1.dp2.fp16.fp16"))
+    note = f"{f.spec.describe()}, chosen by hand: misses the SLA: {'; '.join(f.fails)}"
+    text = _pdf_first_page(
+        build_report(sc, recommendation=rec, focus=f.deployment, focus_note=note, charts=False)
+    )
+    assert f"Deployment in focus: {f.deployment.description}" in text
+    assert "chosen by hand: misses the SLA: P99 TPOT" in text
+    assert "not the search's recommendation" in text
+    # without a focus, the same report says what the search found (nothing meets 5 ms)
+    plain = _pdf_first_page(build_report(sc, recommendation=rec, charts=False))
+    assert "No recommendation" in plain and "Deployment in focus" not in plain
+
+
+def test_a_pdf_whose_focus_does_not_fit_says_so_then_gives_the_recommendation():
+    from advisor.report.pdf import build_report
+
+    sc = Scenario()
+    rec = recommend(sc)
+    f = evaluate_spec(sc, parse_spec("h100-sxm.tp1.pp1.dp1.fp16.fp16"))  # 141 GB > 80 GB
+    note = f"{f.spec.describe()}, chosen by hand: does not fit: {'; '.join(f.reasons)}"
+    text = _pdf_first_page(build_report(sc, recommendation=rec, focus_note=note, charts=False))
+    assert "Deployment in focus in the app: 1 × (TP=1) h100-sxm" in text
+    assert "does not fit: weights do not fit: 141 GB" in text
+    assert f"Recommended deployment: {rec.best.description}" in text

@@ -64,6 +64,7 @@ def pareto_figure(
     latency_metric: str,
     sla_ms: float | None = None,
     best: str | None = None,
+    focus=None,
 ) -> go.Figure:
     """The two Pareto frontiers against the latency metric: throughput per GPU (higher is better)
     and cost per million output tokens (lower is better). Points are ``ParetoPoint``-like objects
@@ -71,7 +72,8 @@ def pareto_figure(
     meets_sla: every target of the SLA and the headroom); hovering names the deployment, and
     ``customdata[0]`` of every point is :func:`point_id` (what a click selects). ``best`` (a
     description) is drawn as a star with its own legend entry; ``sla_ms`` draws the target as a
-    dashed vertical line."""
+    dashed vertical line. ``focus`` (a ``ParetoPoint``-like object, on the frontier or not): the
+    deployment in focus, ringed in both panels."""
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -138,6 +140,18 @@ def pareto_figure(
                 row=1,
                 col=col,
             )
+        if focus is not None:
+            fig.add_trace(
+                go.Scatter(
+                    x=[focus.latency_ms], y=[getattr(focus, key)], mode="markers",
+                    marker={"symbol": "circle-open", "size": 24, "color": "#222222",
+                            "line": {"width": 2.5}},
+                    name="in focus", legendgroup="focus", showlegend=col == 1,
+                    customdata=[_custom(focus)],
+                    hovertemplate="<b>in focus</b><br>" + _HOVER.format(metric=escape(latency_metric)),
+                ),
+                row=1, col=col,
+            )  # fmt: skip
         if sla_ms is not None:
             fig.add_vline(x=sla_ms, line={"color": "#444444", "dash": "dash"}, row=1, col=col)
         xt = f"{latency_metric} (ms)" + (f"; dashed: SLA {sla_ms:g} ms" if sla_ms else "")

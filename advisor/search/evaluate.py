@@ -130,8 +130,8 @@ def _build(
             what = "weights + draft" if s.spec else "weights"
             reason = (
                 f"{what} do not fit: {weights[i] / GB:.0f} GB > "
-                f"{(r.kv_budget_bytes[i] + weights[i]) / GB:.0f} GB usable per GPU "
-                f"({s.weights}, TP={s.tp}, PP={s.pp}, {s.gpu})"
+                f"{(r.kv_budget_bytes[i] + weights[i]) / GB:.0f} GB per GPU left for weights and KV "
+                f"after activations ({s.weights}, TP={s.tp}, PP={s.pp}, {s.gpu})"
             )
         else:
             reason = f"KV cache cannot hold one sequence of {isl + osl:.0f} tokens ({s.gpu})"

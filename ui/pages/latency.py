@@ -84,16 +84,16 @@ def focus_section(c: SimpleNamespace) -> bool:
     """The deployment in focus at the scenario's load: the search's percentiles (the numbers
     of the Recommendation page). False when it cannot run at all."""
     f, pct = c.focus, c.scenario.sla.percentile
-    if not f.result.fits:
-        st.error("Not servable as set: " + "; ".join(f.result.reasons))
+    if not f.result.fits:  # the banner above says why
         return False
     d = f.deployment
     m = st.columns(6)
     for col, name in zip(m[:3], ("ttft", "tpot", "e2e"), strict=True):
         col.metric(f"P{pct} {name.upper()}", fmt_ms(getattr(getattr(d, f"{name}_ms"), f"p{pct}")))
-    m[3].metric("Throughput per GPU", f"{d.throughput_per_gpu_tok_s:,.0f} tok/s",
+    m[3].metric("Tok/s per GPU", f"{d.throughput_per_gpu_tok_s:,.0f}",
                 help="output tokens/s per GPU at the offered load")  # fmt: skip
-    m[4].metric("Cost per M output tokens", f"${d.usd_per_million_tokens:,.3f}")
+    m[4].metric("USD / M tokens", f"${d.usd_per_million_tokens:,.3f}",
+                help="per million output tokens at the offered load")  # fmt: skip
     m[5].metric("Meets the SLA", "yes" if d.meets_sla else "no", help=c.scenario.sla.describe())
     rows = [
         {"metric": name.upper(),
@@ -123,13 +123,11 @@ def summary_section(c: SimpleNamespace) -> bool:
     m[0].metric("Mean TTFT", fmt_ms(e["ttft_ms"]), help="time to first token (mean)")
     m[1].metric("Mean TPOT", fmt_ms(e["tpot_ms"]), help="time per output token (mean)")
     m[2].metric("Mean E2E", fmt_ms(e["e2e_ms"]), help=f"TTFT + {c.inp.osl - 1} × TPOT")
-    m[3].metric("Throughput", f"{e['throughput_tok_s']:,.0f} tok/s", help="output tokens/s over the DP replicas")  # fmt: skip
-    m[4].metric(
-        "Per GPU",
-        f"{e['throughput_tok_s_per_gpu']:,.0f} tok/s",
-        help="output tokens/s per GPU of these replicas",
-    )
-    m[5].metric("Running sequences", f"{e['concurrency']:,.1f}",
+    m[3].metric("Output tok/s", f"{e['throughput_tok_s']:,.0f}",
+                help="output tokens/s over the DP replicas")  # fmt: skip
+    m[4].metric("Tok/s per GPU", f"{e['throughput_tok_s_per_gpu']:,.0f}",
+                help="output tokens/s per GPU of these replicas")  # fmt: skip
+    m[5].metric("Running seqs", f"{e['concurrency']:,.1f}",
                 help=f"per replica; the KV cache holds up to {e['max_concurrency']:,}")  # fmt: skip
     for n in e.get("notes") or []:
         st.caption(n)

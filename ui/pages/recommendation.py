@@ -178,6 +178,7 @@ def page() -> None:
             rec.pareto, rec.pareto_cost, latency_metric=rec.latency_metric,
             sla_ms=_target_ms(scenario, rec.latency_metric),
             best=rec.best.description if rec.best else None,
+            focus=None if f.recommended else _point(rec, scenario, f),
         )  # fmt: skip
         st.plotly_chart(
             fig, width="stretch", key=CHART, selection_mode="points",
@@ -190,6 +191,21 @@ def page() -> None:
     guarded("Near misses", near_misses_section, rec, scenario.sla.percentile)
     guarded("Details", details_section, rec)
     guarded("PDF summary", pdf_section, scenario, rec, f)
+
+
+def _point(rec, scenario, f: InFocus):
+    """The deployment in focus as a Pareto point (None when it does not run)."""
+    from advisor.search.results import ParetoPoint
+
+    d = f.deployment
+    name = rec.latency_metric.split()[-1].lower()  # "P99 TPOT" -> tpot
+    if d is None or not d.stable or name not in ("ttft", "tpot", "e2e"):
+        return None
+    return ParetoPoint(
+        description=d.description, gpus=d.gpus, throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
+        usd_per_million_tokens=d.usd_per_million_tokens, meets_sla=d.meets_sla, spec=d.spec,
+        latency_ms=_pct(getattr(d, f"{name}_ms"), scenario.sla.percentile),
+    )  # fmt: skip
 
 
 def alternatives(rec) -> dict[str, tuple[str, str]]:
