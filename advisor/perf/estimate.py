@@ -15,7 +15,7 @@ import math
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.catalog import get_interconnect, interconnects
 from advisor.catalog.specs import Accelerator, ModelSpec
@@ -70,6 +70,23 @@ class EstimateInput(BaseModel):
     spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
     #: Confidence of the intervals around each headline number (advisor/perf/intervals.py).
     confidence: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
+    #: A decode-pool replica of disaggregated serving: its prompts are prefilled on the other
+    #: pool, so decode never stalls for them and TPOT is the decode step (as in the search's
+    #: decode pool, advisor/search/disaggregated.py). Needs a fixed concurrency.
+    prefill_elsewhere: bool = False
+
+    @model_validator(mode="after")
+    def _prefill_elsewhere(self) -> EstimateInput:
+        if self.prefill_elsewhere and (
+            self.qps is not None or not isinstance(self.concurrency, int)
+            or self.batching == "static"
+        ):  # fmt: skip
+            raise ValueError(
+                "prefill_elsewhere (a disaggregated decode pool) needs a fixed concurrency N "
+                f"with continuous batching (got qps={self.qps}, concurrency={self.concurrency!r},"
+                f" batching={self.batching!r})"
+            )
+        return self
 
 
 def _components(s: StepTimes) -> dict[str, float]:
@@ -302,6 +319,10 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
                 stall = float(prefill_stall_per_token_s(n, osl, p_s))
                 tpot += stall
                 breakdown["prefill_interruptions_ms_per_token"] = stall * 1e3
+        elif inp.prefill_elsewhere:
+            tpot = float(step.total[0])
+            notes.append("decode pool: prompts are prefilled on the other pool, so decode "
+                         "never stalls for them")  # fmt: skip
         elif n > 1:
             tpot = float(concurrency_tpot(r, n, isl, osl)[0])
             breakdown["prefill_interruptions_ms_per_token"] = (tpot - float(step.total[0])) * 1e3

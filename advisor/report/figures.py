@@ -41,11 +41,12 @@ def latency_rows(best: Any, scenario: Scenario) -> dict[str, dict[str, float]]:
     return rows
 
 
-def latency_figure(rec: Any, scenario: Scenario):
-    """Mean TTFT / TPOT breakdown of the recommended deployment (``breakdown_figure``), from the
-    search's result for that deployment at the scenario's load; the title names the P-th
-    percentiles the summary quotes, so the chart's means are not read as the SLA figures."""
-    best = getattr(rec, "best", None)
+def latency_figure(rec: Any, scenario: Scenario, deployment: Any = None):
+    """Mean TTFT / TPOT breakdown of ``deployment`` (default: the recommended one;
+    ``breakdown_figure``), from the search's result for that deployment at the scenario's load;
+    the title names the P-th percentiles the summary quotes, so the chart's means are not read
+    as the SLA figures."""
+    best = deployment if deployment is not None else getattr(rec, "best", None)
     if best is None or not best.step_breakdown_ms:
         return None
     from advisor.charts import latency_charts as lc

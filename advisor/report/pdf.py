@@ -359,6 +359,8 @@ class _Context:
     focus_note: str = ""
     #: The report describes that deployment (False: it cannot run; the recommendation follows).
     focused: bool = False
+    #: The search's Deployment the report describes (the charts are drawn for it).
+    described: Any = None
 
 
 def build_report(
@@ -408,7 +410,7 @@ def build_report(
     best = deployment(best_obj, scenario.sla.percentile) if best_obj is not None else None
     alts = _alternatives(rec, best) if focus is None or items else []  # "why they lost" to it
     ctx = _Context(scenario, rec, rec_note, best, alts, focus_note=clean(focus_note, 800),
-                   focused=focus is not None and not items)  # fmt: skip
+                   focused=focus is not None and not items, described=best_obj)  # fmt: skip
 
     subtitle = clean(client_t or scenario.name, 60)
     doc = _Doc(subtitle)
@@ -776,6 +778,8 @@ def _chart_from(kind: str, rec: Any, ctx: _Context):
     """The app's figure for ``kind`` built from the recommendation (None if unavailable)."""
     from advisor.report import figures
 
+    if kind == "latency":  # the deployment the summary describes (the focused one, if any)
+        return figures.latency_figure(rec, ctx.scenario, ctx.described)
     return figures.figure(kind, rec, ctx.scenario)
 
 

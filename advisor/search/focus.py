@@ -154,6 +154,7 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
         tp=spec.tp, pp=spec.pp, weights=spec.weights, kv=spec.kv, isl=w.isl_tokens,
         osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
         gpus_per_node=hw.gpus_per_node, engine=o.engine, **load,
+        prefill_elsewhere=spec.disaggregated,
     )  # fmt: skip
     if concurrency is None and not fixed_batch and w.concurrent_users is not None:
         # users with think time: the closed-loop request rate, so percentiles as under a rate
