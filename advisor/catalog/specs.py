@@ -353,3 +353,48 @@ def slugify(text: str) -> str:
     """
     s = re.sub(r"[^a-z0-9.]+", "-", text.strip().lower()).strip("-.")
     return s[:64].strip("-.") or "model"
+
+
+class QualityNote(BaseModel):
+    """A published accuracy effect of quantizing one model's weights or KV cache (data/quality.yaml).
+
+    Either a pair of scores on one benchmark (quantized and unquantized, as the source states
+    them), or a ``summary`` sentence of the source's finding, or both. ``models`` are catalog ids
+    the measurement is of; "*" marks a note that applies to every model (no per-model figure).
+    """
+
+    model_config = _STRICT
+
+    id: Slug
+    models: Annotated[list[Annotated[str, Field(pattern=r"^(\*|[a-z0-9][a-z0-9.\-]*[a-z0-9])$")]],
+                      Field(min_length=1, max_length=32)]  # fmt: skip
+    kind: Literal["weights", "kv"]
+    dtype: Literal["fp8", "int8", "int4"]
+    scheme: Annotated[str, Field(min_length=1, max_length=200)]
+    benchmark: Annotated[str, Field(min_length=1, max_length=120)] | None = None
+    quantized_score: Annotated[float, Field(ge=0, le=100)] | None = None
+    baseline_score: Annotated[float, Field(gt=0, le=100)] | None = None
+    summary: Annotated[str, Field(min_length=1, max_length=400)] | None = None
+    source: Annotated[str, Field(min_length=1, max_length=600)]
+    retrieved: Annotated[str, Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")]
+
+    @model_validator(mode="after")
+    def _content(self) -> QualityNote:
+        scores = (self.benchmark, self.quantized_score, self.baseline_score)
+        if any(v is not None for v in scores) and any(v is None for v in scores):
+            raise ValueError(
+                f"{self.id}: give benchmark, quantized_score and baseline_score together "
+                f"(got {scores})"
+            )
+        if self.quantized_score is None and self.summary is None:
+            raise ValueError(f"{self.id}: give the scores or a summary of the finding")
+        if self.kind == "kv" and self.dtype == "int4":
+            raise ValueError(f"{self.id}: the KV cache is fp8 or int8, not int4")
+        return self
+
+    @property
+    def recovery(self) -> float | None:
+        """Quantized score / unquantized score (None without scores)."""
+        if self.quantized_score is None or self.baseline_score is None:
+            return None
+        return self.quantized_score / self.baseline_score

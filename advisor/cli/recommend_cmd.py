@@ -160,6 +160,7 @@ def _rate(args: argparse.Namespace) -> float | None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    from advisor.catalog.quality import quality_for
     from advisor.search.budget import budget
     from advisor.search.recommend import recommend
 
@@ -167,6 +168,9 @@ def run(args: argparse.Namespace) -> dict:
     rec = recommend(sc)
     out = rec.model_dump(mode="json")
     out["budget"] = None if rec.best is None else budget(sc, rec.best).model_dump(mode="json")
+    out["quality"] = (
+        None if rec.best is None else quality_for(sc.model, rec.best.weights, rec.best.kv)
+    )
     return out
 
 
@@ -210,6 +214,10 @@ def render(r: dict) -> str:
             )
     if r.get("budget"):
         lines += budget_lines(r["budget"])
+    for q in r.get("quality") or []:
+        what = "weights" if q["tensor"] == "weights" else "KV cache"
+        parts = ([] if q["measured"] else ["not measured for this model"]) + q["notes"]
+        lines.append(f"quality, {what} {q['dtype']}: " + "; ".join(parts))
     lines.append("why:")
     lines += [f"  - {x}" for x in r["explanation"]]
     dm = r["decision_matrix"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.catalog.quality import quality_lines
 from advisor.report.text import clean
 from advisor.scenario import Scenario
 from advisor.search.budget import ITEMS, Budget, budget, usd
@@ -52,3 +53,13 @@ def budget_section(doc: Any, scenario: Scenario, deployment: Any, which: str) ->
     doc.para(f"Of the {which} deployment: {clean(b.deployment, 300)}.", 9.5)
     doc.table([("Item", "USD", "How"), *budget_rows(b)], (48, 28, 102))
     doc.bullets([clean(x, 600) for x in b.assumptions + b.sources], 8.5)
+
+
+def quality_section(doc: Any, scenario: Scenario, deployment: Any) -> None:
+    """h2 "Model quality at these dtypes": the published accuracy effect per quantized dtype."""
+    weights = getattr(deployment, "weights", None) or (deployment or {}).get("weights")
+    kv = getattr(deployment, "kv", None) or (deployment or {}).get("kv")
+    lines = quality_lines(scenario.model, str(weights), str(kv))
+    if lines:
+        doc.h2(f"Model quality at weights {weights}, KV {kv}")
+        doc.bullets([clean(x, 700) for x in lines], 8.5)

@@ -28,7 +28,7 @@ import advisor
 from advisor.catalog import accelerators, interconnects, models
 from advisor.catalog.loader import DATA_DIR
 from advisor.report import fonts, images
-from advisor.report.budget_pdf import budget_section
+from advisor.report.budget_pdf import budget_section, quality_section
 from advisor.report.text import NAME_LIMIT, NOTES_LIMIT, clean, latin1
 from advisor.scenario import Scenario
 
@@ -427,6 +427,7 @@ def build_report(
         doc.para(notes_t, 9.5)
     if best_obj is not None:
         focus = bool(items) and ranking[0].row.source == "in focus"
+        quality_section(doc, scenario, best_obj)
         budget_section(doc, scenario, best_obj, "in-focus" if focus else "recommended")
     _scenario_section(doc, ctx)
     if charts:

@@ -12,6 +12,7 @@ from ui.budget_view import budget_section
 from ui.cache import keys, recommend_for, scenario_key
 from ui.focus import BY_HAND, InFocus, choose, show_focus
 from ui.pdf import pdf_download
+from ui.quality_view import quality_section
 from ui.state import current, guarded
 
 SS = st.session_state
@@ -168,6 +169,7 @@ def page() -> None:
         return
     f = show_focus(scenario)
     guarded("Recommendation", best_section, rec, scenario)
+    guarded("Quality", quality_section, scenario, f.deployment)
     left, right = st.columns([3, 2], gap="large")
     with left:
         guarded("Why", why_section, rec)

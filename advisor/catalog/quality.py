@@ -1,0 +1,97 @@
+"""Quality notes for a quantized deployment: the published accuracy effect of its weight and KV
+dtypes on its model (data/quality.yaml), or a plain "not measured for this model"."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import yaml
+
+from advisor.catalog.loader import DATA_DIR, CatalogError
+from advisor.catalog.specs import QualityNote
+
+#: Said wherever no source measured the dtype's effect on the model.
+NOT_MEASURED = "not measured for this model"
+
+
+@cache
+def quality_notes() -> dict[str, QualityNote]:
+    """data/quality.yaml, validated; a source starting with a ref key gets the ref's text."""
+    path = DATA_DIR / "quality.yaml"
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"{path.name}: cannot read: {exc}") from exc
+    refs = doc.get("refs") or {}
+    out: dict[str, QualityNote] = {}
+    for i, raw in enumerate(doc.get("notes") or []):
+        src = str(raw.get("source", ""))
+        key, _, rest = src.partition(": ")
+        if key in refs:
+            raw = {**raw, "source": refs[key] + (f": {rest}" if rest else "")}
+        elif src in refs:
+            raw = {**raw, "source": refs[src]}
+        try:
+            note = QualityNote.model_validate(raw)
+        except ValueError as exc:
+            raise CatalogError(f"{path.name}: notes[{i}] ({raw.get('id')!r}): {exc}") from exc
+        if note.id in out:
+            raise CatalogError(f"{path.name}: duplicate id {note.id!r}")
+        out[note.id] = note
+    return out
+
+
+def describe(note: QualityNote) -> str:
+    """One line: the finding with its numbers, then the source.
+
+    >>> n = quality_notes()["llama-3.1-70b-int4"]
+    >>> describe(n).split(" (source")[0]
+    'INT4 weights only (W4A16, GPTQ, per-channel): Open LLM Leaderboard v1 average 78.54 vs 78.67 unquantized (99.8% recovered)'
+    """
+    parts = []
+    if note.recovery is not None:
+        parts.append(f"{note.benchmark} {note.quantized_score:.2f} vs {note.baseline_score:.2f} "
+                     f"unquantized ({note.recovery:.1%} recovered)")  # fmt: skip
+    if note.summary:
+        parts.append(note.summary)
+    return f"{note.scheme}: {'; '.join(parts)} (source: {note.source}, retrieved {note.retrieved})"
+
+
+def notes_for(model_id: str, kind: str, dtype: str) -> list[QualityNote]:
+    """Notes measured on ``model_id`` (then those for every model) for a weight or KV dtype."""
+    notes = [n for n in quality_notes().values() if n.kind == kind and n.dtype == dtype]
+    own = [n for n in notes if model_id in n.models]
+    return own + [n for n in notes if "*" in n.models]
+
+
+def quality_for(model_id: str, weights: str, kv: str) -> list[dict]:
+    """Per quantized dtype of a deployment (16/32-bit weights and 16-bit KV are the reference:
+    left out): ``{"tensor", "dtype", "measured", "notes"}``, ``measured`` False when no source
+    measured this dtype on ``model_id`` (its notes then hold only notes for every model).
+
+    >>> quality_for("mistral-7b", "int4", "fp16")
+    [{'tensor': 'weights', 'dtype': 'int4', 'measured': False, 'notes': []}]
+    """
+    out = []
+    for kind, dtype in (("weights", weights), ("kv", kv)):
+        if dtype not in ("fp8", "int8", "int4"):
+            continue
+        found = notes_for(model_id, kind, dtype)
+        out.append({"tensor": kind, "dtype": dtype,
+                    "measured": any("*" not in n.models for n in found),
+                    "notes": [describe(n) for n in found]})  # fmt: skip
+    return out
+
+
+def quality_lines(model_id: str, weights: str, kv: str) -> list[str]:
+    """``quality_for`` as one line per quantized dtype.
+
+    >>> quality_lines("mistral-7b", "int4", "fp16")
+    ['Weights int4: not measured for this model.']
+    """
+    lines = []
+    for q in quality_for(model_id, weights, kv):
+        head = f"{'Weights' if q['tensor'] == 'weights' else 'KV cache'} {q['dtype']}: "
+        parts = ([] if q["measured"] else [NOT_MEASURED]) + q["notes"]
+        lines.append(head + "; ".join(parts) + ("." if not q["notes"] else ""))
+    return lines

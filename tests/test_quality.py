@@ -1,0 +1,103 @@
+"""Quality notes (data/quality.yaml, advisor/catalog/quality.py): the numbers as their sources
+state them, "not measured for this model" elsewhere, and the one-click dtype exclusion."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from advisor.catalog import models
+from advisor.catalog.quality import NOT_MEASURED, quality_for, quality_lines, quality_notes
+from advisor.catalog.specs import QualityNote
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_catalog_models_exist_and_every_note_has_a_source_and_date():
+    for n in quality_notes().values():
+        assert all(m == "*" or m in models() for m in n.models), n.id
+        assert n.source and n.retrieved
+
+
+def test_numbers_as_the_model_cards_state_them():
+    notes = quality_notes()
+    # neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w4a16 card: 78.54 vs 78.67 (OpenLLM v1)
+    n = notes["llama-3.1-70b-int4"]
+    assert (n.quantized_score, n.baseline_score) == (78.54, 78.67)
+    assert n.recovery == pytest.approx(0.99835, abs=1e-5)
+    # RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8 card: 84.29 vs 84.40
+    assert (notes["llama-3.1-70b-fp8"].quantized_score, notes["llama-3.1-70b-fp8"].baseline_score) == (84.29, 84.40)  # fmt: skip
+    # neuralmagic/Meta-Llama-3.1-8B-Instruct-quantized.w4a16 card: 67.57 vs 69.32 (97.5%)
+    assert notes["llama-3.1-8b-int4"].recovery == pytest.approx(67.57 / 69.32)
+
+
+def test_not_measured_for_this_model():
+    q = quality_for("mistral-7b", "int4", "fp8")
+    assert q[0] == {"tensor": "weights", "dtype": "int4", "measured": False, "notes": []}
+    assert q[1]["measured"] is False and "vLLM" in q[1]["notes"][0]
+    assert NOT_MEASURED in quality_lines("mistral-7b", "int4", "fp16")[0]
+    assert quality_lines("llama-3.1-70b", "fp16", "fp16") == []  # the reference precision
+    lines = quality_lines("llama-3.1-70b", "int4", "fp16")
+    assert "78.54 vs 78.67" in lines[0] and "arXiv:2411.02355" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        ({"extra": 1}, "Extra inputs"),
+        ({"quantized_score": 70.0}, "together"),
+        ({"summary": None}, "scores or a summary"),
+        ({"kind": "kv", "dtype": "int4"}, "not int4"),
+        ({"retrieved": "last year"}, "retrieved"),
+    ],
+)
+def test_strict_spec_refuses_bad_entries(bad, match):
+    good = {"id": "x-int4", "models": ["llama-3.1-8b"], "kind": "weights", "dtype": "int4",
+            "scheme": "W4A16", "summary": "s", "source": "src", "retrieved": "2026-11"}  # fmt: skip
+    QualityNote.model_validate(good)
+    with pytest.raises(ValidationError, match=match):
+        QualityNote.model_validate({**good, **bad})
+
+
+def test_cli_json_has_quality(capsys):
+    from advisor.cli import main
+
+    assert main(["recommend", "--weights", "int4", "--kv", "fp16", "--no-disaggregated",
+                 "--json"]) == 0  # fmt: skip
+    r = json.loads(capsys.readouterr().out)
+    assert r["best"]["weights"] == "int4"
+    assert r["quality"][0]["measured"] and "78.54 vs 78.67" in r["quality"][0]["notes"][0]
+
+
+def test_pdf_has_the_quality_notes():
+    import io
+
+    from pypdf import PdfReader
+
+    from advisor.report.pdf import build_report
+    from advisor.scenario import Options, Scenario
+
+    s = Scenario(options=Options(weight_dtypes=["int4"], kv_dtypes=["fp16"], disaggregated=False))
+    pdf = build_report(s, charts=False, sensitivities=False)
+    text = " ".join(" ".join((p.extract_text() or "") for p in PdfReader(io.BytesIO(pdf)).pages).split())  # fmt: skip
+    assert "Model quality at weights int4, KV fp16" in text
+    assert "78.54 vs 78.67" in text
+
+
+def test_exclude_int4_button_edits_the_sidebar_and_the_search():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.query_params["wd"] = "int4,fp16"
+    at.query_params["kd"] = "fp16"
+    at = at.run().switch_page("ui/pages/recommendation.py").run()
+    assert not at.exception, at.exception
+    assert any("weights int4" in e.label for e in at.expander)
+    at.button(key="quality.exclude.int4").click().run()
+    assert not at.exception, at.exception
+    wd = next(w for w in at.multiselect if w.key == "w.wd")
+    assert wd.value == ["fp16"]
+    assert not any("weights int4" in e.label for e in at.expander)

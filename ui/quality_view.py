@@ -1,0 +1,46 @@
+"""Quality notes beside the recommended dtypes (advisor/catalog/quality.py) and a one-click
+"exclude <dtype>" that edits the sidebar's weight-dtype list (the search's options.weight_dtypes)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from advisor.catalog.quality import quality_for
+from advisor.search.results import Deployment
+from ui.format import md_escape
+from ui.url import URL_KEYS
+
+WD_KEY = f"w.{URL_KEYS['options.weight_dtypes']}"  # the sidebar's weight-dtype multiselect
+
+
+def _exclude(dtype: str) -> None:
+    """Callback (runs before the rerun, so the sidebar widget may still be edited)."""
+    allowed = [d for d in st.session_state.get(WD_KEY, []) if d != dtype]
+    if allowed:
+        st.session_state[WD_KEY] = allowed
+
+
+def quality_section(scenario, d: Deployment | None) -> None:
+    """The published accuracy effect of ``d``'s weight and KV dtypes on the scenario's model."""
+    if d is None:
+        return
+    notes = quality_for(scenario.model, d.weights, d.kv)
+    allowed = list(st.session_state.get(WD_KEY, scenario.options.weight_dtypes))
+    quantized = [x for x in ("int4", "int8", "fp8") if x in allowed]
+    if not notes and not quantized:
+        return
+    with st.expander(f"Model quality at weights {d.weights}, KV {d.kv}", expanded=bool(notes)):
+        if not notes:
+            st.markdown("16-bit weights and KV cache: the reference precision, no accuracy loss.")
+        for q in notes:
+            what = "Weights" if q["tensor"] == "weights" else "KV cache"
+            head = f"**{what} {q['dtype']}**: " + ("" if q["measured"] else "*not measured for "
+                                                    "this model*" + ("; " if q["notes"] else "."))  # fmt: skip
+            st.markdown(head + md_escape("; ".join(q["notes"])))
+        if len(quantized) and len(allowed) > 1:
+            st.caption("Exclude a weight dtype from the search (edits the sidebar's list):")
+            cols = st.columns(len(quantized))
+            for col, dtype in zip(cols, quantized, strict=True):
+                col.button(f"Exclude {dtype}", key=f"quality.exclude.{dtype}",
+                           on_click=_exclude, args=(dtype,),
+                           disabled=len(allowed) <= 1)  # fmt: skip
