@@ -24,7 +24,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 Percentile = Literal[50, 90, 95, 99]
 Engine = Literal["generic", "trtllm", "vllm", "sglang"]
-WDType = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+WDType = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4"]
 KDType = Literal["fp16", "bf16", "fp8", "int8"]
 #: Default think time of a concurrent user, s (Workload.think_time_s says where it comes from).
 THINK_TIME_DEFAULT_S = 15.0
@@ -118,7 +118,7 @@ class SLA(BaseModel):
 class Options(BaseModel):
     model_config = _STRICT
 
-    weight_dtypes: Annotated[list[WDType], Field(min_length=1, max_length=6)] = [
+    weight_dtypes: Annotated[list[WDType], Field(min_length=1, max_length=8)] = [
         "fp16",
         "fp8",
         "int8",

@@ -194,3 +194,77 @@ def test_a_draft_that_does_not_fit_next_to_the_target_is_a_reason():
     assert memory_budget(t, g, weights_dtype="fp8", context_tokens=4096).fits
     spec = memory_budget(t, g, weights_dtype="fp8", context_tokens=4096, draft=t)
     assert not spec.fits and "draft llama-3.1-70b" in spec.reasons[0]
+
+
+# --- issue 17: new attention layouts and 4-bit float formats ---------------------------------
+
+
+def test_fp4_bytes_per_weight_count_block_scales():
+    # OCP MX spec v1.0: MXFP4 = 32 E2M1 elements + one E8M0 byte -> (32 x 4 + 8) / 32 = 4.25 bits.
+    # NVIDIA NVFP4: 16 E2M1 elements + one E4M3 byte -> (16 x 4 + 8) / 16 = 4.5 bits.
+    assert bytes_per_weight("mxfp4") * 8 == pytest.approx(4.25)
+    assert bytes_per_weight("nvfp4") * 8 == pytest.approx(4.5)
+
+
+def test_gpt_oss_120b_weights_mxfp4_experts_bf16_rest():
+    # By hand from config.json: experts 36 x 128 x (3 x 2880^2 + 3 x 2880 biases) = 114.70e9
+    # x 0.53125 B = 60.94e9; attention 36 x 26.54e6 + router 36 x (2880 x 128 + 128) = 0.968e9
+    # x 2 B = 1.94e9; embedding + lm_head 2 x 201088 x 2880 = 1.158e9 x 2 B = 2.32e9.
+    # Sum 65.19e9 B = 60.7 GiB; the gpt-oss model card gives the checkpoint as 60.8 GiB.
+    from advisor.physics.memory import weight_bytes
+
+    w = weight_bytes(get_model("gpt-oss-120b"), "mxfp4")
+    assert w / 1e9 == pytest.approx(65.19, abs=0.02)
+    assert w / 2**30 == pytest.approx(60.8, rel=0.01)
+    # Dequantized to bf16 every weight is 2 bytes: 116.83e9 x 2 = 233.7e9 B (hand).
+    assert weight_bytes(get_model("gpt-oss-120b"), "bf16") / 1e9 == pytest.approx(233.66, abs=0.1)
+
+
+def test_gpt_oss_120b_kv_per_token_at_4k_and_128k():
+    # Per layer 2 x 8 KV heads x 64 x 2 B = 2048 B. 18 full layers hold every token, 18
+    # sliding layers at most 128 (config.json layer_types, sliding_window 128):
+    # 4k: 2048 x (18 + 18 x 128 / 4096) = 38,016 B/token; 128k: 2048 x (18 + 18 x 128 /
+    # 131072) = 36,900 B/token (hand calculation). Without the window it would be 73,728.
+    g = get_model("gpt-oss-120b")
+    assert kv_bytes_per_sequence(g, "bf16", 4096) / 4096 == 38_016
+    assert kv_bytes_per_sequence(g, "bf16", 131072) / 131072 == 36_900
+    assert kv_bytes_per_token(g, "bf16") == 73_728
+
+
+def test_llama4_chunked_layers_hold_one_chunk():
+    # Llama 4 Scout: 12 global layers of every token, 36 chunked layers of at most 8192 tokens;
+    # 2 x 8 x 128 x 2 B = 4096 B per layer-token. At 128k: 4096 x (12 x 131072 + 36 x 8192)
+    # = 7.650e9 B (hand), against 25.8e9 B if every layer kept every token.
+    s = get_model("llama-4-scout")
+    assert kv_bytes_per_sequence(s, "bf16", 131072) == 4096 * (12 * 131072 + 36 * 8192)
+
+
+def test_gpt_oss_120b_fits_one_h100_in_mxfp4_not_in_bf16():
+    # 65.2 GB of weights in 0.9 x 85.5 GB usable: fits (OpenAI: "runs on a single 80GB GPU");
+    # 233.7 GB in bf16 does not.
+    h100 = get_accelerator("h100-sxm")
+    g = get_model("gpt-oss-120b")
+    fp4 = memory_budget(g, h100, weights_dtype="mxfp4", kv_dtype="bf16", context_tokens=4096)
+    assert fp4.fits and fp4.max_concurrent_sequences > 0
+    assert any("experts in mxfp4" in a for a in fp4.assumptions)
+    bf16 = memory_budget(g, h100, weights_dtype="bf16", kv_dtype="bf16", context_tokens=4096)
+    assert not bf16.fits
+
+
+def test_nvfp4_counts_a_per_tensor_scale_per_matrix():
+    # Llama 3.3 70B: 80 layers x (4 attention + 3 MLP) = 560 matrices, 4 B each on top of
+    # 0.5625 B per linear weight (hand calculation).
+    from advisor.physics.memory import linear_weight_bytes
+    from advisor.physics.params import param_breakdown
+
+    m = get_model("llama-3.3-70b")
+    e, o = linear_weight_bytes(m, "nvfp4")
+    assert e == 0 and o == param_breakdown(m).linear_layers * 0.5625 + 560 * 4
+
+
+def test_maverick_interleaved_moe_counts_dense_and_moe_layers():
+    # Maverick config: 24 dense layers of width 16384 and 24 MoE layers (128 + 1 shared
+    # experts of 8192): dense MLP = 24 x 3 x 5120 x 16384 = 6.04e9 (hand).
+    b = param_breakdown(get_model("llama-4-maverick"))
+    assert b.dense_mlp == 24 * 3 * 5120 * 16384
+    assert b.moe_experts == 24 * 128 * 3 * 5120 * 8192

@@ -19,13 +19,13 @@ SLUG = r"^[a-z0-9][a-z0-9.\-]*[a-z0-9]$"
 Slug = Annotated[str, Field(pattern=SLUG, min_length=2, max_length=64)]
 
 #: Numeric formats a weight tensor can be stored in.
-WeightDType = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+WeightDType = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4"]
 #: Numeric formats the KV cache can be stored in.
 KVDType = Literal["fp16", "bf16", "fp8", "int8"]
 #: Tensor-core compute paths an accelerator may support (absent = unsupported).
 ComputeDType = Literal["fp16", "bf16", "fp8", "int8", "fp4"]
 
-WEIGHT_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "int8", "int4")
+WEIGHT_DTYPES: tuple[str, ...] = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4")
 KV_DTYPES: tuple[str, ...] = ("fp16", "bf16", "fp8", "int8")
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)

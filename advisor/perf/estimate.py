@@ -51,7 +51,7 @@ class EstimateInput(BaseModel):
     tp: Annotated[int, Field(ge=1, le=1024)] = 1
     pp: Annotated[int, Field(ge=1, le=1024)] = 1
     dp: Annotated[int, Field(ge=1, le=100_000)] = 1
-    weights: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] = "fp16"
+    weights: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4"] = "fp16"
     kv: Literal["fp16", "bf16", "fp8", "int8"] = "fp16"
     isl: Annotated[int, Field(ge=1, le=10_000_000)] = 1024
     osl: Annotated[int, Field(ge=1, le=1_000_000)] = 256

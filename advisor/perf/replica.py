@@ -18,16 +18,29 @@ from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     activation_reserve_bytes,
-    bytes_per_weight,
     kv_bytes_per_token_per_layer,
     kv_tp_fraction,
+    linear_dtypes,
+    linear_weight_bytes,
     weight_placement,
 )
 from advisor.physics.params import ParamBreakdown, param_breakdown
 from advisor.physics.roofline import attention_width
 
-#: Compute path per weight dtype: W16A16, fp8 W8A8, or weight-only (W8A16/W4A16) at 16-bit peak.
-COMPUTE_PATH = {"fp32": "16", "bf16": "16", "fp16": "16", "fp8": "fp8", "int8": "wo", "int4": "wo"}
+#: Compute path per weight dtype: W16A16, fp8 W8A8, FP4 tensor cores (Blackwell, CDNA4: MXFP4 /
+#: NVFP4 GEMMs), or weight-only (W8A16/W4A16) at 16-bit peak. An fp8 or fp4 path on a GPU without
+#: those tensor cores runs weight-only: the weights are dequantized to 16-bit in the GEMM
+#: (gpt-oss on H100/MI300X: vLLM's Marlin / Triton MXFP4 MoE kernels).
+COMPUTE_PATH = {
+    "fp32": "16",
+    "bf16": "16",
+    "fp16": "16",
+    "fp8": "fp8",
+    "int8": "wo",
+    "int4": "wo",
+    "mxfp4": "fp4",
+    "nvfp4": "fp4",
+}
 
 
 def attention_path(model: ModelSpec, kv_dtype: str, gpu: Accelerator) -> str:
@@ -90,6 +103,9 @@ class ReplicaArrays:
     a2a_bw: np.ndarray  # achievable per-GPU bandwidth for all-to-alls over the TP link
     head_params: np.ndarray  # per GPU: lm_head params (logits only for a sequence's last token)
     weight_elements: np.ndarray  # per GPU: quantized elements (for dequantization)
+    #: per GPU: the routed experts' share of weight_elements (a step dequantizes only the
+    #: experts it reads, as it reads only those)
+    expert_weight_elements: np.ndarray
     attn_width: np.ndarray  # per GPU: decode attention_width / TP (MLA: the absorbed path)
     prefill_attn_width: np.ndarray  # per GPU: prefill attention_width / TP (MLA: uncompressed MHA)
     kv_full_per_token: np.ndarray  # per GPU: bytes/token of the full-attention layers
@@ -163,8 +179,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     layers_stage = math.ceil(layers / pp)
     share = layers_stage / layers
     placement = weight_placement(m, cfg.weights, tp, pp, cfg.int4_group_size, b)
-    wbytes = bytes_per_weight(cfg.weights, cfg.int4_group_size)
-    expert_bytes = b.moe_experts * wbytes / tp * share
+    expert_bytes = linear_weight_bytes(m, cfg.weights, cfg.int4_group_size, b)[0] / tp * share
     dense_bytes = placement.per_gpu_bytes - expert_bytes
     head_params = m.vocab_size * m.hidden_size / tp  # lm_head matmul on the last stage
     linear_active = (b.linear_layers - b.moe_experts) / tp * share
@@ -186,9 +201,15 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     peak16 = g.peak_flops_per_s.bf16 or g.peak_flops_per_s.fp16
     if path == "fp8" and g.peak_flops_per_s.fp8:
         peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8
-    else:  # fp8 weights on a GPU without fp8 tensor cores run as weight-only (Ampere: Marlin fp8)
+    elif path == "fp4" and g.peak_flops_per_s.fp4:
+        # No FP4 measurement calibrates an efficiency yet: the fp8 one is assumed.
+        peak = g.peak_flops_per_s.fp4 * eff.eta_compute_fp8
+    else:  # fp8/fp4 weights on a GPU without such tensor cores run weight-only (dequantized)
         peak = peak16 * eff.eta_compute_16
-    weight_only = path == "wo" or (path == "fp8" and not g.peak_flops_per_s.fp8)
+    native = {"fp8": g.peak_flops_per_s.fp8, "fp4": g.peak_flops_per_s.fp4}
+    e_dtype, o_dtype = linear_dtypes(m, cfg.weights)
+    quantized = b.moe_experts if e_dtype != o_dtype else b.linear_layers
+    weight_only = path == "wo" or (path in native and not native[path])
     if attention_path(m, cfg.kv, g) == "fp8":
         attn_peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8  # type: ignore[operator]
     else:
@@ -203,7 +224,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         linear_active_params=linear_active, head_params=head_params,
         expert_active_params=expert_active,
         moe_layer_frac=m.num_moe_layers / layers, ep=bool(cfg.ep and m.is_moe and tp > 1),
-        weight_elements=b.linear_layers / tp * share if weight_only else 0.0,
+        weight_elements=quantized / tp * share if weight_only else 0.0,
+        expert_weight_elements=b.moe_experts / tp * share if weight_only else 0.0,
         attn_width=attention_width(m, "decode") / tp,
         prefill_attn_width=attention_width(m, "prefill") / tp, kv_full_per_token=kv_full, kv_window_per_token=kv_win,
         window=float(m.sliding_window) if w_layers else math.inf,

@@ -230,9 +230,10 @@ def _stage_gpu_time(
     decode_attn_flops = attention_flops(r, decode_queries, context, r.attn_width)
     weight_bytes = r.dense_weight_bytes + r.expert_weight_bytes * read_frac
     passes = 1.0 + tokens / DEQUANT_ROWS_PER_PASS
+    dequant_elements = r.weight_elements - r.expert_weight_elements * (1.0 - read_frac)
     dequant = np.where(
         r.weight_only,
-        r.weight_elements
+        dequant_elements
         * DEQUANT_OPS_PER_WEIGHT
         * passes
         / (r.peak_flops_16 * VECTOR_TO_TENSOR_RATIO),

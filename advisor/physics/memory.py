@@ -22,7 +22,16 @@ DTYPE_BYTES: dict[str, float] = {
     "fp8": 1.0,
     "int8": 1.0,
     "int4": 0.5,
+    "mxfp4": 0.5,
+    "nvfp4": 0.5,
 }
+#: OCP Microscaling (MX) Formats Specification v1.0 (2023), MXFP4: blocks of 32 FP4 (E2M1)
+#: elements sharing one 8-bit E8M0 scale.
+MXFP4_BLOCK_SIZE = 32
+#: NVIDIA NVFP4 (Blackwell; NVIDIA Transformer Engine / TensorRT Model Optimizer docs, "NVFP4"):
+#: blocks of 16 FP4 (E2M1) elements sharing one FP8 E4M3 scale, plus one FP32 scale per tensor.
+NVFP4_BLOCK_SIZE = 16
+NVFP4_TENSOR_SCALE_BYTES = 4.0
 
 #: Default vLLM ``gpu_memory_utilization``. Source: vLLM EngineArgs docs (default 0.9).
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.90
@@ -48,14 +57,23 @@ def bytes_per_weight(dtype: str, group_size: int = DEFAULT_INT4_GROUP_SIZE) -> f
     per group: 0.5 + (2 + 0.5) / group_size. fp8/int8 use one scale per output channel, under
     0.1% of the weights, so 1 byte. Source: AutoGPTQ/AutoAWQ checkpoint formats (qweight, qzeros
     packed in int32, fp16 scales per group).
+    MXFP4: 0.5 + 1 / 32 (one E8M0 byte per 32 elements; OCP MX spec v1.0). NVFP4: 0.5 + 1 / 16
+    (one E4M3 byte per 16 elements; NVIDIA NVFP4 docs); its per-tensor FP32 scale is counted
+    per matrix by ``weight_bytes``.
 
     >>> bytes_per_weight("int4")  # 0.5 + 2.5/128
     0.51953125
     >>> bytes_per_weight("fp16"), bytes_per_weight("fp8")
     (2.0, 1.0)
+    >>> bytes_per_weight("mxfp4"), bytes_per_weight("nvfp4")  # 4.25 and 4.5 bits per weight
+    (0.53125, 0.5625)
     """
     if dtype not in DTYPE_BYTES:
         raise ValueError(f"weights dtype {dtype!r}; allowed: {', '.join(DTYPE_BYTES)}")
+    if dtype == "mxfp4":
+        return 0.5 + 1.0 / MXFP4_BLOCK_SIZE
+    if dtype == "nvfp4":
+        return 0.5 + 1.0 / NVFP4_BLOCK_SIZE
     if dtype == "int4":
         if not 8 <= group_size <= 8192:
             raise ValueError(f"int4 group size {group_size}; allowed: 8..8192")
@@ -73,6 +91,74 @@ class WeightPlacement:
     note: str
 
 
+def linear_dtypes(model: ModelSpec, dtype: str) -> tuple[str, str]:
+    """(routed experts' dtype, other linear layers' dtype) of a deployment at weights ``dtype``.
+
+    A checkpoint that ships its routed experts in a 4-bit format and everything else in bf16
+    (gpt-oss: MXFP4 experts; quantization_config keeps attention, router, embeddings and lm_head
+    unconverted) keeps that split when served in the experts' format; vLLM loads it as is. Any
+    other choice applies to every linear layer.
+
+    >>> from advisor.catalog import get_model
+    >>> linear_dtypes(get_model("gpt-oss-120b"), "mxfp4"), linear_dtypes(get_model("gpt-oss-120b"), "fp8")
+    (('mxfp4', 'bf16'), ('fp8', 'fp8'))
+    """
+    if model.expert_weights_dtype is not None and dtype == model.expert_weights_dtype:
+        return dtype, "bf16"
+    return dtype, dtype
+
+
+def linear_matrices(model: ModelSpec) -> int:
+    """Weight matrices inside the layers (attention projections, MLPs, experts; not routers).
+
+    Attention: Q, K, V, O (MLA: q_a, q_b, kv_a, kv_b, o; q_b alone without q_lora_rank);
+    gated MLP 3, plain 2, per dense layer, per routed and per shared expert. Used to count the
+    per-tensor scales of NVFP4.
+
+    >>> from advisor.catalog import get_model
+    >>> linear_matrices(get_model("llama-2-70b"))  # 80 x (4 + 3)
+    560
+    """
+    m = model
+    attn = (5 if m.q_lora_rank else 4) if m.is_mla else 4
+    mlp = 3 if m.mlp_kind == "gated" else 2
+    moe = m.num_moe_layers
+    per_moe = mlp * ((m.num_experts or 0) + m.num_shared_experts)
+    return m.num_hidden_layers * attn + (m.num_hidden_layers - moe) * mlp + moe * per_moe
+
+
+def linear_weight_bytes(
+    model: ModelSpec,
+    dtype: str,
+    group_size: int = DEFAULT_INT4_GROUP_SIZE,
+    breakdown: ParamBreakdown | None = None,
+) -> tuple[float, float]:
+    """(routed experts' bytes, other linear layers' bytes), whole model, with scales.
+
+    = experts x bytes_per_weight(expert dtype), (linear - experts) x bytes_per_weight(other
+    dtype), plus 4 bytes per matrix for NVFP4's per-tensor FP32 scale. Source: as
+    ``bytes_per_weight`` and ``linear_dtypes``.
+
+    >>> from advisor.catalog import get_model
+    >>> e, o = linear_weight_bytes(get_model("gpt-oss-120b"), "mxfp4")
+    >>> round(e / 1e9, 2), round(o / 1e9, 2)  # 114.70e9 x 0.53125; 0.968e9 x 2 (bf16)
+    (60.94, 1.94)
+    """
+    b = breakdown or param_breakdown(model)
+    e_dtype, o_dtype = linear_dtypes(model, dtype)
+    experts = b.moe_experts * bytes_per_weight(e_dtype, group_size)
+    other = (b.linear_layers - b.moe_experts) * bytes_per_weight(o_dtype, group_size)
+    if dtype == "nvfp4":
+        n_exp = (
+            model.num_moe_layers
+            * (model.num_experts or 0)
+            * (3 if model.mlp_kind == "gated" else 2)
+        )
+        experts += NVFP4_TENSOR_SCALE_BYTES * n_exp
+        other += NVFP4_TENSOR_SCALE_BYTES * (linear_matrices(model) - n_exp)
+    return experts, other
+
+
 def weight_bytes(
     model: ModelSpec,
     dtype: str,
@@ -83,16 +169,20 @@ def weight_bytes(
 
     Weight quantization applies to the matmul weights inside the layers; embeddings, lm_head and
     norms stay in 16-bit (fp32 when the model runs in fp32), as GPTQ/AWQ/fp8 checkpoints keep them.
+    A model whose checkpoint stores only its experts in ``dtype`` keeps the rest in bf16
+    (``linear_dtypes``).
 
     >>> from advisor.catalog import get_model
     >>> round(weight_bytes(get_model("llama-2-70b"), "fp16") / 1e9, 1)  # 68.98e9 params x 2 bytes
     138.0
+    >>> # gpt-oss model card: checkpoint 60.8 GiB (MXFP4 experts, the rest bf16)
+    >>> round(weight_bytes(get_model("gpt-oss-120b"), "mxfp4") / 2**30, 1)
+    60.7
     """
     b = breakdown or param_breakdown(model)
     other_bytes = 4.0 if dtype == "fp32" else 2.0
-    return b.linear_layers * bytes_per_weight(dtype, group_size) + other_bytes * (
-        b.embedding + b.lm_head + b.norms
-    )
+    experts, other = linear_weight_bytes(model, dtype, group_size, b)
+    return experts + other + other_bytes * (b.embedding + b.lm_head + b.norms)
 
 
 def weight_placement(
@@ -118,10 +208,9 @@ def weight_placement(
     ``breakdown`` is ``param_breakdown(model)`` when the caller already has it.
     """
     b = breakdown or param_breakdown(model)
-    wbytes = bytes_per_weight(dtype, group_size)
     other = 4.0 if dtype == "fp32" else 2.0
     layers = model.num_hidden_layers
-    per_layer_linear = b.linear_layers / layers * wbytes
+    per_layer_linear = sum(linear_weight_bytes(model, dtype, group_size, b)) / layers
     per_layer_norm = (b.norms - model.hidden_size) / layers * other
     layers_per_stage = math.ceil(layers / pp)
     stage_layers = layers_per_stage * (per_layer_linear / tp + per_layer_norm)
@@ -182,9 +271,13 @@ def kv_bytes_per_token(model: ModelSpec, kv_dtype: str) -> float:
 
 
 def kv_bytes_per_sequence(model: ModelSpec, kv_dtype: str, context_tokens: int) -> float:
-    """KV bytes of one sequence of ``context_tokens``: sliding-window layers hold at most the window.
+    """KV bytes of one sequence of ``context_tokens``: windowed layers hold at most the window.
 
     = per_layer x (full_layers x T + window_layers x min(T, W)).
+    A sliding layer keeps the last W tokens; a chunked-attention layer (Llama 4) the tokens of
+    its current W-token chunk, at most W (vLLM's local-attention KV manager frees earlier
+    chunks). gpt-oss's attention sinks are a learned logit per head, not cached tokens: no KV.
+    Source: formulas.md; Beltagy et al. 2020 (sliding window); Llama 4 attention_chunk_size.
 
     >>> from advisor.catalog import get_model
     >>> kv_bytes_per_sequence(get_model("llama-2-70b"), "fp16", 4096) / 1e9  # 327,680 x 4096
@@ -192,6 +285,9 @@ def kv_bytes_per_sequence(model: ModelSpec, kv_dtype: str, context_tokens: int) 
     >>> m = get_model("mistral-7b")  # all 32 layers windowed at 4096: 32k context costs 4k
     >>> kv_bytes_per_sequence(m, "fp16", 32768) == kv_bytes_per_sequence(m, "fp16", 4096)
     True
+    >>> g = get_model("gpt-oss-120b")  # 2 x 8 x 64 x 2 B x (18 x 131072 + 18 x 128)
+    >>> kv_bytes_per_sequence(g, "bf16", 131072)
+    4836556800.0
     """
     per_layer = kv_bytes_per_token_per_layer(model, kv_dtype)
     w_layers = model.num_sliding_window_layers
@@ -283,9 +379,10 @@ def activation_reserve_bytes(
     else:
         qkv = (m.num_attention_heads + 2 * m.num_key_value_heads) * m.head_dim
     if m.is_moe:
+        has_dense = m.num_moe_layers < m.num_hidden_layers
         f = max(
-            m.intermediate_size if m.first_k_dense_layers else 0,
-            m.moe_intermediate_size * m.num_experts_per_tok,
+            m.intermediate_size if has_dense else 0,
+            m.moe_intermediate_size * (m.num_experts_per_tok + m.num_shared_experts),
         )  # type: ignore[operator]
     else:
         f = m.intermediate_size
@@ -447,6 +544,18 @@ def memory_budget(
         assumptions.append(
             f"speculative draft {draft.id} at TP={draft_tp} on the same GPUs: "
             f"{_gb(draft_w)} of weights and {_gb(draft_kv(context_tokens))} of KV per sequence"
+        )
+    e_dtype, o_dtype = linear_dtypes(model, weights_dtype)
+    if e_dtype != o_dtype and model.is_moe:
+        assumptions.append(
+            f"routed experts in {e_dtype} as the checkpoint ships them; attention, router, "
+            f"shared layers in {o_dtype}"
+        )
+    if weights_dtype in ("mxfp4", "nvfp4"):
+        block = MXFP4_BLOCK_SIZE if weights_dtype == "mxfp4" else NVFP4_BLOCK_SIZE
+        assumptions.append(
+            f"{weights_dtype}: 4-bit elements + one 8-bit scale per {block} weights"
+            + (" + one fp32 scale per matrix" if weights_dtype == "nvfp4" else "")
         )
     if weights_dtype == "int4":
         assumptions.append(
