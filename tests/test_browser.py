@@ -106,3 +106,40 @@ def test_every_page_renders_without_error_and_is_screenshot(server, browser, pat
     assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text(), path
     page.screenshot(path=str(SHOTS / f"page-{url}.png"), full_page=True)
     page.close()
+
+
+#: Page coordinates of the first point of a trace in the first plotly chart (data -> pixels).
+POINT_JS = """(name) => {
+  const gd = document.querySelector('.js-plotly-plot');
+  const tr = gd._fullData.find(t => t.name === name && t.xaxis === 'x');
+  const xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+  const box = gd.getBoundingClientRect();
+  return {x: box.left + xa._offset + xa.c2p(tr.x[0]), y: box.top + ya._offset + ya.c2p(tr.y[0]),
+          spec: tr.customdata[0][0]};
+}"""
+
+
+def test_clicking_a_pareto_point_puts_it_in_focus_on_every_page(server, browser):
+    from advisor.search.deployment_spec import parse_spec
+
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    page.goto(server + "/")
+    page.wait_for_function(IDLE_JS, timeout=90_000, polling=250)
+    chart = page.locator('[data-testid="stPlotlyChart"]').first
+    chart.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    p = page.evaluate(POINT_JS, "meets the SLA")
+    page.mouse.click(p["x"], p["y"])
+    banner = page.locator('[data-testid="stAlert"]', has_text="In focus").first
+    want = parse_spec(p["spec"]).describe()
+    page.wait_for_function(
+        "(t) => [...document.querySelectorAll('[data-testid=\"stAlert\"]')]"
+        ".some(a => a.innerText.includes(t))", arg=want, timeout=30_000,
+    )  # fmt: skip
+    assert "a Pareto point (clicked)" in banner.inner_text()
+    page.wait_for_function("(d) => location.search.includes('dep=' + d)", arg=p["spec"],
+                           timeout=10_000)  # fmt: skip
+    page.locator('[data-testid="stSidebarNav"] a', has_text="Memory").click()
+    page.wait_for_function(IDLE_JS, timeout=90_000, polling=250)
+    assert want in page.locator('[data-testid="stAlert"]', has_text="In focus").first.inner_text()
+    page.close()
