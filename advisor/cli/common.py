@@ -119,6 +119,16 @@ def write_out(path: Path, data: bytes) -> None:
         raise CliInputError(f"--out {shown(str(path))}: {exc}") from None
 
 
+def check_tp(model: ModelSpec, tp: int) -> None:
+    """Refuse a TP that cannot split the model's attention heads (physics.memory.tp_head_split),
+    as vLLM and TensorRT-LLM refuse it at start-up."""
+    from advisor.physics.memory import tp_head_split
+
+    why, _ = tp_head_split(model, tp)
+    if why:
+        raise CliInputError(f"--tp {tp}: {why} ({model.id})")
+
+
 def check_context(model: ModelSpec, tokens: int, flags: str) -> None:
     """Refuse a sequence longer than the model's trained context (servers refuse such requests)."""
     limit = model.max_position_embeddings

@@ -30,6 +30,7 @@ from advisor.cli import (
     shown,
 )
 from advisor.cli.common import (
+    check_tp,
     resolve_gpu,
     resolve_link,
     resolve_model,
@@ -114,6 +115,7 @@ def _run_one(d: dict) -> dict:
         inp = EstimateInput.model_validate(fields)
     except ValidationError as exc:
         raise CliInputError(format_validation_error(exc, prefix="--")) from None
+    check_tp(model, inp.tp)
     if inp.pp > model.num_hidden_layers:
         raise CliInputError(f"--pp {inp.pp} exceeds the model's {model.num_hidden_layers} layers")
     if draft is not None and inp.concurrency == "max":

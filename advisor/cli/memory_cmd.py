@@ -6,7 +6,13 @@ import argparse
 from dataclasses import asdict
 
 from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
-from advisor.cli.common import add_deployment_args, check_context, resolve_gpu, resolve_model
+from advisor.cli.common import (
+    add_deployment_args,
+    check_context,
+    check_tp,
+    resolve_gpu,
+    resolve_model,
+)
 from advisor.physics.memory import PAGED_BLOCK_SIZES, memory_budget
 
 
@@ -31,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> dict:
     model = resolve_model(args.model)
+    check_tp(model, args.tp)
     gpu = resolve_gpu(args.gpu)
     check_context(model, args.context, f"--context {args.context}")
     if args.pp > model.num_hidden_layers:

@@ -296,6 +296,45 @@ def kv_bytes_per_sequence(model: ModelSpec, kv_dtype: str, context_tokens: int) 
     return per_layer * (full_layers * context_tokens + w_layers * windowed)
 
 
+def tp_head_split(model: ModelSpec, tp: int) -> tuple[str | None, str]:
+    """(why TP cannot split the attention heads or None, how the KV heads are laid out).
+
+    Tensor parallelism shards attention by head, so TP must divide the query heads
+    (n_q mod TP = 0); the KV heads are either sharded (n_kv mod TP = 0, n_kv/TP per rank) or,
+    when TP > n_kv, replicated (TP mod n_kv = 0, each KV head on TP/n_kv ranks). MLA's latent
+    KV is replicated on every rank, so only the query heads constrain TP.
+
+    Source: vLLM ModelConfig.verify_with_parallel_config ("Total number of attention heads (n)
+    must be divisible by tensor parallel size (tp)") and QKVParallelLinear (num_kv_head_replicas
+    = divide(tp_size, total_num_kv_heads) when tp_size >= total_num_kv_heads, else
+    divide(total_num_kv_heads, tp_size)); TensorRT-LLM applies the same rules.
+
+    >>> from advisor.catalog import get_model
+    >>> m = get_model("llama-2-70b")  # 64 query heads, 8 KV heads (config.json)
+    >>> tp_head_split(m, 16)
+    (None, 'TP=16 > 8 KV heads: each KV head is replicated on 2 ranks')
+    >>> tp_head_split(m, 3)[0]
+    'TP=3 must divide the 64 attention heads (allowed TP: 1, 2, 4, 8, 16, 32, 64)'
+    """
+    nq, nkv = model.num_attention_heads, model.num_key_value_heads
+    allowed = [t for t in range(1, nq + 1) if nq % t == 0 and (model.is_mla or nkv % t == 0
+               or t % nkv == 0)]  # fmt: skip
+    ok = ", ".join(map(str, allowed))
+    if nq % tp:
+        return f"TP={tp} must divide the {nq} attention heads (allowed TP: {ok})", ""
+    if model.is_mla:
+        return None, f"TP={tp}: {nq // tp} query heads per rank; the MLA latent KV on every rank"
+    if tp <= nkv:
+        if nkv % tp:
+            return (f"TP={tp} must divide the {nkv} KV heads or be a multiple of them "
+                    f"(allowed TP: {ok})"), ""  # fmt: skip
+        return None, f"TP={tp}: {nkv // tp} KV head(s) per rank"
+    if tp % nkv:
+        return (f"TP={tp} > {nkv} KV heads must be a multiple of them, so each KV head is "
+                f"replicated on the same number of ranks (allowed TP: {ok})"), ""  # fmt: skip
+    return None, f"TP={tp} > {nkv} KV heads: each KV head is replicated on {tp // nkv} ranks"
+
+
 def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:
     """KV heads each TP rank holds: ceil(n_kv / TP); heads are replicated when TP > n_kv.
 
@@ -561,10 +600,8 @@ def memory_budget(
         assumptions.append(
             f"int4 with one fp16 scale and a 4-bit zero per {int4_group_size} weights"
         )
-    if not model.is_mla and tp > model.num_key_value_heads:
-        assumptions.append(
-            f"TP={tp} > {model.num_key_value_heads} KV heads: each rank keeps a replicated KV head"
-        )
+    if not model.is_mla and tp > model.num_key_value_heads and tp_head_split(model, tp)[1]:
+        assumptions.append(tp_head_split(model, tp)[1])
 
     return MemoryBudget(
         params=pb.total,

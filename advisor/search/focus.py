@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from advisor.perf.estimate import EstimateInput
 from advisor.perf.sweeps import users_load
+from advisor.physics.memory import tp_head_split
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import Disagg, evaluate_disaggregated
@@ -54,6 +55,10 @@ def _precheck(sc: Scenario, spec: DeploymentSpec) -> list[str]:
             f"needs {spec.gpus} GPUs; the cluster has {hw.total_gpus} ({hw.nodes} node(s) × "
             f"{hw.gpus_per_node})"
         )
+    for flag, tp in (("TP", spec.tp), ("prefill TP", spec.prefill_tp)):
+        why = tp_head_split(model, tp)[0] if tp else None
+        if why:
+            out.append(why if flag == "TP" else f"prefill pool: {why}")
     if spec.speculative and not sc.options.draft_model:
         out.append("speculative decoding needs a draft model (options.draft_model)")
     context = sc.workload.isl_tokens + sc.workload.osl_tokens

@@ -23,6 +23,7 @@ import numpy as np
 
 from advisor.catalog import accelerators, interconnects
 from advisor.perf.replica import ReplicaConfig
+from advisor.physics.memory import tp_head_split
 from advisor.scenario import Scenario
 
 
@@ -59,11 +60,14 @@ def shapes(scenario: Scenario) -> list[Shape]:
     """Every replica shape the hardware and options allow (memory not yet checked)."""
     hw, opt = scenario.hardware, scenario.options
     total = hw.total_gpus
-    layers = scenario.model_spec().num_hidden_layers
+    model = scenario.model_spec()
+    layers = model.num_hidden_layers
     specs = [False, True] if opt.speculative and opt.draft_model else [False]
     out = []
     for gpu in hw.gpus:
         for tp in powers_of_two_upto(min(opt.max_tp, total)):
+            if tp_head_split(model, tp)[0]:  # an engine refuses this TP at start-up
+                continue
             for pp in powers_of_two_upto(min(opt.max_pp, layers, total // tp)):
                 for w in opt.weight_dtypes:
                     for kv in opt.kv_dtypes:
