@@ -65,3 +65,29 @@ def test_monthly_cost_is_the_hourly_cost_times_730_hours(rows):
     d = rows[0].deployment
     # 8760 h / 12 = 730 h per month
     assert cmp.table_rows(rows[0])["Cost per month"] == f"${d.usd_per_hour * 730:,.0f}"
+
+
+def test_a_deployment_in_focus_replaces_the_recommendation_and_says_why_it_misses():
+    import io
+
+    from pypdf import PdfReader
+
+    from advisor.report.pdf import build_report
+
+    s = bank("h100-sxm")
+    rec = recommend(s)
+    nm = rec.near_misses[0]  # a deployment the user could put in focus: it misses the SLA
+    row = cmp.compared("H100 focus", s, rec, nm.deployment, nm.fails)
+    assert row.source == "in focus" and not row.meets_sla
+    assert row.why == "; ".join(nm.fails)
+    cells = cmp.table_rows(row)
+    assert cells["Deployment"].endswith("(in focus)")
+    assert cells["Cost per M output tokens"] == f"${nm.deployment.usd_per_million_tokens:,.3f}"
+    # in the comparison PDF it ranks after a scenario whose recommendation meets its SLA
+    other = bank("mi300x")
+    assert recommend(other).best is not None
+    pdf = build_report(s, compare=[("H100 focus", s, nm.deployment), ("MI300X", other)],
+                       sensitivities=False, charts=False)  # fmt: skip
+    first = " ".join(PdfReader(io.BytesIO(pdf)).pages[0].extract_text().split())
+    assert "Cheapest deployment that meets its SLA: MI300X" in first
+    assert first.index("1 MI300X") < first.index("2 H100 focus")
