@@ -179,3 +179,20 @@ def test_a_pdf_whose_focus_does_not_fit_says_so_then_gives_the_recommendation():
     assert "Deployment in focus in the app: 1 × (TP=1) h100-sxm" in text
     assert "does not fit: weights do not fit: 141 GB" in text
     assert f"Recommended deployment: {rec.best.description}" in text
+
+
+def test_cli_recommend_evaluates_a_deployment_and_refuses_a_bad_one(capsys):
+    import json
+
+    from advisor.cli import main
+
+    assert main(["recommend", "--deployment", "h100-sxm.tp4.pp1.dp2.fp8.fp8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # the same evaluation as the library's, for the CLI's default scenario (= Scenario())
+    want = evaluate_spec(Scenario(), parse_spec("h100-sxm.tp4.pp1.dp2.fp8.fp8"))
+    assert out["focus"] == want.model_dump(mode="json")
+    with pytest.raises(SystemExit) as exc:
+        main(["recommend", "--deployment", "h100-sxm.tp4.pp1.dp2.fp8.fp7"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1
+    assert "--deployment" in err[0] and "'fp7'" in err[0] and "int8" in err[0]

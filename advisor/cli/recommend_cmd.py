@@ -94,8 +94,24 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--spec-acceptance", type=float_in(0, 1), default=0.7)
     p.add_argument("--no-disaggregated", action="store_true", help="skip prefill/decode pools")
     p.add_argument("--rank-by", type=choice_of(["cost", "gpus"], "ranking"), default="cost")
+    p.add_argument(
+        "--deployment",
+        type=_deployment,
+        default=None,
+        help="also evaluate this deployment for the scenario, e.g. h100-sxm.tp4.pp1.dp2.fp8.fp8 "
+        "(accelerator.tpN.ppN.dpN[.ptpN.pdpN].weights.kv[.spec]; ptp/pdp: a prefill pool)",
+    )
     add_json_flag(p)
     return p  # fmt: skip
+
+
+def _deployment(text: str):
+    from advisor.search.deployment_spec import DeploymentSpecError, parse_spec
+
+    try:
+        return parse_spec(text)
+    except DeploymentSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def scenario_from_args(args: argparse.Namespace):
@@ -171,6 +187,10 @@ def run(args: argparse.Namespace) -> dict:
     out["quality"] = (
         None if rec.best is None else quality_for(sc.model, rec.best.weights, rec.best.kv)
     )
+    if getattr(args, "deployment", None) is not None:
+        from advisor.search.focus import evaluate_spec
+
+        out["focus"] = evaluate_spec(sc, args.deployment).model_dump(mode="json")
     return out
 
 
@@ -231,4 +251,28 @@ def render(r: dict) -> str:
     if r["rejected"]:
         lines.append(f"rejected (memory): {sum(r['rejected'].values()):,} candidates")
         lines += [f"  - {k}: {v}" for k, v in list(r["rejected"].items())[:5]]
+    if r.get("focus"):
+        lines += _focus_lines(r["focus"])
     return "\n".join(lines)
+
+
+def _focus_lines(f: dict) -> list[str]:
+    """The ``--deployment`` evaluation: does it fit, does it meet the SLA, its percentiles."""
+    head = f"deployment {_spec_text(f['spec'])}: "
+    if not f["fits"]:
+        return [head + "does not fit: " + "; ".join(f["reasons"])]
+    d = f["deployment"]
+    verdict = "meets the SLA" if d["meets_sla"] else "misses the SLA: " + "; ".join(f["fails"])
+    lines = [head + verdict, f"  {d['description']}: GPUs {d['gpus']}; "
+             f"${d['usd_per_million_tokens']:.3f} per 1M output tokens"]  # fmt: skip
+    for m in ("ttft_ms", "tpot_ms", "e2e_ms"):
+        v = d[m]
+        lines.append(f"  {m[:-3].upper():5s} P50 {v['p50']:.1f}  P90 {v['p90']:.1f}  "
+                     f"P95 {v['p95']:.1f}  P99 {v['p99']:.1f} ms")  # fmt: skip
+    return lines
+
+
+def _spec_text(spec: dict) -> str:
+    from advisor.search.deployment_spec import DeploymentSpec
+
+    return str(DeploymentSpec.model_validate(spec, strict=False))
