@@ -593,3 +593,144 @@ def test_random_json_text_only_raises_hfconfigerror(value: Any) -> None:
     except HFConfigError:
         return
     assert isinstance(spec, ModelSpec)
+
+
+# ------------------------------------------------------------------------------------------
+# Issue 17 families: each official config.json (tests/fixtures/hf/SOURCES.md names the
+# repository and commit it was copied from) imports to the catalog entry built from it.
+# ------------------------------------------------------------------------------------------
+
+ISSUE17_FIXTURES = [
+    "llama-3.3-70b",
+    "qwen3-8b",
+    "qwen3-32b",
+    "qwen3-30b-a3b",
+    "qwen3-235b-a22b",
+    "gpt-oss-20b",
+    "gpt-oss-120b",
+    "deepseek-r1",
+    "kimi-k2",
+    "llama-4-scout",
+    "llama-4-maverick",
+]
+# Fields a config.json does not carry: identity, notes and the publisher's headline counts.
+_NOT_FROM_CONFIG = {
+    "id",
+    "name",
+    "sources",
+    "notes",
+    "published_params",
+    "published_active_params",
+    "published_active_excludes_embedding",
+    "published_params_scope",
+}
+
+
+@pytest.mark.parametrize("name", ISSUE17_FIXTURES)
+def test_issue17_fixture_round_trips_to_the_catalog_entry(name: str) -> None:
+    from advisor.catalog import get_model
+
+    spec = model_from_hf_config(_load(name), source=f"tests/fixtures/hf/{name}.json")
+    entry = get_model(name)
+    for field in ModelSpec.model_fields:
+        if field not in _NOT_FROM_CONFIG:
+            assert getattr(spec, field) == getattr(entry, field), field
+
+
+def test_gpt_oss_layout_from_config() -> None:
+    # openai/gpt-oss-120b config.json: layer_types alternate sliding/full (18 each), window 128,
+    # quantization_config mxfp4; experts_per_token and num_experts_per_tok agree (4).
+    spec = model_from_hf_config(_load("gpt-oss-120b"))
+    assert (spec.sliding_window, spec.num_sliding_window_layers) == (128, 18)
+    assert spec.expert_weights_dtype == "mxfp4" and spec.attention_sinks and spec.expert_bias
+    assert "layer_types" in spec.sources["num_sliding_window_layers"]
+    bad = _load("gpt-oss-120b") | {"experts_per_token": 2}
+    with pytest.raises(HFConfigError, match="disagree"):
+        model_from_hf_config(bad)
+
+
+def test_llama4_reads_text_config_and_names_nested_keys() -> None:
+    # Llama-4-Maverick config.json text_config: interleave_moe_layer_step 2 -> 24 MoE layers;
+    # attention_chunk_size 8192 on the 36 RoPE layers (Llama4TextConfig no_rope_layers default).
+    spec = model_from_hf_config(_load("llama-4-maverick"))
+    assert spec.num_moe_layers == 24 and spec.window_kind == "chunked"
+    assert spec.sources["num_hidden_layers"].endswith("(text_config)")
+    cfg = _load("llama-4-maverick")
+    del cfg["text_config"]["num_local_experts"]
+    with pytest.raises(HFConfigError, match=r"'text_config\.num_local_experts'"):
+        model_from_hf_config(cfg)
+
+
+def test_kimi_k2_model_type_is_deepseek_v3() -> None:
+    # moonshotai/Kimi-K2-Instruct config.json: model_type kimi_k2, DeepseekV3ForCausalLM.
+    assert detect_family({"model_type": "kimi_k2"}) == "deepseek_v3"
+    spec = model_from_hf_config(_load("kimi-k2"))
+    assert spec.num_experts == 384 and spec.num_moe_layers == 60
+
+
+def test_gemma3_text_config_five_local_to_one_global() -> None:
+    # Gemma 3 technical report (arXiv 2503.19786): 27B has 62 layers, d_model 5376, 32 query
+    # and 16 KV heads of 128, 5 local layers (window 1024) per global one; 1,416M embedding +
+    # 25,600M non-embedding parameters. Hand-written text_config with those values (no copy of
+    # google/gemma-3-27b-it's config.json was reachable); intermediate 21504 = 4 x 5376.
+    cfg = {
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "text_config": {
+            "model_type": "gemma3_text",
+            "hidden_size": 5376,
+            "intermediate_size": 21504,
+            "num_attention_heads": 32,
+            "num_hidden_layers": 62,
+            "num_key_value_heads": 16,
+            "head_dim": 128,
+            "sliding_window": 1024,
+        },
+    }
+    spec = model_from_hf_config(cfg)
+    from advisor.physics.params import param_breakdown
+
+    # (i + 1) % 6 == 0 for 10 of 62 layers: 52 local.
+    assert (spec.sliding_window, spec.num_sliding_window_layers) == (1024, 52)
+    assert spec.vocab_size == 262208 and spec.tie_word_embeddings  # Gemma3TextConfig defaults
+    assert param_breakdown(spec).total == pytest.approx(1.416e9 + 25.600e9, rel=0.01)
+
+
+def test_glm4_moe_counts() -> None:
+    # GLM-4.5 (zai-org announcement, Jul 2025): 355B total, 32B active. Architecture values as
+    # in github:THUDM/slime scripts/models/glm4.5-355B-A32B.sh (92 layers = 3 dense + 89 MoE,
+    # hidden 5120, dense FFN 12288, 160 experts of 1536 + 1 shared, top-8, 96 Q / 8 KV heads of
+    # 128, Q/K/V bias, QK norm, vocabulary 151552, untied), written as a Glm4MoeConfig.
+    cfg = {
+        "architectures": ["Glm4MoeForCausalLM"],
+        "model_type": "glm4_moe",
+        "hidden_size": 5120,
+        "intermediate_size": 12288,
+        "num_hidden_layers": 92,
+        "num_attention_heads": 96,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 151552,
+        "n_routed_experts": 160,
+        "num_experts_per_tok": 8,
+        "n_shared_experts": 1,
+        "moe_intermediate_size": 1536,
+        "first_k_dense_replace": 3,
+        "attention_bias": True,
+        "use_qk_norm": True,
+        "tie_word_embeddings": False,
+    }
+    from advisor.physics.params import param_breakdown
+
+    b = param_breakdown(model_from_hf_config(cfg))
+    assert b.total == pytest.approx(355e9, rel=0.01)
+    # "32B" matches the active count without the embedding and output layer (32.08e9; with
+    # them 33.6e9, which would be headlined 34B).
+    assert b.active - b.embedding - b.lm_head == pytest.approx(32e9, rel=0.01)
+
+
+def test_unsupported_family_lists_the_new_ones_too() -> None:
+    with pytest.raises(HFConfigError) as exc:
+        model_from_hf_config({"model_type": "phi3", "architectures": ["Phi3ForCausalLM"]})
+    for fam in ("qwen3", "qwen3_moe", "gpt_oss", "llama4", "gemma3", "glm4_moe"):
+        assert fam in str(exc.value)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any, get_args, get_origin
 
@@ -46,7 +47,16 @@ SUPPORTED_FAMILIES: tuple[str, ...] = (
     "gemma2",
     "falcon",
     "deepseek_v3",
+    "qwen3",
+    "qwen3_moe",
+    "gpt_oss",
+    "llama4",
+    "gemma3",
+    "glm4_moe",
 )
+
+#: Multimodal families whose decoder is described by a nested ``text_config`` object.
+_TEXT_CONFIG_FAMILIES = ("llama4", "gemma3")
 
 #: ``model_type`` -> family. "RefinedWeb" / "RefinedWebModel" are the pre-transformers Falcon
 #: remote-code names (tiiuae/falcon-40b / falcon-7b before the 2023 conversion).
@@ -60,6 +70,16 @@ _MODEL_TYPES: dict[str, str] = {
     "RefinedWeb": "falcon",
     "RefinedWebModel": "falcon",
     "deepseek_v3": "deepseek_v3",
+    # Kimi K2 (moonshotai/Kimi-K2-Instruct): DeepseekV3ForCausalLM with its own model_type.
+    "kimi_k2": "deepseek_v3",
+    "qwen3": "qwen3",
+    "qwen3_moe": "qwen3_moe",
+    "gpt_oss": "gpt_oss",
+    "llama4": "llama4",
+    "llama4_text": "llama4",
+    "gemma3": "gemma3",
+    "gemma3_text": "gemma3",
+    "glm4_moe": "glm4_moe",
 }
 
 #: ``architectures[i]`` -> family.
@@ -72,6 +92,14 @@ _ARCHITECTURES: dict[str, str] = {
     "FalconForCausalLM": "falcon",
     "RWForCausalLM": "falcon",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "GptOssForCausalLM": "gpt_oss",
+    "Llama4ForConditionalGeneration": "llama4",
+    "Llama4ForCausalLM": "llama4",
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "Gemma3ForCausalLM": "gemma3",
+    "Glm4MoeForCausalLM": "glm4_moe",
 }
 
 #: The transformers configuration class whose defaults apply, per family.
@@ -83,6 +111,12 @@ _HF_CLASS: dict[str, str] = {
     "gemma2": "Gemma2Config (configuration_gemma2.py)",
     "falcon": "FalconConfig (configuration_falcon.py)",
     "deepseek_v3": "DeepseekV3Config (configuration_deepseek_v3.py)",
+    "qwen3": "Qwen3Config (configuration_qwen3.py)",
+    "qwen3_moe": "Qwen3MoeConfig (configuration_qwen3_moe.py)",
+    "gpt_oss": "GptOssConfig (configuration_gpt_oss.py)",
+    "llama4": "Llama4TextConfig (configuration_llama4.py)",
+    "gemma3": "Gemma3TextConfig (configuration_gemma3.py)",
+    "glm4_moe": "Glm4MoeConfig (configuration_glm4_moe.py)",
 }
 
 DEFAULT_MAX_BYTES = 1_000_000
@@ -463,8 +497,21 @@ def model_from_hf_config(
         if val is not None and not isinstance(val, str):
             raise HFConfigError(f"{arg} must be a string, got {_show(val)}")
     family = detect_family(cfg)
-    r = _Reader(cfg, family, source.strip())
-    fields = _MAPPERS[family](r)
+    text_cfg = cfg.get("text_config") if family in _TEXT_CONFIG_FAMILIES else None
+    if text_cfg is not None:
+        if not isinstance(text_cfg, dict):
+            raise HFConfigError(
+                f"{_PREFIX}: 'text_config' must be an object, got {_json_type(text_cfg)}"
+            )
+        r = _Reader(text_cfg, family, f"{source.strip()} (text_config)")
+        try:
+            fields = _MAPPERS[family](r)
+        except HFConfigError as exc:  # the first quoted key is nested: 'text_config.key'
+            msg = re.sub(r"'([A-Za-z_]\w*)'", r"'text_config.\1'", str(exc), count=1)
+            raise HFConfigError(msg) from None
+    else:
+        r = _Reader(cfg, family, source.strip())
+        fields = _MAPPERS[family](r)
 
     name_or_path = cfg.get("_name_or_path")
     if name_or_path is not None and not isinstance(name_or_path, str):
@@ -904,6 +951,297 @@ def _map_deepseek_v3(r: _Reader) -> dict[str, Any]:
     }
 
 
+def _gqa_block(r: _Reader, kv_default: int | None) -> tuple[int, int, int, int, int]:
+    """(layers, hidden, vocab, heads, kv heads) with the GQA check; ``kv_default`` None: MHA."""
+    layers, hidden, vocab = _core(r)
+    heads = _heads(r, "num_attention_heads")
+    kv = _kv_heads_none_means_heads(r, heads, "num_key_value_heads", missing_default=kv_default)
+    _check_gqa(r, heads, kv, "num_attention_heads", "num_key_value_heads")
+    return layers, hidden, vocab, heads, kv
+
+
+def _no_sliding(r: _Reader, family: str) -> None:
+    """Refuse use_sliding_window=true (no released Qwen3 uses it; its layout is not modelled)."""
+    use_sw, _ = r.opt_bool("use_sliding_window", False)
+    if use_sw:
+        raise HFConfigError(
+            f"{_PREFIX}: 'use_sliding_window'=true is not supported for {family}; allowed: false"
+        )
+
+
+def _map_qwen3(r: _Reader) -> dict[str, Any]:
+    # Qwen3Config: num_key_value_heads=32 (null -> num_attention_heads), head_dim=128,
+    # max_position_embeddings=32768, tie_word_embeddings=False, attention_bias=False.
+    layers, hidden, vocab, heads, kv = _gqa_block(r, 32)
+    _no_sliding(r, "qwen3")
+    r.note("qk_norm", "Qwen3Attention: q_norm and k_norm RMSNorm over head_dim")
+    r.note("norms_per_layer", "input_layernorm + post_attention_layernorm (RMSNorm)")
+    return {
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "intermediate_size": r.req_int("intermediate_size", field="intermediate_size"),
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": r.int_with_default("head_dim", "head_dim", 128),
+        "vocab_size": vocab,
+        "max_position_embeddings": r.int_with_default(
+            "max_position_embeddings", "max_position_embeddings", 32768
+        ),
+        "tie_word_embeddings": r.flag("tie_word_embeddings", "tie_word_embeddings", False),
+        "attention_bias": r.flag("attention_bias", "attention_bias", False),
+        "qk_norm": True,
+        "norms_per_layer": 2,
+    }
+
+
+def _map_qwen3_moe(r: _Reader) -> dict[str, Any]:
+    # Qwen3MoeConfig: num_key_value_heads=4, decoder_sparse_step=1, mlp_only_layers=[] (MoE on
+    # layer i when i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0).
+    layers, hidden, vocab, heads, kv = _gqa_block(r, 4)
+    _no_sliding(r, "qwen3_moe")
+    out = {
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "intermediate_size": r.req_int("intermediate_size", field="intermediate_size"),
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": _head_dim_or_derived(r, hidden, heads),
+        "vocab_size": vocab,
+        "max_position_embeddings": r.int_with_default(
+            "max_position_embeddings", "max_position_embeddings", 32768
+        ),
+        "tie_word_embeddings": r.flag("tie_word_embeddings", "tie_word_embeddings", False),
+        "attention_bias": r.flag("attention_bias", "attention_bias", False),
+        "qk_norm": True,
+        "norms_per_layer": 2,
+        "num_experts": r.req_int("num_experts", field="num_experts"),
+        "num_experts_per_tok": r.req_int("num_experts_per_tok", field="num_experts_per_tok"),
+        "moe_intermediate_size": r.req_int("moe_intermediate_size", field="moe_intermediate_size"),
+        "moe_layer_step": r.int_with_default("moe_layer_step", "decoder_sparse_step", 1),
+    }
+    r.note("qk_norm", "Qwen3MoeAttention: q_norm and k_norm RMSNorm over head_dim")
+    mlp_only = r.cfg.get("mlp_only_layers")
+    if mlp_only not in (None, []):
+        raise HFConfigError(
+            f"{_PREFIX}: 'mlp_only_layers'={_show(mlp_only)} is not supported; allowed: [] "
+            "(every layer follows decoder_sparse_step)"
+        )
+    return out
+
+
+def _map_gpt_oss(r: _Reader) -> dict[str, Any]:
+    # GptOssConfig: num_key_value_heads=8, head_dim=64, sliding_window=128,
+    # max_position_embeddings=131072, tie_word_embeddings=False, attention_bias=True; layer_types
+    # default alternates sliding (even layers) and full attention. Experts and router always
+    # carry biases, every head a learned sink (modeling_gpt_oss.py).
+    layers, hidden, vocab, heads, kv = _gqa_block(r, 8)
+    inter = r.req_int("intermediate_size", field="intermediate_size")
+    bias = r.flag("attention_bias", "attention_bias", True)
+    out: dict[str, Any] = {
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "intermediate_size": inter,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": r.int_with_default("head_dim", "head_dim", 64),
+        "vocab_size": vocab,
+        "max_position_embeddings": r.int_with_default(
+            "max_position_embeddings", "max_position_embeddings", 131072
+        ),
+        "tie_word_embeddings": r.flag("tie_word_embeddings", "tie_word_embeddings", False),
+        "attention_bias": bias,
+        "attention_out_bias": bias,
+        "attention_sinks": True,
+        "norms_per_layer": 2,
+        "num_experts": r.req_int("num_local_experts", field="num_experts"),
+        "num_experts_per_tok": r.req_int(
+            "num_experts_per_tok", "experts_per_token", field="num_experts_per_tok"
+        ),
+        "moe_intermediate_size": inter,
+        "expert_bias": True,
+    }
+    r.note("attention_out_bias", "GptOssAttention: o_proj bias = attention_bias")
+    r.note("attention_sinks", "GptOssAttention: one learned sink logit per head")
+    r.note("moe_intermediate_size", "gpt-oss expert width = intermediate_size")
+    r.note("expert_bias", "GptOssExperts and GptOssTopKRouter carry biases")
+    quant = r.cfg.get("quantization_config")
+    if isinstance(quant, dict) and quant.get("quant_method") == "mxfp4":
+        out["expert_weights_dtype"] = "mxfp4"
+        r.note("expert_weights_dtype", "quantization_config.quant_method mxfp4 (experts)")
+    k, window = r.opt_int("sliding_window", field="sliding_window")
+    if window is _ABSENT:
+        window = 128
+        r.default("sliding_window", k, 128)
+    elif window is not None:
+        r.note("sliding_window")
+    if window is not None:
+        counted = r.layer_types(layers)
+        how = f"layer_types: {counted} of {layers} layers are sliding_attention"
+        if counted is None:
+            counted = (layers + 1) // 2
+            how = f"GptOssConfig layer_types default: every other layer, {counted} of {layers}"
+        if counted:
+            out["sliding_window"] = window
+            out["num_sliding_window_layers"] = counted
+            r.note("num_sliding_window_layers", how)
+        else:
+            r.sources.pop("sliding_window", None)
+    return out
+
+
+def _map_llama4(r: _Reader) -> dict[str, Any]:
+    # Llama4TextConfig: num_key_value_heads=8, head_dim=128, max_position_embeddings=131072,
+    # interleave_moe_layer_step=1 (MoE layers step-1, 2*step-1, ...), one shared expert per MoE
+    # layer (Llama4TextMoe.shared_expert), intermediate_size = expert width,
+    # intermediate_size_mlp = dense width (default 16384), attention_chunk_size=8192 on the RoPE
+    # layers, no_rope_layers default: layer i is NoPE (global) when (i + 1) % 4 == 0.
+    layers, hidden, vocab, heads, kv = _gqa_block(r, 8)
+    step = r.int_with_default("moe_layer_step", "interleave_moe_layer_step", 1)
+    out: dict[str, Any] = {
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "intermediate_size": r.int_with_default(
+            "intermediate_size", "intermediate_size_mlp", 16384
+        ),
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": r.int_with_default("head_dim", "head_dim", 128),
+        "vocab_size": vocab,
+        "max_position_embeddings": r.int_with_default(
+            "max_position_embeddings", "max_position_embeddings", 131072
+        ),
+        "tie_word_embeddings": r.flag("tie_word_embeddings", "tie_word_embeddings", False),
+        "attention_bias": r.flag("attention_bias", "attention_bias", False),
+        "norms_per_layer": 2,
+        "num_experts": r.req_int("num_local_experts", field="num_experts"),
+        "num_experts_per_tok": r.req_int("num_experts_per_tok", field="num_experts_per_tok"),
+        "moe_intermediate_size": r.req_int("intermediate_size", field="moe_intermediate_size"),
+        "num_shared_experts": 1,
+        "moe_layer_step": step,
+    }
+    r.note("num_shared_experts", "Llama4TextMoe: one shared expert per MoE layer")
+    moe_layers = r.cfg.get("moe_layers")
+    if moe_layers is not None and moe_layers != list(range(step - 1, layers, step)):
+        raise HFConfigError(
+            f"{_PREFIX}: 'moe_layers'={_show(moe_layers)} is not supported; allowed: "
+            f"every interleave_moe_layer_step={step}-th layer"
+        )
+    k, chunk = r.opt_int("attention_chunk_size", field="sliding_window")
+    if chunk is _ABSENT:
+        chunk = 8192
+        r.default("sliding_window", k, 8192)
+    elif chunk is not None:
+        r.note("sliding_window", "attention_chunk_size")
+    if chunk is not None:
+        nope = r.cfg.get("no_rope_layers")
+        if nope is None:
+            counted = sum(1 for i in range(layers) if (i + 1) % 4)
+            how = f"no_rope_layers default: {counted} of {layers} RoPE layers are chunked"
+        elif (
+            isinstance(nope, list)
+            and len(nope) == layers
+            and all(v in (0, 1) and not isinstance(v, bool) for v in nope)
+        ):
+            counted = sum(nope)
+            how = f"no_rope_layers: {counted} of {layers} RoPE layers are chunked"
+        else:
+            raise HFConfigError(
+                f"{_PREFIX}: 'no_rope_layers' must be a list of {layers} values 0 or 1, "
+                f"got {_show(nope)}"
+            )
+        if counted:
+            out.update(sliding_window=chunk, num_sliding_window_layers=counted)
+            out["window_kind"] = "chunked"
+            r.note("num_sliding_window_layers", how)
+            r.note("window_kind", "Llama 4 chunked local attention")
+        else:
+            r.sources.pop("sliding_window", None)
+    return out
+
+
+def _map_gemma3(r: _Reader) -> dict[str, Any]:
+    # Gemma3TextConfig: vocab_size=262208, num_key_value_heads=4, head_dim=256,
+    # max_position_embeddings=131072, tie_word_embeddings=True, attention_bias=False,
+    # sliding_window=4096, layer_types default: sliding unless (i + 1) % sliding_window_pattern
+    # (6) == 0. Gemma3DecoderLayer: 4 RMSNorms + q_norm, k_norm.
+    layers = r.req_int("num_hidden_layers", field="num_hidden_layers")
+    hidden = r.req_int("hidden_size", field="hidden_size")
+    heads = _heads(r, "num_attention_heads")
+    kv = r.int_with_default("num_key_value_heads", "num_key_value_heads", 4)
+    _check_gqa(r, heads, kv, "num_attention_heads", "num_key_value_heads")
+    out: dict[str, Any] = {
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "intermediate_size": r.req_int("intermediate_size", field="intermediate_size"),
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": r.int_with_default("head_dim", "head_dim", 256),
+        "vocab_size": r.int_with_default("vocab_size", "vocab_size", 262208),
+        "max_position_embeddings": r.int_with_default(
+            "max_position_embeddings", "max_position_embeddings", 131072
+        ),
+        "tie_word_embeddings": r.flag("tie_word_embeddings", "tie_word_embeddings", True),
+        "attention_bias": r.flag("attention_bias", "attention_bias", False),
+        "qk_norm": True,
+        "norms_per_layer": 4,
+    }
+    r.note("qk_norm", "Gemma3Attention: q_norm and k_norm")
+    r.note("norms_per_layer", "Gemma3DecoderLayer has 4 RMSNorms")
+    k, window = r.opt_int("sliding_window", field="sliding_window")
+    if window is _ABSENT:
+        window = 4096
+        r.default("sliding_window", k, 4096)
+    elif window is not None:
+        r.note("sliding_window")
+    if window is not None:
+        counted = r.layer_types(layers)
+        how = f"layer_types: {counted} of {layers} layers are sliding_attention"
+        if counted is None:
+            _, pattern = r.opt_int("sliding_window_pattern", lo=1, hi=1024)
+            pattern = 6 if pattern in (_ABSENT, None) else pattern
+            counted = sum(1 for i in range(layers) if (i + 1) % pattern)
+            how = f"sliding_window_pattern {pattern}: {counted} of {layers} layers are local"
+        if counted:
+            out.update(sliding_window=window, num_sliding_window_layers=counted)
+            r.note("num_sliding_window_layers", how)
+        else:
+            r.sources.pop("sliding_window", None)
+    return out
+
+
+def _map_glm4_moe(r: _Reader) -> dict[str, Any]:
+    # Glm4MoeConfig: num_key_value_heads=8, head_dim=128, max_position_embeddings=131072,
+    # tie_word_embeddings=False, attention_bias=False (Q/K/V only), n_shared_experts=1,
+    # first_k_dense_replace=1, use_qk_norm=False. The num_nextn_predict_layers MTP layers are
+    # not counted (as DeepSeek's).
+    layers, hidden, vocab, heads, kv = _gqa_block(r, 8)
+    out = {
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "intermediate_size": r.req_int("intermediate_size", field="intermediate_size"),
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": r.int_with_default("head_dim", "head_dim", 128),
+        "vocab_size": vocab,
+        "max_position_embeddings": r.int_with_default(
+            "max_position_embeddings", "max_position_embeddings", 131072
+        ),
+        "tie_word_embeddings": r.flag("tie_word_embeddings", "tie_word_embeddings", False),
+        "attention_bias": r.flag("attention_bias", "attention_bias", False),
+        "qk_norm": r.flag("qk_norm", "use_qk_norm", False),
+        "norms_per_layer": 2,
+        "num_experts": r.req_int("n_routed_experts", field="num_experts"),
+        "num_experts_per_tok": r.req_int("num_experts_per_tok", field="num_experts_per_tok"),
+        "moe_intermediate_size": r.req_int("moe_intermediate_size", field="moe_intermediate_size"),
+        "num_shared_experts": r.int_with_default("num_shared_experts", "n_shared_experts", 1),
+        "first_k_dense_layers": r.int_with_default(
+            "first_k_dense_layers", "first_k_dense_replace", 1
+        ),
+    }
+    r.note("norms_per_layer", "input_layernorm + post_attention_layernorm (RMSNorm)")
+    return out
+
+
 _MAPPERS = {
     "llama": _map_llama,
     "mistral": _map_mistral,
@@ -912,4 +1250,10 @@ _MAPPERS = {
     "gemma2": _map_gemma2,
     "falcon": _map_falcon,
     "deepseek_v3": _map_deepseek_v3,
+    "qwen3": _map_qwen3,
+    "qwen3_moe": _map_qwen3_moe,
+    "gpt_oss": _map_gpt_oss,
+    "llama4": _map_llama4,
+    "gemma3": _map_gemma3,
+    "glm4_moe": _map_glm4_moe,
 }
