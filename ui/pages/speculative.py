@@ -100,8 +100,9 @@ def summary_section(c: SimpleNamespace) -> None:
     m[0].metric("Speedup per token", f"{s['speedup']:.2f}×")
     m[1].metric("Tokens per target step", f"{s['expected_tokens_per_step']:.2f}",
                 help="(1 − a^(k+1)) / (1 − a), Leviathan et al. 2023")  # fmt: skip
-    m[2].metric("TPOT with / without", f"{est['tpot_ms']:.1f} / {s['plain_step_ms']:.1f} ms")
-    m[3].metric("Draft step / verify step", f"{s['draft_step_ms']:.2f} / {s['verify_step_ms']:.1f} ms")  # fmt: skip
+    # values without units (labels carry them): they fit the 1280-px columns
+    m[2].metric("TPOT with / without (ms)", f"{est['tpot_ms']:.1f} / {s['plain_step_ms']:.1f}")
+    m[3].metric("Draft / verify step (ms)", f"{s['draft_step_ms']:.2f} / {s['verify_step_ms']:.1f}")  # fmt: skip
     m[4].metric("Stops paying at batch", "never (≤ max)" if be is None else f"{be:,.0f}",
                 help=f"first batch up to {c.cap:,} where the speedup falls below 1×")  # fmt: skip
 
