@@ -26,7 +26,7 @@ def quality_section(scenario, d: Deployment | None) -> None:
         return
     notes = quality_for(scenario.model, d.weights, d.kv)
     allowed = list(st.session_state.get(WD_KEY, scenario.options.weight_dtypes))
-    quantized = [x for x in ("int4", "int8", "fp8") if x in allowed]
+    quantized = [x for x in ("int4", "mxfp4", "nvfp4", "int8", "fp8") if x in allowed]
     if not notes and not quantized:
         return
     with st.expander(f"Model quality at weights {d.weights}, KV {d.kv}", expanded=bool(notes)):

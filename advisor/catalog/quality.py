@@ -74,7 +74,7 @@ def quality_for(model_id: str, weights: str, kv: str) -> list[dict]:
     """
     out = []
     for kind, dtype in (("weights", weights), ("kv", kv)):
-        if dtype not in ("fp8", "int8", "int4"):
+        if dtype not in ("fp8", "int8", "int4", "mxfp4", "nvfp4"):
             continue
         found = notes_for(model_id, kind, dtype)
         out.append({"tensor": kind, "dtype": dtype,

@@ -369,7 +369,7 @@ class QualityNote(BaseModel):
     models: Annotated[list[Annotated[str, Field(pattern=r"^(\*|[a-z0-9][a-z0-9.\-]*[a-z0-9])$")]],
                       Field(min_length=1, max_length=32)]  # fmt: skip
     kind: Literal["weights", "kv"]
-    dtype: Literal["fp8", "int8", "int4"]
+    dtype: Literal["fp8", "int8", "int4", "mxfp4", "nvfp4"]
     scheme: Annotated[str, Field(min_length=1, max_length=200)]
     benchmark: Annotated[str, Field(min_length=1, max_length=120)] | None = None
     quantized_score: Annotated[float, Field(ge=0, le=100)] | None = None

@@ -115,7 +115,7 @@ def parse_spec(text: str) -> DeploymentSpec:
     >>> parse_spec("h100-sxm.tp4.pp1.dp2.fp9.fp8")
     Traceback (most recent call last):
     ...
-    advisor.search.deployment_spec.DeploymentSpecError: deployment 'h100-sxm.tp4.pp1.dp2.fp9.fp8': weight dtype 'fp9' is not one of fp32, bf16, fp16, fp8, int8, int4
+    advisor.search.deployment_spec.DeploymentSpecError: deployment 'h100-sxm.tp4.pp1.dp2.fp9.fp8': weight dtype 'fp9' is not one of fp32, bf16, fp16, fp8, int8, int4, mxfp4, nvfp4
     """
     where = f"deployment {text[:120]!r}"
     tokens = text.strip().split(".")
