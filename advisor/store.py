@@ -18,6 +18,7 @@ The folder comes from the environment variable ``INFERENCE_ARCHITECT_DATA_DIR`` 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import sqlite3
@@ -59,6 +60,81 @@ CREATE TABLE IF NOT EXISTS scenario (
 
 class StoreError(ValueError):
     """The store cannot do what was asked; the message says which file or name and why."""
+
+
+#: The first 16 bytes of every SQLite 3 database file (sqlite.org/fileformat.html, 1.3.1).
+SQLITE_HEADER = b"SQLite format 3\x00"
+#: Suffix of a database file kept aside by :func:`set_aside` (followed by a UTC timestamp).
+ASIDE_SUFFIX = ".damaged-"
+
+
+@contextmanager
+def _init_lock(db: Path) -> Iterator[None]:
+    """An exclusive lock on ``<db>.lock`` while a store checks and creates its file, so one
+    session never sees another's half-created (still empty) database as damaged."""
+    try:
+        fd = os.open(f"{db}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:  # a read-only folder: nobody can create the database there either
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _refuse_unusable(db: Path) -> None:
+    """StoreError when ``db`` exists but is empty or not a SQLite file: SQLite would open a
+    0-byte file as a new empty store, and the scenarios it held would be gone without a word."""
+    try:
+        with db.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot read the scenario database {db}: {exc.strerror or exc}") from None
+    if not head:
+        raise StoreError(
+            f"the scenario database {db} is empty (0 bytes): it was truncated or never written; "
+            f"keep it aside to start a new one (nothing is deleted), or set {ENV_VAR} to another "
+            "folder"
+        )
+    if head != SQLITE_HEADER:
+        raise StoreError(
+            f"the scenario database {db} is damaged or not a SQLite file (it does not start with "
+            f"the SQLite header); keep it aside to start a new one (nothing is deleted), or set "
+            f"{ENV_VAR} to another folder"
+        )
+
+
+def set_aside(db: Path | None = None) -> Path:
+    """Rename a damaged database (and its -wal/-shm files) to ``<name>.damaged-<UTC time>``,
+    so a new store can start; nothing is deleted. Returns the new path of the main file."""
+    db = Path(db) if db is not None else data_dir() / DB_NAME
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    target = db.with_name(f"{db.name}{ASIDE_SUFFIX}{stamp}")
+    with _init_lock(db):
+        try:
+            os.rename(db, target)
+            for extra in ("-wal", "-shm"):
+                side = Path(f"{db}{extra}")
+                if side.exists():
+                    os.rename(side, f"{target}{extra}")
+        except OSError as exc:
+            raise StoreError(f"cannot move {db} aside: {exc.strerror or exc}") from None
+    return target
+
+
+def kept_aside(folder: Path | None = None) -> list[Path]:
+    """Databases set aside in ``folder`` (default: the data folder), oldest first."""
+    folder = Path(folder) if folder is not None else data_dir()
+    try:
+        found = [p for p in folder.glob(f"{DB_NAME}{ASIDE_SUFFIX}*") if p.name[-4:] not in
+                 ("-wal", "-shm")]  # fmt: skip
+    except OSError:
+        return []
+    return sorted(found)
 
 
 @dataclass(frozen=True)
@@ -142,6 +218,11 @@ class Store:
                 f"cannot create the data folder {self.path.parent}: {exc.strerror or exc} "
                 f"(set {ENV_VAR} to a writable folder)"
             ) from None
+        with _init_lock(self.path):
+            _refuse_unusable(self.path)
+            self._init_schema()
+
+    def _init_schema(self) -> None:
         with self._write() as con:
             version = con.execute("PRAGMA user_version").fetchone()[0]
             if version > STORE_VERSION:
@@ -333,6 +414,27 @@ class Store:
                 (new, _now(), eid, old),
             )
         return new
+
+    def export_all(self) -> dict[str, Any]:
+        """Every engagement with its scenarios (as saved, JSON) and display settings: a backup
+        that a person can read and that the Scenarios page's upload takes scenario by scenario."""
+        with self._read() as con:
+            engagements = [r[0] for r in con.execute(
+                "SELECT name FROM engagement ORDER BY name COLLATE NOCASE")]  # fmt: skip
+            rows = con.execute(
+                "SELECT e.name, s.name, s.json, s.view_json, s.created, s.updated FROM scenario s "
+                "JOIN engagement e ON e.id = s.engagement_id ORDER BY e.name, s.name"
+            ).fetchall()
+        out: dict[str, list] = {e: [] for e in engagements}
+        for eng, name, doc, view, created, updated in rows:
+            try:
+                scenario: Any = json.loads(doc)
+            except (ValueError, RecursionError):  # kept verbatim: a backup drops nothing
+                scenario = doc
+            out.setdefault(eng, []).append({"name": name, "scenario": scenario,
+                                            "view": view, "created": created,
+                                            "updated": updated})  # fmt: skip
+        return {"exported": _now(), "store_version": STORE_VERSION, "engagements": out}
 
     def check(self) -> str:
         """SQLite's integrity check: 'ok' or the problems found."""

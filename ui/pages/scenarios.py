@@ -3,12 +3,24 @@ and the built-in examples. Everything saved lives in the SQLite store of the use
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import date
 
 import streamlit as st
 
 from advisor.scenario import ScenarioError, dump_scenario, load_scenario
-from advisor.store import DEFAULT_ENGAGEMENT, ENV_VAR, Store, StoreError, check_name
+from advisor.store import (
+    DB_NAME,
+    DEFAULT_ENGAGEMENT,
+    ENV_VAR,
+    Store,
+    StoreError,
+    check_name,
+    data_dir,
+    kept_aside,
+    set_aside,
+)
 from ui.format import md_escape as E
 from ui.scenarios import (
     ENGAGEMENT_KEY,
@@ -65,6 +77,44 @@ def _rename(store: Store, engagement: str) -> None:
         SS["sc.flash"] = ("success", f"Renamed “{E(old)}” to “{E(new)}”.")
     except StoreError as exc:
         SS["sc.flash"] = ("error", f"Not renamed: {E(exc)}")
+
+
+def _set_aside() -> None:
+    try:
+        moved = set_aside()
+    except StoreError as exc:
+        SS["sc.flash"] = ("error", f"Not moved: {E(exc)}")
+        return
+    SS["sc.flash"] = ("success", f"Kept aside as {E(moved)}; a new, empty database was started.")
+
+
+def store_problems(store_error: str | None) -> None:
+    """A damaged or emptied database: say so, offer to keep it aside; list those kept aside."""
+    if store_error:
+        st.error(
+            f"Saved scenarios are unavailable: {E(store_error)}. Examples, upload and download "
+            "still work."
+        )
+        if (data_dir() / DB_NAME).exists():
+            st.button(
+                "Keep the damaged database aside (renamed, nothing deleted) and start a new one",
+                on_click=_set_aside, key="sc.aside",
+            )  # fmt: skip
+    for path in kept_aside():
+        st.warning(
+            f"A damaged or emptied scenario database was kept aside: {E(path)} "
+            f"({path.stat().st_size:,} bytes). Its scenarios are not listed here; `sqlite3` can "
+            "often recover them (`.recover`). Delete the file when it is no longer needed."
+        )
+
+
+def backup_button(store: Store) -> None:
+    st.download_button(
+        "Download all saved scenarios (backup, JSON)",
+        data=lambda: json.dumps(store.export_all(), indent=1, ensure_ascii=False),
+        file_name=f"scenarios-backup-{date.today().isoformat()}.json",
+        mime="application/json", on_click="ignore", key="sc.backup",
+    )  # fmt: skip
 
 
 def _add_engagement(store: Store) -> None:
@@ -190,10 +240,7 @@ def download_current() -> None:
 st.title("Scenarios")
 flash()
 store, store_error = open_store()
-if store_error:
-    st.error(
-        f"Saved scenarios are unavailable: {E(store_error)}. Examples, upload and download still work."
-    )
+guarded("Database", store_problems, store_error)
 left, right = st.columns([3, 2], gap="large")
 with left:
     engagement = DEFAULT_ENGAGEMENT
@@ -202,6 +249,7 @@ with left:
         guarded("Save", save_section, store, engagement)
         guarded("Saved scenarios", saved_section, store, engagement)
         st.caption(f"Stored in {E(store.path)} (set {ENV_VAR} to use another folder).")
+        guarded("Backup", backup_button, store)
     guarded("Download", download_current)
 with right:
     guarded("Examples", examples_section)
