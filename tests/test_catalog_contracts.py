@@ -78,6 +78,7 @@ MODEL_IDS = {
     "kimi-k2",
     "llama-4-scout",
     "llama-4-maverick",
+    "gemma-3-27b",
 }
 
 CATALOGS: dict[str, tuple[str, type[BaseModel]]] = {

@@ -268,3 +268,12 @@ def test_maverick_interleaved_moe_counts_dense_and_moe_layers():
     b = param_breakdown(get_model("llama-4-maverick"))
     assert b.dense_mlp == 24 * 3 * 5120 * 16384
     assert b.moe_experts == 24 * 128 * 3 * 5120 * 8192
+
+
+def test_gemma3_27b_kv_five_local_layers_per_global():
+    # Gemma 3 report / DeepMind Gemma3_27B: 10 global layers keep every token, 52 local layers
+    # at most 1024; 2 x 16 KV heads x 128 x 2 B = 8192 B per layer-token. At 128k context:
+    # 8192 x (10 + 52 x 1024 / 131072) = 85,248 B/token, a sixth of 62 x 8192 = 507,904.
+    m = get_model("gemma-3-27b")
+    assert kv_bytes_per_sequence(m, "bf16", 131072) / 131072 == 85_248
+    assert kv_bytes_per_token(m, "bf16") == 507_904
