@@ -622,6 +622,7 @@ _NOT_FROM_CONFIG = {
     "published_params",
     "published_active_params",
     "published_active_excludes_embedding",
+    "published_active_excludes_lm_head",
     "published_params_scope",
 }
 
@@ -719,10 +720,17 @@ def test_glm4_moe_counts() -> None:
         "attention_bias": True,
         "use_qk_norm": True,
         "tie_word_embeddings": False,
+        "max_position_embeddings": 131072,
     }
+    from advisor.catalog import get_model
     from advisor.physics.params import param_breakdown
 
-    b = param_breakdown(model_from_hf_config(cfg))
+    spec = model_from_hf_config(cfg)
+    entry = get_model("glm-4.5")  # the catalog entry cites the same script
+    for field in ModelSpec.model_fields:
+        if field not in _NOT_FROM_CONFIG:
+            assert getattr(spec, field) == getattr(entry, field), field
+    b = param_breakdown(spec)
     assert b.total == pytest.approx(355e9, rel=0.01)
     # "32B" matches the active count without the embedding and output layer (32.08e9; with
     # them 33.6e9, which would be headlined 34B).

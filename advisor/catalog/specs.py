@@ -260,6 +260,8 @@ class ModelSpec(BaseModel):
     #: The publisher's active count leaves out the input embedding, a table lookup (OpenAI's
     #: gpt-oss card counts the unembedding only).
     published_active_excludes_embedding: bool = False
+    #: ... and the output layer too (deduced for GLM-4.5: 32.1B without both, 33.6B with).
+    published_active_excludes_lm_head: bool = False
     #: "with_vision": the published total includes a vision encoder this text spec does not model.
     published_params_scope: Literal["text", "with_vision"] = "text"
     notes: Annotated[str, Field(max_length=2000)] = ""
