@@ -12,12 +12,20 @@ def pdf_download(
     heading: str, button: str, key: str, file_name: str, build: Callable[[str, str], bytes]
 ) -> None:
     """``build(client, consultant)`` runs when the button is clicked (data is a callable)."""
+    from advisor.report.fonts import FALLBACK_PACKAGES, describe, unprintable
     from advisor.report.images import charts_status
+    from ui.format import md_escape
 
     st.subheader(heading)
     c1, c2 = st.columns(2)
     client = c1.text_input("Client / engagement", max_chars=200, key=f"{key}_client")
     consultant = c2.text_input("Consultant", max_chars=200, key=f"{key}_consultant")
+    missing = unprintable(f"{client} {consultant}")
+    if missing:
+        st.warning(
+            f"The PDF cannot show {md_escape(describe(missing))}: no installed font has them "
+            f"(on Debian: apt-get install {FALLBACK_PACKAGES}). They will print as blanks."
+        )
     ok, message = charts_status()
     if not ok:
         st.info(f"The PDF will have tables only: {message}")

@@ -8,9 +8,10 @@ Takes ``--scenario FILE.json`` or the same flags as ``recommend`` (its parser is
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from advisor.cli import CliInputError, recommend_cmd
+from advisor.cli import CliInputError, one_line, recommend_cmd
 from advisor.cli.common import writable_out_path, write_out
 
 
@@ -41,7 +42,7 @@ def _check_out(value: str | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from advisor.report import images
+    from advisor.report import fonts, images
     from advisor.report.pdf import build_report, last_build_info
     from advisor.search.recommend import recommend
 
@@ -55,12 +56,23 @@ def run(args: argparse.Namespace) -> dict:
     write_out(out, pdf)
     info = last_build_info()
     ok, why = images.charts_status()
+    missing = list(dict.fromkeys([*info.get("unprintable", []),
+                                  *fonts.unprintable(f"{args.client} {args.consultant}")]))  # fmt: skip
+    if missing:  # the PDF is written; say which characters it cannot show, and why
+        print(
+            one_line(
+                f"advisor report: warning: the PDF cannot show {fonts.describe(missing)}: no "
+                f"installed font has them (Debian: apt-get install {fonts.FALLBACK_PACKAGES})"
+            ),
+            file=sys.stderr,
+        )
     return {
         "out": str(out),
         "bytes": len(pdf),
         "pages": info.get("pages"),
         "images": info.get("images"),
         "missing_charts": info.get("missing_charts", []),
+        "unprintable": missing,
         "charts": "available" if ok else why,
         "recommended": rec.best.description if rec.best is not None else None,
     }

@@ -258,7 +258,10 @@ class _Doc(FPDF):
         self.set_creator(f"{BRAND} {advisor.__version__}")
 
     def t(self, text: str) -> str:
-        return text if self.unicode else latin1(text)
+        if not self.unicode:
+            return latin1(text)
+        fonts.cover(self, text)  # CJK/emoji fallbacks when the text needs them
+        return text
 
     def header(self) -> None:
         self.set_font(self.family, "B", 9)
@@ -441,7 +444,8 @@ def build_report(
         _missing_charts(doc, ctx)
     out = bytes(doc.output())
     _LAST.clear()
-    _LAST.update(pages=doc.page_no(), images=ctx.images, missing_charts=list(ctx.missing_charts))
+    _LAST.update(pages=doc.page_no(), images=ctx.images, missing_charts=list(ctx.missing_charts),
+                 unprintable=list(getattr(doc, "unprintable", {})))  # fmt: skip
     return out
 
 
