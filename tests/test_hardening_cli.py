@@ -93,6 +93,7 @@ PY = f"{sys.executable} -m advisor"
     [
         f"{PY} catalog > /dev/full",  # was OSError traceback
         f"{PY} memory --json --model llama-2-7b --gpu h100-sxm > /dev/full",
+        f"{PY} validate > /dev/full",
         f"{PY} catalog >&-",  # closed stdout: was AttributeError
     ],
 )
