@@ -69,3 +69,12 @@ def test_cli_and_pdf_say_how_the_row_is_read(tmp_path):
     pdf = build_report(s, sensitivities=False, charts=False)
     text = " ".join(" ".join(pg.extract_text() for pg in PdfReader(io.BytesIO(pdf)).pages).split())
     assert "(read as TP=2, PP=1 per replica)" in text
+
+
+def test_moe_note_says_size_alone_is_the_wrong_key():
+    # gpt-oss model card: 116.83B total, 5.13B active per token. By total size the article puts
+    # it in 70B-180B (4 GPUs, INT4); per token it reads and computes like a ~5B dense model.
+    a = article_answer(116.83e9, 5.13e9)
+    assert a.row == "70B-180B"
+    assert "wrong key" in a.note and "row 7B-13B" in a.note and "5.1B active" in a.note
+    assert article_answer(70.6e9, 70.6e9).note == ""  # dense: no MoE note

@@ -243,6 +243,8 @@ def render(r: dict) -> str:
     dm = r["decision_matrix"]
     shape = f" (read as {dm['article_shape']} per replica)" if dm.get("article_shape") else ""
     lines.append(f"article ({dm['row']}): {dm['article_answer']}{shape}; agrees: {dm['agrees']}")
+    if dm.get("note"):
+        lines.append(f"  note: {dm['note']}")
     lines += [f"  - {x}" for x in dm["differences"]]
     if r["near_misses"]:
         lines.append("near misses:")

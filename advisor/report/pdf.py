@@ -1082,6 +1082,9 @@ def _article(doc: _Doc, ctx: _Context) -> None:
         doc.para(f"The article's rule for this model size, '{clean(_pick(dm, 'article_answer', default='?'), 200)}'"
                  + (f" (read as {shape} per replica)" if shape else "")
                  + f", {verdict} the computed recommendation.", 9)  # fmt: skip
+        note = clean(_pick(dm, "note", default="") or "", 400)
+        if note:
+            doc.para(note, 8.5, colour=GREY)
         diffs = [clean(x, 400) for x in (_pick(dm, "differences", default=[]) or [])]
         if diffs:
             doc.bullets(diffs, 8.5)

@@ -64,14 +64,22 @@ class ArticleAnswer:
         return f"TP={sh[0]}, PP={sh[1]}"
 
 
-def article_answer(params: float) -> ArticleAnswer:
-    """The article's row for a model of ``params`` parameters.
+def _row_index(b: float) -> int:
+    return 0 if b < 22 else 1 if b < 75 else 2 if b <= 185 else 3
+
+
+def article_answer(params: float, active_params: float | None = None) -> ArticleAnswer:
+    """The article's row for a model of ``params`` parameters (``active_params`` per token for
+    an MoE, which the note compares: the article keys on total size only).
 
     >>> article_answer(70.6e9).row, article_answer(8e9).gpus, article_answer(405e9).gpus
     ('30B-70B', 1, 8)
+    >>> a = article_answer(116.8e9, 5.7e9)  # gpt-oss-120b
+    >>> a.row, a.note.split(";")[0]
+    ('70B-180B', 'MoE: 116.8B total but 5.7B active per token')
     """
     b = params / 1e9
-    i = 0 if b < 22 else 1 if b < 75 else 2 if b <= 185 else 3
+    i = _row_index(b)
     row = ROWS[i]
     note = ""
     if b < 7:
@@ -80,4 +88,13 @@ def article_answer(params: float) -> ArticleAnswer:
         note = f"{b:.1f}B falls between the article's rows; nearest row used"
     elif b > 405:
         note = f"{b:.0f}B is beyond the article's largest row (405B)"
+    if active_params is not None and active_params < 0.5 * params:
+        a = active_params / 1e9
+        by_active = ROWS[_row_index(a)][0]
+        moe = (
+            f"MoE: {b:.1f}B total but {a:.1f}B active per token; size alone is the wrong key: "
+            f"memory follows the total (row {row[0]}), while the weight bytes read and the FLOPs "
+            f"per token follow the active count, as for a {a:.0f}B dense model (row {by_active})"
+        )
+        note = f"{note}; {moe}" if note else moe
     return ArticleAnswer(row[0], row[1], row[2], row[3], row[4], note, row[5])

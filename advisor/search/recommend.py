@@ -283,8 +283,9 @@ def recommend(scenario: Scenario) -> Recommendation:
 
 def _nothing(sc: Scenario, t0: float, rejected: dict, reason: str) -> Recommendation:
     """A result with no deployment and the reason (an infeasible question is not an error)."""
-    params = param_breakdown(sc.model_spec()).total
-    ans = article_answer(params)
+    pb = param_breakdown(sc.model_spec())
+    params = pb.total
+    ans = article_answer(params, pb.active - pb.embedding)  # a lookup, not a matmul
     return Recommendation(
         scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric="",
         confidence=sc.sla.confidence,
@@ -314,8 +315,9 @@ def _recommend(sc: Scenario) -> Recommendation:
         dg = evaluate_disaggregated(sc, st) if sc.options.disaggregated else None
     else:
         ev, dg = None, None
-    params = param_breakdown(model).total
-    ans = article_answer(params)
+    pb = param_breakdown(model)
+    params = pb.total
+    ans = article_answer(params, pb.active - pb.embedding)  # a lookup, not a matmul
     if ev is None:
         return _nothing(
             sc, t0, dict(rejected), "no deployment fits in memory: " + "; ".join(
