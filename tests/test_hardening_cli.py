@@ -245,3 +245,16 @@ def test_input_text_form_is_one_json_per_line(tmp_path, capsys):
     code, out, _ = _run(["estimate", "--input", str(f)], capsys)
     lines = out.splitlines()
     assert code == 0 and len(lines) == 2 and '"error"' in lines[1] and '"line": 2' in lines[1]
+
+
+def test_input_internal_error_while_streaming_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
+    import advisor.cli.estimate_cmd as estimate_cmd
+
+    def boom(_d):
+        raise ZeroDivisionError("x")
+
+    monkeypatch.setattr(estimate_cmd, "_run_one", boom)
+    f = tmp_path / "in.jsonl"
+    f.write_text(f"{GOOD}}}\n")
+    code, _, err = _run(["estimate", "--input", str(f), "--json"], capsys)
+    assert code == 1 and err == "advisor estimate: internal error: ZeroDivisionError: x\n"

@@ -292,7 +292,17 @@ def emit_stream(result: Streamed, as_json: bool, name: str) -> int:
         why = getattr(exc, "strerror", None) or str(exc)
         print(one_line(f"advisor {name}: error: cannot write the output: {why}"), file=sys.stderr)
         return 1
+    except Exception as exc:  # noqa: BLE001 - an item failed while streaming: no traceback
+        return _internal_error(name, exc)
     return 0
+
+
+def _internal_error(name: str, exc: Exception) -> int:
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    print(
+        one_line(f"advisor {name}: internal error: {type(exc).__name__}: {first}"), file=sys.stderr
+    )
+    return 1
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -307,12 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(one_line(f"advisor {name}: error: {exc}"), file=sys.stderr)
         return 2
     except Exception as exc:  # noqa: BLE001 - a traceback is never shown to a user
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        print(
-            one_line(f"advisor {name}: internal error: {type(exc).__name__}: {first}"),
-            file=sys.stderr,
-        )
-        return 1
+        return _internal_error(name, exc)
     if isinstance(result, Streamed):
         return emit_stream(result, getattr(args, "json", False), name)
     if getattr(args, "json", False):
