@@ -89,3 +89,16 @@ def test_a_hand_set_or_linked_deployment_with_a_bad_tp_says_why():
     sc = Scenario(model="llama-2-13b", hardware=Hardware(gpus=["h100-sxm"], nodes=2))
     f = evaluate_spec(sc, parse_spec("h100-sxm.tp16.pp1.dp1.fp16.fp16"))
     assert not f.fits and any("must divide the 40 attention heads" in r for r in f.reasons)
+
+
+def test_a_link_with_a_bad_tp_shows_the_rule_in_the_app(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_hardening_escape import APP
+
+    monkeypatch.setenv("INFERENCE_ARCHITECT_DATA_DIR", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["dep"] = "h100-sxm.tp3.pp1.dp1.fp8.fp8"  # default model: Llama 3.1 70B
+    at.run()
+    assert not at.exception
+    assert any("TP=3 must divide the 64 attention heads" in e.value for e in at.error)
