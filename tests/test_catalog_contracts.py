@@ -26,6 +26,7 @@ ACCELERATOR_IDS = {
     "h100-nvl",
     "h200-sxm",
     "b200",
+    "b300",
     "gb200",
     "l40s",
     "l4",
@@ -322,7 +323,7 @@ def test_compute_paths_present_and_absent():
     # Ada has FP8 (L40S / L4 datasheets); FP4 is new in Blackwell and CDNA4.
     assert acc["l40s"].peak_flops_per_s.fp8 is not None
     assert acc["l4"].peak_flops_per_s.fp8 is not None
-    for gpu in ("b200", "gb200", "mi350x", "mi355x"):
+    for gpu in ("b200", "b300", "gb200", "mi350x", "mi355x"):
         assert acc[gpu].peak_flops_per_s.fp4 is not None, gpu
     for gpu in ("h100-sxm", "h200-sxm", "mi300x", "a100-sxm-80gb"):
         assert acc[gpu].peak_flops_per_s.fp4 is None, gpu
@@ -511,3 +512,13 @@ def test_new_layouts_in_the_catalog():
     assert models["kimi-k2"].num_moe_layers == 60 and models["kimi-k2"].is_mla
     # Qwen3 configs: per-head Q/K RMSNorm.
     assert models["qwen3-32b"].qk_norm and models["qwen3-235b-a22b"].qk_norm
+
+
+def test_b300_gains_fp4_and_memory_not_bf16():
+    # ml-engineering tables (NVIDIA DGX B300 / B200 datasheets): B300 dense BF16 2.25 PF and
+    # FP8 4.5 PF as B200; FP4 12.6 PF vs 9 PF; 288 GB vs 180 GB HBM3e, both 8 TB/s.
+    acc = loader.accelerators()
+    b200, b300 = acc["b200"], acc["b300"]
+    assert b300.peak_flops_per_s.bf16 == b200.peak_flops_per_s.bf16 == 2.25e15
+    assert b300.peak_flops_per_s.fp4 == pytest.approx(12.6e15)
+    assert b300.memory_gb_datasheet == 288 and b300.hbm_bandwidth_bytes_per_s == 8e12
