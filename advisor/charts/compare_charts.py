@@ -15,7 +15,6 @@ from advisor.catalog import accelerators
 from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.charts.theme import PALETTE, TEMPLATE, escape, styled
 from advisor.perf.estimate import EstimateInput, estimate
-from advisor.perf.sweeps import users_load
 from advisor.scenario import Scenario
 from advisor.search.results import Deployment
 
@@ -28,46 +27,6 @@ COMPONENTS: tuple[tuple[str, str, str], ...] = (
     ("overhead", "engine overhead", "#7F7F7F"),
     ("bubble", "pipeline bubble", "#56B4E9"),
 )
-
-
-def deployment_input(scenario: Scenario, tp: int, pp: int) -> EstimateInput:
-    """The one deployment a scenario plus TP/PP describes (the Compare page's "sidebar
-    deployment"): first GPU, first dtypes, as many data-parallel replicas as the GPUs allow,
-    the scenario's load (rate, or the rate its users with think time put on the replicas).
-
-    Raises ValueError when TP×PP exceeds the hardware's GPUs.
-    """
-    hw, w, opt = scenario.hardware, scenario.workload, scenario.options
-    per = tp * pp
-    if per > hw.total_gpus:
-        raise ValueError(
-            f"TP×PP = {tp}×{pp} = {per} GPUs exceeds the {hw.total_gpus} GPUs of the hardware"
-        )
-    dp = max(1, hw.total_gpus // per)
-    load: dict
-    if w.arrival_rate_per_s is not None:
-        load = {"qps": w.arrival_rate_per_s, "concurrency": None}
-    else:
-        load = {"concurrency": math.ceil((w.concurrent_users or 1) / dp)}
-    inp = EstimateInput(
-        tp=tp, pp=pp, dp=dp, weights=opt.weight_dtypes[0], kv=opt.kv_dtypes[0],
-        isl=w.isl_tokens, osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
-        gpus_per_node=hw.gpus_per_node, engine=opt.engine, **load,
-    )  # fmt: skip
-    return users_load(scenario, inp)  # users with think time: their closed-loop request rate
-
-
-def scenario_estimate(scenario: Scenario, tp: int, pp: int) -> dict:
-    """``estimate`` of :func:`deployment_input` on the scenario's first accelerator."""
-    gpu = accelerators()[scenario.hardware.gpus[0]]
-    return estimate(scenario.model_spec(), gpu, deployment_input(scenario, tp, pp))
-
-
-def scenario_sweep(scenario: Scenario, tp: int, pp: int, limit: int = 1024) -> list[dict]:
-    """:func:`batch_sweep` of :func:`deployment_input` over powers of two up to ``limit``."""
-    gpu = accelerators()[scenario.hardware.gpus[0]]
-    inp = deployment_input(scenario, tp, pp)
-    return batch_sweep(scenario.model_spec(), gpu, inp, powers_of_two(limit))
 
 
 def deployment_result(d: Deployment | None) -> dict:
