@@ -28,6 +28,7 @@ ACCELERATOR_IDS = {
     "b200",
     "b300",
     "gb200",
+    "gb300",
     "l40s",
     "l4",
     "mi250x",
@@ -323,7 +324,7 @@ def test_compute_paths_present_and_absent():
     # Ada has FP8 (L40S / L4 datasheets); FP4 is new in Blackwell and CDNA4.
     assert acc["l40s"].peak_flops_per_s.fp8 is not None
     assert acc["l4"].peak_flops_per_s.fp8 is not None
-    for gpu in ("b200", "b300", "gb200", "mi350x", "mi355x"):
+    for gpu in ("b200", "b300", "gb200", "gb300", "mi350x", "mi355x"):
         assert acc[gpu].peak_flops_per_s.fp4 is not None, gpu
     for gpu in ("h100-sxm", "h200-sxm", "mi300x", "a100-sxm-80gb"):
         assert acc[gpu].peak_flops_per_s.fp4 is None, gpu
