@@ -455,9 +455,9 @@ GARBAGE = [
 
 def url_params(rng: random.Random) -> dict[str, str]:
     """A random malformed query string: known keys with garbage or edge values, unknown keys."""
-    from ui.url import URL_KEYS
+    from ui.url import DEP_KEY, URL_KEYS
 
-    keys = list(URL_KEYS.values())
+    keys = [*URL_KEYS.values(), DEP_KEY]  # dep: the deployment in focus
     out: dict[str, str] = {}
     for _ in range(rng.randint(1, 6)):
         r = rng.random()
@@ -473,7 +473,7 @@ def fuzz_url(seed: int, n: int, *, timeout_s: float = 120.0) -> tuple[int, list[
     """``n`` fresh sessions with random malformed links; findings (exception, no warning)."""
     from streamlit.testing.v1 import AppTest
 
-    from ui.url import scenario_from_params
+    from ui.url import dep_from_params, scenario_from_params
 
     rng = random.Random(seed)
     findings: list[Finding] = []
@@ -499,6 +499,8 @@ def fuzz_url(seed: int, n: int, *, timeout_s: float = 120.0) -> tuple[int, list[
             if "unexpected error" in str(e.value):
                 findings.append(Finding(page, i, "unexpected-error", str(e.value), actions))
         _, _, expected = scenario_from_params(params)
+        dep_warning = dep_from_params(params)[1]
+        expected = [*expected, *([dep_warning] if dep_warning else [])]
         warned = any("link were ignored" in str(w.value) for w in at.warning)
         if expected and not warned:
             findings.append(Finding(page, i, "no-warning", "; ".join(expected), actions))
