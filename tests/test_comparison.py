@@ -30,7 +30,7 @@ def rows():
 def test_concurrent_users_give_every_percentile(rows):
     for row in rows:
         cells = cmp.table_rows(row)
-        assert cells["Load"] == "200 concurrent users"
+        assert cells["Load"] == "200 concurrent users thinking 15 s"  # default think time
         for name in ("TTFT P50 / P99", "TPOT P50 / P99", "End to end P50 / P99"):
             assert "—" not in cells[name] and cells[name].endswith(" ms"), (row.label, name)
 

@@ -36,7 +36,8 @@ def test_numbers_as_the_model_cards_state_them():
 
 def test_not_measured_for_this_model():
     q = quality_for("mistral-7b", "int4", "fp8")
-    assert q[0] == {"tensor": "weights", "dtype": "int4", "measured": False, "notes": []}
+    assert q[0] == {"tensor": "weights", "dtype": "int4", "measured": False,
+                    "finding": NOT_MEASURED, "notes": []}  # fmt: skip
     assert q[1]["measured"] is False and "vLLM" in q[1]["notes"][0]
     assert NOT_MEASURED in quality_lines("mistral-7b", "int4", "fp16")[0]
     assert quality_lines("llama-3.1-70b", "fp16", "fp16") == []  # the reference precision
@@ -96,6 +97,10 @@ def test_exclude_int4_button_edits_the_sidebar_and_the_search():
     at = at.run().switch_page("ui/pages/recommendation.py").run()
     assert not at.exception, at.exception
     assert any("weights int4" in e.label for e in at.expander)
+    from ui.format import md_escape
+
+    shown = [m.value for m in at.markdown]
+    assert md_escape("Quality: weights int4: 99.8% of the unquantized score") in " ".join(shown)
     at.button(key="quality.exclude.int4").click().run()
     assert not at.exception, at.exception
     wd = next(w for w in at.multiselect if w.key == "w.wd")

@@ -20,27 +20,40 @@ def _exclude(dtype: str) -> None:
         st.session_state[WD_KEY] = allowed
 
 
+def summary(notes: list[dict]) -> str:
+    """'Quality: weights fp8 — <finding>; KV fp8 — not measured for this model.'"""
+    parts = []
+    for q in notes:
+        what = "weights" if q["tensor"] == "weights" else "KV cache"
+        text = q["finding"] if q["measured"] else "not measured for this model"
+        parts.append(f"{what} {q['dtype']}: {text}")
+    return "Quality: " + "; ".join(parts) + "."
+
+
 def quality_section(scenario, d: Deployment | None) -> None:
-    """The published accuracy effect of ``d``'s weight and KV dtypes on the scenario's model."""
+    """The published accuracy effect of ``d``'s weight and KV dtypes on the scenario's model:
+    one line beside the recommended dtypes, the sources and the exclude buttons below it."""
     if d is None:
         return
     notes = quality_for(scenario.model, d.weights, d.kv)
     allowed = list(st.session_state.get(WD_KEY, scenario.options.weight_dtypes))
     quantized = [x for x in ("int4", "mxfp4", "nvfp4", "int8", "fp8") if x in allowed]
+    if notes:
+        st.markdown(md_escape(summary(notes)))
     if not notes and not quantized:
         return
-    with st.expander(f"Model quality at weights {d.weights}, KV {d.kv}", expanded=bool(notes)):
+    with st.expander(f"Model quality at weights {d.weights}, KV {d.kv}: sources and dtype choice"):
         if not notes:
-            st.markdown("16-bit weights and KV cache: the reference precision, no accuracy loss.")
+            st.markdown("16-bit weights and KV cache: the reference precision.")
         for q in notes:
             what = "Weights" if q["tensor"] == "weights" else "KV cache"
-            head = f"**{what} {q['dtype']}**: " + ("" if q["measured"] else "*not measured for "
-                                                    "this model*" + ("; " if q["notes"] else "."))  # fmt: skip
-            st.markdown(head + md_escape("; ".join(q["notes"])))
-        if len(quantized) and len(allowed) > 1:
+            st.markdown(f"**{what} {q['dtype']}**"
+                        + ("" if q["measured"] else ": *not measured for this model*"))  # fmt: skip
+            for n in q["notes"]:
+                st.caption(md_escape(n))
+        if quantized and len(allowed) > 1:
             st.caption("Exclude a weight dtype from the search (edits the sidebar's list):")
             cols = st.columns(len(quantized))
             for col, dtype in zip(cols, quantized, strict=True):
                 col.button(f"Exclude {dtype}", key=f"quality.exclude.{dtype}",
-                           on_click=_exclude, args=(dtype,),
-                           disabled=len(allowed) <= 1)  # fmt: skip
+                           on_click=_exclude, args=(dtype,))  # fmt: skip

@@ -57,6 +57,18 @@ def describe(note: QualityNote) -> str:
     return f"{note.scheme}: {'; '.join(parts)} (source: {note.source}, retrieved {note.retrieved})"
 
 
+def finding(note: QualityNote) -> str:
+    """The finding alone, for a one-line summary.
+
+    >>> finding(quality_notes()["llama-3.1-70b-int4"])
+    '99.8% of the unquantized score (Open LLM Leaderboard v1 average 78.54 vs 78.67)'
+    """
+    if note.recovery is not None:
+        return (f"{note.recovery:.1%} of the unquantized score ({note.benchmark} "
+                f"{note.quantized_score:.2f} vs {note.baseline_score:.2f})")  # fmt: skip
+    return note.summary or ""
+
+
 def notes_for(model_id: str, kind: str, dtype: str) -> list[QualityNote]:
     """Notes measured on ``model_id`` (then those for every model) for a weight or KV dtype."""
     notes = [n for n in quality_notes().values() if n.kind == kind and n.dtype == dtype]
@@ -66,11 +78,12 @@ def notes_for(model_id: str, kind: str, dtype: str) -> list[QualityNote]:
 
 def quality_for(model_id: str, weights: str, kv: str) -> list[dict]:
     """Per quantized dtype of a deployment (16/32-bit weights and 16-bit KV are the reference:
-    left out): ``{"tensor", "dtype", "measured", "notes"}``, ``measured`` False when no source
-    measured this dtype on ``model_id`` (its notes then hold only notes for every model).
+    left out): ``{"tensor", "dtype", "measured", "finding", "notes"}``: ``measured`` False when
+    no source measured this dtype on ``model_id`` (its notes then hold only notes for every
+    model); ``finding`` the first note's finding in a few words; ``notes`` with their sources.
 
     >>> quality_for("mistral-7b", "int4", "fp16")
-    [{'tensor': 'weights', 'dtype': 'int4', 'measured': False, 'notes': []}]
+    [{'tensor': 'weights', 'dtype': 'int4', 'measured': False, 'finding': 'not measured for this model', 'notes': []}]
     """
     out = []
     for kind, dtype in (("weights", weights), ("kv", kv)):
@@ -79,6 +92,7 @@ def quality_for(model_id: str, weights: str, kv: str) -> list[dict]:
         found = notes_for(model_id, kind, dtype)
         out.append({"tensor": kind, "dtype": dtype,
                     "measured": any("*" not in n.models for n in found),
+                    "finding": finding(found[0]) if found else NOT_MEASURED,
                     "notes": [describe(n) for n in found]})  # fmt: skip
     return out
 

@@ -196,6 +196,8 @@ def run(args: argparse.Namespace) -> dict:
 
 def budget_lines(bg: dict) -> list[str]:
     """The budget (advisor/search/budget.py) as text lines."""
+    from advisor.search.budget import plural
+
     buy = f"purchase ${bg['purchase_usd']:,.0f}; " if bg["purchase_usd"] is not None else ""
     per_user = (
         f"; ${bg['usd_per_user_month']:,.2f} per user per month"
@@ -204,7 +206,7 @@ def budget_lines(bg: dict) -> list[str]:
     )
     parts = ", ".join(f"{x['item']} ${x['usd_per_month']:,.0f}" for x in bg["lines"])
     return [
-        f"budget: {bg['gpus']} GPUs in {bg['servers']} server(s); {buy}"
+        f"budget: {plural(bg['gpus'], 'GPU')} in {plural(bg['servers'], 'server')}; {buy}"
         f"${bg['monthly_usd']:,.0f} per month ({parts}){per_user}; "
         f"${bg['usd_per_million_tokens']:.3f} per 1M output tokens",
     ]

@@ -94,6 +94,15 @@ def usd(x: float) -> str:
     return f"${x:,.2f}" if x < 100 else f"${x:,.0f}"
 
 
+def plural(n: int, noun: str) -> str:
+    """'1 server', '2 servers'.
+
+    >>> plural(1, "server"), plural(12, "GPU")
+    ('1 server', '12 GPUs')
+    """
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 def servers_for(gpus: int, gpus_per_server: int) -> int:
     """Servers that hold ``gpus`` GPUs: ceil(gpus / gpus per server).
 
@@ -154,7 +163,8 @@ def budget(scenario: Scenario, d: Deployment) -> Budget:
     servers = servers_for(d.gpus, per_server)
     sources = [f"GPU prices: data/prices.yaml, retrieved {prices_retrieved()}"]
     assumptions = [
-        f"{d.gpus} GPUs in {servers} server(s) of {per_server} GPUs (the scenario's GPUs per node).",
+        f"{plural(d.gpus, 'GPU')} in {plural(servers, 'server')} of {per_server} GPUs (the "
+        "scenario's GPUs per node).",
         f"A month is {HOURS_PER_MONTH:g} hours (8760 / 12), every hour paid.",
     ]
     lines: list[BudgetLine] = []

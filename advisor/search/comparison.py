@@ -135,7 +135,7 @@ def load_text(s: Scenario) -> str:
     w = s.workload
     if w.arrival_rate_per_s is not None:
         return f"{w.arrival_rate_per_s:g} requests/s"
-    return f"{w.concurrent_users:,} concurrent users"
+    return f"{w.concurrent_users:,} concurrent users thinking {w.think_time_s:g} s"
 
 
 def table_rows(c: Compared) -> dict[str, str]:

@@ -22,7 +22,8 @@ def summary() -> None:
     load = (
         f"{s.workload.arrival_rate_per_s:g} requests/s (Poisson)"
         if s.workload.arrival_rate_per_s is not None
-        else f"{s.workload.concurrent_users:,} concurrent users"
+        else f"{s.workload.concurrent_users:,} concurrent users thinking "
+        f"{s.workload.think_time_s:g} s between requests"
     )
     c1, c2 = st.columns(2)
     c1.markdown(
