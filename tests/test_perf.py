@@ -390,3 +390,20 @@ def test_moe_weight_only_dequantizes_only_the_experts_read():
                                       weights="mxfp4", kv="bf16")])  # fmt: skip
     t = decode_step(r, np.array([1.0]), np.array([1024.0]))
     assert t.dequant[0] < 0.5e-3
+
+
+def test_windowed_layers_cap_prefill_attention():
+    # gpt-oss-120b: 18 of 36 layers attend to at most 128 keys (config.json). A 32k prompt's
+    # causal attention (16k keys per query on average) then costs (16384 + 128) / 2 / 16384
+    # = 0.504 of full attention on every layer (hand calculation).
+    from dataclasses import replace
+
+    from advisor.perf.step import attention_flops
+
+    r = build_replicas([ReplicaConfig(get_model("gpt-oss-120b"), get_accelerator("b200"),
+                                      weights="mxfp4", kv="bf16")])  # fmt: skip
+    full = replace(r, window=np.array([np.inf]))
+    ratio = attention_flops(r, 32768.0, 16384.0, r.prefill_attn_width) / attention_flops(
+        full, 32768.0, 16384.0, full.prefill_attn_width
+    )
+    assert ratio[0] == pytest.approx((16384 + 128) / 2 / 16384)
