@@ -136,3 +136,23 @@ def test_recommendation_page_shows_the_budget():
     assert m["Per month"] == usd(b.monthly_usd)
     assert m["Per user per month"] == usd(b.monthly_usd / 200)
     assert m["Servers"] == f"{b.servers:,}" and m["GPUs"] == f"{b.gpus:,}"
+
+
+def test_pdf_budget_is_of_the_deployment_in_focus(rec):
+    import io
+
+    from pypdf import PdfReader
+
+    from advisor.report.pdf import build_report
+    from advisor.search.budget import usd
+    from advisor.search.deployment_spec import parse_spec
+    from advisor.search.focus import evaluate_spec
+
+    s = _scenario()
+    f = evaluate_spec(s, parse_spec("h100-sxm.tp4.pp1.dp2.fp8.fp8"))  # 8 GPUs, by hand
+    pdf = build_report(s, recommendation=rec, focus=f.deployment, focus_note="by hand",
+                       charts=False, sensitivities=False)  # fmt: skip
+    flat = " ".join(" ".join((p.extract_text() or "") for p in PdfReader(io.BytesIO(pdf)).pages).split())  # fmt: skip
+    b = budget(s, f.deployment)
+    assert b.gpus == 8 and "Of the in-focus deployment" in flat
+    assert f"Total per month {usd(b.monthly_usd)}" in flat

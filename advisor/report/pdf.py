@@ -429,9 +429,9 @@ def build_report(
         doc.h2("Notes")
         doc.para(notes_t, 9.5)
     if best_obj is not None:
-        focus = bool(items) and ranking[0].row.source == "in focus"
+        in_focus = ctx.focused or (bool(items) and ranking[0].row.source == "in focus")
         quality_section(doc, scenario, best_obj)
-        budget_section(doc, scenario, best_obj, "in-focus" if focus else "recommended")
+        budget_section(doc, scenario, best_obj, "in-focus" if in_focus else "recommended")
     _scenario_section(doc, ctx)
     if charts:
         _charts_section(doc, ctx)
