@@ -62,3 +62,9 @@ def test_app_warns_before_the_pdf_is_built(tmp_path, monkeypatch):
     at = AppTest.from_file(APP, default_timeout=120).run()  # the Recommendation page
     at.text_input(key="pdf_client").input(f"Acme {NO_FONT}").run()
     assert any("13000 EGYPTIAN HIEROGLYPH A001" in w.value for w in at.warning)  # md-escaped "+"
+
+
+def test_without_dejavu_only_what_latin1_cannot_spell_is_named(monkeypatch):
+    # the core font prints Latin-1; text.latin1 spells "≤" as "<=", so only "客" is lost
+    monkeypatch.setattr(fonts, "find_dejavu", lambda: None)
+    assert fonts.unprintable("≤ é 客 ?") == ["客"]

@@ -129,12 +129,16 @@ def unprintable(text: str) -> list[str]:
     []
     """
     main = find_dejavu()
-    have = _codepoints(main.regular) if main else frozenset(range(256))
+    if main is None:  # the core font: Latin-1, some symbols spelled out (text.latin1)
+        from advisor.report.text import latin1
+
+        return list(dict.fromkeys(c for c in text if c != "?" and latin1(c) == "?"))
+    have = _codepoints(main.regular)
     out: dict[str, None] = {}
     for ch in text:
         if ord(ch) in have or not _needs_glyph(ch):
             continue
-        if main is None or not any(ord(ch) in cps for _, _, cps in _fallbacks()):
+        if not any(ord(ch) in cps for _, _, cps in _fallbacks()):
             out[ch] = None
     return list(out)
 
