@@ -29,6 +29,8 @@ ACCELERATOR_IDS = {
     "b300",
     "gb200",
     "gb300",
+    "h20",
+    "rtx-pro-6000",
     "l40s",
     "l4",
     "mi250x",
@@ -324,9 +326,9 @@ def test_compute_paths_present_and_absent():
     # Ada has FP8 (L40S / L4 datasheets); FP4 is new in Blackwell and CDNA4.
     assert acc["l40s"].peak_flops_per_s.fp8 is not None
     assert acc["l4"].peak_flops_per_s.fp8 is not None
-    for gpu in ("b200", "b300", "gb200", "gb300", "mi350x", "mi355x"):
+    for gpu in ("b200", "b300", "gb200", "gb300", "rtx-pro-6000", "mi350x", "mi355x"):
         assert acc[gpu].peak_flops_per_s.fp4 is not None, gpu
-    for gpu in ("h100-sxm", "h200-sxm", "mi300x", "a100-sxm-80gb"):
+    for gpu in ("h100-sxm", "h200-sxm", "h20", "mi300x", "a100-sxm-80gb"):
         assert acc[gpu].peak_flops_per_s.fp4 is None, gpu
 
 
