@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -150,6 +151,8 @@ def write_inputs(tmp: Path) -> None:
         [1, 2],
         {"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 1, "osl": 1, "tp": 1e30},
     ]
+    if not (tmp / "pipe").exists():  # an --out FIFO hung report/calibrate forever (issue 16)
+        os.mkfifo(tmp / "pipe")
     (tmp / "input.jsonl").write_text(
         "\n".join(json.dumps(x) for x in lines) + "\n{trunc\nNaN\n" + "[" * 100_000 + "\n"
     )
@@ -190,6 +193,7 @@ def _hostile(rng: random.Random, flag: str, tmp: Path) -> str:
         return rng.choice([
             str(tmp), str(tmp / "missing" / "x.pdf"), "", " ", str(tmp / "a\nb.pdf"),
             str(tmp / ("x" * 300 + ".pdf")), str(tmp / "ü🚀.pdf"), "/nonexistent/x.pdf",
+            str(tmp / "pipe"), "/dev/null",
         ])  # fmt: skip
     return rng.choice(HOSTILE)
 
