@@ -278,3 +278,24 @@ def test_gemma3_27b_kv_five_local_layers_per_global():
     m = get_model("gemma-3-27b")
     assert kv_bytes_per_sequence(m, "bf16", 131072) / 131072 == 85_248
     assert kv_bytes_per_token(m, "bf16") == 507_904
+
+
+def test_windowed_layers_with_their_own_kv_heads():
+    # MiMo-V2-Flash's config.json (ai-dynamo/aiconfigurator copy) gives its sliding layers 8 KV
+    # heads and its full layers 4: per-kind heads. Here gpt-oss-120b with 16 KV heads in its 18
+    # sliding layers (8 in the 18 full ones), by hand: per token at 128k context
+    # 18 x 2048 + 18 x 4096 x 128 / 131072 = 36,936 B; on one of TP=16 ranks the 8 full-layer
+    # heads are replicated (1/8 each) and the 16 windowed split (1/16): 18 x 2048 / 8 +
+    # 18 x 4096 / 16 = 9,216 B per token before the window.
+    from advisor.physics.memory import kv_bytes_per_token_split
+
+    g = get_model("gpt-oss-120b").model_copy(update={"window_num_key_value_heads": 16})
+    assert kv_bytes_per_sequence(g, "bf16", 131072) / 131072 == 36_936
+    assert kv_bytes_per_token_split(g, "bf16", tp=16) == (4608.0, 4608.0)
+    assert kv_bytes_per_sequence_per_gpu(g, "bf16", 4096, 16, 1) == 4608 * 4096 + 4608 * 128
+    # A spec naming per-kind heads without windowed layers is refused with both values.
+    import pydantic
+
+    raw = get_model("llama-3.1-8b").model_dump() | {"window_num_key_value_heads": 4}
+    with pytest.raises(pydantic.ValidationError, match="window_num_key_value_heads=4"):
+        type(g).model_validate(raw)

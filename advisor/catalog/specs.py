@@ -253,6 +253,9 @@ class ModelSpec(BaseModel):
     #: "sliding": a windowed layer attends to the last W tokens; "chunked": to the tokens of its
     #: own W-token chunk (Llama 4 attention_chunk_size). Either way it caches at most W tokens.
     window_kind: Literal["sliding", "chunked"] = "sliding"
+    #: KV heads of the windowed layers when they differ from the full-attention layers'
+    #: num_key_value_heads (MiMo-V2-Flash: 8 in its sliding layers, 4 in its global ones).
+    window_num_key_value_heads: Annotated[int, Field(ge=1, le=1024)] | None = None
 
     #: Published parameter counts (for checks), parameters.
     published_params: Annotated[float, Field(gt=1e6, le=1e14)] | None = None
@@ -308,6 +311,17 @@ class ModelSpec(BaseModel):
             raise ValueError(
                 f"{name!r}: expert_bias / expert_weights_dtype={self.expert_weights_dtype} "
                 "need an MoE model"
+            )
+        wkv = self.window_num_key_value_heads
+        if wkv is not None and (not self.num_sliding_window_layers or self.is_mla):
+            raise ValueError(
+                f"{name!r}: window_num_key_value_heads={wkv} needs windowed layers "
+                f"(num_sliding_window_layers={self.num_sliding_window_layers}) and no MLA"
+            )
+        if wkv is not None and self.num_attention_heads % wkv:
+            raise ValueError(
+                f"{name!r}: num_attention_heads={self.num_attention_heads} is not divisible by "
+                f"window_num_key_value_heads={wkv}"
             )
         if self.num_sliding_window_layers and self.sliding_window is None:
             raise ValueError(

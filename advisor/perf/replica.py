@@ -18,8 +18,7 @@ from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     activation_reserve_bytes,
-    kv_bytes_per_token_per_layer,
-    kv_tp_fraction,
+    kv_bytes_per_token_split,
     linear_dtypes,
     linear_weight_bytes,
     weight_placement,
@@ -111,6 +110,7 @@ class ReplicaArrays:
     kv_full_per_token: np.ndarray  # per GPU: bytes/token of the full-attention layers
     kv_window_per_token: np.ndarray  # per GPU: bytes/token of the sliding-window layers
     window: np.ndarray  # sliding window tokens (inf if none)
+    window_layer_frac: np.ndarray  # share of the layers that are windowed (attention FLOPs)
     kv_budget_bytes: np.ndarray  # per GPU, may be negative (does not fit)
     draft_kv_per_token: np.ndarray  # per GPU: a speculative draft's KV bytes/token (0: no draft)
     peak_flops: np.ndarray  # achievable: dense peak of the compute path x eta x engine eff
@@ -184,10 +184,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     head_params = m.vocab_size * m.hidden_size / tp  # lm_head matmul on the last stage
     linear_active = (b.linear_layers - b.moe_experts) / tp * share
     expert_active = b.moe_active_experts / tp * share
-    per_layer_kv = kv_bytes_per_token_per_layer(m, cfg.kv) * kv_tp_fraction(m, tp)
     w_layers = m.num_sliding_window_layers
-    kv_full = per_layer_kv * (layers - w_layers) * share
-    kv_win = per_layer_kv * w_layers * share
+    kv_full, kv_win = (x * share for x in kv_bytes_per_token_split(m, cfg.kv, tp))
     reserve = activation_reserve_bytes(m, tp)
     eng = engine_profile(cfg.engine)
     free = g.memory_bytes - placement.per_gpu_bytes - reserve
@@ -229,6 +227,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         attn_width=attention_width(m, "decode") / tp,
         prefill_attn_width=attention_width(m, "prefill") / tp, kv_full_per_token=kv_full, kv_window_per_token=kv_win,
         window=float(m.sliding_window) if w_layers else math.inf,
+        window_layer_frac=w_layers / layers,
         kv_budget_bytes=budget, draft_kv_per_token=0.0,
         peak_flops=peak * eng.efficiency,
         peak_flops_16=peak16 * eff.eta_compute_16 * eng.efficiency,

@@ -137,8 +137,7 @@ def attention_flops(
     4 x ``width`` (physics.roofline.attention_width, already divided by TP). A decode token
     attends to its whole context; a causal prompt of T tokens has T (T + 1) / 2 pairs, i.e.
     T / 2 keys per query for large T. A sliding-window or chunked layer attends to at most W
-    keys: keys = (1 - f) x keys + f x min(keys, W), f the windowed share of the layers (their
-    share of the KV bytes per token, every layer caching the same width).
+    keys: keys = (1 - f) x keys + f x min(keys, W), f the windowed share of the layers.
     Source: formulas.md "Roofline"; Kaplan et al. 2020; Beltagy et al. 2020 (sliding window).
 
     >>> import numpy as np
@@ -147,16 +146,14 @@ def attention_flops(
     >>> float(attention_flops(r, 2048.0, 1024.0, np.array([4096.0]))[0]) / 1e12  # 2k prompt
     1.099511627776
     >>> w = SimpleNamespace(layers_stage=np.array([32.0]), window=np.array([128.0]),
-    ...     kv_full_per_token=np.array([1.0]), kv_window_per_token=np.array([1.0]))
+    ...     window_layer_frac=np.array([0.5]))
     >>> float(attention_flops(w, 2048.0, 1024.0, np.array([4096.0]))[0]) / 1e12  # (1024+128)/2
     0.618475290624
     """
     keys = np.asarray(keys_per_query, dtype=float)
     window = getattr(r, "window", None)
     if window is not None:
-        part = r.kv_window_per_token
-        total = r.kv_full_per_token + part
-        frac = np.divide(part, total, out=np.zeros_like(total, dtype=float), where=total > 0)
+        frac = r.window_layer_frac
         keys = keys * (1.0 - frac) + np.minimum(keys, window) * frac
     return 4.0 * r.layers_stage * width * query_tokens * keys
 

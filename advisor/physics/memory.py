@@ -235,11 +235,19 @@ def weight_placement(
     )
 
 
-def kv_bytes_per_token_per_layer(model: ModelSpec, kv_dtype: str) -> float:
+def _kv_heads(model: ModelSpec, windowed: bool) -> int:
+    """KV heads of a full-attention layer, or of a windowed one (where they may differ)."""
+    if windowed and model.window_num_key_value_heads is not None:
+        return model.window_num_key_value_heads
+    return model.num_key_value_heads
+
+
+def kv_bytes_per_token_per_layer(model: ModelSpec, kv_dtype: str, windowed: bool = False) -> float:
     """KV-cache bytes one token adds in one layer, on one GPU holding all KV heads.
 
-    MHA/GQA/MQA: 2 (K and V) x n_kv x d_head x bytes. MLA caches the compressed latent and the
-    decoupled RoPE key: (kv_lora_rank + qk_rope_head_dim) x bytes.
+    MHA/GQA/MQA: 2 (K and V) x n_kv x d_head x bytes, n_kv of a windowed layer when
+    ``windowed`` (window_num_key_value_heads where the two kinds differ). MLA caches the
+    compressed latent and the decoupled RoPE key: (kv_lora_rank + qk_rope_head_dim) x bytes.
     Source: formulas.md "KV cache"; DeepSeek-V2 paper (arXiv 2405.04434) section 2.1.
 
     >>> from advisor.catalog import get_model
@@ -253,13 +261,30 @@ def kv_bytes_per_token_per_layer(model: ModelSpec, kv_dtype: str) -> float:
     e = DTYPE_BYTES[kv_dtype]
     if model.is_mla:
         return (model.kv_lora_rank + model.qk_rope_head_dim) * e  # type: ignore[operator]
-    return 2.0 * model.num_key_value_heads * model.head_dim * e
+    return 2.0 * _kv_heads(model, windowed) * model.head_dim * e
+
+
+def kv_bytes_per_token_split(model: ModelSpec, kv_dtype: str, tp: int = 1) -> tuple[float, float]:
+    """(full-attention layers', windowed layers') KV bytes per token on one GPU of a TP group.
+
+    = (full_layers x per_layer(full) x tp_fraction(full), window_layers x per_layer(windowed)
+    x tp_fraction(windowed)); ``tp`` = 1: the whole model. Source: formulas.md "KV cache".
+
+    >>> from advisor.catalog import get_model
+    >>> kv_bytes_per_token_split(get_model("gpt-oss-120b"), "bf16")  # 18 x 2048 each
+    (36864.0, 36864.0)
+    """
+    w_layers = model.num_sliding_window_layers
+    full = (model.num_hidden_layers - w_layers) * kv_bytes_per_token_per_layer(model, kv_dtype)
+    win = w_layers * kv_bytes_per_token_per_layer(model, kv_dtype, windowed=True)
+    return full * kv_tp_fraction(model, tp), win * kv_tp_fraction(model, tp, windowed=True)
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_dtype: str) -> float:
     """KV-cache bytes per token for the whole model (all layers), no sliding-window cap.
 
-    = layers x kv_bytes_per_token_per_layer. Source: formulas.md.
+    = layers x kv_bytes_per_token_per_layer (each kind of layer with its own KV heads).
+    Source: formulas.md.
 
     >>> from advisor.catalog import get_model
     >>> kv_bytes_per_token(get_model("llama-2-70b"), "fp16")  # 2 x 80 x 8 x 128 x 2 (formulas.md)
@@ -267,7 +292,7 @@ def kv_bytes_per_token(model: ModelSpec, kv_dtype: str) -> float:
     >>> kv_bytes_per_token(get_model("llama-2-7b"), "fp16")  # 2 x 32 x 32 x 128 x 2 (MHA)
     524288.0
     """
-    return model.num_hidden_layers * kv_bytes_per_token_per_layer(model, kv_dtype)
+    return sum(kv_bytes_per_token_split(model, kv_dtype))
 
 
 def kv_bytes_per_sequence(model: ModelSpec, kv_dtype: str, context_tokens: int) -> float:
@@ -289,11 +314,13 @@ def kv_bytes_per_sequence(model: ModelSpec, kv_dtype: str, context_tokens: int) 
     >>> kv_bytes_per_sequence(g, "bf16", 131072)
     4836556800.0
     """
-    per_layer = kv_bytes_per_token_per_layer(model, kv_dtype)
-    w_layers = model.num_sliding_window_layers
-    full_layers = model.num_hidden_layers - w_layers
-    windowed = min(context_tokens, model.sliding_window) if w_layers else 0
-    return per_layer * (full_layers * context_tokens + w_layers * windowed)
+    return _kv_sequence(model, kv_dtype, context_tokens, tp=1)
+
+
+def _kv_sequence(model: ModelSpec, kv_dtype: str, context_tokens: int, tp: int) -> float:
+    full, win = kv_bytes_per_token_split(model, kv_dtype, tp)
+    windowed = min(context_tokens, model.sliding_window) if win else 0
+    return full * context_tokens + win * windowed
 
 
 def tp_head_split(model: ModelSpec, tp: int) -> tuple[str | None, str]:
@@ -335,7 +362,7 @@ def tp_head_split(model: ModelSpec, tp: int) -> tuple[str | None, str]:
     return None, f"TP={tp} > {nkv} KV heads: each KV head is replicated on {tp // nkv} ranks"
 
 
-def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:
+def kv_heads_per_gpu(model: ModelSpec, tp: int, windowed: bool = False) -> int:
     """KV heads each TP rank holds: ceil(n_kv / TP); heads are replicated when TP > n_kv.
 
     MLA's latent is shared by all heads and is replicated on every rank (vLLM's MLA backend).
@@ -346,14 +373,14 @@ def kv_heads_per_gpu(model: ModelSpec, tp: int) -> int:
     """
     if model.is_mla:
         return 1
-    return math.ceil(model.num_key_value_heads / tp)
+    return math.ceil(_kv_heads(model, windowed) / tp)
 
 
-def kv_tp_fraction(model: ModelSpec, tp: int) -> float:
+def kv_tp_fraction(model: ModelSpec, tp: int, windowed: bool = False) -> float:
     """Fraction of a layer's KV cache one TP rank holds (1/TP, or more when heads replicate)."""
     if model.is_mla:
         return 1.0
-    return kv_heads_per_gpu(model, tp) / model.num_key_value_heads
+    return kv_heads_per_gpu(model, tp, windowed) / _kv_heads(model, windowed)
 
 
 def kv_bytes_per_sequence_per_gpu(
@@ -361,7 +388,8 @@ def kv_bytes_per_sequence_per_gpu(
 ) -> float:
     """KV bytes one sequence occupies on the busiest GPU: TP splits heads, PP splits layers.
 
-    = kv_bytes_per_sequence x kv_tp_fraction x ceil(layers / PP) / layers.
+    = (full-layer KV x T + windowed-layer KV x min(T, W)) per TP rank x ceil(layers / PP) /
+    layers (each kind of layer split by its own KV heads).
 
     >>> from advisor.catalog import get_model
     >>> kv_bytes_per_sequence_per_gpu(get_model("llama-2-70b"), "fp16", 4096, 4, 1) / 1e6
@@ -369,11 +397,7 @@ def kv_bytes_per_sequence_per_gpu(
     """
     layers = model.num_hidden_layers
     stage_share = math.ceil(layers / pp) / layers
-    return (
-        kv_bytes_per_sequence(model, kv_dtype, context_tokens)
-        * kv_tp_fraction(model, tp)
-        * stage_share
-    )
+    return _kv_sequence(model, kv_dtype, context_tokens, tp) * stage_share
 
 
 def article_kv_bytes_per_sequence(
@@ -520,21 +544,21 @@ def memory_budget(
     def draft_kv(tokens: int) -> float:
         if draft is None:
             return 0.0
-        return kv_bytes_per_sequence(draft, kv_dtype, tokens) * kv_tp_fraction(draft, draft_tp)
+        return kv_bytes_per_sequence_per_gpu(draft, kv_dtype, tokens, draft_tp, 1)
+
+    def seq_gpu(tokens: int) -> float:
+        return kv_bytes_per_sequence_per_gpu(model, kv_dtype, tokens, tp, pp)
 
     layers = model.num_hidden_layers
     stage_share = math.ceil(layers / pp) / layers
-    tp_frac = kv_tp_fraction(model, tp)
     kv_tok = kv_bytes_per_token(model, kv_dtype)
-    kv_tok_gpu = kv_tok * tp_frac * stage_share
+    kv_tok_gpu = sum(kv_bytes_per_token_split(model, kv_dtype, tp)) * stage_share
     kv_seq = kv_bytes_per_sequence(model, kv_dtype, context_tokens)
-    kv_seq_gpu = kv_seq * tp_frac * stage_share
+    kv_seq_gpu = seq_gpu(context_tokens)
 
     paged_tokens = math.ceil(context_tokens / block_size) * block_size
-    paged_seq_gpu = kv_bytes_per_sequence(model, kv_dtype, paged_tokens) * tp_frac * stage_share
-    paged_seq_gpu += draft_kv(paged_tokens)
-    contig_seq_gpu = kv_bytes_per_sequence(model, kv_dtype, max_len) * tp_frac * stage_share
-    contig_seq_gpu += draft_kv(max_len)
+    paged_seq_gpu = seq_gpu(paged_tokens) + draft_kv(paged_tokens)
+    contig_seq_gpu = seq_gpu(max_len) + draft_kv(max_len)
     n_paged = max(0, math.floor(kv_budget / paged_seq_gpu)) if kv_budget > 0 else 0
     n_contig = max(0, math.floor(kv_budget / contig_seq_gpu)) if kv_budget > 0 else 0
 
