@@ -138,7 +138,7 @@ def test_latency_breakdown_figure_bars_equal_the_breakdown():
     assert list(compute[1].y) == pytest.approx(
         [a["breakdown"]["decode_step"]["compute"], b["breakdown"]["decode_step"]["compute"], 0.0]
     )
-    assert list(compute[0].x)[2] == "C (does not fit)"
+    assert list(compute[0].x)[2] == "C (does not<br>fit)"  # three bars: 14 characters a line
 
 
 def test_batch_sweep_and_throughput_figure():

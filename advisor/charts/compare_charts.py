@@ -72,16 +72,23 @@ def latency_breakdown_figure(results: Mapping[str, Mapping]) -> go.Figure:
         ),
         horizontal_spacing=0.12,
     )
+    # each bar gets a sixth (an eighth) of a page-wide figure with three (four) scenarios:
+    # 14 (11) characters a line, so neighbouring labels do not overlap
+    width = 20 if len(results) <= 2 else 14 if len(results) == 3 else 11
     labels = [
-        _wrap(k + ("" if r.get("fits") else f" ({r.get('note', 'does not fit')})"))
+        _wrap(k + ("" if r.get("fits") else f" ({r.get('note', 'does not fit')})"), width, 4)
         for k, r in results.items()
     ]
     for key, name, colour in COMPONENTS:
+        panels = {
+            part: [(r.get("breakdown") or {}).get(part, {}).get(key, 0.0) if r.get("fits")
+                   else 0.0 for r in results.values()]
+            for part in ("prefill", "decode_step")
+        }  # fmt: skip
+        if key not in ("compute", "memory") and not any(any(v) for v in panels.values()):
+            continue  # a component no scenario has stays out of the legend
         for col, part in ((1, "prefill"), (2, "decode_step")):
-            ys = [
-                (r.get("breakdown") or {}).get(part, {}).get(key, 0.0) if r.get("fits") else 0.0
-                for r in results.values()
-            ]
+            ys = panels[part]
             fig.add_trace(
                 go.Bar(
                     x=labels,
