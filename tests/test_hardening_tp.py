@@ -102,3 +102,9 @@ def test_a_link_with_a_bad_tp_shows_the_rule_in_the_app(tmp_path, monkeypatch):
     at.run()
     assert not at.exception
     assert any("TP=3 must divide the 64 attention heads" in e.value for e in at.error)
+
+
+def test_cli_estimate_says_when_kv_heads_are_replicated(capsys):
+    code, out, _ = _cli([*EST, "--tp", "16", "--json"], capsys)  # 8 KV heads, TP 16
+    assert code == 0
+    assert "TP=16 > 8 KV heads: each KV head is replicated on 2 ranks" in json.loads(out)["notes"]

@@ -119,14 +119,15 @@ def write_out(path: Path, data: bytes) -> None:
         raise CliInputError(f"--out {shown(str(path))}: {exc}") from None
 
 
-def check_tp(model: ModelSpec, tp: int) -> None:
+def check_tp(model: ModelSpec, tp: int) -> str:
     """Refuse a TP that cannot split the model's attention heads (physics.memory.tp_head_split),
-    as vLLM and TensorRT-LLM refuse it at start-up."""
+    as vLLM and TensorRT-LLM refuse it at start-up; else how the KV heads are laid out."""
     from advisor.physics.memory import tp_head_split
 
-    why, _ = tp_head_split(model, tp)
+    why, layout = tp_head_split(model, tp)
     if why:
         raise CliInputError(f"--tp {tp}: {why} ({model.id})")
+    return layout
 
 
 def check_context(model: ModelSpec, tokens: int, flags: str) -> None:

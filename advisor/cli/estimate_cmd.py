@@ -115,12 +115,15 @@ def _run_one(d: dict) -> dict:
         inp = EstimateInput.model_validate(fields)
     except ValidationError as exc:
         raise CliInputError(format_validation_error(exc, prefix="--")) from None
-    check_tp(model, inp.tp)
+    layout = check_tp(model, inp.tp)
     if inp.pp > model.num_hidden_layers:
         raise CliInputError(f"--pp {inp.pp} exceeds the model's {model.num_hidden_layers} layers")
     if draft is not None and inp.concurrency == "max":
         raise CliInputError("--spec-draft needs --concurrency N (a number), not max")
-    return estimate(model, gpu, inp)
+    result = estimate(model, gpu, inp)
+    if "replicated" in layout:  # say it, as the engines' logs do
+        result["notes"] = [*result.get("notes", []), layout]
+    return result
 
 
 def _args_dict(args: argparse.Namespace) -> dict:
