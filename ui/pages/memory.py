@@ -144,6 +144,10 @@ def article_section(c: SimpleNamespace, b) -> None:
     )
     mla = ("It uses multi-head latent attention and caches a compressed latent instead. "
            if m.is_mla else "")  # fmt: skip
+    if m.num_sliding_window_layers:
+        kind = "chunked local" if m.window_kind == "chunked" else "sliding-window"
+        mla += (f"{m.num_sliding_window_layers} of its {m.num_hidden_layers} layers use "
+                f"{kind} attention and keep at most {m.sliding_window:,} tokens each. ")  # fmt: skip
     left.markdown(
         f"For {md_escape(m.name)}, d_model = {m.hidden_size:,} but the cache stores {width} values per token "
         f"per layer for K and for V. {mla}At L = {c.context:,} tokens, B = 1, {c.kd}: the "
