@@ -51,7 +51,7 @@ def _valid(rng: random.Random, sub: str, flag: str, tmp: Path, cheap: bool) -> s
     small_hw = {"--nodes": ["1", "2"], "--gpus-per-node": ["1", "2", "4", "8"]}
     table = {
         "--model": lambda: r.choice(MODELS),
-        "--gpu": lambda: r.choice(GPUS if sub != "recommend" and sub != "report" else
+        "--gpu": lambda: r.choice(GPUS if sub not in ("recommend", "report", "deploy") else
                                   GPUS + ["h100-sxm,mi300x"]),
         "--tp": lambda: r.choice(["1", "2", "4", "8", "16", "1024"]),
         "--pp": lambda: r.choice(["1", "2", "4", "80", "1024"]),
@@ -74,7 +74,8 @@ def _valid(rng: random.Random, sub: str, flag: str, tmp: Path, cheap: bool) -> s
         "--osl": lambda: r.choice(["1", "16", "256"]),
         "--concurrency": lambda: r.choice(["1", "8", "max", "1000000"]),
         "--qps": lambda: r.choice(["1e-300", "0.5", "2", "1000"]),
-        "--engine": lambda: r.choice(["generic", "vllm", "trtllm", "sglang"]),
+        "--engine": lambda: r.choice(["vllm", "trtllm", "sglang"] + ([] if sub == "deploy"
+                                                                    else ["generic"])),
         "--spec-draft": lambda: "llama-3.2-1b",
         "--spec-tokens": lambda: r.choice(["1", "4", "16"]),
         "--spec-acceptance": lambda: r.choice(["0", "0.5", "1"]),
@@ -85,7 +86,12 @@ def _valid(rng: random.Random, sub: str, flag: str, tmp: Path, cheap: bool) -> s
         "--rank-by": lambda: r.choice(["cost", "gpus"]),
         "--gpus-per-node": lambda: r.choice(small_hw["--gpus-per-node"] if cheap else ["1", "8", "72"]),
         "--nodes": lambda: r.choice(small_hw["--nodes"] if cheap else ["1", "2", "16"]),
-        "--out": lambda: str(tmp / r.choice(["r.pdf", "cal.yaml", "é ü.pdf"])),
+        "--out": lambda: (str(tmp) if sub == "deploy"
+                          else str(tmp / r.choice(["r.pdf", "cal.yaml", "é ü.pdf"]))),
+        "--deployment": lambda: r.choice(["h100-sxm.tp4.pp1.dp2.fp8.fp8",
+                                          "h100-sxm.tp2.pp1.dp1.ptp1.pdp1.fp8.fp8",
+                                          "mi300x.tp1.pp1.dp1.fp16.fp8"]),
+        "--format": lambda: r.choice(["command", "compose", "k8s"]),
         "--client": lambda: r.choice(["", "ACME", "<b>x</b>", "ü" * 300]),
         "--consultant": lambda: r.choice(["", "Z"]),
         "--max-evals": lambda: "1",
@@ -127,6 +133,11 @@ FLAGS["report"] = {
     "values": FLAGS["recommend"]["values"] + ["--out", "--client", "--consultant"],
     "switches": ["--json", "--no-disaggregated", "--no-sensitivities"],
     "required": ["--out"],
+}
+FLAGS["deploy"] = {
+    "values": FLAGS["recommend"]["values"] + ["--deployment", "--format", "--out"],
+    "switches": ["--json", "--no-disaggregated"],
+    "required": [],
 }
 assert set(FLAGS) == set(SUBCOMMANDS), "a subcommand has no fuzz table"
 
@@ -237,6 +248,9 @@ def _mutate(rng: random.Random, sub: str, opts: list[list[str]], spec: dict, tmp
         }  # fmt: skip
         pairs["report"] = pairs["recommend"] + [["--out", str(tmp)], ["--out", "/nonexistent/x.pdf"],
                                                ["--out", ""]]  # fmt: skip
+        pairs["deploy"] = pairs["recommend"] + [
+            ["--out", str(tmp / "scenario.json")], ["--engine", "generic"],
+            ["--deployment", "h100-sxm.tp4.pp1.dp2.fp9.fp8"], ["--format", "yaml"]]  # fmt: skip
         pairs["calibrate"] = [
             ["--out", str(tmp)],
             ["--out", "/nonexistent/x.yaml"],

@@ -20,6 +20,7 @@ LAYER = {
     "article_check": 4,
     "charts": 5,
     "report": 6,
+    "deploy": 5,
     "cli": 7,
     "__main__": 8,
     "__init__": 8,

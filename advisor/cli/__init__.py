@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, str] = {
     "validate": "advisor.cli.validate_cmd",
     "calibrate": "advisor.cli.calibrate_cmd",
     "report": "advisor.cli.report_cmd",
+    "deploy": "advisor.cli.deploy_cmd",
 }
 
 

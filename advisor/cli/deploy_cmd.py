@@ -1,0 +1,100 @@
+"""``advisor deploy``: launch commands, Compose and Kubernetes files (advisor.deploy.bundle).
+
+Takes ``--scenario FILE.json`` or the same flags as ``recommend`` (its parser is reused), and
+deploys ``--deployment SPEC`` or else the recommendation. ``--engine`` picks the engine the files
+are for (vllm, sglang, trtllm); with the recommend flags it is also the engine profile the search
+uses, so the memory budget and the flags describe the same engine. ``--out DIR`` writes every
+file into an existing folder; the chosen ``--format`` is printed either way.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from advisor.cli import CliInputError, choice_of, recommend_cmd, shown
+from advisor.cli.common import writable_out_path, write_out
+
+TARGETS = ("vllm", "sglang", "trtllm")
+
+
+class _Renamed:
+    """Lets recommend_cmd.add_parser build its flags on a parser named 'deploy'."""
+
+    def __init__(self, sub: argparse._SubParsersAction) -> None:
+        self._sub = sub
+
+    def add_parser(self, _name: str, **kwargs) -> argparse.ArgumentParser:
+        kwargs["help"] = "launch commands, Compose and Kubernetes files for a deployment"
+        return self._sub.add_parser("deploy", **kwargs)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    from advisor.deploy.bundle import FORMATS
+
+    p = recommend_cmd.add_parser(_Renamed(sub))
+    for action in p._actions:  # --engine: the target engine here (no "generic" server exists)
+        if action.dest == "engine":
+            action.type = choice_of(list(TARGETS), "engine")
+            action.default = None
+            action.help = "engine to deploy on: vllm, sglang or trtllm (default: the scenario's "
+            action.help += "engine if it is one of them, else vllm)"
+    p.add_argument("--format", type=choice_of(list(FORMATS), "format"), default="command",
+                   help="what to print: command (launch.sh), compose or k8s")  # fmt: skip
+    p.add_argument("--out", default=None, help="existing folder to write every file into")
+    return p
+
+
+def _out_dir(value: str | None) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value)
+    try:
+        ok = path.is_dir()
+    except OSError:
+        ok = False
+    if not value.strip() or not ok:
+        raise CliInputError(f"--out {shown(value)}: not an existing folder (e.g. --out deploy/)")
+    return path
+
+
+def run(args: argparse.Namespace) -> dict:
+    from advisor.deploy.bundle import deploy_bundle
+
+    out = _out_dir(args.out)
+    target = args.engine
+    args.engine = target or "generic"
+    scenario = recommend_cmd.scenario_from_args(args)
+    if target is None:
+        engine = scenario.options.engine
+        target = engine if engine in TARGETS else "vllm"
+    spec = args.deployment
+    if spec is None:
+        from advisor.search.recommend import recommend
+
+        best = recommend(scenario).best
+        if best is None or best.spec is None:
+            return {"engine": target, "deployment": None, "format": args.format, "files": [],
+                    "reasons": ["no deployment meets the SLA: nothing to deploy (give "
+                                "--deployment SPEC to deploy one anyway)"], "text": ""}  # fmt: skip
+        spec = best.spec
+    b = deploy_bundle(scenario, spec, target)
+    if b.problems:  # a flag outside the engine's list is a bug here, never written
+        raise RuntimeError("; ".join(b.problems))
+    written = []
+    if out is not None and b.files:
+        for name, text in b.files.items():
+            path = writable_out_path(str(out / name), "deploy/")
+            write_out(path, text.encode("utf-8"))
+            written.append(str(path))
+    return {"engine": target, "deployment": str(spec), "format": args.format,
+            "files": written, "reasons": b.reasons, "text": b.text(args.format)}  # fmt: skip
+
+
+def render(r: dict) -> str:
+    lines = [r["text"]] if r["text"] else []
+    if not r["text"]:
+        lines += [f"cannot generate: {why}" for why in r["reasons"]]
+    if r["files"]:
+        lines.append(f"wrote {len(r['files'])} files: {', '.join(r['files'])}")
+    return "\n".join(lines)

@@ -1,0 +1,84 @@
+"""Which checkpoint a server loads for a model and weight dtype, or how to make one.
+
+A published checkpoint (data/checkpoints.yaml) in a format the engine loads is named; otherwise
+the engine either quantizes at load time (vLLM and SGLang: FP8 online, ``--quantization fp8``)
+or the model must be quantized first, and the step says with which tool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.deploy.tables import checkpoints
+
+SIXTEEN_BIT = ("bf16", "fp16")
+#: Quantize-first recipes. vLLM/SGLang load llm-compressor (compressed-tensors) checkpoints;
+#: TensorRT-LLM loads TensorRT Model Optimizer (ModelOpt) exports. Sources: llm-compressor
+#: README (oneshot with W8A8 / W4A16 / NVFP4 schemes); TensorRT Model Optimizer
+#: examples/llm_ptq/hf_ptq.py (--qformat fp8, int8_sq, int4_awq, nvfp4).
+_LLM_COMPRESSOR = {
+    "int8": "W8A8 (SmoothQuantModifier + GPTQModifier(scheme='W8A8'))",
+    "int4": "W4A16 (GPTQModifier(scheme='W4A16'))",
+    "nvfp4": "NVFP4 (QuantizationModifier(scheme='NVFP4'))",
+    "fp8": "FP8_DYNAMIC (QuantizationModifier(scheme='FP8_DYNAMIC'))",
+}
+_MODELOPT = {"fp8": "fp8", "int8": "int8_sq", "int4": "int4_awq", "nvfp4": "nvfp4"}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """What to load: a repository, the engine's load-time quantization, or a first step."""
+
+    repo: str
+    published: bool  # a checkpoint in the wanted dtype exists (repo is it)
+    online_quantization: str | None = None  # e.g. "fp8": the engine quantizes at load
+    prepare: str | None = None  # the step to run first (quantize/convert), None if none
+    source: str = ""
+
+
+def _entry(model_id: str, dtype: str) -> dict | None:
+    table = checkpoints()["models"].get(model_id, {})
+    keys = SIXTEEN_BIT if dtype in SIXTEEN_BIT + ("fp32",) else (dtype,)
+    return next((table[k] for k in keys if k in table), None)
+
+
+def choose(model_id: str, weights: str, engine: str) -> Checkpoint:
+    """The checkpoint ``engine`` should load for ``model_id`` at ``weights``.
+
+    >>> choose("llama-3.1-70b", "fp8", "trtllm").repo
+    'nvidia/Llama-3.1-70B-Instruct-FP8'
+    >>> c = choose("llama-3.1-70b", "nvfp4", "vllm")
+    >>> c.published, c.repo
+    (False, 'meta-llama/Llama-3.1-70B-Instruct')
+    """
+    formats = checkpoints()["formats"]
+    hit = _entry(model_id, weights)
+    base = _entry(model_id, "bf16")
+    if hit and engine in formats[hit["format"]]:
+        return Checkpoint(hit["repo"], True, source=f"https://huggingface.co/{hit['repo']}")
+    origin = (base or hit or {}).get("repo")
+    if origin is None:  # an imported config.json or a model without a listed release
+        origin = model_id
+        where = f"{model_id} (no published checkpoint listed: use your own path)"
+    else:
+        where = origin
+    if weights in SIXTEEN_BIT + ("fp32",):
+        if base is None and hit is None:
+            return Checkpoint(origin, False, prepare=f"download the 16-bit weights of {where}")
+        return Checkpoint(origin, True, prepare=None if base else
+                          f"no 16-bit release listed: dequantize {where} to bf16 first "
+                          "(e.g. DeepSeek-V3's inference/fp8_cast_bf16.py)")  # fmt: skip
+    if weights == "fp8" and engine in ("vllm", "sglang"):
+        return Checkpoint(origin, False, online_quantization="fp8")
+    if weights == "mxfp4":
+        return Checkpoint(origin, False, prepare=(
+            f"no MXFP4 checkpoint of {where} is listed and {engine} has no MXFP4 quantizer: "
+            "quantize with AMD Quark (MXFP4) or pick a model released in MXFP4 (gpt-oss)"))  # fmt: skip
+    if engine == "trtllm":
+        step = (f"quantize {where} with TensorRT Model Optimizer: python examples/llm_ptq/"
+                f"hf_ptq.py --pyt_ckpt_path {origin} --qformat {_MODELOPT[weights]} "
+                "--export_path ./checkpoint, then serve ./checkpoint")  # fmt: skip
+    else:
+        step = (f"quantize {where} with llm-compressor, scheme {_LLM_COMPRESSOR[weights]}, "
+                "save_compressed=True, then serve the saved folder")  # fmt: skip
+    return Checkpoint(origin, False, prepare=step)

@@ -1,0 +1,350 @@
+"""Launch commands of vLLM, SGLang and TensorRT-LLM for a Plan (advisor/deploy/settings.py).
+
+Each engine gets the same numbers: parallel degrees, KV dtype, the memory fraction that leaves
+the budgeted KV cache, max sequences = the running-batch cap the search assumed, max model
+length = ISL + OSL (the context each sequence was budgeted at), chunked prefill at the 8,192
+batched tokens the activation reserve was sized for. Where an engine cannot do what the
+deployment needs, the result says so with the nearest alternative instead of a command.
+
+Sources of the launch forms (the engines' docs for the pinned versions):
+- vLLM: ``vllm serve``; disaggregated prefill/decode with ``--kv-transfer-config`` and the
+  NixlConnector (docs/features/nixl_connector_usage.md) behind a proxy that sends the prompt to a
+  prefill server, then the request to a decode server; multi-node: a Ray cluster (``ray start``),
+  ``--distributed-executor-backend ray`` (docs/serving/distributed_serving.md). vLLM 0.11.0's V1
+  engine refuses a separate draft model ("Draft model speculative decoding is not supported yet",
+  vllm/engine/arg_utils.py).
+- SGLang: ``python -m sglang.launch_server``; ``--disaggregation-mode prefill|decode`` with a
+  transfer backend and the sglang-router in PD mode (docs/advanced_features/pd_disaggregation.md);
+  multi-node: ``--dist-init-addr --nnodes --node-rank`` on every node; a draft model with
+  ``--speculative-algorithm STANDALONE``.
+- TensorRT-LLM: ``trtllm-serve`` with ``--extra_llm_api_options`` YAML; disaggregated: context
+  and generation servers with ``cache_transceiver_config`` and ``trtllm-serve disaggregated -c``
+  (docs/source/features/disagg-serving.md); multi-node: ``srun ... trtllm-llmapi-launch
+  trtllm-serve`` (docs, trtllm-serve multi-node). NVIDIA GPUs only.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass, field
+
+import yaml
+
+from advisor.catalog import models
+from advisor.deploy.checkpoints import Checkpoint, choose
+from advisor.deploy.settings import Plan, PoolSettings
+from advisor.deploy.tables import images
+
+PORT = 8000
+#: Port the SGLang/TensorRT-LLM multi-node rendezvous and disaggregation bootstrap use.
+DIST_PORT = 20000
+CONFIG_DIR = "/config"
+HEAD = "HEAD_NODE_IP"
+
+
+@dataclass
+class Command:
+    """One program invocation: ``program`` (not flag-checked) then ``args`` (flag, value)."""
+
+    program: list[str]
+    args: list[tuple[str, str | None]]
+    #: False for helpers outside the engine's server parser (a router, ray); not flag-checked.
+    engine_flags: bool = True
+    env: dict[str, str] = field(default_factory=dict)
+
+    def argv(self) -> list[str]:
+        out = list(self.program)
+        for flag, value in self.args:
+            out += [flag] if value is None else [flag, value]
+        return out
+
+    def shell(self) -> str:
+        env = "".join(f"{k}={shlex.quote(v)} " for k, v in self.env.items())
+        parts = [" ".join(shlex.quote(p) for p in self.program)]
+        for flag, value in self.args:
+            parts.append(flag if value is None else f"{flag} {shlex.quote(value)}")
+        return env + " \\\n    ".join(parts)
+
+
+@dataclass
+class Server:
+    """A pool's server: the command one replica runs (per node when it spans nodes)."""
+
+    role: str  # server | prefill | decode | router
+    pool: PoolSettings | None
+    commands: list[Command]  # one per node of a replica (multi-node), else one
+    replicas: int
+    gpus_per_replica: int
+    port: int = PORT
+
+
+@dataclass
+class Launch:
+    """An engine's launch of a Plan: servers and files, or why the engine cannot run it."""
+
+    engine: str
+    image: str | None
+    checkpoint: Checkpoint | None
+    servers: list[Server] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)  # steps before the servers (quantize, ray)
+    files: dict[str, str] = field(default_factory=dict)  # extra config files: name -> text
+    notes: list[str] = field(default_factory=list)
+    unsupported: list[str] = field(default_factory=list)  # why not, with the nearest alternative
+
+    @property
+    def supported(self) -> bool:
+        return not self.unsupported
+
+
+def _kv(engine: str, kv: str) -> str | None:
+    """The engine's KV-cache dtype value, None when it has none for ``kv``."""
+    table = {
+        "vllm": {"fp16": "auto", "bf16": "auto", "fp8": "fp8"},
+        "sglang": {"fp16": "auto", "bf16": "auto", "fp8": "fp8_e4m3"},
+        "trtllm": {"fp16": "auto", "bf16": "auto", "fp8": "fp8"},
+    }
+    return table[engine].get(kv)
+
+
+def _draft_repo(draft_id: str | None) -> str:
+    if draft_id is None:
+        return ""
+    return choose(draft_id, "bf16", "vllm").repo if draft_id in models() else draft_id
+
+
+def _nodes(p: PoolSettings, plan: Plan) -> int:
+    return -(-p.gpus_per_replica // plan.gpus_per_node)
+
+
+def _common_notes(plan: Plan, ck: Checkpoint) -> list[str]:
+    notes = []
+    for p in plan.pools:
+        notes.append(
+            f"{p.role} pool: {p.replicas} replica(s) × TP={p.tp}"
+            + (f" × PP={p.pp}" if p.pp > 1 else "")
+            + f"; KV budget {p.kv_budget_bytes / 1e9:.1f} GB per GPU, at most {p.max_num_seqs} "
+            f"sequences of {p.max_model_len:,} tokens (ISL + OSL) running per replica"
+        )
+    if any(p.replicas > 1 for p in plan.pools):
+        notes.append("Start one server per replica, each on its own GPUs (CUDA_VISIBLE_DEVICES "
+                     "or HIP_VISIBLE_DEVICES) and port, behind a load balancer (the Kubernetes "
+                     "Service, or any HTTP balancer).")  # fmt: skip
+    notes.append("max model length = ISL + OSL: longer requests are refused; raise it only "
+                 "with a new memory budget (fewer sequences fit).")  # fmt: skip
+    if ck.published and ck.source:
+        notes.append(f"checkpoint: {ck.repo} ({ck.source})")
+    return notes
+
+
+def _unsupported_common(engine: str, plan: Plan) -> list[str]:
+    out = []
+    vendor = plan.gpu.vendor
+    if vendor not in images().get(engine, {}):
+        alt = "vLLM or SGLang (ROCm images)" if vendor == "AMD" else "the vendor's own stack"
+        out.append(f"{engine} has no official image for {vendor} GPUs ({plan.gpu.id}); "
+                   f"nearest: {alt}")  # fmt: skip
+    if _kv(engine, plan.spec.kv) is None:
+        out.append(f"{engine} has no {plan.spec.kv} KV cache; nearest: fp8 KV (a new "
+                   "recommendation with KV dtype fp8)")  # fmt: skip
+    return out
+
+
+def _start(plan: Plan, engine: str) -> tuple[Launch, Checkpoint]:
+    ck = choose(plan.model.id, plan.spec.weights, engine)
+    img = images().get(engine, {}).get(plan.gpu.vendor, {}).get("image")
+    la = Launch(engine=engine, image=img, checkpoint=ck)
+    if ck.prepare:
+        la.setup.append(f"# first: {ck.prepare}")
+    la.unsupported += _unsupported_common(engine, plan)
+    la.notes += _common_notes(plan, ck)
+    return la, ck
+
+
+# -- vLLM --------------------------------------------------------------------------------------
+
+
+def vllm(plan: Plan) -> Launch:
+    la, ck = _start(plan, "vllm")
+    if plan.spec.speculative:
+        la.unsupported.append(
+            "vLLM 0.11.0 (V1 engine) refuses a separate draft model: 'Draft model speculative "
+            "decoding is not supported yet' (vllm/engine/arg_utils.py); nearest: "
+            f'--speculative-config \'{{"method": "ngram", "num_speculative_tokens": '
+            f'{plan.spec_tokens}, "prompt_lookup_max": 4}}\' (no draft model; a different '
+            "acceptance rate), or SGLang / TensorRT-LLM with the draft model"
+        )
+    if la.unsupported:
+        return la
+    for p in plan.pools:
+        args: list[tuple[str, str | None]] = [
+            ("--served-model-name", plan.model.id),
+            ("--tensor-parallel-size", str(p.tp)), ("--pipeline-parallel-size", str(p.pp)),
+            ("--gpu-memory-utilization", f"{p.gpu_memory_utilization}"),
+            ("--max-num-seqs", str(p.max_num_seqs)), ("--max-model-len", str(p.max_model_len)),
+            ("--enable-chunked-prefill", None),
+            ("--max-num-batched-tokens", str(p.max_num_batched_tokens)),
+            ("--kv-cache-dtype", _kv("vllm", plan.spec.kv)),
+        ]  # fmt: skip
+        if ck.online_quantization:
+            args.append(("--quantization", ck.online_quantization))
+        if plan.spec.weights == "fp32":
+            args.append(("--dtype", "float32"))
+        if p.role in ("prefill", "decode"):
+            cfg = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
+            args.append(("--kv-transfer-config", json.dumps(cfg, separators=(",", ":"))))
+        nodes = _nodes(p, plan)
+        if nodes > 1:
+            args.append(("--distributed-executor-backend", "ray"))
+        args += [("--host", "0.0.0.0"), ("--port", str(PORT))]
+        cmd = Command(["vllm", "serve", ck.repo], args)
+        la.servers.append(Server(p.role, p, [cmd], p.replicas, p.gpus_per_replica))
+        if nodes > 1:
+            la.setup += [
+                f"# {p.role}: each replica spans {nodes} nodes: a Ray cluster per replica "
+                "(vLLM docs, distributed serving), then `vllm serve` on the head node only",
+                f"ray start --head --port=6379    # on the head node ({HEAD})",
+                f"ray start --address={HEAD}:6379  # on each of the other {nodes - 1} node(s)",
+            ]  # fmt: skip
+    if plan.spec.disaggregated:
+        la.notes.append(
+            "Disaggregated: every prefill and decode server loads the NixlConnector "
+            "(--kv-transfer-config, kv_role kv_both; NIXL ships in the vLLM image). Clients talk "
+            "to a proxy that sends each request first to a prefill server (max_tokens = 1) and "
+            "then to a decode server with the returned kv_transfer_params: vLLM ships an example "
+            "proxy (toy_proxy_server.py in its NIXL integration tests), not a production router; "
+            "llm-d or the vLLM production stack provide one."
+        )
+    return la
+
+
+# -- SGLang ------------------------------------------------------------------------------------
+
+
+def sglang(plan: Plan) -> Launch:
+    la, ck = _start(plan, "sglang")
+    if la.unsupported:
+        return la
+    for p in plan.pools:
+        args: list[tuple[str, str | None]] = [
+            ("--model-path", ck.repo), ("--served-model-name", plan.model.id),
+            ("--tp-size", str(p.tp)),
+        ]  # fmt: skip
+        if p.pp > 1:
+            args.append(("--pp-size", str(p.pp)))
+        args += [
+            ("--mem-fraction-static", f"{p.mem_fraction_static}"),
+            ("--max-running-requests", str(p.max_num_seqs)),
+            ("--context-length", str(p.max_model_len)),
+            ("--chunked-prefill-size", str(p.max_num_batched_tokens)),
+            ("--kv-cache-dtype", _kv("sglang", plan.spec.kv)),
+        ]  # fmt: skip
+        if ck.online_quantization:
+            args.append(("--quantization", ck.online_quantization))
+        if plan.spec.weights == "fp32":
+            args.append(("--dtype", "float32"))
+        if p.speculative:
+            k = plan.spec_tokens
+            args += [
+                ("--speculative-algorithm", "STANDALONE"),
+                ("--speculative-draft-model-path", _draft_repo(plan.draft_model)),
+                ("--speculative-num-steps", str(k)), ("--speculative-eagle-topk", "1"),
+                ("--speculative-num-draft-tokens", str(k + 1)),
+            ]  # fmt: skip
+        if p.role in ("prefill", "decode"):
+            args += [("--disaggregation-mode", p.role),
+                     ("--disaggregation-transfer-backend", "mooncake")]  # fmt: skip
+        nodes = _nodes(p, plan)
+        args += [("--host", "0.0.0.0"), ("--port", str(PORT))]
+        if nodes == 1:
+            cmds = [Command(["python3", "-m", "sglang.launch_server"], args)]
+        else:
+            cmds = [
+                Command(["python3", "-m", "sglang.launch_server"],
+                        args + [("--dist-init-addr", f"{HEAD}:{DIST_PORT}"),
+                                ("--nnodes", str(nodes)), ("--node-rank", str(i))])
+                for i in range(nodes)
+            ]  # fmt: skip
+        la.servers.append(Server(p.role, p, cmds, p.replicas, p.gpus_per_replica))
+    if plan.spec.disaggregated:
+        router = Command(
+            ["python3", "-m", "sglang_router.launch_router"],
+            [("--pd-disaggregation", None), ("--prefill", f"http://prefill-0:{PORT}"),
+             ("--decode", f"http://decode-0:{PORT}"), ("--host", "0.0.0.0"),
+             ("--port", str(PORT))],
+            engine_flags=False,
+        )  # fmt: skip
+        la.servers.append(Server("router", None, [router], 1, 0))
+        la.notes.append(
+            "Disaggregated: prefill and decode servers exchange KV over Mooncake (RDMA; set "
+            "--disaggregation-ib-device to the node's InfiniBand devices, or use "
+            "--disaggregation-transfer-backend nixl); the sglang-router (pip package "
+            "sglang-router, in the image) in PD mode fronts them: add one --prefill/--decode URL "
+            "per server. The router's flags are not in SGLang's server parser and are not "
+            "checked against the flag list."
+        )
+    return la
+
+
+# -- TensorRT-LLM ------------------------------------------------------------------------------
+
+
+def _trt_options(plan: Plan, p: PoolSettings) -> dict:
+    opts: dict = {"kv_cache_config": {"dtype": _kv("trtllm", plan.spec.kv)}}
+    if p.speculative:
+        opts["speculative_config"] = {
+            "decoding_type": "Draft_Target", "max_draft_len": plan.spec_tokens,
+            "speculative_model_dir": _draft_repo(plan.draft_model),
+        }  # fmt: skip
+    if p.role in ("prefill", "decode"):
+        opts["cache_transceiver_config"] = {"backend": "UCX"}
+    if p.role == "prefill":
+        opts["disable_overlap_scheduler"] = True
+    return opts
+
+
+def trtllm(plan: Plan) -> Launch:
+    la, ck = _start(plan, "trtllm")
+    if la.unsupported:
+        return la
+    urls: dict[str, list[str]] = {}
+    for p in plan.pools:
+        name = "extra-llm-api-options.yaml" if p.role == "server" else f"{p.role}-options.yaml"
+        la.files[name] = yaml.safe_dump(_trt_options(plan, p), sort_keys=False)
+        args: list[tuple[str, str | None]] = [
+            ("--backend", "pytorch"), ("--tp_size", str(p.tp)), ("--pp_size", str(p.pp)),
+            ("--max_batch_size", str(p.max_num_seqs)), ("--max_seq_len", str(p.max_model_len)),
+            ("--max_num_tokens", str(p.max_num_batched_tokens)),
+            ("--kv_cache_free_gpu_memory_fraction", f"{p.free_gpu_memory_fraction}"),
+            ("--enable_chunked_prefill", None),
+            ("--extra_llm_api_options", f"{CONFIG_DIR}/{name}"),
+            ("--host", "0.0.0.0"), ("--port", str(PORT)),
+        ]  # fmt: skip
+        nodes = _nodes(p, plan)
+        program = ["trtllm-serve", ck.repo]
+        if nodes > 1:
+            per_node = p.gpus_per_replica // nodes
+            program = ["srun", "-N", str(nodes), "--ntasks-per-node", str(per_node),
+                       "--mpi=pmix", "trtllm-llmapi-launch", *program]  # fmt: skip
+        la.servers.append(Server(p.role, p, [Command(program, args)], p.replicas,
+                                 p.gpus_per_replica))  # fmt: skip
+        urls[p.role] = [f"{p.role}-{i}:{PORT}" for i in range(p.replicas)]
+    if plan.spec.disaggregated:
+        cfg = {
+            "hostname": "0.0.0.0", "port": PORT, "backend": "pytorch",
+            "context_servers": {"num_instances": len(urls["prefill"]), "urls": urls["prefill"]},
+            "generation_servers": {"num_instances": len(urls["decode"]), "urls": urls["decode"]},
+        }  # fmt: skip
+        la.files["disagg-config.yaml"] = yaml.safe_dump(cfg, sort_keys=False)
+        front = Command(["trtllm-serve", "disaggregated"],
+                        [("-c", f"{CONFIG_DIR}/disagg-config.yaml")])  # fmt: skip
+        la.servers.append(Server("router", None, [front], 1, 0))
+        la.notes.append(
+            "Disaggregated: context (prefill) and generation (decode) servers exchange KV through "
+            "the cache transceiver (UCX); `trtllm-serve disaggregated -c disagg-config.yaml` "
+            "fronts them and lists their host:port (edit the names to your hosts)."
+        )
+    return la
+
+
+LAUNCHERS = {"vllm": vllm, "sglang": sglang, "trtllm": trtllm}

@@ -1,0 +1,200 @@
+"""The server settings the search's memory budget assumed, per pool of a deployment.
+
+The search sizes each replica's KV cache as the engine profile reads its memory fraction
+(``perf.replica._row``: vLLM-style fraction of the whole GPU, or TensorRT-LLM's fraction of what
+is free after weights and activations), caps the running batch at min(sequences whose KV fits
+at ISL + OSL, the engine's max_num_seqs) and sizes the activation peak at 8,192 batched tokens
+(``physics.memory.activation_reserve_bytes``). The launch flags must say the same, whatever the
+engine: each engine's memory knob is derived here from the same KV budget in bytes, so vLLM,
+SGLang and TensorRT-LLM all leave that budget to the KV cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.catalog import accelerators
+from advisor.catalog.specs import Accelerator, ModelSpec
+from advisor.physics.memory import DEFAULT_MAX_BATCHED_TOKENS, activation_reserve_bytes
+from advisor.scenario import Scenario
+from advisor.search.deployment_spec import DeploymentSpec
+from advisor.search.evaluate import _build
+from advisor.search.space import Shape, replica_config
+
+#: Decimals of the memory fractions written on a command line (4: 1e-4 x 80 GB = 8 MB).
+FRACTION_DECIMALS = 4
+
+
+def vllm_gpu_memory_utilization(
+    kv_budget_bytes: float, fixed_bytes: float, capacity_bytes: float
+) -> float:
+    """vLLM ``--gpu-memory-utilization`` that leaves ``kv_budget_bytes`` per GPU to the KV cache.
+
+        u = (B_kv + F) / C
+
+    F = weights (and a speculative draft's) + activation peak + runtime overhead per GPU,
+    C = GPU capacity. Source: vLLM CacheConfig.gpu_memory_utilization, "the fraction of GPU
+    memory to be used for the model executor"; the KV cache gets u x C minus what the profiling
+    run measured (weights, peak activations, non-torch memory).
+
+    >>> # hand calculation: 80 GB GPU, 35 GB fixed, 37 GB of KV -> (37 + 35) / 80
+    >>> vllm_gpu_memory_utilization(37e9, 35e9, 80e9)
+    0.9
+    """
+    return (kv_budget_bytes + fixed_bytes) / capacity_bytes
+
+
+def trtllm_free_gpu_memory_fraction(
+    kv_budget_bytes: float, fixed_bytes: float, capacity_bytes: float
+) -> float:
+    """TensorRT-LLM ``--kv_cache_free_gpu_memory_fraction`` leaving the same KV budget.
+
+        f = B_kv / (C - F)
+
+    Source: trtllm-serve's option help (tensorrt_llm/commands/serve.py), "Free GPU memory
+    fraction reserved for KV Cache, after allocating model weights and buffers".
+
+    >>> # hand calculation: 37 GB of KV out of 80 - 35 = 45 GB free
+    >>> round(trtllm_free_gpu_memory_fraction(37e9, 35e9, 80e9), 4)
+    0.8222
+    """
+    return kv_budget_bytes / (capacity_bytes - fixed_bytes)
+
+
+def sglang_mem_fraction_static(
+    kv_budget_bytes: float, static_weights_bytes: float, capacity_bytes: float
+) -> float:
+    """SGLang ``--mem-fraction-static`` (weights + KV pool) leaving the same KV budget.
+
+        s = (B_kv + W) / C
+
+    W = weights (and a draft's) per GPU; activations live outside the static fraction.
+    Source: SGLang ServerArgs.mem_fraction_static help, "the fraction of the memory used for
+    static allocation (model weights and KV cache memory pool)".
+
+    >>> # hand calculation: (37 GB of KV + 33 GB of weights) / 80 GB
+    >>> sglang_mem_fraction_static(37e9, 33e9, 80e9)
+    0.875
+    """
+    return (kv_budget_bytes + static_weights_bytes) / capacity_bytes
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """One pool of identical replicas and the server settings the search assumed for it."""
+
+    role: str  # "server" (aggregated), "prefill" or "decode"
+    tp: int
+    pp: int
+    replicas: int
+    capacity_bytes: float
+    kv_budget_bytes: float  # per GPU
+    weights_bytes: float  # per GPU, a speculative draft's included
+    reserve_bytes: float  # activation peak + runtime overhead per GPU
+    max_num_seqs: int
+    max_model_len: int
+    max_num_batched_tokens: int
+    speculative: bool
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def gpu_memory_utilization(self) -> float:
+        f = self.weights_bytes + self.reserve_bytes
+        return round(
+            vllm_gpu_memory_utilization(self.kv_budget_bytes, f, self.capacity_bytes),
+            FRACTION_DECIMALS,
+        )
+
+    @property
+    def free_gpu_memory_fraction(self) -> float:
+        f = self.weights_bytes + self.reserve_bytes
+        return round(
+            trtllm_free_gpu_memory_fraction(self.kv_budget_bytes, f, self.capacity_bytes),
+            FRACTION_DECIMALS,
+        )
+
+    @property
+    def mem_fraction_static(self) -> float:
+        return round(
+            sglang_mem_fraction_static(
+                self.kv_budget_bytes, self.weights_bytes, self.capacity_bytes
+            ),
+            FRACTION_DECIMALS,
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A deployment's pools with their settings, or why it cannot run."""
+
+    spec: DeploymentSpec
+    model: ModelSpec
+    gpu: Accelerator
+    gpus_per_node: int
+    pools: tuple[PoolSettings, ...]
+    draft_model: str | None
+    spec_tokens: int
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def feasible(self) -> bool:
+        return not self.reasons
+
+
+def _pool(sc: Scenario, role: str, shape: Shape, replicas: int) -> PoolSettings | list[str]:
+    st, rejected = _build(sc, [shape], [replica_config(sc, shape)], np.array([0]))
+    if rejected:
+        return [f"{role} pool: {why}" for why in rejected]
+    r = st.r
+    weights = float(r.dense_weight_bytes[0] + r.expert_weight_bytes[0])
+    if st.draft is not None and st.draft_row[0] >= 0:
+        d = st.draft.take(np.array([st.draft_row[0]]))
+        weights += float(d.dense_weight_bytes[0] + d.expert_weight_bytes[0])
+    model = sc.model_spec()
+    return PoolSettings(
+        role=role, tp=shape.tp, pp=shape.pp, replicas=replicas,
+        capacity_bytes=accelerators()[shape.gpu].memory_bytes,
+        kv_budget_bytes=float(r.kv_budget_bytes[0]), weights_bytes=weights,
+        reserve_bytes=activation_reserve_bytes(model, shape.tp),
+        max_num_seqs=int(st.max_running[0]),
+        max_model_len=sc.workload.isl_tokens + sc.workload.osl_tokens,
+        max_num_batched_tokens=DEFAULT_MAX_BATCHED_TOKENS, speculative=shape.spec,
+    )  # fmt: skip
+
+
+def plan(scenario: Scenario, spec: DeploymentSpec) -> Plan:
+    """The pools of ``spec`` for ``scenario`` with the settings its memory budget assumed.
+
+    A deployment that cannot run (evaluate_spec's reasons: GPUs, TP, memory) is a Plan with
+    ``reasons`` and no pools.
+    """
+    from advisor.search.focus import evaluate_spec
+
+    o = scenario.options
+    base = dict(spec=spec, model=scenario.model_spec(), gpu=accelerators()[spec.gpu],
+                gpus_per_node=scenario.hardware.gpus_per_node,
+                draft_model=o.draft_model if spec.speculative else None,
+                spec_tokens=o.spec_tokens)  # fmt: skip
+    focus = evaluate_spec(scenario, spec)
+    if not focus.fits:
+        return Plan(pools=(), reasons=tuple(focus.reasons), **base)
+    if spec.disaggregated:
+        wanted = [("prefill", Shape(spec.gpu, spec.prefill_tp, 1, spec.weights, spec.kv, False),
+                   spec.prefill_dp),
+                  ("decode", Shape(spec.gpu, spec.tp, 1, spec.weights, spec.kv, False), spec.dp)]  # fmt: skip
+    else:
+        shape = Shape(spec.gpu, spec.tp, spec.pp, spec.weights, spec.kv, spec.speculative)
+        wanted = [("server", shape, spec.dp)]
+    pools, reasons = [], []
+    for role, shape, dp in wanted:
+        got = _pool(scenario, role, shape, dp)
+        if isinstance(got, list):
+            reasons += got
+        else:
+            pools.append(got)
+    return Plan(pools=tuple(pools) if not reasons else (), reasons=tuple(reasons), **base)
