@@ -328,3 +328,18 @@ def test_an_infinite_p90_gives_no_spread_and_the_others_still_do():
     iv = interval_factors("ttft", "vllm", "cdna3", 0.9, table=t, family_calibrated=False)
     # no rows: [1, 1] widened by ln(1.51) at c = 0.9 (z ratio 1): [1 / 1.51, 1.51]
     assert (iv.low, iv.high) == pytest.approx((1 / 1.51, 1.51))
+
+
+def test_e2e_rows_of_other_engines_and_families_give_way_to_ttft_and_tpot():
+    ttft_tpot = rows() + rows(kind="tpot", ratios=(0.9,) * 5 + (1.1,) * 6, tag="p")
+    result = {"engine": "trtllm", "ttft_ms": 100.0, "tpot_ms": 10.0, "e2e_ms": 1090.0,
+              "osl": 100, "throughput_tok_s": 500.0}  # fmt: skip
+    # 10 E2E rows of vLLM on CDNA3 measured at exactly the prediction: only the all-rows level
+    # for TensorRT-LLM on Hopper, so E2E = TTFT + 99 TPOT at each end: [961, 1229] (see above)
+    other = rows(kind="e2e", family="cdna3", ratios=(1.0,) * 10, tag="e")
+    iv = estimate_intervals(result, "hopper", 0.8, table=ErrorTable(tuple(ttft_tpot + other), {}))
+    assert iv["e2e_ms"] == pytest.approx([961.0, 1229.0])
+    # the same rows on Hopper (family level) are used: factor 1 -> [1090, 1090]
+    own = rows(kind="e2e", ratios=(1.0,) * 10, tag="e")
+    iv = estimate_intervals(result, "hopper", 0.8, table=ErrorTable(tuple(ttft_tpot + own), {}))
+    assert iv["e2e_ms"] == pytest.approx([1090.0, 1090.0])

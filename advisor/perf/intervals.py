@@ -38,8 +38,9 @@ A row whose prediction failed (non-finite: an unstable queue, a zero throughput)
 table, never dropped: beyond every finite row in the direction of the failure, it counts as the
 worst finite miss of its kind that way (so a quantile among the failures is at least that wide).
 
-E2E: from rows of kind e2e when the table has at least ``MIN_ROWS`` calibrated ones; otherwise
-TTFT and TPOT intervals combined,
+E2E: from rows of kind e2e when a level above "all rows" has ``MIN_ROWS`` of them (E2E rows of
+other engines and families say little: the all-rows level is then mostly one engine); otherwise
+the TTFT and TPOT intervals combined,
 ``e2e = ttft + (osl - 1) x tpot`` at both ends (the errors assumed to move together: they share
 the family and engine constants), and in the search the larger of the two upper factors.
 """
@@ -149,6 +150,8 @@ class Interval:
     basis: str
     rows: int
     calibrated: bool
+    #: Rows of the same engine and/or family (not the all-rows fallback, not an empty table).
+    matched: bool = True
 
     def of(self, predicted: float) -> list[float]:
         return [predicted * self.low, predicted * self.high]
@@ -287,6 +290,9 @@ def uncalibrated_widening(
     return math.sqrt(sum(p * p for p in parts)), ", ".join(why)
 
 
+ALL_ROWS = "all engines and accelerators"
+
+
 def _select(fitted: list[ErrorRow], engine: str, family: str) -> tuple[str, list[float]]:
     """The first level of the hierarchy with MIN_ROWS rows (else all of them): label, log ratios."""
     levels = (
@@ -298,7 +304,7 @@ def _select(fitted: list[ErrorRow], engine: str, family: str) -> tuple[str, list
         chosen = [r.log_ratio for r in fitted if keep(r)]
         if len(chosen) >= MIN_ROWS:
             return label, chosen
-    return "all engines and accelerators", [r.log_ratio for r in fitted]
+    return ALL_ROWS, [r.log_ratio for r in fitted]
 
 
 def interval_factors(
@@ -325,6 +331,7 @@ def interval_factors(
     pool = [r for r in table.rows if r.kind == kind and r.id != exclude_id]
     fitted = [r for r in pool if r.calibrated] or pool
     label, chosen = _select(fitted, engine, family)
+    matched = bool(chosen) and label != ALL_ROWS
     if chosen:
         lo, hi = quantile_bounds(chosen, confidence)
         basis = f"{len(chosen)} held-out {kind} rows ({label})"
@@ -332,7 +339,7 @@ def interval_factors(
         lo, hi = 1.0, 1.0
         basis = f"no out-of-sample {kind} rows in data/crossval.yaml"
     if calibrated:
-        return Interval(lo, hi, basis, len(chosen), True)
+        return Interval(lo, hi, basis, len(chosen), True, matched)
     w, why = uncalibrated_widening(table, kind, confidence, family_calibrated, engine_calibrated)
     lo, hi = lo * math.exp(-w), hi * math.exp(w)
     what = " and ".join(
@@ -349,7 +356,7 @@ def interval_factors(
         olo, ohi = quantile_bounds(own, confidence)
         lo, hi = min(lo, olo), max(hi, ohi)
         basis += f"; covers {len(own)} held-out rows predicted uncalibrated"
-    return Interval(lo, hi, basis, len(chosen), False)
+    return Interval(lo, hi, basis, len(chosen), False, matched)
 
 
 def is_calibrated(engine: str, family: str) -> tuple[bool, bool]:
@@ -380,22 +387,19 @@ def factors_for(
     return got
 
 
-def _any_kind(kind: str, engine: str, family: str, confidence: float, **kw) -> Interval:
-    """``interval_factors``, or for e2e without enough e2e rows the hull of TTFT's and TPOT's."""
-    if kind == "e2e" and not _has_e2e_rows(kw["table"]):
-        a = interval_factors("ttft", engine, family, confidence, **kw)
-        b = interval_factors("tpot", engine, family, confidence, **kw)
-        return Interval(min(a.low, b.low), max(a.high, b.high),
-                        f"TTFT: {a.basis}; TPOT: {b.basis}", a.rows + b.rows, a.calibrated)  # fmt: skip
-    return interval_factors(kind, engine, family, confidence, **kw)
-
-
 _MEMO: dict[tuple, tuple[ErrorTable, Interval]] = {}
 
 
-def _has_e2e_rows(table: ErrorTable) -> bool:
-    """Enough calibrated E2E rows for an E2E interval of their own (else TTFT and TPOT's)."""
-    return sum(r.kind == "e2e" and r.calibrated for r in table.rows) >= MIN_ROWS
+def _any_kind(kind: str, engine: str, family: str, confidence: float, **kw) -> Interval:
+    """``interval_factors``; for e2e without E2E rows of this engine or family, the hull of the
+    TTFT and TPOT intervals (an upper bound of TTFT + (osl - 1) x TPOT at each end)."""
+    got = interval_factors(kind, engine, family, confidence, **kw)
+    if kind != "e2e" or got.matched:
+        return got
+    a = interval_factors("ttft", engine, family, confidence, **kw)
+    b = interval_factors("tpot", engine, family, confidence, **kw)
+    return Interval(min(a.low, b.low), max(a.high, b.high), f"TTFT: {a.basis}; TPOT: {b.basis}",
+                    a.rows + b.rows, a.calibrated, a.matched or b.matched)  # fmt: skip
 
 
 def estimate_intervals(
@@ -412,9 +416,8 @@ def estimate_intervals(
     kw = dict(family_calibrated=fam_ok, engine_calibrated=eng_ok, table=table)
     iv = {k: interval_factors(k, engine, family, confidence, **kw) for k in ("ttft", "tpot")}
     ttft, tpot = float(result["ttft_ms"]), float(result["tpot_ms"])
-    t = load_table() if table is None else table
-    if _has_e2e_rows(t):
-        e = interval_factors("e2e", engine, family, confidence, **kw)
+    e = interval_factors("e2e", engine, family, confidence, **kw)
+    if e.matched:
         e2e, e2e_basis = e.of(float(result["e2e_ms"])), e.basis
     else:
         n = float(result["osl"]) - 1
