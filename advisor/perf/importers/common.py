@@ -1,0 +1,155 @@
+"""What every benchmark-file importer shares: the stated deployment, bounded reading, checked fields.
+
+A benchmark file rarely says everything the model needs (which accelerator, which weights
+precision); the user states the deployment, the file supplies the measurements. Every field read
+from a file is checked (present, a finite number, within a plausible range) and a refusal names the
+file and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.catalog.files import (
+    MAX_JSON_DEPTH,
+    FileReadError,
+    no_duplicate_keys,
+    read_bounded,
+    scan_json_depth,
+)
+
+#: Largest benchmark file read: a `vllm bench serve --save-result` file with per-request lists
+#: (ttfts, itls, generated texts) for 10,000 prompts is a few MB; 32 MB leaves room.
+MAX_FILE_BYTES = 32 * 2**20
+
+
+class BenchmarkFileError(ValueError):
+    """A benchmark file that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What the user states about the run the file came from (catalog ids, like the CLI flags)."""
+
+    model: str
+    gpu: str
+    tp: int = 1
+    pp: int = 1
+    weights: str = "bf16"
+    kv: str = "bf16"
+    engine: str = "vllm"
+    isl: float | None = None  # input tokens per request, when the file does not say
+    osl: float | None = None  # output tokens per request, when the file does not say
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """A benchmark file's name (for messages), its bytes and its text."""
+
+    name: str
+    data: bytes
+    text: str
+
+
+def read_file(path: str | Path, name: str | None = None) -> RawFile:
+    """A regular file of at most MAX_FILE_BYTES, decoded as UTF-8; refusals name the file."""
+    shown = name or Path(path).name
+    try:
+        data = read_bounded(path, MAX_FILE_BYTES)
+    except FileReadError as exc:
+        raise BenchmarkFileError(f"{shown}: {exc}") from None
+    return from_bytes(data, shown)
+
+
+def from_bytes(data: bytes, name: str) -> RawFile:
+    """An uploaded file's bytes (the app), checked like a file read from disk."""
+    if len(data) > MAX_FILE_BYTES:
+        raise BenchmarkFileError(f"{name}: larger than the {MAX_FILE_BYTES:,}-byte limit")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise BenchmarkFileError(f"{name}: not UTF-8 text (byte {exc.start})") from None
+    if "\x00" in text:
+        raise BenchmarkFileError(f"{name}: not a text file (NUL byte)")
+    return RawFile(name=name, data=data, text=text)
+
+
+def _constant(value: str) -> float:
+    # json accepts NaN / Infinity by default; only Infinity is meaningful (a request rate of inf).
+    if value == "NaN":
+        return math.nan
+    return math.inf if value == "Infinity" else -math.inf
+
+
+def parse_json(text: str, name: str, where: str = "") -> Any:
+    """One JSON document, nested at most MAX_JSON_DEPTH levels, no key given twice."""
+    at = f" ({where})" if where else ""
+    deep, _ = scan_json_depth(text)
+    if deep is not None:
+        raise BenchmarkFileError(f"{name}{at}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+
+    def dup(key: str) -> Exception:
+        return BenchmarkFileError(f"{name}{at}: key {key!r} given twice")
+
+    try:
+        return json.loads(text, object_pairs_hook=no_duplicate_keys(dup), parse_constant=_constant)
+    except json.JSONDecodeError as exc:
+        raise BenchmarkFileError(
+            f"{name}{at}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "a truncated file?"
+        ) from None
+
+
+def field(
+    doc: Any,
+    path: str,
+    name: str,
+    lo: float,
+    hi: float,
+    *,
+    allow_inf: bool = False,
+    required: bool = True,
+) -> float | None:
+    """The number at dotted ``path`` in ``doc``, checked finite and within [lo, hi].
+
+    >>> field({"a": {"b": 2}}, "a.b", "f.json", 0, 10)
+    2.0
+    >>> field({"a": float("nan")}, "a", "f.json", 0, 10)
+    Traceback (most recent call last):
+    ...
+    advisor.perf.importers.common.BenchmarkFileError: f.json: field 'a' is nan; expected a finite number in [0, 10]
+    """
+    node = doc
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node or node[part] is None:
+            if not required:
+                return None
+            raise BenchmarkFileError(f"{name}: field {path!r} is missing")
+        node = node[part]
+    if isinstance(node, bool) or not isinstance(node, int | float | str):
+        raise BenchmarkFileError(f"{name}: field {path!r} is {type(node).__name__}, not a number")
+    try:
+        value = float(node)
+    except (ValueError, OverflowError):
+        raise BenchmarkFileError(
+            f"{name}: field {path!r} is {str(node)[:40]!r}, not a number"
+        ) from None
+    if allow_inf and value == math.inf:
+        return value
+    if not math.isfinite(value) or not lo <= value <= hi:
+        raise BenchmarkFileError(
+            f"{name}: field {path!r} is {value:g}; expected a finite number in [{lo:g}, {hi:g}]"
+        )
+    return value
+
+
+#: Plausibility ranges shared by the importers (SI after the file's own unit is applied).
+MAX_TOKENS_PER_REQUEST = 2_000_000
+MAX_REQUESTS = 100_000_000
+MAX_DURATION_S = 30 * 86_400
+MAX_TOKENS_PER_S = 1e9
+MAX_LATENCY_MS = 3.6e6

@@ -1,0 +1,88 @@
+"""nccl-tests ``all_reduce_perf`` standard output: one row per message size.
+
+Layout (NVIDIA/nccl-tests src/common.cu, ``Reporter``): header lines start with ``#`` (the
+``#  Rank  N Group ... device  D [0x..] NAME`` lines list the ranks); each result row is
+``size count type redop root`` then, out-of-place and in-place, ``time algbw busbw #wrong``
+(time in us, bandwidths in GB/s = 1e9 B/s). Each row with size > 0 becomes an all-reduce
+measurement (out-of-place time) for the collectives model, on the stated GPU's scale-up link.
+busbw must equal algbw x 2 (n - 1) / n (nccl-tests' all-reduce bus factor) within the
+printed rounding, so a file from another collective or a mangled column is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from advisor.catalog import get_accelerator
+from advisor.perf.collective_fit import CollectiveRow
+from advisor.perf.importers.common import BenchmarkFileError, Deployment
+from advisor.physics.collectives import NCCL_ALGORITHMS
+
+FORMAT = "nccl-tests all_reduce_perf"
+_HEADER = re.compile(r"^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw", re.M)
+_RANK = re.compile(r"^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+", re.M)
+MAX_ROWS = 10_000
+
+
+def recognise(text: str) -> bool:
+    return bool(_HEADER.search(text))
+
+
+def _num(tok: str, name: str, line: int, column: str, lo: float, hi: float) -> float:
+    try:
+        v = float(tok)
+    except ValueError:
+        raise BenchmarkFileError(
+            f"{name} line {line}: column {column!r} is {tok[:20]!r}, not a number"
+        ) from None
+    if not math.isfinite(v) or not lo <= v <= hi:
+        raise BenchmarkFileError(
+            f"{name} line {line}: column {column!r} is {v:g}; expected a finite number in [{lo:g}, {hi:g}]"
+        )
+    return v
+
+
+def rows(text: str, name: str, dep: Deployment) -> list[CollectiveRow]:
+    n = len(_RANK.findall(text)) or dep.tp * dep.pp
+    if n < 2:
+        raise BenchmarkFileError(f"{name}: an all-reduce over {n} rank measures nothing; need >= 2")
+    link = get_accelerator(dep.gpu).scale_up_link
+    out: list[CollectiveRow] = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if not s or s.startswith("#") or not s[0].isdigit():
+            continue
+        tok = s.split()
+        if len(tok) < 9:
+            raise BenchmarkFileError(f"{name} line {i}: {len(tok)} columns; a result row has 13")
+        if tok[3] != "sum":
+            raise BenchmarkFileError(
+                f"{name} line {i}: column 'redop' is {tok[3][:10]!r}; only sum is modelled"
+            )
+        size = _num(tok[0], name, i, "size", 0, 2**40)
+        t_us = _num(tok[5], name, i, "time", 1e-3, 1e9)
+        alg = _num(tok[6], name, i, "algbw", 0, 1e5)
+        bus = _num(tok[7], name, i, "busbw", 0, 1e5)
+        if size == 0:
+            continue
+        # Printed with 2 decimals: allow that rounding plus 2%.
+        if abs(bus - alg * 2 * (n - 1) / n) > 0.02 * bus + 0.011 * (1 + 2 * (n - 1) / n):
+            raise BenchmarkFileError(
+                f"{name} line {i}: column 'busbw' {bus:g} GB/s is not algbw x 2(n-1)/n = "
+                f"{alg * 2 * (n - 1) / n:.2f} for n = {n} ranks: not an all-reduce, or the rank count is wrong"
+            )
+        out.append(
+            CollectiveRow(
+                row_id=f"{name}:{int(size)}B", metric="allreduce_latency_us", op="allreduce",
+                n_gpus=n, message_bytes=size, measured=t_us, unit="us", link_id=link,
+                algorithms=NCCL_ALGORITHMS, harness="nccl-tests", reason="",
+            )
+        )  # fmt: skip
+        if len(out) > MAX_ROWS:
+            raise BenchmarkFileError(f"{name}: more than {MAX_ROWS:,} result rows")
+    if not out:
+        raise BenchmarkFileError(
+            f"{name}: no result rows under the nccl-tests header (a truncated file?)"
+        )
+    return out
