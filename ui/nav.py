@@ -17,4 +17,5 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("ui/pages/speculative.py", "Speculative decoding", "speculative", ":material/fast_forward:"),
     ("ui/pages/trust.py", "Trust", "trust", ":material/verified:"),
     ("ui/pages/article.py", "Article check", "article", ":material/fact_check:"),
+    ("ui/pages/deploy.py", "Deploy", "deploy", ":material/rocket_launch:"),
 ]

@@ -29,6 +29,7 @@ from advisor.catalog import accelerators, interconnects, models
 from advisor.catalog.loader import DATA_DIR
 from advisor.report import fonts, images
 from advisor.report.budget_pdf import budget_section, quality_section
+from advisor.report.deploy_pdf import deploy_appendix
 from advisor.report.text import NAME_LIMIT, NOTES_LIMIT, clean, latin1
 from advisor.scenario import Scenario
 
@@ -440,6 +441,8 @@ def build_report(
     _assumptions(doc, ctx, sensitivities)
     _article(doc, ctx)
     _sources(doc, ctx)
+    if best_obj is not None:
+        deploy_appendix(doc, scenario, best_obj)
     if ctx.missing_charts:
         _missing_charts(doc, ctx)
     out = bytes(doc.output())

@@ -1,0 +1,52 @@
+"""Deploy: the launch commands, Compose and Kubernetes files of the deployment in focus."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from advisor.deploy.bundle import deploy_bundle, zip_bytes
+from advisor.deploy.tables import ENGINES, engine_flags
+from ui.focus import show_focus
+from ui.format import md_escape
+from ui.state import current, guarded
+
+LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+LANGUAGE = {".sh": "bash", ".yaml": "yaml", ".md": "markdown"}
+
+
+def section() -> None:
+    scenario, _view = current()
+    f = show_focus(scenario)
+    own = scenario.options.engine
+    engine = st.radio(
+        "Engine", ENGINES, index=ENGINES.index(own) if own in ENGINES else 0,
+        format_func=LABELS.get, horizontal=True, key="deploy.engine",
+    )  # fmt: skip
+    b = deploy_bundle(scenario, f.spec, engine)
+    if b.reasons:
+        for why in b.reasons:
+            st.warning(f"{LABELS[engine]} cannot run {md_escape(str(f.spec))}: {md_escape(why)}")
+        return
+    for problem in b.problems:  # never expected: a flag outside the engine's list
+        st.error(md_escape(problem))
+    fl = engine_flags(engine)
+    st.caption(
+        f"Every flag is checked against {LABELS[engine]} {fl['version']}'s server flags "
+        f"(data/engine-flags/{engine}.yaml, from {md_escape('; '.join(fl['source']))}). Memory "
+        "fraction, max sequences and max model length are the values the memory budget of the "
+        "recommendation assumed."
+    )
+    st.download_button(
+        "Download all files (zip)",
+        zip_bytes(b.files, folder=f"deploy-{engine}"),
+        file_name=f"deploy-{engine}-{f.spec}.zip",
+        mime="application/zip",
+        key="deploy.zip",
+    )
+    for name, text in b.files.items():
+        st.markdown(f"**{md_escape(name)}**")
+        st.code(text, language=LANGUAGE.get(name[name.rfind(".") :], "text"))
+
+
+st.title("Deploy")
+guarded("Deploy", section)
