@@ -250,3 +250,33 @@ def test_cli_deploy(tmp_path):
     assert r.returncode == 2 and "--out" in r.stderr
     r = _cli("--deployment", "h100-sxm.tp4.pp1.dp2.fp9.fp8")
     assert r.returncode == 2 and "--deployment" in r.stderr
+
+
+@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+def test_kubernetes_router_reaches_pools_through_their_services(engine):
+    spec = parse_spec("h100-sxm.tp4.pp1.dp1.ptp2.pdp2.fp8.fp8")
+    docs = list(
+        yaml.safe_load_all(deploy_bundle(Scenario(), spec, engine).files["kubernetes.yaml"])
+    )
+    services = {d["metadata"]["name"] for d in docs if d["kind"] == "Service"}
+    text = yaml.safe_dump(docs)
+    for role in ("prefill", "decode"):
+        assert f"{engine}-{role}" in services and f"{engine}-{role}:8000" in text
+    assert "prefill-0:" not in text.replace(f"{engine}-prefill", "")  # no Compose host names
+
+
+def test_pdf_appendix_has_the_launch_command():
+    from io import BytesIO
+
+    from pypdf import PdfReader
+
+    from advisor.report.pdf import build_report
+
+    sc = Scenario(options=Options(engine="sglang"))
+    pdf = build_report(sc, charts=False, sensitivities=False)
+    text = "\n".join(p.extract_text() for p in PdfReader(BytesIO(pdf)).pages)
+    spec = recommend(sc).best.spec
+    want = deploy_bundle(sc, spec, "sglang").launch.servers[0].commands[0]
+    assert "Appendix: launch command" in text
+    assert "python3 -m sglang.launch_server" in text  # the scenario's engine
+    assert f"--mem-fraction-static {_arg(want, '--mem-fraction-static')}" in text

@@ -267,20 +267,20 @@ def sglang(plan: Plan) -> Launch:
             ]  # fmt: skip
         la.servers.append(Server(p.role, p, cmds, p.replicas, p.gpus_per_replica))
     if plan.spec.disaggregated:
+        urls = [(f"--{p.role}", f"http://{p.role}-{i}:{PORT}")
+                for p in plan.pools for i in range(p.replicas)]  # fmt: skip
         router = Command(
             ["python3", "-m", "sglang_router.launch_router"],
-            [("--pd-disaggregation", None), ("--prefill", f"http://prefill-0:{PORT}"),
-             ("--decode", f"http://decode-0:{PORT}"), ("--host", "0.0.0.0"),
-             ("--port", str(PORT))],
+            [("--pd-disaggregation", None), *urls, ("--host", "0.0.0.0"), ("--port", str(PORT))],
             engine_flags=False,
-        )  # fmt: skip
+        )
         la.servers.append(Server("router", None, [router], 1, 0))
         la.notes.append(
             "Disaggregated: prefill and decode servers exchange KV over Mooncake (RDMA; set "
             "--disaggregation-ib-device to the node's InfiniBand devices, or use "
             "--disaggregation-transfer-backend nixl); the sglang-router (pip package "
             "sglang-router, in the image) in PD mode fronts them: add one --prefill/--decode URL "
-            "per server. The router's flags are not in SGLang's server parser and are not "
+            "per server (here the Compose service names). The router's flags are not in SGLang's server parser and are not "
             "checked against the flag list."
         )
     return la

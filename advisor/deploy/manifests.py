@@ -100,20 +100,56 @@ def compose(la: Launch, vendor: str, gpus_per_node: int) -> str:
     return "\n".join(head) + "\n" + dump([{"services": services}])
 
 
+def _to_services(la: Launch, text: str) -> str:
+    """Per-replica host names (the Compose services: prefill-0, ...) -> the pool's Service."""
+    for s in la.servers:
+        for i in reversed(range(s.replicas if s.pool is not None else 0)):
+            text = text.replace(f"{s.role}-{i}:", f"{_name(la, s)}:")
+    return text
+
+
+def _one_url_per_pool(argv: list[str]) -> list[str]:
+    """Drop a repeated ``--prefill URL`` / ``--decode URL`` pair (replicas now share a Service)."""
+    out: list[str] = []
+    seen = set()
+    i = 0
+    while i < len(argv):
+        pair = tuple(argv[i : i + 2])
+        if argv[i] in ("--prefill", "--decode") and pair in seen:
+            i += 2
+            continue
+        seen.add(pair)
+        out.append(argv[i])
+        i += 1
+    return out
+
+
+def _k8s_files(la: Launch) -> dict[str, str]:
+    files = {n: _to_services(la, t) for n, t in la.files.items()}
+    if "disagg-config.yaml" in files:  # one URL per pool: its Service balances the replicas
+        cfg = yaml.safe_load(files["disagg-config.yaml"])
+        for key in ("context_servers", "generation_servers"):
+            cfg[key]["urls"] = list(dict.fromkeys(cfg[key]["urls"]))
+            cfg[key]["num_instances"] = len(cfg[key]["urls"])
+        files["disagg-config.yaml"] = yaml.safe_dump(cfg, sort_keys=False)
+    return files
+
+
 def kubernetes(la: Launch, vendor: str) -> str:
-    """Kubernetes manifests (YAML, several documents): a Deployment and a Service per pool."""
+    """Kubernetes manifests (YAML, several documents): a Deployment and a Service per pool; the
+    router reaches each pool through its Service."""
     docs: list[dict] = []
     skipped = []
     if la.files:
         docs.append({"apiVersion": "v1", "kind": "ConfigMap",
-                     "metadata": {"name": f"{la.engine}-config"}, "data": dict(la.files)})  # fmt: skip
+                     "metadata": {"name": f"{la.engine}-config"}, "data": _k8s_files(la)})  # fmt: skip
     for s in la.servers:
         if s.gpus_per_replica and _spans_nodes(s):
             skipped.append(s.role)
             continue
         name = _name(la, s)
         labels = {"app": name}
-        argv = s.commands[0].argv()
+        argv = _one_url_per_pool([_to_services(la, a) for a in s.commands[0].argv()])
         probe = {"httpGet": {"path": HEALTH, "port": PORT}, "periodSeconds": 10}
         container: dict = {
             "name": la.engine, "image": la.image, "command": argv[:1], "args": argv[1:],
