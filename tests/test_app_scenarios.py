@@ -47,7 +47,7 @@ def test_new_pages_run_with_the_default_scenario(page):
 
 @pytest.mark.parametrize("key", list(EXAMPLES))
 @pytest.mark.parametrize("page", NEW_PAGES + ["ui/pages/overview.py", "ui/pages/memory.py"])
-def test_pages_run_with_each_example_loaded(page, key):
+def test_pages_run_with_each_example_loaded(page, key, point_predictions):
     at = _page("ui/pages/scenarios.py")
     i = list(EXAMPLES).index(key)
     _button(at, f"sc.ex.{i}").click().run()
@@ -159,7 +159,7 @@ def test_batch_sweep_and_throughput_figure():
     assert fig.layout.xaxis.type == "log"
 
 
-def test_recommendation_page_shows_recommend_numbers():
+def test_recommendation_page_shows_recommend_numbers(point_predictions):
     from advisor.scenario import Scenario
     from advisor.search.recommend import recommend
 

@@ -29,7 +29,7 @@ def _scenario(**cost) -> Scenario:
 
 
 @pytest.fixture(scope="module")
-def rec():
+def rec(point_predictions_module):
     return recommend(_scenario())
 
 
@@ -84,7 +84,7 @@ def test_rate_load_has_no_cost_per_user():
     )
 
 
-def test_cli_json_has_the_budget(capsys):
+def test_cli_json_has_the_budget(capsys, point_predictions):
     import json
 
     from advisor.cli import main
@@ -117,7 +117,7 @@ def test_pdf_has_the_budget_section(rec):
     assert "CBRE" in flat
 
 
-def test_recommendation_page_shows_the_budget():
+def test_recommendation_page_shows_the_budget(point_predictions):
     from streamlit.testing.v1 import AppTest
 
     from advisor.search.budget import usd

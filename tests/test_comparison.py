@@ -23,7 +23,7 @@ def bank(gpu: str) -> Scenario:
 
 
 @pytest.fixture(scope="module")
-def rows():
+def rows(point_predictions_module):
     return [cmp.compared(g, bank(g), recommend(bank(g))) for g in ("h100-sxm", "l40s", "mi300x")]
 
 
@@ -35,7 +35,7 @@ def test_concurrent_users_give_every_percentile(rows):
             assert "—" not in cells[name] and cells[name].endswith(" ms"), (row.label, name)
 
 
-def test_ranking_puts_the_cheapest_that_meets_first_then_the_misses(rows):
+def test_ranking_puts_the_cheapest_that_meets_first_then_the_misses(rows, point_predictions):
     order = cmp.ranked(rows)
     meets = [r for r in order if r.meets_sla]
     misses = [r for r in order if not r.meets_sla]
@@ -76,7 +76,9 @@ def test_monthly_cost_is_the_hourly_cost_times_730_hours(rows):
     assert cmp.table_rows(rows[0])["Cost per month"] == f"${d.usd_per_hour * 730:,.0f}"
 
 
-def test_a_deployment_in_focus_replaces_the_recommendation_and_says_why_it_misses():
+def test_a_deployment_in_focus_replaces_the_recommendation_and_says_why_it_misses(
+    point_predictions,
+):
     import io
 
     from pypdf import PdfReader

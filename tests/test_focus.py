@@ -75,7 +75,7 @@ def _says_does_not_fit(at: AppTest) -> list[str]:
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_detail_pages_show_the_recommended_deployment(case):
+def test_detail_pages_show_the_recommended_deployment(case, point_predictions):
     params, scenario = CASES[case]
     best = recommend(scenario).best
     assert best is not None  # each case has a recommendation (the examples)
@@ -97,7 +97,7 @@ def test_detail_pages_show_the_recommended_deployment(case):
             assert f"on **{at.session_state['scenario'].hardware.gpus[0]}" not in banner
 
 
-def test_choosing_another_alternative_changes_every_page():
+def test_choosing_another_alternative_changes_every_page(point_predictions):
     scenario = CASES["405b"][1]
     rec = recommend(scenario)
     other = next(d for d in (rec.lowest_latency, rec.decision_matrix.article_shaped,

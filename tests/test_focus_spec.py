@@ -72,7 +72,7 @@ SCENARIOS = {
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_every_deployment_of_a_recommendation_carries_its_spec(name):
+def test_every_deployment_of_a_recommendation_carries_its_spec(name, point_predictions):
     rec = recommend(SCENARIOS[name])
     deps = [rec.best, rec.lowest_latency, rec.decision_matrix.article_shaped]
     deps += [m.deployment for m in rec.near_misses]
@@ -96,7 +96,7 @@ def test_every_deployment_of_a_recommendation_carries_its_spec(name):
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_the_recommended_spec_evaluates_to_the_recommendation(name):
+def test_the_recommended_spec_evaluates_to_the_recommendation(name, point_predictions):
     # Expected values: the search's own result for the same scenario (two routes, one model).
     sc = SCENARIOS[name]
     rec = recommend(sc)

@@ -46,7 +46,7 @@ def test_70b_fp16_does_not_fit_one_80gb_gpu():
     assert r.no_best_reason
 
 
-def test_tight_tpot_prefers_nvlink_over_pcie_tp():
+def test_tight_tpot_prefers_nvlink_over_pcie_tp(point_predictions):
     # 70B fp16 needs TP >= 2 on 80 GB GPUs; each decode step does 2 all-reduces per layer, so
     # on PCIe5 (63 GB/s, catalog) TP costs more per step than on NVLink4 (450 GB/s). The same
     # SLA is met with NVLink, and the PCIe best is slower (or nothing meets it).
