@@ -12,6 +12,7 @@ input with one line on stderr naming the flag and the allowed values, 1 on an in
 from __future__ import annotations
 
 import argparse
+import contextvars
 import importlib
 import json
 import math
@@ -307,6 +308,12 @@ def _internal_error(name: str, exc: Exception) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Each command runs in a fresh context: a --profile it made active (advisor/perf/overlay.py)
+    # ends with it, also when main is called again in the same process (tests, the app).
+    return contextvars.Context().run(_main, argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the subcommand's parser, so the message names the command

@@ -6,15 +6,19 @@ import argparse
 from pathlib import Path
 
 from advisor.catalog.files import FileWriteError
-from advisor.cli import CliInputError, add_json_flag, int_in, shown
+from advisor.cli import CliInputError, add_json_flag, calibrate_client, int_in, shown
 from advisor.cli.common import writable_out_path
 from advisor.perf.calibrate import fit, write
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    p = sub.add_parser("calibrate", help="fit efficiency constants to data/measurements.csv")
+    p = sub.add_parser(
+        "calibrate",
+        help="fit efficiency constants to data/measurements.csv, or (--from) a client profile",
+    )
     p.add_argument("--max-evals", type=int_in(1, 10_000), default=50, help="fit iterations budget")
     p.add_argument("--out", default=None, help="output YAML (default data/calibration.yaml)")
+    calibrate_client.add_args(p)
     add_json_flag(p)
     return p
 
@@ -27,6 +31,11 @@ def _check_out(value: str | None) -> Path | None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    if args.from_files:
+        return calibrate_client.run(args)
+    for flag in ("model", "gpu", "engine", "isl", "osl", "name"):
+        if getattr(args, flag) is not None:
+            raise CliInputError(f"--{flag} only applies with --from (a client profile)")
     path = _check_out(args.out)
     doc = fit(max_nfev=args.max_evals)
     try:
@@ -34,3 +43,11 @@ def run(args: argparse.Namespace) -> dict:
     except FileWriteError as exc:
         raise CliInputError(f"--out {shown(str(path))}: {exc}") from None
     return {k: out[k] for k in ("global", "families", "engines", "fit_summary", "rows_skipped")}
+
+
+def render(r: dict) -> str | None:
+    if "summary" in r and "points" in r:
+        return calibrate_client.render(r)
+    from advisor.cli import _default_render
+
+    return _default_render(r)

@@ -35,6 +35,9 @@ from advisor.cli.common import (
     resolve_link,
     resolve_model,
 )
+from advisor.cli.profile_opt import add_profile_flag, apply_to_estimate, load_profile, render_line
+from advisor.cli.profile_opt import check as check_profile
+from advisor.perf.client_profile import ProfileDoc
 from advisor.perf.estimate import EstimateInput, estimate
 from advisor.perf.profiles import ENGINES
 from advisor.scenario import format_validation_error
@@ -86,11 +89,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--confidence", type=float_in(0.5, 0.99), default=None,
         help="confidence of the ranges around each number (0.5..0.99, default 0.8)",
     )  # fmt: skip
+    add_profile_flag(p)
     add_json_flag(p)
     return p
 
 
-def _run_one(d: dict) -> dict:
+def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
     for key in ("model", "gpu", "isl", "osl"):
         if d.get(key) is None:
             raise CliInputError(f"--{key} is required")
@@ -120,10 +124,12 @@ def _run_one(d: dict) -> dict:
         raise CliInputError(f"--pp {inp.pp} exceeds the model's {model.num_hidden_layers} layers")
     if draft is not None and inp.concurrency == "max":
         raise CliInputError("--spec-draft needs --concurrency N (a number), not max")
+    if profile is not None:
+        check_profile(profile, [gpu.id], inp.engine)
     result = estimate(model, gpu, inp)
     if "replicated" in layout:  # say it, as the engines' logs do
         result["notes"] = [*result.get("notes", []), layout]
-    return result
+    return apply_to_estimate(result, profile, gpu.id) if profile is not None else result
 
 
 def _args_dict(args: argparse.Namespace) -> dict:
@@ -188,7 +194,7 @@ def _open_input(path: str) -> BinaryIO:
     return f
 
 
-def _results(f: BinaryIO, total_cap: int) -> Iterator[str]:
+def _results(f: BinaryIO, total_cap: int, profile: ProfileDoc | None = None) -> Iterator[str]:
     """One serialized result per non-blank line, in order; a bad line is an error item.
 
     Lines are split on \\n only (iterating a binary file): a U+2028 inside a JSON string is
@@ -215,7 +221,7 @@ def _results(f: BinaryIO, total_cap: int) -> Iterator[str]:
                 key = json.dumps(d, sort_keys=True)
                 out = cache.get(key)
                 if out is None:
-                    out = cache.put(key, dumps(_run_one(d)))
+                    out = cache.put(key, dumps(_run_one(d, profile)))
                 yield seen.put(line, out)
             except (CliInputError, UnknownIdError, ValueError) as exc:
                 yield dumps({"line": n, "error": str(exc)})
@@ -242,9 +248,10 @@ class _Lru(OrderedDict):
 
 
 def run(args: argparse.Namespace) -> dict | Streamed:
+    profile = load_profile(args.profile)
     if args.input is None:
-        return _run_one(_args_dict(args))
-    return Streamed("results", _results(_open_input(args.input), MAX_INPUT_BYTES))
+        return _run_one(_args_dict(args), profile)
+    return Streamed("results", _results(_open_input(args.input), MAX_INPUT_BYTES, profile))
 
 
 def render(r: dict) -> str:
@@ -276,6 +283,8 @@ def render(r: dict) -> str:
                                 (f"engine {r['engine']}", iv["engine_calibrated"])) if not ok]  # fmt: skip
         lines.append(f"  UNCALIBRATED: {' and '.join(what)} predicted from priors; ranges widened")
     lines.append(f"  ranges from out-of-sample errors: {iv['basis']}")
+    if "client_profile" in r:
+        lines.append(render_line(r["client_profile"]))
     for phase, comp in r["breakdown"].items():
         if isinstance(comp, dict):
             parts = ", ".join(f"{k} {v:.2f}" for k, v in comp.items() if v > 0.005)

@@ -9,6 +9,13 @@ from pydantic import ValidationError
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
 from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in, shown
 from advisor.cli.common import read_input_file
+from advisor.cli.profile_opt import (
+    add_profile_flag,
+    apply_to_recommendation,
+    load_profile,
+    render_line,
+)
+from advisor.cli.profile_opt import check as check_profile
 from advisor.scenario import THINK_TIME_DEFAULT_S
 
 
@@ -93,6 +100,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--spec-draft", default=None, help="draft model id (enables speculation)")
     p.add_argument("--spec-acceptance", type=float_in(0, 1), default=0.7)
     p.add_argument("--no-disaggregated", action="store_true", help="skip prefill/decode pools")
+    add_profile_flag(p)
     p.add_argument("--rank-by", type=choice_of(["cost", "gpus"], "ranking"), default="cost")
     p.add_argument(
         "--deployment",
@@ -181,6 +189,7 @@ def run(args: argparse.Namespace) -> dict:
     from advisor.search.recommend import recommend
 
     sc = scenario_from_args(args)
+    profile = scenario_profile(args, sc)
     rec = recommend(sc)
     out = rec.model_dump(mode="json")
     out["budget"] = None if rec.best is None else budget(sc, rec.best).model_dump(mode="json")
@@ -191,7 +200,15 @@ def run(args: argparse.Namespace) -> dict:
         from advisor.search.focus import evaluate_spec
 
         out["focus"] = evaluate_spec(sc, args.deployment).model_dump(mode="json")
-    return out
+    return apply_to_recommendation(out, profile) if profile is not None else out
+
+
+def scenario_profile(args: argparse.Namespace, sc):  # noqa: ANN001, ANN201
+    """--profile, checked against the scenario's accelerators and engine, made active."""
+    profile = load_profile(getattr(args, "profile", None))
+    if profile is not None:
+        check_profile(profile, sc.hardware.gpus, sc.options.engine)
+    return profile
 
 
 def budget_lines(bg: dict) -> list[str]:
@@ -234,6 +251,8 @@ def render(r: dict) -> str:
                 f"P95 {v['p95']:.1f}  P99 {v['p99']:.1f} ms  "
                 f"(P{iv['percentile']} {iv['confidence']:.0%} range {lo:.1f}-{hi:.1f})"
             )
+    if r.get("client_profile"):
+        lines.append(render_line(r["client_profile"]))
     if r.get("budget"):
         lines += budget_lines(r["budget"])
     for q in r.get("quality") or []:

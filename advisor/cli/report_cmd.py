@@ -13,6 +13,7 @@ from pathlib import Path
 
 from advisor.cli import CliInputError, one_line, recommend_cmd
 from advisor.cli.common import writable_out_path, write_out
+from advisor.cli.profile_opt import describe
 
 
 class _Renamed:
@@ -48,10 +49,12 @@ def run(args: argparse.Namespace) -> dict:
 
     out = _check_out(args.out)
     scenario = recommend_cmd.scenario_from_args(args)
+    profile = recommend_cmd.scenario_profile(args, scenario)
     rec = recommend(scenario)
     pdf = build_report(
         scenario, client=args.client, consultant=args.consultant, recommendation=rec,
         sensitivities=not args.no_sensitivities,
+        client_profile=describe(profile) if profile is not None else None,
     )  # fmt: skip
     write_out(out, pdf)
     info = last_build_info()
@@ -75,6 +78,7 @@ def run(args: argparse.Namespace) -> dict:
         "unprintable": missing,
         "charts": "available" if ok else why,
         "recommended": rec.best.description if rec.best is not None else None,
+        "client_profile": describe(profile) if profile is not None else None,
     }
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
+from advisor.perf.overlay import Overlay, overlay_for
 from advisor.perf.profiles import attention_efficiency, engine_profile, family_efficiency
 from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.memory import (
@@ -215,6 +216,9 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
 
     tl = tp_link_for(cfg, links)
     pl = pp_link_for(cfg, links)
+    # A client profile fitted on this accelerator with this engine (advisor/perf/overlay.py).
+    ov = overlay_for(g.id, cfg.engine) or _NO_OVERLAY
+    cf = ov.compute_factor
     return dict(
         tp=tp, pp=pp, layers_stage=layers_stage, hidden=m.hidden_size,
         dense_weight_bytes=dense_bytes, expert_weight_bytes=expert_bytes,
@@ -229,10 +233,10 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         window=float(m.sliding_window) if w_layers else math.inf,
         window_layer_frac=w_layers / layers,
         kv_budget_bytes=budget, draft_kv_per_token=0.0,
-        peak_flops=peak * eng.efficiency,
-        peak_flops_16=peak16 * eff.eta_compute_16 * eng.efficiency,
-        attn_peak_flops=attn_peak * eng.efficiency,
-        hbm_bw=g.hbm_bandwidth_bytes_per_s * eff.eta_mem * eng.mem_efficiency,
+        peak_flops=peak * eng.efficiency * cf,
+        peak_flops_16=peak16 * eff.eta_compute_16 * eng.efficiency * cf,
+        attn_peak_flops=attn_peak * eng.efficiency * cf,
+        hbm_bw=g.hbm_bandwidth_bytes_per_s * eff.eta_mem * eng.mem_efficiency * ov.mem_factor,
         weight_only=weight_only,
         act_bytes=4.0 if cfg.weights == "fp32" else 2.0,
         tp_link_bw=tl.effective_bandwidth_bytes_per_s(tp), tp_link_latency=tl.latency_s,
@@ -240,10 +244,15 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         custom_allreduce=eng.custom_allreduce,
         a2a_bw=tl.effective_bandwidth_bytes_per_s(tp) * achievable_fraction_for(tl),
         pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
-        step_overhead_s=eng.step_overhead_s, seq_overhead_s=eng.seq_overhead_s,
-        request_overhead_s=eng.request_overhead_s, max_num_seqs=eng.max_num_seqs,
+        step_overhead_s=eng.step_overhead_s if ov.step_overhead_s is None else ov.step_overhead_s,
+        seq_overhead_s=eng.seq_overhead_s,
+        request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
+        max_num_seqs=eng.max_num_seqs,
         attn_eff=attention_efficiency(), gpus=tp * pp,
     )  # fmt: skip
+
+
+_NO_OVERLAY = Overlay()
 
 
 def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:

@@ -16,7 +16,7 @@ import csv
 import datetime as _dt
 import io
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from typing import Any
@@ -29,6 +29,7 @@ from advisor.catalog import accelerators, interconnects, models
 from advisor.catalog.loader import DATA_DIR
 from advisor.report import fonts, images
 from advisor.report.budget_pdf import budget_section, quality_section
+from advisor.report.client_profile_pdf import client_profile_section
 from advisor.report.deploy_pdf import deploy_appendix
 from advisor.report.text import NAME_LIMIT, NOTES_LIMIT, clean, latin1
 from advisor.scenario import Scenario
@@ -380,6 +381,7 @@ def build_report(
     date: _dt.date | None = None,
     focus: Any = None,
     focus_note: str = "",
+    client_profile: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The PDF as bytes. ``recommendation`` defaults to ``recommend(scenario)`` when available.
 
@@ -429,6 +431,8 @@ def build_report(
     if notes_t:
         doc.h2("Notes")
         doc.para(notes_t, 9.5)
+    if client_profile:  # a client calibration profile was used (advisor/perf/client_profile.py)
+        client_profile_section(doc, client_profile)
     if best_obj is not None:
         in_focus = ctx.focused or (bool(items) and ranking[0].row.source == "in focus")
         quality_section(doc, scenario, best_obj)

@@ -1,0 +1,118 @@
+"""``advisor calibrate --from FILE ...``: fit a client profile to the client's own benchmark files.
+
+The deployment the files came from is stated with --model --gpu --tp --pp --weights --kv --engine
+(and --isl --osl when a file lacks them); the profile is written to --out and the error on the
+files' measurements is printed before (shipped calibration) and after the fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, UnknownIdError, get_model, models
+from advisor.cli import CliInputError, choice_of, int_in, shown
+from advisor.cli.common import resolve_gpu, writable_out_path, write_out
+from advisor.perf.profiles import ENGINES
+
+MAX_FILES = 50
+
+
+def add_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("client profile (with --from)")
+    g.add_argument(
+        "--from", dest="from_files", action="append", default=None, metavar="FILE",
+        help="a benchmark result file (vllm bench, SGLang bench_serving, GenAI-Perf/AIPerf, "
+        "trtllm-bench, nccl-tests); repeat for several",
+    )  # fmt: skip
+    g.add_argument("--model", default=None, help="catalog model id the files measured")
+    g.add_argument("--gpu", default=None, help="accelerator id the files measured")
+    g.add_argument("--tp", type=int_in(1, 1024), default=1)
+    g.add_argument("--pp", type=int_in(1, 1024), default=1)
+    g.add_argument("--weights", type=choice_of(WEIGHT_DTYPES, "weights dtype"), default="bf16")
+    g.add_argument("--kv", type=choice_of(KV_DTYPES, "KV dtype"), default="bf16")
+    g.add_argument("--engine", type=choice_of(ENGINES, "engine"), default=None)
+    g.add_argument("--isl", type=int_in(1, 2_000_000), default=None, help="input tokens/request")
+    g.add_argument("--osl", type=int_in(1, 2_000_000), default=None, help="output tokens/request")
+    g.add_argument("--name", default=None, help="profile name (default: the --out file's stem)")
+
+
+def run(args: argparse.Namespace) -> dict:
+    from advisor.perf.client_profile import dump, fit_profile
+    from advisor.perf.importers import BenchmarkFileError, Deployment, load
+
+    files = args.from_files
+    if len(files) > MAX_FILES:
+        raise CliInputError(f"--from given {len(files)} times; at most {MAX_FILES}")
+    for flag in ("model", "gpu", "engine", "out"):
+        if getattr(args, flag) is None:
+            raise CliInputError(
+                f"--{flag} is required with --from (the deployment the files measured)"
+            )
+    if args.model not in models():
+        raise CliInputError(
+            f"--model: unknown model {shown(args.model)} (allowed: {', '.join(sorted(models()))})"
+        )
+    gpu = resolve_gpu(args.gpu)
+    if args.pp > get_model(args.model).num_hidden_layers:
+        raise CliInputError(f"--pp {args.pp} exceeds the model's layers")
+    out = writable_out_path(args.out, "profile.yaml")
+    name = (args.name or Path(args.out).stem).strip()
+    if not name or len(name) > 120 or not name.isprintable():
+        raise CliInputError(f"--name {shown(name)}: 1..120 printable characters")
+    dep = Deployment(
+        model=args.model, gpu=gpu.id, tp=args.tp, pp=args.pp, weights=args.weights, kv=args.kv,
+        engine=args.engine, isl=args.isl, osl=args.osl,
+    )  # fmt: skip
+    imported = []
+    for f in files:
+        try:
+            imported.append(load(f, dep))
+        except (BenchmarkFileError, UnknownIdError) as exc:
+            raise CliInputError(f"--from {shown(f)}: {exc}") from None
+    fit = fit_profile(imported, dep, name)
+    write_out(out, dump(fit.doc).encode("utf-8"))
+    doc = fit.doc
+    return {
+        "out": str(out),
+        "name": doc["name"],
+        "digest": doc["digest"][:12],
+        "deployment": doc["deployment"],
+        "files": doc["files"],
+        "fitted": doc["fitted"],
+        "held": doc["held"],
+        "constants": doc["constants"],
+        "summary": doc["summary"],
+        "points": doc["points"],
+        "collectives": doc["collectives"],
+    }
+
+
+def render(r: dict) -> str:
+    s = r["summary"]
+    lines = [
+        f"wrote client profile {r['name']!r} to {r['out']} (digest {r['digest']})",
+        f"deployment: {r['deployment']['model']} on {r['deployment']['gpu']} TP={r['deployment']['tp']} "
+        f"PP={r['deployment']['pp']} {r['deployment']['weights']}/{r['deployment']['kv']} "
+        f"{r['deployment']['engine']}",
+        *(
+            f"file: {f['name']} ({f['format']}, {f['points']} points, sha256 {f['sha256'][:12]})"
+            for f in r["files"]
+        ),
+        "fitted: "
+        + (", ".join(f"{k} = {r['constants'][k]:.4g}" for k in r["fitted"]) or "nothing"),
+        *(f"held at the shipped calibration: {k} ({why})" for k, why in r["held"].items()),
+        f"error on these {s['points']} measurements: median {s['median_ape_before_pct']}% before, "
+        f"{s['median_ape_after_pct']}% after (largest after: {s['max_ape_after_pct']}%)",
+    ]
+    for p in r["points"]:
+        b = "n/a" if p["before_pct"] is None else f"{p['before_pct']:+.1f}%"
+        a = "n/a" if p["after_pct"] is None else f"{p['after_pct']:+.1f}%"
+        flag = f"  FLAGGED, not fitted: {p['flagged']}" if p["flagged"] else ""
+        lines.append(f"  {p['id']} ({p['kind']}): before {b}, after {a}{flag}")
+    if r["collectives"]:
+        c = r["collectives"]
+        lines.append(
+            f"all-reduce: {c['rows']} rows, median error {c['median_ape_pct']}% ({c['note']})"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""``--profile PROFILE.yaml`` for estimate, recommend and report: a client profile
+(advisor/perf/client_profile.py) read strictly, checked against the run's accelerator and
+engine, made active, and described in the result."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+
+from advisor.cli import CliInputError, shown
+from advisor.perf.client_profile import (
+    ProfileDoc,
+    ProfileError,
+    activate,
+    check_applies,
+    narrow,
+    narrowing,
+    read_profile,
+    summary,
+)
+
+
+def add_profile_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--profile",
+        default=None,
+        help="client profile YAML from `calibrate --from` (its accelerator and engine only)",
+    )
+
+
+def load_profile(value: str | None) -> ProfileDoc | None:
+    """The profile named by --profile, validated and made active; exit 2 naming the field."""
+    if value is None:
+        return None
+    try:
+        doc = read_profile(value)
+    except ProfileError as exc:
+        raise CliInputError(f"--profile {shown(value)}: {exc}") from None
+    activate(doc)
+    return doc
+
+
+def check(doc: ProfileDoc, gpus: Iterable[str], engine: str) -> None:
+    """Refuse a profile whose accelerator is not among ``gpus`` or whose engine differs."""
+    gpus = list(gpus)
+    d = doc.deployment
+    if d.engine != engine or d.gpu not in gpus:
+        raise CliInputError(
+            f"--profile: {doc.name!r} was fitted on {d.gpu} with {d.engine}; this run is on "
+            f"{', '.join(gpus)} with {engine}: a profile applies only to its own accelerator and engine"
+        )
+
+
+def describe(doc: ProfileDoc) -> dict:
+    """The ``client_profile`` block of a result: which profile, what it fitted, its residuals,
+    and the interval rule."""
+    f, floor = narrowing(doc)
+    return {
+        **summary(doc),
+        "intervals": (
+            f"narrowed on {doc.deployment.gpu} with {doc.deployment.engine}: log half-widths x "
+            f"{f:.2f} (median error after / before on the profile's points, within [0.5, 1]), "
+            f"never below ln(1 + {doc.summary.max_ape_after_pct or 0:.1f}%)"
+        ),
+    }
+
+
+def apply_to_estimate(result: dict, doc: ProfileDoc, gpu_id: str) -> dict:
+    """Check the estimate's accelerator and engine, narrow its intervals, say the profile was used."""
+    try:
+        check_applies(doc, gpu_id, str(result["engine"]))
+    except ProfileError as exc:
+        raise CliInputError(f"--profile: {exc}") from None
+    iv = result.get("intervals")
+    if isinstance(iv, dict):
+        f, floor = narrowing(doc)
+        iv = dict(iv)
+        for key in ("ttft_ms", "tpot_ms", "e2e_ms", "throughput_tok_s"):
+            if key in iv and key in result and isinstance(result[key], int | float):
+                iv[key] = narrow(iv[key], float(result[key]), f, floor)
+        iv["basis"] = (
+            f"{iv.get('basis', '')} Client profile {doc.name!r}: {describe(doc)['intervals']}."
+        )
+        result = {**result, "intervals": iv}
+    return {**result, "client_profile": describe(doc)}
+
+
+def render_line(block: dict) -> str:
+    return (
+        f"  CLIENT PROFILE {block['name']} ({block['gpu']}, {block['engine']}, digest "
+        f"{block['digest']}): fitted {', '.join(block['fitted']) or 'nothing'} on "
+        f"{block['points']} points; median error {block['median_ape_before_pct']}% before, "
+        f"{block['median_ape_after_pct']}% after"
+    )
+
+
+def apply_to_recommendation(out: dict, doc: ProfileDoc) -> dict:
+    """Narrow the recommended deployment's ranges when it runs on the profile's accelerator
+    (the search ranked candidates with the profile's constants already), say the profile was used."""
+    f, floor = narrowing(doc)
+    best = out.get("best")
+    if isinstance(best, dict) and best.get("gpu") == doc.deployment.gpu:
+        iv = dict(best["intervals"])
+        pct = f"p{iv.get('percentile', 99)}"
+        for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
+            point = (best.get(key) or {}).get(pct)
+            if isinstance(point, int | float) and key in iv:
+                iv[key] = narrow(iv[key], float(point), f, floor)
+        iv["basis"] = (
+            f"{iv.get('basis', '')} Client profile {doc.name!r}: {describe(doc)['intervals']}."
+        )
+        out = {**out, "best": {**best, "intervals": iv}}
+    return {**out, "client_profile": describe(doc)}

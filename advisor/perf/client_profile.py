@@ -1,0 +1,455 @@
+"""Client profiles: the shipped calibration refitted to a client's own benchmark files.
+
+``fit_profile(imported, deployment)`` takes the cases imported from the client's files
+(advisor/perf/importers), all from one deployment (model, accelerator, TP/PP, dtypes, engine),
+and fits at most four constants of an :class:`~advisor.perf.overlay.Overlay` for that
+accelerator and engine, holding everything else at data/calibration.yaml:
+
+- ``mem_factor``: multiplier on the achieved HBM bandwidth (decode speed);
+- ``compute_factor``: multiplier on the achieved tensor throughput (prefill, large batches);
+- ``step_overhead_s``: the engine's fixed time per iteration;
+- ``request_overhead_s``: the engine's time per request on the first token.
+
+Identifiability (which constants the files can pin down): the constants are tried in order of
+the effect a plausible change has on the predictions (10% on a factor, the shipped value, at least
+1 ms, on an overhead; largest first); one is fitted only if it leaves a point to spare (k
+constants need k + 1 points, the first needs one) and the
+sensitivities of the predictions to the chosen constants stay independent (Jacobian of
+log(predicted) at the shipped values, columns normalised, smallest singular value at least
+``MIN_SINGULAR`` of the largest). Each constant held is listed with the reason.
+
+Guard: a point the hardware cannot produce (faster than the roofline at the datasheet bandwidth
+and peak with no overheads) is flagged with the figures and left out of the fit.
+
+The fit minimises the sum of squared log(predicted / measured) (scipy least_squares). The
+profile written records the files (name, format, SHA-256), the deployment, the constants, the
+error of each point before (shipped calibration) and after, and a SHA-256 of its own content
+(``digest``), so a profile edited by hand is refused.
+
+Intervals where a profile applies (its accelerator and engine): each side of the interval is
+narrowed in log space by f = median |error| after / median |error| before on the client's points,
+clipped to [0.5, 1] (never more than halved: the points are in-sample), and never below the
+largest |error| after the fit on those points: ``|ln b'| = min(|ln b|, max(f |ln b|, ln(1 + max
+APE after)))``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from advisor.catalog import get_accelerator
+from advisor.catalog.files import FileReadError, object_depth, read_bounded
+from advisor.perf.importers import Deployment, Imported
+from advisor.perf.measurements import Case
+from advisor.perf.overlay import Overlay, active, set_global
+from advisor.perf.profiles import engine_profile, family_efficiency
+
+SCHEMA = "inference-architect/client-profile/1"
+CONSTANTS = ("mem_factor", "compute_factor", "step_overhead_s", "request_overhead_s")
+#: (lower, upper) of each constant; factors are fitted in log space.
+BOUNDS = {
+    "mem_factor": (0.25, 4.0),
+    "compute_factor": (0.25, 4.0),
+    "step_overhead_s": (0.0, 0.05),
+    "request_overhead_s": (0.0, 0.5),
+}
+MIN_SINGULAR = 0.05
+MAX_PROFILE_BYTES = 4 * 2**20
+#: Case kinds whose measurement is a rate (higher = faster); the others are times.
+RATE_KINDS = {"decode_b1", "offline", "static", "conc_tput"}
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be used; the message names the file and the field."""
+
+
+_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+Pct = Annotated[float, Field(ge=-1e6, le=1e6, allow_inf_nan=False)]
+
+
+class DeploymentDoc(BaseModel):
+    model_config = _STRICT
+    model: Annotated[str, Field(min_length=1, max_length=100)]
+    gpu: Annotated[str, Field(min_length=1, max_length=100)]
+    gpu_family: Annotated[str, Field(min_length=1, max_length=100)]
+    tp: Annotated[int, Field(ge=1, le=1024)]
+    pp: Annotated[int, Field(ge=1, le=1024)]
+    weights: Annotated[str, Field(min_length=1, max_length=20)]
+    kv: Annotated[str, Field(min_length=1, max_length=20)]
+    engine: Literal["generic", "trtllm", "vllm", "sglang"]
+
+
+class FileDoc(BaseModel):
+    model_config = _STRICT
+    name: Annotated[str, Field(min_length=1, max_length=300)]
+    format: Annotated[str, Field(min_length=1, max_length=100)]
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    points: Annotated[int, Field(ge=0, le=1_000_000)]
+
+
+class ConstantsDoc(BaseModel):
+    model_config = _STRICT
+    mem_factor: Annotated[float, Field(ge=0.25, le=4.0, allow_inf_nan=False)]
+    compute_factor: Annotated[float, Field(ge=0.25, le=4.0, allow_inf_nan=False)]
+    step_overhead_s: Annotated[float, Field(ge=0.0, le=0.05, allow_inf_nan=False)] | None
+    request_overhead_s: Annotated[float, Field(ge=0.0, le=0.5, allow_inf_nan=False)] | None
+
+
+class PointDoc(BaseModel):
+    model_config = _STRICT
+    id: Annotated[str, Field(min_length=1, max_length=400)]
+    kind: Annotated[str, Field(min_length=1, max_length=40)]
+    measured: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    unit: Annotated[str, Field(max_length=60)]
+    before_pct: Pct | None
+    after_pct: Pct | None
+    flagged: Annotated[str, Field(max_length=400)] = ""
+
+
+class SummaryDoc(BaseModel):
+    model_config = _STRICT
+    points: Annotated[int, Field(ge=0)]
+    median_ape_before_pct: Pct | None
+    median_ape_after_pct: Pct | None
+    max_ape_after_pct: Pct | None
+
+
+class CollectivesDoc(BaseModel):
+    model_config = _STRICT
+    rows: Annotated[int, Field(ge=0)]
+    median_ape_pct: Pct | None
+    note: Annotated[str, Field(max_length=400)]
+
+
+class ProfileDoc(BaseModel):
+    model_config = _STRICT
+    schema_: Literal["inference-architect/client-profile/1"] = Field(alias="schema")
+    name: Annotated[str, Field(min_length=1, max_length=120)]
+    created: Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+    deployment: DeploymentDoc
+    files: Annotated[list[FileDoc], Field(min_length=1, max_length=100)]
+    constants: ConstantsDoc
+    fitted: list[Literal["mem_factor", "compute_factor", "step_overhead_s", "request_overhead_s"]]
+    held: dict[str, Annotated[str, Field(max_length=400)]]
+    points: Annotated[list[PointDoc], Field(max_length=100_000)]
+    summary: SummaryDoc
+    collectives: CollectivesDoc | None = None
+    digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+    def overlay(self) -> Overlay:
+        c = self.constants
+        return Overlay(c.mem_factor, c.compute_factor, c.step_overhead_s, c.request_overhead_s)
+
+
+def _digest(doc: dict) -> str:
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+# --- fitting --------------------------------------------------------------------------------
+
+
+def _predict(items: Sequence[Case], gpu: str, engine: str, ov: Overlay | None) -> np.ndarray:
+    from advisor.perf.validate import predict_cases
+
+    with active(gpu, engine, ov):
+        return predict_cases(list(items))
+
+
+def _roofline_overlay(dep: Deployment) -> Overlay:
+    """Datasheet bandwidth and peak (every efficiency 1), no per-step or per-request overhead."""
+    fam = family_efficiency(get_accelerator(dep.gpu).family)
+    eng = engine_profile(dep.engine)
+    eta_c = min(fam.eta_compute_16, fam.eta_compute_fp8)
+    return Overlay(1 / (fam.eta_mem * eng.mem_efficiency), 1 / (eta_c * eng.efficiency), 0.0, 0.0)
+
+
+def impossible(items: Sequence[Case], dep: Deployment) -> dict[str, str]:
+    """Case id -> why the hardware cannot produce it (faster than the roofline bound)."""
+    bound = _predict(items, dep.gpu, dep.engine, _roofline_overlay(dep))
+    out = {}
+    for c, b in zip(items, bound, strict=True):
+        if not np.isfinite(b):
+            continue
+        if c.kind in RATE_KINDS and c.measured > b:
+            out[c.id] = (f"{c.measured:,.4g} measured is above the roofline bound {b:,.4g} "
+                         "(datasheet bandwidth and peak, no overheads)")  # fmt: skip
+        elif c.kind not in RATE_KINDS and c.measured < b:
+            out[c.id] = (f"{c.measured:.4g} s measured is below the roofline bound {b:.4g} s "
+                         "(datasheet bandwidth and peak, no overheads)")  # fmt: skip
+    return out
+
+
+def _vector_overlay(names: Sequence[str], x: np.ndarray, base: Overlay) -> Overlay:
+    kw = dict(base.__dict__)
+    for n, v in zip(names, x, strict=True):
+        kw[n] = float(math.exp(v)) if n.endswith("factor") else float(v)
+    return Overlay(**kw)
+
+
+def _x0(names: Sequence[str], base: Overlay) -> np.ndarray:
+    return np.array([0.0 if n.endswith("factor") else getattr(base, n) for n in names])
+
+
+def _identifiable(
+    items: Sequence[Case], dep: Deployment, base: Overlay
+) -> tuple[list[str], dict[str, str]]:
+    """Constants the points pin down (see the module docstring) and why the others are held."""
+    y0 = np.log(_predict(items, dep.gpu, dep.engine, base))
+    cols: dict[str, np.ndarray] = {}
+    weight: dict[str, float] = {}
+    for n in CONSTANTS:
+        x = _x0([n], base)
+        step = 0.05 if n.endswith("factor") else 1e-3
+        y1 = np.log(_predict(items, dep.gpu, dep.engine, _vector_overlay([n], x + step, base)))
+        with np.errstate(invalid="ignore"):
+            cols[n] = np.nan_to_num((y1 - y0) / step)
+        # Effect of a plausible change: 10% on a factor, the shipped value (>= 1 ms) on an overhead.
+        weight[n] = float(np.linalg.norm(cols[n])) * (
+            0.1 if n.endswith("factor") else max(float(x[0]), 1e-3)
+        )
+    chosen: list[str] = []
+    held: dict[str, str] = {}
+    for n in sorted(CONSTANTS, key=lambda k: -weight[k]):
+        if np.max(np.abs(cols[n])) < 1e-6:
+            held[n] = "no measurement depends on it"
+            continue
+        if len(chosen) + 1 > len(items) - 1 and len(chosen) > 0 or len(chosen) + 1 > len(items):
+            held[n] = f"fewer points ({len(items)}) than constants: not identifiable"
+            continue
+        m = np.column_stack([cols[k] / np.linalg.norm(cols[k]) for k in [*chosen, n]])
+        s = np.linalg.svd(m, compute_uv=False)
+        if s[-1] < MIN_SINGULAR * s[0]:
+            held[n] = f"not separable from {', '.join(chosen)} with these points"
+            continue
+        chosen.append(n)
+    return chosen, held
+
+
+@dataclass(frozen=True)
+class Fit:
+    doc: dict  # the profile document (validated by ProfileDoc)
+    before: np.ndarray  # predicted values, shipped calibration
+    after: np.ndarray
+
+
+def fit_profile(
+    imported: Sequence[Imported], dep: Deployment, name: str, created: str | None = None
+) -> Fit:
+    """Fit the constants the files can identify; the profile document with its residuals."""
+    from scipy.optimize import least_squares
+
+    items = [c for im in imported for c in im.cases]
+    coll = [r for im in imported for r in im.collectives]
+    eng = engine_profile(dep.engine)
+    base = Overlay(1.0, 1.0, eng.step_overhead_s, eng.request_overhead_s)
+    flagged = impossible(items, dep) if items else {}
+    usable = [c for c in items if c.id not in flagged]
+    before = _predict(items, dep.gpu, dep.engine, None) if items else np.array([])
+    chosen, held = _identifiable(usable, dep, base) if usable else ([], {})
+    if not usable:
+        held = {n: "no usable serving measurement" for n in CONSTANTS}
+    ov = base
+    if chosen:
+        meas = np.array([c.measured for c in usable])
+        lo = [math.log(BOUNDS[n][0]) if n.endswith("factor") else BOUNDS[n][0] for n in chosen]
+        hi = [math.log(BOUNDS[n][1]) if n.endswith("factor") else BOUNDS[n][1] for n in chosen]
+        scale = np.array([1.0 if n.endswith("factor") else 1e-3 for n in chosen])
+
+        def fun(z: np.ndarray) -> np.ndarray:
+            p = _predict(usable, dep.gpu, dep.engine, _vector_overlay(chosen, z * scale, base))
+            r = np.log(p / meas)
+            return np.where(np.isfinite(r), r, math.log(10.0))
+
+        x0 = np.clip(_x0(chosen, base), lo, hi) / scale
+        res = least_squares(fun, x0, bounds=(np.array(lo) / scale, np.array(hi) / scale))
+        ov = _vector_overlay(chosen, res.x * scale, base)
+    after = _predict(items, dep.gpu, dep.engine, ov) if items else np.array([])
+
+    def pct(p: float, m: float) -> float | None:
+        return float(round((p / m - 1) * 100, 2)) if np.isfinite(p) and p > 0 else None
+
+    points = [
+        dict(id=c.id, kind=c.kind, measured=float(c.measured), unit=c.unit,
+             before_pct=pct(b, c.measured), after_pct=pct(a, c.measured),
+             flagged=flagged.get(c.id, ""))
+        for c, b, a in zip(items, before, after, strict=True)
+    ]  # fmt: skip
+    fitted_pts = [p for p in points if not p["flagged"]]
+    bef = [abs(p["before_pct"]) for p in fitted_pts if p["before_pct"] is not None]
+    aft = [abs(p["after_pct"]) for p in fitted_pts if p["after_pct"] is not None]
+    # A failed prediction is a miss, not a dropped row: it counts as the worst (infinite) error.
+    bef += [math.inf] * sum(p["before_pct"] is None for p in fitted_pts)
+    aft += [math.inf] * sum(p["after_pct"] is None for p in fitted_pts)
+
+    def med(v: list[float]) -> float | None:
+        m = float(np.median(v)) if v else None
+        return round(m, 2) if m is not None and math.isfinite(m) else None
+
+    collectives = None
+    if coll:
+        from advisor.perf.collective_fit import validate_collectives
+
+        errs = [v.abs_pct_error for v in validate_collectives(coll) if v.abs_pct_error is not None]
+        collectives = dict(
+            rows=len(coll), median_ape_pct=med(errs),
+            note="all-reduce rows checked against the shipped collectives model; not fitted "
+            "(its constants are shared by every link of a kind)",
+        )  # fmt: skip
+    held = {**held}
+    if coll and not items:
+        held = {
+            n: "only collective measurements: no serving constant depends on them"
+            for n in CONSTANTS
+        }
+    g = get_accelerator(dep.gpu)
+    doc = {
+        "schema": SCHEMA,
+        "name": name,
+        "created": created or _dt.date.today().isoformat(),
+        "deployment": dict(model=dep.model, gpu=dep.gpu, gpu_family=g.family, tp=dep.tp, pp=dep.pp,
+                           weights=dep.weights, kv=dep.kv, engine=dep.engine),
+        "files": [dict(name=im.name, format=im.format, sha256=im.sha256,
+                       points=len(im.cases) + len(im.collectives)) for im in imported],
+        "constants": dict(
+            mem_factor=float(ov.mem_factor), compute_factor=float(ov.compute_factor),
+            step_overhead_s=float(ov.step_overhead_s) if "step_overhead_s" in chosen else None,
+            request_overhead_s=float(ov.request_overhead_s) if "request_overhead_s" in chosen else None,
+        ),
+        "fitted": chosen,
+        "held": held,
+        "points": points,
+        "summary": dict(points=len(fitted_pts), median_ape_before_pct=med(bef),
+                        median_ape_after_pct=med(aft),
+                        max_ape_after_pct=round(max(aft), 2) if aft and math.isfinite(max(aft)) else None),
+        "collectives": collectives,
+    }  # fmt: skip
+    doc["digest"] = _digest(doc)
+    ProfileDoc.model_validate(doc)
+    return Fit(doc, before, after)
+
+
+def dump(doc: dict) -> str:
+    header = (
+        "# Client profile written by `python -m advisor calibrate --from ...` "
+        "(advisor/perf/client_profile.py).\n"
+        "# Do not edit: the digest covers every field; an edited profile is refused.\n"
+    )
+    return header + yaml.safe_dump(doc, sort_keys=False, width=100)
+
+
+# --- reading and applying -------------------------------------------------------------------
+
+
+def _field_of(err: dict) -> str:
+    return ".".join(str(p) for p in err["loc"]).replace("schema_", "schema") or "(top level)"
+
+
+def parse_profile(text: str, name: str) -> ProfileDoc:
+    """A profile's text, validated strictly; a refusal names the file and the field."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{name}: not valid YAML ({str(exc).splitlines()[0][:120]})") from None
+    if not isinstance(raw, dict):
+        raise ProfileError(
+            f"{name}: not a client profile (expected a mapping with 'schema: {SCHEMA}')"
+        )
+    if object_depth(raw) > 8:
+        raise ProfileError(f"{name}: nested deeper than a client profile is")
+    if raw.get("schema") != SCHEMA:
+        raise ProfileError(
+            f"{name}: field 'schema' is {str(raw.get('schema'))[:60]!r}; expected {SCHEMA!r}"
+        )
+    try:
+        doc = ProfileDoc.model_validate(raw)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise ProfileError(f"{name}: field '{_field_of(e)}': {e['msg']}") from None
+    if _digest(raw) != doc.digest:
+        raise ProfileError(
+            f"{name}: field 'digest' does not match the profile's content (edited after it was "
+            "written?); refit it with python -m advisor calibrate --from"
+        )
+    return doc
+
+
+def read_profile(path: str | Path) -> ProfileDoc:
+    name = Path(path).name
+    try:
+        data = read_bounded(path, MAX_PROFILE_BYTES)
+    except FileReadError as exc:
+        raise ProfileError(f"{name}: {exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProfileError(f"{name}: not UTF-8 text") from None
+    return parse_profile(text, name)
+
+
+def check_applies(doc: ProfileDoc, gpu_id: str, engine: str) -> None:
+    """Refuse a profile fitted on another accelerator or engine."""
+    d = doc.deployment
+    if (d.gpu, d.engine) != (gpu_id, engine):
+        raise ProfileError(
+            f"profile {doc.name!r} was fitted on {d.gpu} with {d.engine}; it cannot be applied to "
+            f"{gpu_id} with {engine}"
+        )
+
+
+def activate(doc: ProfileDoc) -> None:
+    """Use the profile's constants for its accelerator and engine from now on (a CLI run)."""
+    set_global(doc.deployment.gpu, doc.deployment.engine, doc.overlay())
+
+
+def summary(doc: ProfileDoc) -> dict:
+    """What a result says about the profile it used."""
+    s = doc.summary
+    return {
+        "name": doc.name,
+        "digest": doc.digest[:12],
+        "gpu": doc.deployment.gpu,
+        "engine": doc.deployment.engine,
+        "files": [f.name for f in doc.files],
+        "fitted": list(doc.fitted),
+        "points": s.points,
+        "median_ape_before_pct": s.median_ape_before_pct,
+        "median_ape_after_pct": s.median_ape_after_pct,
+        "max_ape_after_pct": s.max_ape_after_pct,
+    }
+
+
+def narrowing(doc: ProfileDoc) -> tuple[float, float]:
+    """(f, floor): log half-widths become min(|ln b|, max(f |ln b|, floor)) (module docstring)."""
+    s = doc.summary
+    if not s.median_ape_before_pct or s.median_ape_after_pct is None or s.max_ape_after_pct is None:
+        return 1.0, 0.0
+    f = min(1.0, max(0.5, s.median_ape_after_pct / s.median_ape_before_pct))
+    return f, math.log1p(s.max_ape_after_pct / 100)
+
+
+def narrow(bounds: Sequence[float], point: float, f: float, floor: float) -> list[float]:
+    """[low, high] around ``point`` narrowed by the rule of :func:`narrowing`.
+
+    >>> narrow([80.0, 125.0], 100.0, 0.5, 0.05)  # halved in log space: 100 e^(-0.1116), e^0.1116
+    [89.44, 111.8]
+    """
+    if point <= 0 or not all(b > 0 for b in bounds):
+        return list(bounds)
+    out = []
+    for b in bounds:
+        w = abs(math.log(b / point))
+        w2 = min(w, max(f * w, floor))
+        out.append(round(point * math.exp(math.copysign(w2, math.log(b / point))), 2))
+    return out

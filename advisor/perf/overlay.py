@@ -1,0 +1,61 @@
+"""A client calibration layered on the shipped one, for one accelerator and one engine.
+
+A client profile (advisor/perf/client_profile.py) fits a few constants to the client's own
+benchmark files; while it is active, replicas of its accelerator with its engine are built with
+them (advisor/perf/replica.py reads :func:`overlay_for`), every other replica with the shipped
+calibration. The active overlays live in a context variable, so one app session's profile never
+leaks into another's (Streamlit runs each session's script in its own thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """Multipliers on the shipped achieved bandwidth and compute, and overheads replacing the
+    engine's (None: the shipped value)."""
+
+    mem_factor: float = 1.0
+    compute_factor: float = 1.0
+    step_overhead_s: float | None = None
+    request_overhead_s: float | None = None
+
+
+_ACTIVE: contextvars.ContextVar[dict[tuple[str, str], Overlay] | None] = contextvars.ContextVar(
+    "client_overlays", default=None
+)
+
+
+def overlay_for(gpu_id: str, engine: str) -> Overlay | None:
+    """The active overlay for replicas of ``gpu_id`` served by ``engine``, if any."""
+    return (_ACTIVE.get() or {}).get((gpu_id, engine))
+
+
+@contextlib.contextmanager
+def active(gpu_id: str, engine: str, overlay: Overlay | None) -> Iterator[None]:
+    """Within the block, replicas of (gpu_id, engine) use ``overlay`` (None: none)."""
+    current = dict(_ACTIVE.get() or {})
+    if overlay is None:
+        current.pop((gpu_id, engine), None)
+    else:
+        current[(gpu_id, engine)] = overlay
+    token = _ACTIVE.set(current)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def set_global(gpu_id: str, engine: str, overlay: Overlay | None) -> None:
+    """Make ``overlay`` active for the rest of this context (a CLI run applying --profile)."""
+    current = dict(_ACTIVE.get() or {})
+    if overlay is None:
+        current.pop((gpu_id, engine), None)
+    else:
+        current[(gpu_id, engine)] = overlay
+    _ACTIVE.set(current)

@@ -1,0 +1,55 @@
+"""Client calibration on two points of a published sweep: does it predict the rest better?
+
+For every sweep in data/measurements.csv (same source, accelerator, engine, model, TP/PP, dtypes
+and case kind; at least 5 rows), a client profile (advisor/perf/client_profile.py) is fitted on
+the sweep's first and last rows (sorted by batch, request rate, input and output length) and the
+other rows are predicted with and without it. Prints each sweep's median absolute error before
+(shipped calibration) and after, and the count of sweeps that improve.
+
+Caveat: the shipped calibration was itself fitted on these rows (it is in sample here), so this
+is a hard test for the two-point profile. Run: ``.venv/bin/python bench/client_sweeps.py``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from advisor.perf.client_profile import _predict, fit_profile
+from advisor.perf.importers import Deployment, Imported
+from advisor.perf.measurements import cases
+
+
+def main() -> None:
+    items, _ = cases()
+    groups = defaultdict(list)
+    for c in items:
+        k = (c.source, c.config.gpu.id, c.config.engine, c.config.model.id, c.config.tp,
+             c.config.pp, c.config.weights, c.config.kv, c.kind)  # fmt: skip
+        groups[k].append(c)
+    rows = []
+    for k, cs in groups.items():
+        if len(cs) < 5 or k[1] == "mi250x-gcd":  # one GCD is not a catalog accelerator
+            continue
+        cs = sorted(cs, key=lambda c: (c.batch, c.qps, c.isl, c.osl))
+        train, test = [cs[0], cs[-1]], cs[1:-1]
+        dep = Deployment(k[3], k[1], k[4], k[5], k[6], k[7], k[2])
+        fit = fit_profile([Imported("sweep", "measurements.csv", "0" * 64, cases=train)], dep, "s")
+        from advisor.perf.client_profile import ProfileDoc
+
+        ov = ProfileDoc.model_validate(fit.doc).overlay()
+        meas = np.array([c.measured for c in test])
+        before = np.median(np.abs(_predict(test, dep.gpu, dep.engine, None) / meas - 1)) * 100
+        after = np.median(np.abs(_predict(test, dep.gpu, dep.engine, ov) / meas - 1)) * 100
+        rows.append((before, after))
+        print(f"{train[0].id}+{train[-1].id} {k[1]} {k[2]} {k[3]} TP{k[4]} {k[6]} {k[8]}: "
+              f"{len(test)} held out, median error {before:.1f}% -> {after:.1f}% "
+              f"(fitted {', '.join(fit.doc['fitted'])})")  # fmt: skip
+    b = np.array(rows)
+    print(f"{int((b[:, 1] < b[:, 0]).sum())} of {len(rows)} sweeps improve; median of the "
+          f"medians {np.median(b[:, 0]):.1f}% before, {np.median(b[:, 1]):.1f}% after")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

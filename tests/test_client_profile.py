@@ -1,0 +1,225 @@
+"""Client profiles (advisor/perf/client_profile.py) through the CLI: calibrate from the fixtures
+in tests/fixtures/client, then estimate / recommend / report with --profile.
+
+Measured values are read by hand from the fixture files (quoted at each use); the predictions
+are the CLI's own output, so each error below is (CLI prediction / hand-read measurement - 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor.cli import main
+
+FIX = Path(__file__).parent / "fixtures" / "client"
+DEPLOYMENT = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+              "--weights", "bf16", "--kv", "bf16"]  # fmt: skip
+FILES = ["vllm_bench_throughput.json", "vllm_bench_serve.json", "genai_perf_profile_export.json",
+         "aiperf_profile_export.json", "nccl_all_reduce_perf.txt"]  # fmt: skip
+
+
+def run_json(argv: list[str], capsys) -> tuple[int, dict, str]:
+    code = main([*argv, "--json"])
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else {}), err
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("prof") / "acme-h100.yaml"
+    froms = [x for f in FILES for x in ("--from", str(FIX / f))]
+    code = main(["calibrate", *froms, *DEPLOYMENT, "--isl", "1024", "--osl", "512",
+                 "--out", str(path), "--json"])  # fmt: skip
+    assert code == 0
+    return path
+
+
+def test_calibrate_writes_a_profile_with_digests_deployment_and_residuals(profile):
+    doc = yaml.safe_load(profile.read_text())
+    assert doc["schema"] == "inference-architect/client-profile/1"
+    assert doc["name"] == "acme-h100"
+    assert doc["deployment"]["gpu"] == "h100-sxm" and doc["deployment"]["engine"] == "vllm"
+    import hashlib
+
+    want = hashlib.sha256((FIX / "vllm_bench_serve.json").read_bytes()).hexdigest()
+    assert {f["name"]: f["sha256"] for f in doc["files"]}["vllm_bench_serve.json"] == want
+    # 7 serving points (1 + 2 + 2 + 2) from the four serving files; the 8 nccl rows are checked,
+    # not fitted. With 7 points at most 6 constants; the profile names what it held and why.
+    assert doc["summary"]["points"] == 7
+    assert doc["collectives"]["rows"] == 8
+    assert set(doc["fitted"]) | set(doc["held"]) == {
+        "mem_factor", "compute_factor", "step_overhead_s", "request_overhead_s"
+    }  # fmt: skip
+    assert all(doc["held"].values())
+    assert doc["summary"]["median_ape_after_pct"] < doc["summary"]["median_ape_before_pct"]
+
+
+def test_round_trip_estimate_with_the_profile_is_closer_to_the_fixture(profile, capsys):
+    # vllm_bench_serve.json: max_concurrency 32, 327,680 / 81,920 tokens over 320 requests
+    # (1024 in, 256 out), output_throughput 2249.951 tok/s, mean_tpot_ms 14.1.
+    argv = ["estimate", *DEPLOYMENT, "--isl", "1024", "--osl", "256", "--concurrency", "32"]
+    code, before, _ = run_json(argv, capsys)
+    assert code == 0
+    code, after, _ = run_json([*argv, "--profile", str(profile)], capsys)
+    assert code == 0
+    err_before = before["throughput_tok_s"] / 2249.951 - 1
+    err_after = after["throughput_tok_s"] / 2249.951 - 1
+    print(f"throughput error before {err_before:+.1%}, after {err_after:+.1%}")
+    assert abs(err_after) < abs(err_before) and abs(err_after) < 0.05
+    tpot_before = before["tpot_ms"] / 14.1 - 1
+    tpot_after = after["tpot_ms"] / 14.1 - 1
+    print(f"TPOT error before {tpot_before:+.1%}, after {tpot_after:+.1%}")
+    assert abs(tpot_after) < abs(tpot_before) and abs(tpot_after) < 0.05
+    # The profile recorded the same before-error for this point as the estimate shows.
+    doc = yaml.safe_load(profile.read_text())
+    point = {p["id"]: p for p in doc["points"]}["vllm_bench_serve.json:output_tok_s"]
+    assert point["before_pct"] == pytest.approx(err_before * 100, abs=0.05)
+    cp = after["client_profile"]
+    assert cp["name"] == "acme-h100" and cp["median_ape_after_pct"] is not None
+    assert "client_profile" not in before
+
+
+def test_estimate_input_lines_use_the_profile(profile, tmp_path, capsys):
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(
+        json.dumps({"model": "llama-3.1-8b", "gpu": "h100-sxm", "engine": "vllm", "isl": 1024,
+                    "osl": 256, "concurrency": 32, "weights": "bf16", "kv": "bf16"}) + "\n"
+        + json.dumps({"model": "llama-3.1-8b", "gpu": "a100-sxm-80gb", "engine": "vllm",
+                      "isl": 1024, "osl": 256}) + "\n"
+    )  # fmt: skip
+    code, out, _ = run_json(["estimate", "--input", str(lines), "--profile", str(profile)], capsys)
+    assert code == 0
+    first, second = out["results"]
+    assert first["client_profile"]["name"] == "acme-h100"
+    assert "fitted on h100-sxm with vllm" in second["error"]
+
+
+def test_profile_on_another_accelerator_or_engine_is_refused(profile, capsys):
+    argv = ["estimate", "--model", "llama-3.1-8b", "--isl", "128", "--osl", "128"]
+    assert (
+        main([*argv, "--gpu", "a100-sxm-80gb", "--engine", "vllm", "--profile", str(profile)]) == 2
+    )
+    assert "fitted on h100-sxm with vllm" in capsys.readouterr().err
+    assert main([*argv, "--gpu", "h100-sxm", "--engine", "trtllm", "--profile", str(profile)]) == 2
+    assert "this run is on h100-sxm with trtllm" in capsys.readouterr().err
+    rec = ["recommend", "--model", "llama-3.1-8b", "--gpu", "a100-sxm-80gb", "--engine", "vllm"]
+    assert main([*rec, "--profile", str(profile)]) == 2
+    assert "fitted on h100-sxm with vllm" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("edit", "field"),
+    [
+        (lambda d: d["constants"].update(mem_factor=0.95), "'digest'"),  # tampered value
+        (lambda d: d["constants"].update(mem_factor=40.0), "'constants.mem_factor'"),
+        (lambda d: d.update(schema="other/2"), "'schema'"),
+        (lambda d: d["deployment"].update(engine="tgi"), "'deployment.engine'"),
+        (lambda d: d.update(extra_key=1), "'extra_key'"),
+        (lambda d: d.pop("files"), "'files'"),
+        (lambda d: d["points"][0].update(measured=float("nan")), "'points.0.measured'"),
+    ],
+)
+def test_tampered_or_wrong_schema_profile_exits_2_naming_the_field(
+    profile, tmp_path, capsys, edit, field
+):
+    doc = yaml.safe_load(profile.read_text())
+    edit(doc)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(doc))
+    argv = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
+            "--isl", "128", "--osl", "128", "--profile", str(bad)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"field {field}" in err and err.count("\n") == 1
+
+
+def test_non_profile_files_refused(tmp_path, capsys):
+    for name, data in [("empty.yaml", b""), ("list.yaml", b"- 1\n"), ("bin.yaml", b"\xff\x00")]:
+        p = tmp_path / name
+        p.write_bytes(data)
+        argv = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "128",
+                "--osl", "128", "--profile", str(p)]  # fmt: skip
+        assert main(argv) == 2
+        assert name in capsys.readouterr().err
+
+
+def test_one_point_fits_one_constant_and_names_the_rest(tmp_path, capsys):
+    out = tmp_path / "one.yaml"
+    code, r, _ = run_json(["calibrate", "--from", str(FIX / "vllm_bench_throughput.json"),
+                           *DEPLOYMENT, "--isl", "1024", "--osl", "512", "--out", str(out)],
+                          capsys)  # fmt: skip
+    assert code == 0
+    assert len(r["fitted"]) == 1
+    assert len(r["held"]) == 3
+    assert any("fewer points (1) than constants" in why for why in r["held"].values())
+    # One point, one constant: the fit meets it (vllm_bench_throughput.json: 1000 x 512 / 94.81).
+    (p,) = r["points"]
+    assert p["measured"] == pytest.approx(1000 * 512 / 94.81)
+    assert abs(p["after_pct"]) < 0.5
+
+
+def test_physically_impossible_point_is_flagged_not_fitted(tmp_path, capsys):
+    # 1000 requests x 512 output tokens in 1 s = 512,000 tok/s from one H100 running an 8B model
+    # in bf16: decode alone reads the 16 GB of weights per step at most 3.35 TB/s (datasheet),
+    # i.e. ~210 steps/s, and the KV cache holds a few hundred sequences: far below that.
+    doc = json.loads((FIX / "vllm_bench_throughput.json").read_text())
+    doc.update(elapsed_time=1.0, requests_per_second=1000.0, tokens_per_second=1_536_000.0)
+    f = tmp_path / "fast.json"
+    f.write_text(json.dumps(doc))
+    code, r, _ = run_json(["calibrate", "--from", str(f), "--from", str(FIX / "vllm_bench_serve.json"),
+                           *DEPLOYMENT, "--isl", "1024", "--osl", "512",
+                           "--out", str(tmp_path / "p.yaml")], capsys)  # fmt: skip
+    assert code == 0
+    flagged = {p["id"]: p["flagged"] for p in r["points"]}
+    assert "above the roofline bound" in flagged["fast.json:output_tok_s"]
+    assert not flagged["vllm_bench_serve.json:tpot"]
+    assert r["summary"]["points"] == 2
+
+
+def test_calibrate_from_needs_the_deployment_and_names_bad_files(tmp_path, capsys):
+    argv = [
+        "calibrate",
+        "--from",
+        str(FIX / "vllm_bench_serve.json"),
+        "--out",
+        str(tmp_path / "p.yaml"),
+    ]
+    assert main([*argv, "--gpu", "h100-sxm", "--engine", "vllm"]) == 2
+    assert "--model is required with --from" in capsys.readouterr().err
+    bad = tmp_path / "cut.json"
+    bad.write_bytes((FIX / "vllm_bench_serve.json").read_bytes()[:200])
+    assert (
+        main(["calibrate", "--from", str(bad), *DEPLOYMENT, "--out", str(tmp_path / "p.yaml")]) == 2
+    )
+    assert "cut.json" in capsys.readouterr().err
+    assert main(["calibrate", "--model", "llama-3.1-8b"]) == 2
+    assert "--model only applies with --from" in capsys.readouterr().err
+
+
+def test_recommend_and_report_say_the_profile_was_used(profile, tmp_path, capsys):
+    rec = ["recommend", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm"]
+    code, r, _ = run_json([*rec, "--profile", str(profile)], capsys)
+    assert code == 0 and r["client_profile"]["name"] == "acme-h100"
+    assert "Client profile 'acme-h100'" in r["best"]["intervals"]["basis"]
+    pdf = tmp_path / "r.pdf"
+    code, out, _ = run_json(["report", *rec[1:], "--profile", str(profile), "--out", str(pdf),
+                             "--no-sensitivities"], capsys)  # fmt: skip
+    assert code == 0 and out["client_profile"]["name"] == "acme-h100"
+    import pypdf
+
+    text = "".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages)
+    assert "Client calibration profile" in text and "acme-h100" in text
+
+
+def test_narrowing_rule_by_hand():
+    from advisor.perf.client_profile import narrow
+
+    # Interval 80..125 around 100 (log half-widths 0.223, 0.223), f = 0.5: e^(+-0.1116).
+    assert narrow([80.0, 125.0], 100.0, 0.5, 0.0) == [89.44, 111.8]
+    # Floor ln(1.2) = 0.182 above f x 0.223 = 0.112: the floor wins, e^(+-0.182) = 83.33 / 120.
+    assert narrow([80.0, 125.0], 100.0, 0.5, 0.18232) == [83.33, 120.0]
+    # Never widened: a floor above the original width keeps the original.
+    assert narrow([95.0, 105.0], 100.0, 0.5, 0.3) == [95.0, 105.0]
