@@ -23,16 +23,31 @@ import pandas  # noqa: E402, F401
 import plotly.graph_objects  # noqa: E402, F401
 import pyarrow  # noqa: E402, F401
 
+from advisor.scenario import Scenario  # noqa: E402
+from ui.format import md_escape  # noqa: E402
 from ui.nav import PAGES  # noqa: E402
 from ui.state import show_url_warnings, sidebar, sync_url  # noqa: E402
 
+# Streamlit serves the default page at "/" only (the frontend knows it by the empty pathname), so
+# a fresh tab on /recommendation showed "Page not found". The first page is therefore listed
+# as an ordinary page with its own URL, and "/" runs a hidden twin of it (same file, URL "start").
+_first_path, _first_title, _first_url, _first_icon = PAGES[0]
 pg = st.navigation(
     [
-        st.Page(path, title=title, url_path=url, icon=icon, default=i == 0)
-        for i, (path, title, url, icon) in enumerate(PAGES)
+        st.Page(
+            _first_path,
+            title=_first_title,
+            url_path="start",
+            icon=_first_icon,
+            default=True,
+            visibility="hidden",
+        )  # fmt: skip
     ]
+    + [st.Page(path, title=title, url_path=url, icon=icon) for path, title, url, icon in PAGES]
 )
-sidebar()
+scenario, _ = sidebar()
+if scenario.name != Scenario.model_fields["name"].default:
+    st.caption(f"Scenario “{md_escape(scenario.name)}”")
 show_url_warnings()
 pg.run()
 sync_url()

@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+import math
 import re
+
+# One set of number formats for every page: latencies (ms below 1 s, s above, 3 significant
+# figures), dollars and plural nouns come from the advisor (the CLI and the PDF use them too).
+from advisor.perf.sweeps import fmt_ms as latency  # noqa: F401 - re-exported for the pages
+from advisor.search.budget import plural, usd  # noqa: F401 - re-exported for the pages
+
+
+def sig3(x: float, unit: str = "") -> str:
+    """A number for people: 3 significant figures, thousands separators, never an exponent.
+
+    >>> sig3(12.7261), sig3(88024.7), sig3(0.012345), sig3(1020.4, "tokens/s"), sig3(0)
+    ('12.7', '88,000', '0.0123', '1,020 tokens/s', '0')
+    """
+    suffix = f" {unit}" if unit else ""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}{suffix}"
+    v = float(f"{x:.3g}")
+    decimals = max(0, 2 - math.floor(math.log10(abs(v))))
+    return f"{v:,.{decimals}f}{suffix}"
 
 
 def gb(x_bytes: float, digits: int = 1) -> str:

@@ -203,7 +203,71 @@ def _hardware_inputs() -> Hardware:
     )
 
 
-def _serving_inputs() -> Options:
+SPEC_HELP = (
+    "A small draft model proposes tokens; the target checks them in one step (Leviathan et al. "
+    "2023). The search then also tries each shape with speculative decoding (not with "
+    "disaggregated pools) and keeps it where it is cheaper within the target."
+)
+
+
+def _draft_choices(model_id: str, cfg: dict | None) -> tuple[list[str], set[str]]:
+    """(drafts: same family and tokenizer first, then other smaller models; the same-family ones)."""
+    from advisor.perf.speculative_sweep import draft_candidates, same_family_smaller
+
+    cat = models()
+    target = cat.get(model_id)
+    if target is None and cfg is not None:
+        from advisor.catalog.hf_import import model_from_hf_config
+
+        target = model_from_hf_config(cfg)
+    if target is None:
+        return list(cat), set()
+    same = same_family_smaller(target, cat)
+    return same + [d for d in reversed(draft_candidates(target, cat)) if d not in same], set(same)
+
+
+def _set_pair_acceptance(model_id: str) -> None:
+    """Draft changed: its acceptance rate becomes the pair's published figure (or the default)."""
+    from advisor.catalog.spec_acceptance import default_acceptance
+
+    acc = default_acceptance(model_id, SS[_K["options.draft_model"]]).acceptance
+    SS[_K["options.spec_acceptance"]] = acc
+
+
+def _speculative_inputs(model_id: str, cfg: dict | None) -> None:
+    from advisor.catalog.spec_acceptance import default_acceptance
+
+    on = st.toggle("Speculative decoding", key=_K["options.speculative"], help=SPEC_HELP)
+    if not on:
+        return
+    cat = models()
+    drafts, same = _draft_choices(model_id, cfg)
+    key = _K["options.draft_model"]
+    if SS.get(key) not in drafts:  # a link's draft for another target: keep it, marked
+        drafts = drafts + [SS[key]] if SS.get(key) in cat else drafts
+        if SS.get(key) not in drafts:
+            SS[key] = drafts[0] if drafts else None
+    if not drafts:
+        st.caption("No smaller catalog model to draft with.")
+        return
+    st.selectbox(
+        "Draft model", drafts, key=key, on_change=_set_pair_acceptance, args=(model_id,),
+        format_func=lambda d: f"{cat[d].name}" + (" (same family, smaller)" if d in same else ""),
+    )  # fmt: skip
+    c1, c2 = st.columns(2)
+    c1.number_input("Draft tokens", 1, 16, step=1, key=_K["options.spec_tokens"],
+                    help="Tokens the draft proposes per step (k).")  # fmt: skip
+    c2.number_input("Acceptance", 0.0, 1.0, step=0.05, format="%.2f",
+                    key=_K["options.spec_acceptance"],
+                    help="Probability that the target accepts one drafted token.")  # fmt: skip
+    ref = default_acceptance(model_id, SS[key])
+    if ref.published:
+        st.caption(f"Published for this pair: {ref.acceptance:.2f} ({md_escape(ref.source)}).")
+    else:
+        st.caption(f"Acceptance default {ref.acceptance:.2f}: {md_escape(ref.source)}.")
+
+
+def _serving_inputs(model_id: str, cfg: dict | None) -> Options:
     st.selectbox(
         "Serving engine", ["generic", "trtllm", "vllm", "sglang"], key=_K["options.engine"],
         format_func=lambda e: {"generic": "generic", "trtllm": "TensorRT-LLM", "vllm": "vLLM",
@@ -217,16 +281,19 @@ def _serving_inputs() -> Options:
         "Allowed KV-cache dtypes",
         list(KV_DTYPES), key=_K["options.kv_dtypes"],
     )  # fmt: skip
+    _speculative_inputs(model_id, cfg)
     st.caption(
         "The detail pages show one deployment: the recommended one, or another chosen on the "
         "Recommendation page."
     )
+    spec = ("speculative", "draft_model", "spec_tokens", "spec_acceptance")
     return _section(
         "Serving",
         lambda: Options(
             engine=SS[_K["options.engine"]],
             weight_dtypes=SS[_K["options.weight_dtypes"]],
             kv_dtypes=SS[_K["options.kv_dtypes"]],
+            **{f: SS[_K[f"options.{f}"]] for f in spec},
         ),
         Options(),
     )
@@ -337,12 +404,14 @@ def sidebar() -> tuple[Scenario, View]:
     SS["_invalid_sections"] = []
     with st.sidebar:
         st.header("Scenario")
+        st.text_input("Scenario name", key=_K["name"], max_chars=200,
+                      help="Shown in page headers, the PDF title and saved scenarios.")  # fmt: skip
         with st.expander("Model", expanded=True):
             model_id, cfg = _model_inputs()
         with st.expander("Hardware", expanded=True):
             hardware = _hardware_inputs()
         with st.expander("Serving", expanded=True):
-            options = _serving_inputs()
+            options = _serving_inputs(model_id, cfg)
         with st.expander("Workload", expanded=True):
             workload = _workload_inputs()
         with st.expander("Latency target (SLA)", expanded=True):
@@ -351,6 +420,7 @@ def sidebar() -> tuple[Scenario, View]:
             cost = _cost_inputs()
     try:
         scenario = Scenario(
+            name=SS[_K["name"]] or Scenario.model_fields["name"].default,
             model=model_id, model_config_json=cfg, hardware=hardware, workload=workload,
             sla=sla, options=options, cost=cost,
         )  # fmt: skip

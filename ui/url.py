@@ -36,6 +36,7 @@ class View(BaseModel):
 
 #: Field path -> URL key. "view.*" are View fields; the rest are Scenario fields.
 URL_KEYS: dict[str, str] = {
+    "name": "name",
     "model": "m",
     "hardware.gpus": "g",
     "hardware.gpus_per_node": "gpn",
@@ -50,6 +51,10 @@ URL_KEYS: dict[str, str] = {
     "workload.arrival_rate_per_s": "rate",
     "workload.concurrent_users": "users",
     "workload.think_time_s": "think",
+    "options.speculative": "sd",
+    "options.draft_model": "draft",
+    "options.spec_tokens": "k",
+    "options.spec_acceptance": "acc",
     "sla.percentile": "p",
     "sla.ttft_ms": "ttft",
     "sla.tpot_ms": "tpot",
@@ -72,14 +77,16 @@ NONE_TOKENS: dict[str, str] = {"hardware.intra_link": "own"}
 _LISTS = {"hardware.gpus", "options.weight_dtypes", "options.kv_dtypes"}
 _INTS = {
     "hardware.gpus_per_node", "hardware.nodes", "workload.isl_tokens", "workload.osl_tokens",
-    "workload.concurrent_users", "sla.percentile", "view.block_size",
+    "workload.concurrent_users", "sla.percentile", "view.block_size", "options.spec_tokens",
     "view.concurrency", "view.max_model_len",
 }  # fmt: skip
 _FLOATS = {
     "workload.arrival_rate_per_s", "workload.think_time_s", "sla.ttft_ms", "sla.tpot_ms", "sla.e2e_ms",
     "cost.gpu_price_usd", "cost.amortisation_years", "cost.utilisation", "cost.pue",
     "cost.usd_per_kwh", "cost.gpu_hour_usd", "cost.hosting_usd_per_kw_month",
+    "options.spec_acceptance",
 }  # fmt: skip
+_BOOLS = {"options.speculative"}
 #: Fields that must change together (the load is a rate or a number of users, never both).
 _GROUPS: tuple[tuple[str, ...], ...] = (
     ("workload.arrival_rate_per_s", "workload.concurrent_users"),
@@ -111,6 +118,8 @@ def _fmt(path: str, value: Any) -> str:
         return _none_token(path)
     if path in _LISTS:
         return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "1" if value else "0"
     if isinstance(value, float):
         text = repr(value)
         return text[:-2] if text.endswith(".0") else text
@@ -120,10 +129,16 @@ def _fmt(path: str, value: Any) -> str:
 def _parse(path: str, text: str) -> Any:
     """The typed value of one URL value; ValueError says what was expected."""
     text = text.strip()
-    if text.lower() == _none_token(path) and path not in _LISTS:
+    if text.lower() == _none_token(path) and path not in _LISTS and path != "name":
         return None
     if path in _LISTS:
         return [t.strip() for t in text.split(",") if t.strip()]
+    if path in _BOOLS:
+        if text.lower() in ("1", "true", "on"):
+            return True
+        if text.lower() in ("0", "false", "off"):
+            return False
+        raise ValueError("not a switch (1 or 0)")
     if path in _INTS:
         try:
             return int(text)

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from advisor.charts.theme import PALETTE, styled
+from advisor.charts.theme import PALETTE, log_ticks, styled
 
 #: Fixed colours of the step components, the same in every latency chart.
 COMPONENT_COLOURS: dict[str, str] = {
@@ -177,7 +177,7 @@ def batch_figure(sweep: Mapping, title: str, current_batch: float | None = None)
         top = float(np.max(sweep["step_ms"]))
         fig.add_trace(_vline_trace(current_batch, 0.0, top, f"scenario batch {current_batch:,.0f}",
                                    "#444444", "dot"), secondary_y=False)  # fmt: skip
-    fig.update_xaxes(type="log", title_text="running sequences (batch)")
+    fig.update_xaxes(type="log", **log_ticks(0, 6), title_text="running sequences (batch)")
     fig.update_yaxes(title_text="decode step (ms)", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text="output tokens/s per replica", rangemode="tozero", secondary_y=True)
     fig.update_layout(legend={"orientation": "h", "y": -0.25})
@@ -235,7 +235,7 @@ def speedup_batch_figure(
         top = max(float(np.nanmax(speedups)), 1.0)
         fig.add_trace(_vline_trace(current_batch, 0.0, top, f"scenario batch {current_batch:,.0f}",
                                    "#444444", "dot"))  # fmt: skip
-    fig.update_xaxes(type="log", title_text="running sequences (batch)")
+    fig.update_xaxes(type="log", **log_ticks(0, 6), title_text="running sequences (batch)")
     fig.update_yaxes(title_text="speedup per token (×)", rangemode="tozero")
     fig.update_layout(legend={"orientation": "h", "y": -0.25})
     return styled(fig, title, height=440)

@@ -16,7 +16,7 @@ from advisor.cli.profile_opt import (
     render_line,
 )
 from advisor.cli.profile_opt import check as check_profile
-from advisor.scenario import THINK_TIME_DEFAULT_S
+from advisor.scenario import THINK_TIME_DEFAULT_S, TTFT_DEFAULT_MS
 
 
 def _list_of(allowed, what):
@@ -70,7 +70,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="seconds each user reads an answer before the next request (0..3600, "
         "default 15: NVIDIA AIPerf docs, a chatbot user reads a response in ~15 s)",
     )
-    p.add_argument("--ttft-p99-ms", type=float_in(0, 3.6e6, lo_open=True), default=None)
+    p.add_argument("--ttft-p99-ms", type=float_in(0, 3.6e6, lo_open=True), default=None,
+                   help="with no target given: TTFT <= 2000 ms (the MLPerf Llama 2 70B server "
+                   "bound) and TPOT <= 50 ms")  # fmt: skip
     p.add_argument("--tpot-p99-ms", type=float_in(0, 6e4, lo_open=True), default=None)
     p.add_argument("--e2e-p99-ms", type=float_in(0, 3.6e7, lo_open=True), default=None)
     p.add_argument(
@@ -163,7 +165,8 @@ def scenario_from_args(args: argparse.Namespace):
             workload=Workload(isl_tokens=args.isl, osl_tokens=args.osl,
                               arrival_rate_per_s=_rate(args), concurrent_users=args.users,
                               think_time_s=args.think_time_s),
-            sla=SLA(percentile=int(args.percentile), ttft_ms=targets[0],
+            sla=SLA(percentile=int(args.percentile),
+                    ttft_ms=targets[0] if any(v is not None for v in targets) else TTFT_DEFAULT_MS,
                     tpot_ms=targets[1] if any(v is not None for v in targets) else 50.0,
                     e2e_ms=targets[2], confidence=args.confidence),
             options=Options(weight_dtypes=args.weights, kv_dtypes=args.kv, engine=args.engine,

@@ -101,3 +101,22 @@ def draft_candidates(target: ModelSpec, catalog: dict[str, ModelSpec]) -> list[s
     n = param_breakdown(target).total
     sizes = {k: param_breakdown(m).total for k, m in catalog.items() if k != target.id}
     return sorted((k for k, s in sizes.items() if s < n), key=lambda k: sizes[k])
+
+
+def same_family_smaller(target: ModelSpec, catalog: dict[str, ModelSpec]) -> list[str]:
+    """Catalog models that can draft for ``target``: same family and vocabulary (a draft must
+    share the target's tokenizer), fewer parameters; largest first.
+
+    >>> from advisor.catalog import get_model, models
+    >>> same_family_smaller(get_model("llama-3.1-70b"), models())
+    ['llama-3.1-8b', 'llama-3.2-3b', 'llama-3.2-1b']
+    """
+    from advisor.physics.params import param_breakdown
+
+    n = param_breakdown(target).total
+    sizes = {
+        k: param_breakdown(m).total
+        for k, m in catalog.items()
+        if k != target.id and m.family == target.family and m.vocab_size == target.vocab_size
+    }
+    return sorted((k for k, s in sizes.items() if s < n), key=lambda k: -sizes[k])

@@ -1078,6 +1078,9 @@ def _claim_text(c: Any) -> tuple[str, str, str]:
 
 def _article(doc: _Doc, ctx: _Context) -> None:
     doc.h1("Where the article's rules of thumb disagree")
+    from advisor.search.decision_matrix import ARTICLE_CLAIM, ARTICLE_NAME
+
+    doc.para(clean(f"The article is {ARTICLE_NAME}; {ARTICLE_CLAIM}.", 600), 8.5, colour=GREY)
     dm = _pick(ctx.rec, "decision_matrix") if ctx.rec is not None else None
     if dm is not None:
         doc.h2(f"Decision matrix ({clean(_pick(dm, 'row', default='?'), 40)} parameters)")

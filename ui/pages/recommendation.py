@@ -8,11 +8,15 @@ import streamlit as st
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.charts.recommend_charts import pareto_figure
+from advisor.search.decision_matrix import ARTICLE_NAME
 from ui.budget_view import budget_section
 from ui.cache import keys, recommend_for, scenario_key
 from ui.focus import BY_HAND, InFocus, choose, show_focus
+from ui.format import latency, plural, sig3, usd
+from ui.intro import intro
 from ui.pdf import pdf_download
 from ui.quality_view import quality_section
+from ui.scenarios import flash
 from ui.state import current, guarded
 
 SS = st.session_state
@@ -24,14 +28,7 @@ def _pct(p, pct: int) -> float:
 
 
 def _ms(x_ms: float) -> str:
-    """Milliseconds below 10 s, seconds above.
-
-    >>> _ms(19.246), _ms(2381.96), _ms(12_500.0)
-    ('19.2 ms', '2,382 ms', '12.5 s')
-    """
-    if x_ms >= 10_000:
-        return f"{x_ms / 1e3:,.1f} s"
-    return f"{x_ms:,.0f} ms" if x_ms >= 1000 else f"{x_ms:,.1f} ms"
+    return latency(x_ms)
 
 
 def _target_ms(scenario, metric: str) -> float | None:
@@ -53,19 +50,19 @@ def best_section(rec, scenario) -> None:
         )
         return
     st.success(f"**Recommended:** {b.description}")
-    c = st.columns([1, 1.3, 1.3, 1.6, 1.6])
-    c[0].metric("GPUs", f"{b.gpus}", help=f"{b.nodes} node(s)")
+    c = st.columns(5)
+    c[0].metric("GPUs", f"{b.gpus:,}", help=plural(b.nodes, "node"))
     c[1].metric(f"P{pct} TTFT", _ms(_pct(b.ttft_ms, pct)))
     c[2].metric(f"P{pct} TPOT", _ms(_pct(b.tpot_ms, pct)))
-    c[3].metric("Throughput per GPU", f"{b.throughput_per_gpu_tok_s:,.0f} tokens/s",
+    c[3].metric("Tokens/s per GPU", sig3(b.throughput_per_gpu_tok_s),
                 help="Output tokens/s per GPU at the offered load")  # fmt: skip
-    c[4].metric("Cost per M output tokens", f"${b.usd_per_million_tokens:,.3f}",
-                help=f"Per million output tokens at the offered load; ${b.usd_per_hour:,.2f} per "
+    c[4].metric("USD per M tokens", usd(b.usd_per_million_tokens),
+                help=f"Per million output tokens at the offered load; {usd(b.usd_per_hour)} per "
                 "hour for the deployment")  # fmt: skip
     st.caption(
-        f"SLA {rec.sla}; P{pct} end to end {_pct(b.e2e_ms, pct) / 1e3:,.2f} s; "
-        f"{b.running_batch:.1f} sequences decoding per replica on average; the deployment "
-        f"saturates at {b.max_rate_req_s:,.2f} requests/s ({b.headroom:.1f}× the offered load)."
+        f"SLA {rec.sla}; P{pct} end to end {_ms(_pct(b.e2e_ms, pct))}; "
+        f"{sig3(b.running_batch)} sequences decoding per replica on average; the deployment "
+        f"saturates at {sig3(b.max_rate_req_s)} requests/s ({b.headroom:.1f}× the offered load)."
     )
 
 
@@ -76,7 +73,7 @@ def why_section(rec) -> None:
 
 def matrix_section(rec) -> None:
     dm = rec.decision_matrix
-    st.subheader("The article's decision matrix")
+    st.subheader("The reference article's decision matrix")
     st.markdown(
         f"Model size **{dm.model_params_b:,.1f} B** parameters → row **{dm.row}**: "
         f"“{dm.article_answer}”"
@@ -87,7 +84,7 @@ def matrix_section(rec) -> None:
     elif dm.agrees:
         st.success("Agreement: the search agrees with the article.")
     else:
-        st.warning("Agreement: the search disagrees with the article.")
+        st.warning(f"Agreement: the search disagrees with {ARTICLE_NAME}.")
     for d in dm.differences:
         st.markdown(f"- {d}")
     if dm.note:
@@ -95,9 +92,9 @@ def matrix_section(rec) -> None:
     if dm.article_shaped is not None:
         a = dm.article_shaped
         st.caption(
-            f"The article's shape as evaluated: {a.description}: {a.gpus} GPUs, "
+            f"The article's shape as evaluated: {a.description}: {plural(a.gpus, 'GPU')}, "
             f"{'meets' if a.meets_sla else 'misses'} the SLA, "
-            f"${a.usd_per_million_tokens:,.3f} per million tokens."
+            f"{usd(a.usd_per_million_tokens)} per million tokens."
         )
 
 
@@ -112,9 +109,9 @@ def near_misses_section(rec, pct: int) -> None:
                     "deployment": m.deployment.description,
                     "misses by": "; ".join(m.fails),
                     "GPUs": m.deployment.gpus,
-                    f"P{pct} TTFT (ms)": round(_pct(m.deployment.ttft_ms, pct), 1),
-                    f"P{pct} TPOT (ms)": round(_pct(m.deployment.tpot_ms, pct), 1),
-                    "USD per M tokens": round(m.deployment.usd_per_million_tokens, 3),
+                    f"P{pct} TTFT": _ms(_pct(m.deployment.ttft_ms, pct)),
+                    f"P{pct} TPOT": _ms(_pct(m.deployment.tpot_ms, pct)),
+                    "USD per M tokens": usd(m.deployment.usd_per_million_tokens),
                 }
                 for m in rec.near_misses
             ]
@@ -129,14 +126,14 @@ def details_section(rec) -> None:
         cap = rec.capacity
         st.subheader("Capacity planning")
         st.caption(
-            f"One replica ({cap.replica}, {cap.gpus_per_replica} GPUs) serves up to "
-            f"{cap.max_rate_per_replica_at_sla_req_s:,.2f} requests/s within the SLA."
+            f"One replica ({cap.replica}, {plural(cap.gpus_per_replica, 'GPU')}) serves up to "
+            f"{sig3(cap.max_rate_per_replica_at_sla_req_s)} requests/s within the SLA."
         )
         st.dataframe(
             pd.DataFrame(
                 [
                     {
-                        "requests/s": r.target_rate_req_s,
+                        "requests/s": sig3(r.target_rate_req_s),
                         "replicas": r.replicas,
                         "GPUs": r.gpus,
                         "nodes": r.nodes,
@@ -225,7 +222,7 @@ def alternatives(rec) -> dict[str, tuple[str, str]]:
         add(m.deployment, f"Near miss {i} ({'; '.join(m.fails)})", "a near miss")
     for p in sorted(rec.pareto + rec.pareto_cost, key=lambda p: p.latency_ms):
         add(p, f"Pareto point ({rec.latency_metric} {_ms(p.latency_ms)}, "
-               f"${p.usd_per_million_tokens:,.3f}/M tokens)", "a Pareto point")  # fmt: skip
+               f"{usd(p.usd_per_million_tokens)}/M tokens)", "a Pareto point")  # fmt: skip
     return out
 
 
@@ -266,10 +263,10 @@ def focus_section(rec, scenario, f: InFocus) -> None:
     d, pct = f.deployment, scenario.sla.percentile
     if not f.recommended and d is not None:
         c = st.columns(5)
-        c[0].metric("GPUs", f"{d.gpus}")
+        c[0].metric("GPUs", f"{d.gpus:,}")
         c[1].metric(f"P{pct} TTFT", _ms(_pct(d.ttft_ms, pct)))
         c[2].metric(f"P{pct} TPOT", _ms(_pct(d.tpot_ms, pct)))
-        c[3].metric("Cost per M output tokens", f"${d.usd_per_million_tokens:,.3f}")
+        c[3].metric("USD per M tokens", usd(d.usd_per_million_tokens))
         c[4].metric("Meets the SLA", "yes" if d.meets_sla else "no")
     with st.expander("Set a deployment by hand"):
         hand_form(scenario, f)
@@ -338,6 +335,8 @@ def pdf_section(scenario, rec, f: InFocus) -> None:
 
 
 st.title("Recommendation")
+guarded("Introduction", intro)
+flash()
 st.caption(
     "The cheapest deployment of the sidebar's hardware that meets the latency target at the "
     "offered load (rank by cost; GPUs, TP, PP, data-parallel replicas, dtypes, disaggregation "

@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from advisor.catalog import accelerators, models
+from advisor.catalog.spec_acceptance import default_acceptance
 from advisor.charts import latency_charts as lc
 from advisor.perf.estimate import estimate
 from advisor.perf.replica import build_replicas
@@ -24,6 +25,7 @@ from ui.focus import sequences_in_flight, show_focus
 from ui.format import md_escape
 from ui.state import current, guarded
 
+SS = st.session_state
 ACCEPTANCES = np.round(np.linspace(0.0, 1.0, 21), 2)
 KS = np.arange(1, 9)
 DEFAULT_DRAFT = "llama-3.2-1b"
@@ -44,13 +46,28 @@ def setup() -> SimpleNamespace | None:
         return None
     preferred = scenario.options.draft_model or DEFAULT_DRAFT
     default = preferred if preferred in drafts else drafts[0]
+    o = scenario.options
+    # A change of the sidebar's values resets these what-if controls to them.
+    side = (o.draft_model, o.spec_acceptance, o.spec_tokens)
+    if SS.get("spec.side") != side:
+        for key in ("spec.draft", "spec.acceptance", "spec.k"):
+            SS.pop(key, None)
+        SS["spec.side"] = side
     c1, c2, c3 = st.columns(3)
     draft_id = c1.selectbox("Draft model", drafts, index=drafts.index(default),
                             format_func=lambda m: cat[m].name, key="spec.draft")  # fmt: skip
     a = c2.slider("Acceptance rate (per drafted token)", 0.0, 1.0,
-                  float(scenario.options.spec_acceptance), 0.05, key="spec.acceptance")  # fmt: skip
-    k = c3.slider("Draft tokens per step (k)", 1, 8, min(int(scenario.options.spec_tokens), 8),
+                  float(o.spec_acceptance), 0.05, key="spec.acceptance")  # fmt: skip
+    k = c3.slider("Draft tokens per step (k)", 1, 8, min(int(o.spec_tokens), 8),
                   key="spec.k")  # fmt: skip
+    ref = default_acceptance(model.id, draft_id)
+    st.caption(
+        "The sidebar's Serving section sets these for the search and the PDF; here they can be "
+        f"varied. Acceptance for this pair: {ref.acceptance:.2f}, "
+        + ("published: " if ref.published else "")
+        + md_escape(ref.source)
+        + "."
+    )
     # the target replica without a draft: the page draws speculation's effect at any (a, k)
     inp = estimate_input(scenario, spec.model_copy(update={"speculative": False}),
                          concurrency=1)  # fmt: skip

@@ -1,0 +1,82 @@
+"""Issue 13 under AppTest: the start that orients, speculative decoding in the sidebar, the
+scenario's name. Expected values: ``recommend`` on the same scenario in this process, the
+numbers of data/spec_acceptance.yaml, the texts of advisor/search/decision_matrix.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from advisor.examples import EXAMPLES
+from advisor.scenario import Scenario
+from advisor.search.decision_matrix import ARTICLE_NAME
+from advisor.search.recommend import recommend
+from advisor.store import ENV_VAR
+from ui.format import latency
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def _data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "data"))
+
+
+def _metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def _ok(at: AppTest) -> None:
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_the_start_names_the_article_and_offers_the_examples():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    _ok(at)
+    text = " ".join(m.value for m in at.markdown)
+    assert ARTICLE_NAME in text and "sub-100 ms P99 latency" in text
+    picker = at.selectbox(key="intro.example")
+    assert len(picker.options) == len(EXAMPLES)
+
+
+def test_speculative_on_changes_the_recommendations_latency():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    before = _metrics(at)["P99 TPOT"]
+    at.toggle(key="w.sd").set_value(True).run()
+    _ok(at)
+    at.selectbox(key="w.draft").set_value("llama-3.1-8b").run()
+    # data/spec_acceptance.yaml: llama.cpp, Llama 3 70B with an 8B draft, 58.68 % accepted.
+    assert at.number_input(key="w.acc").value == pytest.approx(0.59)
+    assert any("Published for this pair: 0.59" in c.value for c in at.caption)
+    s = Scenario()
+    opts = s.options.model_copy(
+        update={"speculative": True, "draft_model": "llama-3.1-8b", "spec_acceptance": 0.59}
+    )
+    rec = recommend(s.model_copy(update={"options": opts}))
+    assert rec.best.speculative
+    after = _metrics(at)["P99 TPOT"]
+    assert after == latency(rec.best.tpot_ms.p99)
+    assert after != before
+    assert at.query_params["sd"] in ("1", ["1"]) and "llama-3.1-8b" in str(at.query_params["draft"])
+
+
+def test_a_pair_without_a_published_figure_says_so():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    at.toggle(key="w.sd").set_value(True).run()
+    at.selectbox(key="w.draft").set_value("llama-3.2-3b").run()
+    assert at.number_input(key="w.acc").value == pytest.approx(0.7)
+    assert any("no published figure for this pair" in c.value for c in at.caption)
+
+
+def test_a_loaded_example_keeps_its_name():
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    ex = list(EXAMPLES.values())[1]
+    at.selectbox(key="intro.example").set_value(1).run()
+    at.button(key="intro.load").click().run()
+    _ok(at)
+    assert at.session_state["scenario"].name == ex.scenario.name
+    assert at.text_input(key="w.name").value == ex.scenario.name
+    assert any(ex.scenario.name in c.value for c in at.caption)
