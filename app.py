@@ -24,6 +24,7 @@ import plotly.graph_objects  # noqa: E402, F401
 import pyarrow  # noqa: E402, F401
 
 from advisor.scenario import Scenario  # noqa: E402
+from ui.client_profile import apply_session_profile  # noqa: E402
 from ui.format import md_escape  # noqa: E402
 from ui.nav import PAGES  # noqa: E402
 from ui.state import show_url_warnings, sidebar, sync_url  # noqa: E402
@@ -48,6 +49,7 @@ pg = st.navigation(
 scenario, _ = sidebar()
 if scenario.name != Scenario.model_fields["name"].default:
     st.caption(f"Scenario “{md_escape(scenario.name)}”")
+apply_session_profile()  # the session's client profile, or none, for this run (ui/client_profile.py)
 show_url_warnings()
 pg.run()
 sync_url()

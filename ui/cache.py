@@ -10,6 +10,7 @@ from advisor.catalog import get_accelerator
 from advisor.catalog.specs import ModelSpec
 from advisor.charts import memory_charts
 from advisor.charts.compare_charts import deployment_sweep
+from advisor.perf.overlay import active_key
 from advisor.physics.memory import MemoryBudget, memory_budget
 from advisor.scenario import Scenario, dump_scenario, load_scenario
 from ui.url import View
@@ -31,7 +32,9 @@ def allocation_comparison(model: ModelSpec, gpu_id: str, **kw: object) -> list[d
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def _deployment_sweep(scenario_json: str, deployment_json: str) -> list[dict]:
+def _deployment_sweep(
+    scenario_json: str, deployment_json: str, profile_key: str = ""
+) -> list[dict]:
     from advisor.search.results import Deployment
 
     d = Deployment.model_validate_json(deployment_json)
@@ -40,12 +43,17 @@ def _deployment_sweep(scenario_json: str, deployment_json: str) -> list[dict]:
 
 def deployment_sweep_for(scenario: Scenario, d: Any) -> list[dict]:
     """``compare_charts.deployment_sweep`` (cached on the scenario and deployment JSON)."""
-    return _deployment_sweep(keys(scenario, View())[0], d.model_dump_json())
+    return _deployment_sweep(keys(scenario, View())[0], d.model_dump_json(), active_key())
+
+
+def recommend_for(scenario_json: str) -> Any:
+    """``advisor.search.recommend`` (cached on the scenario JSON and the session's client
+    profile, advisor/perf/overlay.py); None if not available."""
+    return _recommend_for(scenario_json, active_key())
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def recommend_for(scenario_json: str) -> Any:
-    """``advisor.search.recommend`` (cached on the scenario JSON); None if not available."""
+def _recommend_for(scenario_json: str, profile_key: str) -> Any:
     try:
         from advisor.search.recommend import recommend
     except ImportError:
@@ -58,9 +66,13 @@ def keys(scenario: Scenario, view: View) -> tuple[str, str]:
     return scenario_key(scenario), view.model_dump_json()
 
 
-@st.cache_data(max_entries=128, show_spinner=False)
 def focus_for(scenario_json: str, spec_text: str) -> Any:
     """``advisor.search.focus.evaluate_spec`` of a deployment (text form) for a scenario."""
+    return _focus_for(scenario_json, spec_text, active_key())
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _focus_for(scenario_json: str, spec_text: str, profile_key: str) -> Any:
     from advisor.search.deployment_spec import parse_spec
     from advisor.search.focus import evaluate_spec
 

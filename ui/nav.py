@@ -16,6 +16,7 @@ PAGES: list[tuple[str, str, str, str]] = [
     ("ui/pages/latency.py", "Latency", "latency", ":material/timer:"),
     ("ui/pages/speculative.py", "Speculative decoding", "speculative", ":material/fast_forward:"),
     ("ui/pages/trust.py", "Trust", "trust", ":material/verified:"),
+    ("ui/pages/calibrate.py", "Calibrate to your cluster", "calibrate", ":material/tune:"),
     ("ui/pages/article.py", "Article check", "article", ":material/fact_check:"),
     ("ui/pages/deploy.py", "Deploy", "deploy", ":material/rocket_launch:"),
 ]

@@ -14,6 +14,7 @@ def pdf_download(
     """``build(client, consultant)`` runs when the button is clicked (data is a callable)."""
     from advisor.report.fonts import FALLBACK_PACKAGES, describe, unprintable
     from advisor.report.images import charts_status
+    from ui.client_profile import in_this_context
     from ui.format import md_escape
 
     st.subheader(heading)
@@ -31,7 +32,7 @@ def pdf_download(
         st.info(f"The PDF will have tables only: {message}")
     st.download_button(
         button,
-        data=lambda: build(client, consultant),
+        data=in_this_context(lambda: build(client, consultant)),  # the session's client profile
         file_name=file_name,
         mime="application/pdf",
         on_click="ignore",

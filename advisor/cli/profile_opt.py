@@ -13,10 +13,10 @@ from advisor.perf.client_profile import (
     ProfileError,
     activate,
     check_applies,
+    describe,
     narrow,
     narrowing,
     read_profile,
-    summary,
 )
 
 
@@ -49,20 +49,6 @@ def check(doc: ProfileDoc, gpus: Iterable[str], engine: str) -> None:
             f"--profile: {doc.name!r} was fitted on {d.gpu} with {d.engine}; this run is on "
             f"{', '.join(gpus)} with {engine}: a profile applies only to its own accelerator and engine"
         )
-
-
-def describe(doc: ProfileDoc) -> dict:
-    """The ``client_profile`` block of a result: which profile, what it fitted, its residuals,
-    and the interval rule."""
-    f, floor = narrowing(doc)
-    return {
-        **summary(doc),
-        "intervals": (
-            f"narrowed on {doc.deployment.gpu} with {doc.deployment.engine}: log half-widths x "
-            f"{f:.2f} (median error after / before on the profile's points, within [0.5, 1]), "
-            f"never below ln(1 + {doc.summary.max_ape_after_pct or 0:.1f}%)"
-        ),
-    }
 
 
 def apply_to_estimate(result: dict, doc: ProfileDoc, gpu_id: str) -> dict:

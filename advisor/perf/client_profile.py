@@ -430,6 +430,20 @@ def summary(doc: ProfileDoc) -> dict:
     }
 
 
+def describe(doc: ProfileDoc) -> dict:
+    """The ``client_profile`` block of a result: which profile, what it fitted, its residuals,
+    and the interval rule."""
+    f, floor = narrowing(doc)
+    return {
+        **summary(doc),
+        "intervals": (
+            f"narrowed on {doc.deployment.gpu} with {doc.deployment.engine}: log half-widths x "
+            f"{f:.2f} (median error after / before on the profile's points, within [0.5, 1]), "
+            f"never below ln(1 + {doc.summary.max_ape_after_pct or 0:.1f}%)"
+        ),
+    }
+
+
 def narrowing(doc: ProfileDoc) -> tuple[float, float]:
     """(f, floor): log half-widths become min(|ln b|, max(f |ln b|, floor)) (module docstring)."""
     s = doc.summary

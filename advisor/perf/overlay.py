@@ -59,3 +59,24 @@ def set_global(gpu_id: str, engine: str, overlay: Overlay | None) -> None:
     else:
         current[(gpu_id, engine)] = overlay
     _ACTIVE.set(current)
+
+
+def use_only(gpu_id: str | None, engine: str | None, overlay: Overlay | None) -> None:
+    """Exactly this overlay (or none) for the rest of this context: an app run sets the
+    session's profile, or clears what a previous run on the same thread left."""
+    _ACTIVE.set({(gpu_id, engine): overlay} if overlay is not None and gpu_id and engine else None)
+
+
+def active_key() -> str:
+    """The active overlays as text: part of a cache key for results that depend on them."""
+    return repr(sorted((_ACTIVE.get() or {}).items()))
+
+
+@contextlib.contextmanager
+def shipped_only() -> Iterator[None]:
+    """Within the block, no overlay: the shipped calibration alone (the Trust page's check)."""
+    token = _ACTIVE.set(None)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)

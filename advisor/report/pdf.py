@@ -472,6 +472,7 @@ def report_bytes_for_app(
     compare: Sequence[tuple] | None = None,
     focus: Any = None,
     focus_note: str = "",
+    client_profile: Mapping[str, Any] | None = None,
 ) -> bytes:
     """For ``st.download_button(data=lambda: report_bytes_for_app(...), on_click="ignore")``."""
     return build_report(
@@ -482,6 +483,7 @@ def report_bytes_for_app(
         compare=compare,
         focus=focus,
         focus_note=focus_note,
+        client_profile=client_profile,
     )
 
 

@@ -11,6 +11,7 @@ from advisor.charts.recommend_charts import pareto_figure
 from advisor.search.decision_matrix import ARTICLE_NAME
 from ui.budget_view import budget_section
 from ui.cache import keys, recommend_for, scenario_key
+from ui.client_profile import pdf_kw
 from ui.focus import BY_HAND, InFocus, choose, show_focus
 from ui.format import latency, plural, sig3, usd
 from ui.intro import intro
@@ -323,10 +324,10 @@ def pdf_section(scenario, rec, f: InFocus) -> None:
     """Client-facing PDF of this recommendation, describing the deployment in focus."""
     from advisor.report.pdf import report_bytes_for_app
 
-    kw = {}
+    kw = pdf_kw()  # the session's client profile, named in the PDF
     if not f.recommended:
         note = f"{f.spec.describe()}, {f.origin}" + (f": {f.problem}" if f.problem else "")
-        kw = {"focus": f.deployment, "focus_note": note}
+        kw |= {"focus": f.deployment, "focus_note": note}
     pdf_download(
         "PDF summary for the client", "Download PDF summary", "pdf",
         "inference-architect-recommendation.pdf",

@@ -1,0 +1,98 @@
+"""The app's client profile (issue 14): the "Calibrate to your cluster" page fits or loads a
+profile into the session; every page says when it is active; the Recommendation uses it.
+
+The profile is fitted from tests/fixtures/client (see tests/test_client_profile.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from advisor.perf.client_profile import dump, fit_profile
+from advisor.perf.importers import Deployment, load
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+FIX = ROOT / "tests" / "fixtures" / "client"
+DEP = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm", isl=1024, osl=512)
+
+
+@pytest.fixture(scope="module")
+def profile_text() -> str:
+    files = ["vllm_bench_throughput.json", "vllm_bench_serve.json", "aiperf_profile_export.json"]
+    return dump(fit_profile([load(FIX / f, DEP) for f in files], DEP, "acme").doc)
+
+
+def _app(text: str | None = None, engine: str = "vllm") -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    if text is not None:
+        at.session_state["client_profile.yaml"] = text
+        at.session_state["client_profile.name"] = "acme.yaml"
+    at.run()
+    eng = next(w for w in at.selectbox if w.label == "Serving engine")
+    eng.set_value(engine)
+    return at.run()
+
+
+def _sidebar_info(at: AppTest) -> list[str]:
+    return [i.value for i in at.sidebar.info]
+
+
+def test_calibrate_page_without_a_profile_says_the_shipped_calibration_is_used():
+    at = _app()
+    at.switch_page("ui/pages/calibrate.py").run()
+    assert not at.exception, at.exception
+    assert at.title[0].value == "Calibrate to your cluster"
+    assert any("No client profile" in i.value for i in at.info)
+    assert not any("Client profile" in s for s in _sidebar_info(at))
+
+
+def test_a_session_profile_is_named_on_every_page_and_changes_the_recommendation(profile_text):
+    plain = _app()
+    with_profile = _app(profile_text)
+    assert not with_profile.exception, with_profile.exception
+    assert any("Client profile **acme** active" in s for s in _sidebar_info(with_profile))
+    with_profile.switch_page("ui/pages/calibrate.py").run()
+    assert not with_profile.exception
+    assert any("acme" in s.value for s in with_profile.success)
+    assert any("Client profile **acme** active" in s for s in _sidebar_info(with_profile))
+    # The Recommendation page's numbers move with the profile (the fixtures' cluster is ~15%
+    # slower than the shipped calibration predicts), on the same default scenario with vLLM.
+    a = {m.label: m.value for m in plain.metric}
+    b = {
+        m.label: m.value
+        for m in with_profile.switch_page("ui/pages/recommendation.py").run().metric
+    }
+    assert a and a != b
+
+
+def test_a_tampered_profile_is_dropped_with_the_field_named(profile_text):
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state["client_profile.yaml"] = profile_text.replace(
+        "mem_factor: 0.", "mem_factor: 1."
+    )
+    at.run()
+    assert not at.exception
+    errors = [e.value for e in at.sidebar.error]
+    assert any("Client profile removed" in e and "digest" in e for e in errors), errors
+    assert "client_profile.yaml" not in at.session_state
+
+
+def test_fit_uploads_reads_bytes_and_names_a_bad_file():
+    from importlib import util
+
+    import ui.pages  # noqa: F401  (the page module is a script; its helpers are imported below)
+
+    spec = util.spec_from_file_location("calib_page", ROOT / "ui" / "pages" / "calibrate.py")
+    assert spec is not None
+    src = (ROOT / "ui" / "pages" / "calibrate.py").read_text()
+    ns: dict = {}
+    exec(
+        compile(src.split('\nst.title("Calibrate to your cluster")')[0], "calibrate.py", "exec"), ns
+    )
+    files = [("serve.json", (FIX / "vllm_bench_serve.json").read_bytes()), ("bad.json", b"{")]
+    doc, problems = ns["fit_uploads"](files, DEP, "t")
+    assert doc is not None and doc["summary"]["points"] == 2
+    assert len(problems) == 1 and problems[0].startswith("bad.json: not valid JSON")

@@ -1,0 +1,135 @@
+"""Calibrate to your cluster: the client's own benchmark files -> a client profile for the session."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, models
+from advisor.perf.client_profile import dump, fit_profile
+from advisor.perf.importers import BenchmarkFileError, Deployment, load_bytes
+from advisor.perf.profiles import ENGINES
+from ui.client_profile import KEY, NAME, SS, active_text, session_profile
+from ui.format import md_escape
+from ui.state import guarded
+
+MAX_UPLOADS = 20
+
+
+def fit_uploads(
+    files: list[tuple[str, bytes]], dep: Deployment, name: str
+) -> tuple[dict | None, list[str]]:
+    """(profile document or None, problems): each file imported, then the fit."""
+    imported, problems = [], []
+    for fname, data in files[:MAX_UPLOADS]:
+        try:
+            imported.append(load_bytes(data, fname, dep))
+        except BenchmarkFileError as exc:
+            problems.append(str(exc))
+    if len(files) > MAX_UPLOADS:
+        problems.append(f"only the first {MAX_UPLOADS} files were read")
+    if not imported:
+        return None, problems or ["no file"]
+    return fit_profile(imported, dep, name).doc, problems
+
+
+def points_table(doc: dict) -> list[dict]:
+    return [
+        {"measurement": p["id"], "kind": p["kind"], "measured": f"{p['measured']:.4g} {p['unit']}",
+         "error before %": p["before_pct"], "error after %": p["after_pct"],
+         "flagged (not fitted)": p["flagged"]}
+        for p in doc["points"]
+    ]  # fmt: skip
+
+
+def fit_section() -> None:
+    st.subheader("Fit a profile to benchmark files")
+    files = st.file_uploader(
+        "Benchmark result files (vllm bench throughput/serve JSON, SGLang bench_serving JSONL, "
+        "GenAI-Perf/AIPerf export, trtllm-bench report, nccl-tests all_reduce_perf output)",
+        accept_multiple_files=True, key="calib.files",
+    )  # fmt: skip
+    st.caption("The deployment the files measured:")
+    c = st.columns(4)
+    model = c[0].selectbox("Model", sorted(models()), key="calib.model")
+    gpu = c[1].selectbox("Accelerator", sorted(accelerators()), key="calib.gpu")
+    engine = c[2].selectbox(
+        "Engine", list(ENGINES), index=list(ENGINES).index("vllm"), key="calib.engine"
+    )
+    name = c[3].text_input("Profile name", value="client-profile", max_chars=120, key="calib.name")
+    c = st.columns(6)
+    tp = c[0].number_input("TP", 1, 1024, 1, key="calib.tp")
+    pp = c[1].number_input("PP", 1, 1024, 1, key="calib.pp")
+    weights = c[2].selectbox(
+        "Weights", list(WEIGHT_DTYPES), index=list(WEIGHT_DTYPES).index("bf16"), key="calib.weights"
+    )
+    kv = c[3].selectbox(
+        "KV cache", list(KV_DTYPES), index=list(KV_DTYPES).index("bf16"), key="calib.kv"
+    )
+    isl = c[4].number_input(
+        "Input tokens (if the file lacks them)", 0, 2_000_000, 0, key="calib.isl"
+    )
+    osl = c[5].number_input(
+        "Output tokens (if the file lacks them)", 0, 2_000_000, 0, key="calib.osl"
+    )
+    if not st.button("Fit profile", disabled=not files, key="calib.fit"):
+        return
+    dep = Deployment(model=model, gpu=gpu, tp=int(tp), pp=int(pp), weights=weights, kv=kv,
+                     engine=engine, isl=float(isl) or None, osl=float(osl) or None)  # fmt: skip
+    doc, problems = fit_uploads(
+        [(f.name, f.getvalue()) for f in files], dep, name.strip() or "client-profile"
+    )
+    for p in problems:
+        st.error(md_escape(p))
+    if doc is not None:
+        SS[KEY] = dump(doc)
+        SS[NAME] = f"{doc['name']}.yaml"
+        st.success(f"Profile {md_escape(doc['name'])} fitted and active for this session.")
+
+
+def load_section() -> None:
+    st.subheader("Or load a profile")
+    up = st.file_uploader("Client profile (YAML from `advisor calibrate --from`)", type=["yaml", "yml"],
+                          key="calib.profile")  # fmt: skip
+    if up is not None and st.button("Use this profile", key="calib.use"):
+        SS[KEY] = up.getvalue().decode("utf-8", errors="replace")
+        SS[NAME] = up.name
+
+
+def current_section() -> None:
+    doc = session_profile()
+    if doc is None:
+        st.info(
+            "No client profile: every prediction uses the shipped calibration (data/calibration.yaml)."
+        )
+        return
+    st.success(active_text(doc))
+    raw = doc.model_dump(by_alias=True)
+    st.write(
+        "Fitted: " + (md_escape(", ".join(doc.fitted)) or "nothing") + ". Held at the shipped "
+        "calibration: "
+        + (md_escape("; ".join(f"{k} ({v})" for k, v in doc.held.items())) or "none")
+        + "."
+    )
+    st.dataframe(points_table(raw), hide_index=True)
+    st.caption(
+        "Files: "
+        + md_escape(", ".join(f"{f.name} ({f.format}, sha256 {f.sha256[:12]})" for f in doc.files))
+    )
+    c = st.columns(2)
+    c[0].download_button("Download profile (YAML)", SS[KEY], file_name=SS.get(NAME, "profile.yaml"),
+                         mime="application/yaml", key="calib.download")  # fmt: skip
+    if c[1].button("Stop using this profile", key="calib.remove"):
+        SS.pop(KEY, None)
+        st.rerun()
+
+
+st.title("Calibrate to your cluster")
+st.caption(
+    "Run the engine's own benchmark on one node of the client's cluster, drop the result files "
+    "here and state the deployment they came from: the tool fits the constants those files can "
+    "identify (the others stay at the shipped calibration) and uses them, for that accelerator "
+    "and engine, on every page and in the PDF for this session."
+)
+guarded("Client profile", current_section)
+guarded("Fit", fit_section)
+guarded("Load", load_section)
