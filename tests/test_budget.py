@@ -53,6 +53,9 @@ def test_purchase_budget_by_hand(rec):
     # the same cost per million tokens as the search ranks by (hosting included there too)
     assert b.usd_per_million_tokens == pytest.approx(d.usd_per_million_tokens)
     assert any("CBRE" in x for x in b.sources) and any("2026-05" in x for x in b.sources)
+    # the comparison: renting the same GPUs at the catalog's $/GPU-hour, every hour
+    assert b.other_mode == "hourly"
+    assert b.other_mode_monthly_usd == pytest.approx(n * H100["hour_usd"] * 730)
 
 
 def test_rental_budget_by_hand(rec):
@@ -62,6 +65,11 @@ def test_rental_budget_by_hand(rec):
     assert b.purchase_usd is None
     assert b.monthly_usd == pytest.approx(n * H100["hour_usd"] * 730)  # $2.95/GPU-h
     assert [x.item for x in b.lines] == ["rental"]
+    assert b.other_mode == "purchase"
+    kw = n * 0.7
+    assert b.other_mode_monthly_usd == pytest.approx(
+        n * H100["purchase_usd"] / 48 + kw * 1.3 * 730 * 0.12 + kw * HOST
+    )
 
 
 def test_every_assumption_is_editable(rec):

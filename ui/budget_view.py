@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from advisor.search.budget import ITEMS, budget, usd
+from advisor.search.budget import ITEMS, budget, other_text, usd
 from advisor.search.results import Deployment
 from ui.format import md_escape
 
@@ -44,8 +44,8 @@ def budget_section(scenario, d: Deployment | None, which: str = "recommended") -
     st.caption(
         f"{usd(b.usd_per_million_tokens)} per million output tokens "
         f"({b.output_tokens_per_month / 1e6:,.0f} M tokens a month at "
-        f"{b.requests_per_s:,.3g} requests/s). Every price and assumption is editable in the "
-        "sidebar under Cost."
+        f"{b.requests_per_s:,.3g} requests/s). {other_text(b)}Every price and assumption is "
+        "editable in the sidebar under Cost."
     )
     with st.expander("Budget assumptions and price sources"):
         st.markdown("\n".join(f"- {md_escape(a)}" for a in b.assumptions + b.sources))

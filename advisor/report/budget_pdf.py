@@ -7,7 +7,7 @@ from typing import Any
 from advisor.catalog.quality import quality_lines
 from advisor.report.text import clean
 from advisor.scenario import Scenario
-from advisor.search.budget import ITEMS, Budget, budget, usd
+from advisor.search.budget import ITEMS, Budget, budget, other_text, usd
 from advisor.search.results import Deployment
 
 
@@ -52,6 +52,8 @@ def budget_section(doc: Any, scenario: Scenario, deployment: Any, which: str) ->
     doc.h1("Budget")
     doc.para(f"Of the {which} deployment: {clean(b.deployment, 300)}.", 9.5)
     doc.table([("Item", "USD", "How"), *budget_rows(b)], (48, 28, 102))
+    if other_text(b):
+        doc.para(other_text(b).strip(), 9.5)
     doc.bullets([clean(x, 600) for x in b.assumptions + b.sources], 8.5)
 
 

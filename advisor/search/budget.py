@@ -81,6 +81,10 @@ class Budget(BaseModel):
     usd_per_thousand_requests: float
     users: int | None
     usd_per_user_month: float | None
+    #: The same GPUs the other way (renting them when bought, buying them when rented), per
+    #: month, at the same settings: the comparison a client asks for next.
+    other_mode: str | None = None
+    other_mode_monthly_usd: float | None = None
     assumptions: list[str]
     sources: list[str]
 
@@ -92,6 +96,14 @@ def usd(x: float) -> str:
     ('$19.75', '$3,951', '$1,234,567')
     """
     return f"${x:,.2f}" if x < 100 else f"${x:,.0f}"
+
+
+def other_text(b: Budget) -> str:
+    """'Renting the same 4 GPUs instead: $8,614 per month. ' (or buying), '' when unknown."""
+    if b.other_mode_monthly_usd is None:
+        return ""
+    how = "Renting" if b.other_mode == "hourly" else "Buying"
+    return f"{how} the same {plural(b.gpus, 'GPU')} instead: {usd(b.other_mode_monthly_usd)} per month. "
 
 
 def plural(n: int, noun: str) -> str:
@@ -154,9 +166,16 @@ def rental_usd_per_month(gpus: int, usd_per_gpu_hour: float) -> float:
     return gpus * usd_per_gpu_hour * HOURS_PER_MONTH
 
 
-def budget(scenario: Scenario, d: Deployment) -> Budget:
-    """The budget of deployment ``d`` under ``scenario.cost`` (module docstring)."""
+def budget(scenario: Scenario, d: Deployment, other: bool = True) -> Budget:
+    """The budget of deployment ``d`` under ``scenario.cost`` (module docstring); ``other``:
+    also the monthly cost of the other mode (rented instead of bought, or the reverse)."""
     c, w = scenario.cost, scenario.workload
+    alt = "hourly" if c.mode == "purchase" else "purchase"
+    other_b = (
+        budget(scenario.model_copy(update={"cost": c.model_copy(update={"mode": alt})}), d, False)
+        if other
+        else None
+    )
     acc = accelerators()[d.gpu]
     price = default_prices().get(d.gpu)
     per_server = scenario.hardware.gpus_per_node
@@ -249,4 +268,6 @@ def budget(scenario: Scenario, d: Deployment) -> Budget:
         usd_per_thousand_requests=monthly / requests * 1e3 if requests > 0 else math.inf,
         users=users, usd_per_user_month=monthly / users if users else None,
         assumptions=assumptions, sources=sources,
+        other_mode=other_b.mode if other_b else None,
+        other_mode_monthly_usd=other_b.monthly_usd if other_b else None,
     )  # fmt: skip
