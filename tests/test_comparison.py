@@ -71,9 +71,12 @@ def test_calibration_flag_follows_the_fitted_families(rows):
 
 
 def test_monthly_cost_is_the_hourly_cost_times_730_hours(rows):
-    d = rows[0].deployment
-    # 8760 h / 12 = 730 h per month
-    assert cmp.table_rows(rows[0])["Cost per month"] == f"${d.usd_per_hour * 730:,.0f}"
+    d, c = rows[0].deployment, rows[0].scenario.cost
+    # 8760 h / 12 = 730 h per month, every hour paid; bought GPUs' usd_per_hour is per useful
+    # hour (divided by the utilisation), so a month costs usd_per_hour x 730 x utilisation
+    # (the Recommendation page's budget says the same)
+    util = c.utilisation if c.mode == "purchase" else 1.0
+    assert cmp.table_rows(rows[0])["Cost per month"] == f"${d.usd_per_hour * 730 * util:,.0f}"
 
 
 def test_a_deployment_in_focus_replaces_the_recommendation_and_says_why_it_misses(

@@ -893,7 +893,7 @@ def _compare_section(doc: _Doc, ctx: _Context, ranking: Sequence[_Answer],
                      charts: bool = True) -> None:  # fmt: skip
     """The ranking (the executive summary of a comparison), inputs, answers, overlaid charts."""
     from advisor.search import comparison as cmp
-    from advisor.search.cost import usd_per_month
+    from advisor.search.budget import monthly_usd
 
     rows = [a.row for a in ranking]
     doc.h1(f"Executive summary: {len(ranking)} scenarios ranked")
@@ -912,7 +912,7 @@ def _compare_section(doc: _Doc, ctx: _Context, ranking: Sequence[_Answer],
         lat = (f"P{pct} {getattr(d.ttft_ms, f'p{pct}'):,.0f} / "
                f"{getattr(d.tpot_ms, f'p{pct}'):,.1f} ms")  # fmt: skip
         table.append((str(i), a.label, f"{cmp.short_shape(d)} on {acc}", str(d.gpus),
-                      f"{d.usd_per_million_tokens:,.3f}", f"{usd_per_month(d.usd_per_hour):,.0f}",
+                      f"{d.usd_per_million_tokens:,.3f}", f"{monthly_usd(a.scenario, d):,.0f}",
                       lat, "met" if a.row.meets_sla else "missed"))  # fmt: skip
         if not a.row.meets_sla:
             why.append(f"{a.label}: {clean(a.row.why, 400)}")

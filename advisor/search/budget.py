@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from advisor.catalog import accelerators
 from advisor.scenario import Scenario
 from advisor.search.cost import (
-    HOURS_PER_YEAR,
+    HOURS_PER_MONTH,
     default_hosting,
     default_prices,
     hosting_usd_per_kw_month,
@@ -37,7 +37,6 @@ from advisor.search.cost import (
 )
 from advisor.search.results import Deployment
 
-HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0  # 730 h
 #: Purchase price per GPU when data/prices.yaml has none for the accelerator (cost.py's fallback).
 FALLBACK_PRICE_USD = 30e3
 FALLBACK_HOUR_USD = 3.0
@@ -271,3 +270,10 @@ def budget(scenario: Scenario, d: Deployment, other: bool = True) -> Budget:
         other_mode=other_b.mode if other_b else None,
         other_mode_monthly_usd=other_b.monthly_usd if other_b else None,
     )  # fmt: skip
+
+
+def monthly_usd(scenario: Scenario, d: Deployment) -> float:
+    """What ``d`` costs per month under the scenario's Cost (``budget``'s total): the one
+    monthly figure of every page and PDF. Bought GPUs pay every hour, so it is the search's
+    usd_per_hour (per *useful* hour, divided by the utilisation) x 730 h x utilisation."""
+    return budget(scenario, d, other=False).monthly_usd

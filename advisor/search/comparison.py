@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from advisor.catalog import accelerators
 from advisor.perf.profiles import family_efficiency
 from advisor.scenario import Scenario
-from advisor.search.cost import usd_per_month
+from advisor.search.budget import monthly_usd
 from advisor.search.results import Deployment, Recommendation
 
 
@@ -151,7 +151,7 @@ def table_rows(c: Compared) -> dict[str, str]:
     out["Accelerator"] = gpus[d.gpu].name + ("" if c.calibrated else " (not calibrated)")
     out["GPUs"] = f"{d.gpus} on {d.nodes} node{'s' if d.nodes != 1 else ''}"
     out["Cost per M output tokens"] = f"${d.usd_per_million_tokens:,.3f}"
-    out["Cost per month"] = f"${usd_per_month(d.usd_per_hour):,.0f}"
+    out["Cost per month"] = f"${monthly_usd(c.scenario, d):,.0f}"
     out["Load"] = load_text(c.scenario)
     for name, p in (("TTFT", d.ttft_ms), ("TPOT", d.tpot_ms), ("End to end", d.e2e_ms)):
         out[f"{name} P50 / P{hi}"] = f"{_ms(p.p50)} / {_ms(getattr(p, f'p{hi}'))}"
@@ -200,5 +200,5 @@ def verdict(rows: Sequence[Compared]) -> str:
     return (
         f"Cheapest deployment that meets its SLA: {top.label}: {short_shape(d)} on {d.gpus} × "
         f"{accelerators()[d.gpu].name}, ${d.usd_per_million_tokens:,.3f} per million output "
-        f"tokens (${usd_per_month(d.usd_per_hour):,.0f} per month)." + tail + caveat
+        f"tokens (${monthly_usd(top.scenario, d):,.0f} per month)." + tail + caveat
     )
