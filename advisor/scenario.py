@@ -23,7 +23,17 @@ MAX_SCENARIO_BYTES = 1_000_000
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 Percentile = Literal[50, 90, 95, 99]
-Engine = Literal["generic", "trtllm", "vllm", "sglang"]
+#: Serving-engine profiles (advisor.perf.profiles.ENGINES): "vllm" is the newest vLLM family (V1
+#: engine), "vllm-v0" releases before 0.8; "trtllm" TensorRT-LLM's PyTorch backend (1.0 on),
+#: "trtllm-trt" its TensorRT-engine builds.
+Engine = Literal["generic", "trtllm", "trtllm-trt", "vllm", "vllm-v0", "sglang"]
+#: The engine a scenario assumes unless told: vLLM (newest family), because it is what private
+#: deployments run most often (issue 12), and its profile is fitted on hundreds of batched rows
+#: (static batches 1-256 and offline runs, data/calibration.yaml engines.vllm.rows_batched).
+#: Its serving-under-load rows (fixed concurrency, request rates) are few: answers say so
+#: (EngineProfile.calibrated_under_load); the queueing model itself is validated on TensorRT-LLM
+#: and SGLang load rows. "generic" (the former default) is fitted on batch-1 gpt-fast rows only.
+DEFAULT_ENGINE: Engine = "vllm"
 WDType = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4"]
 KDType = Literal["fp16", "bf16", "fp8", "int8"]
 #: Default think time of a concurrent user, s (Workload.think_time_s says where it comes from).
@@ -130,7 +140,7 @@ class Options(BaseModel):
         "int4",
     ]
     kv_dtypes: Annotated[list[KDType], Field(min_length=1, max_length=4)] = ["fp16", "fp8"]
-    engine: Engine = "generic"
+    engine: Engine = DEFAULT_ENGINE
     max_tp: Annotated[int, Field(ge=1, le=1024)] = 64
     max_pp: Annotated[int, Field(ge=1, le=128)] = 16
     speculative: bool = False

@@ -1,12 +1,9 @@
 """Request-rate measurement rows (advisor/perf/load_rows.py): parsing, load levels, validation.
 
-Rows are read from data/measurements.csv; expected values are copied from the rows' text.
+Rows are read from data/measurements*.csv; expected values are copied from the rows' text.
 """
 
 from __future__ import annotations
-
-import csv
-from pathlib import Path
 
 import pytest
 
@@ -19,14 +16,13 @@ from advisor.perf.load_rows import (
 )
 from advisor.physics.queueing import ServiceModel
 
-ROOT = Path(__file__).resolve().parents[1]
-
 # ------------------------------------------------------------------ validation path
 
 
 def _measurement_rows() -> list[dict]:
-    with open(ROOT / "data" / "measurements.csv", newline="") as fh:
-        return list(csv.DictReader(fh))
+    from advisor.catalog.loader import measurement_rows
+
+    return list(measurement_rows())
 
 
 def test_parse_rate_and_load_levels():

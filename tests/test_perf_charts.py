@@ -96,7 +96,8 @@ def test_trust_scatter_and_error_table():
     assert len(fig.data) - len(markers) == 5  # +-25% (2), +-10% (2), identity
     table = {t["family"]: t for t in error_table(rows, FAMILIES)}
     # median |error| equals validate.summarise's for each family
-    for fam, s in rep["families"].items():
+    for fam in FAMILIES:  # (rep["families"] also holds the vLLM/SGLang and AMD slices)
+        s = rep["families"][fam]
         if s.get("rows"):
             assert table[fam]["median |error| %"] == pytest.approx(s["median_ape_pct"], abs=0.05)
 
@@ -108,6 +109,8 @@ def test_out_of_sample_table_reads_the_crossval_file():
 
     oos = out_of_sample()
     assert oos is not None and oos["generated_by"].startswith("bench/crossval.py")
-    groups = {r["held out"] for r in oos["rows"]}
-    assert groups == {"one gpu at a time", "one model at a time", "one engine at a time"}
+    groups = [r["held out"] for r in oos["rows"]]
+    # Leave-one-source-out leads (issue 12), then leave-one-accelerator-family-out.
+    assert groups[0] == "one source at a time"
+    assert "one accelerator family at a time" in groups
     assert all(r["rows"] > 0 and 0 <= r["median_ape_pct"] <= r["p90_ape_pct"] for r in oos["rows"])

@@ -76,6 +76,9 @@ def test_speculative_speedup_follows_the_sliders():
 
 def test_trust_filter_by_gpu_narrows_the_rows():
     at = _page("ui/pages/trust.py")
+    # Issue 12: the page leads with the out-of-sample table, in-sample second.
+    heads = [h.value for h in at.subheader]
+    assert heads[0].startswith("Out of sample") and heads[1].startswith("In sample")
     total = len(validation_report()["rows"])
     assert f"{total} measurements" in at.get("plotly_chart")[0].proto.spec
     at.multiselect(key="trust.gpu").set_value(["h100-sxm"]).run()

@@ -16,6 +16,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
+from advisor.perf.profiles import ENGINES
 from advisor.scenario import SLA, Cost, Hardware, Options, Scenario, Workload
 from ui.focus import PENDING, apply_pending, url_value
 from ui.format import display_name, md_escape
@@ -269,8 +270,10 @@ def _speculative_inputs(model_id: str, cfg: dict | None) -> None:
 
 def _serving_inputs(model_id: str, cfg: dict | None) -> Options:
     st.selectbox(
-        "Serving engine", ["generic", "trtllm", "vllm", "sglang"], key=_K["options.engine"],
-        format_func=lambda e: {"generic": "generic", "trtllm": "TensorRT-LLM", "vllm": "vLLM",
+        "Serving engine", list(ENGINES), key=_K["options.engine"],
+        format_func=lambda e: {"generic": "generic (PyTorch)", "trtllm": "TensorRT-LLM",
+                               "trtllm-trt": "TensorRT-LLM < 1.0 (TRT engines)",
+                               "vllm": "vLLM", "vllm-v0": "vLLM < 0.8 (V0 engine)",
                                "sglang": "SGLang"}[e],
     )  # fmt: skip
     st.multiselect(

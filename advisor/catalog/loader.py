@@ -7,6 +7,7 @@ citation after loading.
 
 from __future__ import annotations
 
+import csv
 from functools import cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -79,6 +80,33 @@ def interconnects() -> dict[str, Interconnect]:
 @cache
 def models() -> dict[str, ModelSpec]:
     return load_entries(DATA_DIR / "models.yaml", "models", ModelSpec)
+
+
+def measurement_paths(data_dir: Path = DATA_DIR) -> list[Path]:
+    """Every measurement file: data/measurements.csv first, then data/measurements*.csv by name.
+
+    Each helper's rows live in their own file (ids M..., S..., E..., A...); every reader (perf
+    validation, collectives, queueing tests, the PDF's sources) goes through this list.
+    """
+    main = data_dir / "measurements.csv"
+    rest = sorted(p for p in data_dir.glob("measurements*.csv") if p != main)
+    return ([main] if main.exists() else []) + rest
+
+
+@cache
+def measurement_rows() -> tuple[dict[str, str], ...]:
+    """Rows of every measurement file, in file order; a duplicate id is a catalog error."""
+    rows: list[dict[str, str]] = []
+    seen: dict[str, str] = {}
+    for path in measurement_paths():
+        with path.open(newline="", encoding="utf-8") as fh:
+            for row in csv.DictReader(fh):
+                rid = row.get("id", "")
+                if rid in seen:
+                    raise CatalogError(f"{path.name}: id {rid!r} already in {seen[rid]}")
+                seen[rid] = path.name
+                rows.append(row)
+    return tuple(rows)
 
 
 def get_accelerator(gpu_id: str) -> Accelerator:

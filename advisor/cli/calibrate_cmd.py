@@ -14,7 +14,7 @@ from advisor.perf.calibrate import fit, write
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "calibrate",
-        help="fit efficiency constants to data/measurements.csv, or (--from) a client profile",
+        help="fit efficiency constants to data/measurements*.csv, or (--from) a client profile",
     )
     p.add_argument("--max-evals", type=int_in(1, 10_000), default=50, help="fit iterations budget")
     p.add_argument("--out", default=None, help="output YAML (default data/calibration.yaml)")

@@ -40,7 +40,7 @@ from advisor.cli.profile_opt import check as check_profile
 from advisor.perf.client_profile import ProfileDoc
 from advisor.perf.estimate import EstimateInput, estimate
 from advisor.perf.profiles import ENGINES
-from advisor.scenario import format_validation_error
+from advisor.scenario import DEFAULT_ENGINE, format_validation_error
 
 MAX_INPUT_BYTES = 10_000_000
 _KEYS = {
@@ -73,7 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--link", help="intra-node interconnect id (default: the GPU's own)")
     p.add_argument("--inter-link", dest="inter_link", help="inter-node interconnect id")
     p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int_in(1, 72), default=8)
-    p.add_argument("--engine", type=choice_of(ENGINES, "engine"), default="generic")
+    p.add_argument("--engine", type=choice_of(ENGINES, "engine"), default=DEFAULT_ENGINE)
     p.add_argument(
         "--batching", type=choice_of(("continuous", "chunked", "static"), "batching"),
         default=None, help="continuous (default), chunked (prefill), or static batches",

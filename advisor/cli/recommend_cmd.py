@@ -16,7 +16,8 @@ from advisor.cli.profile_opt import (
     render_line,
 )
 from advisor.cli.profile_opt import check as check_profile
-from advisor.scenario import THINK_TIME_DEFAULT_S, TTFT_DEFAULT_MS
+from advisor.perf.profiles import ENGINES
+from advisor.scenario import DEFAULT_ENGINE, THINK_TIME_DEFAULT_S, TTFT_DEFAULT_MS
 
 
 def _list_of(allowed, what):
@@ -96,8 +97,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--kv", type=_list_of(list(KV_DTYPES), "KV dtype"), default=["fp16", "fp8"])
     p.add_argument(
         "--engine",
-        type=choice_of(["generic", "trtllm", "vllm", "sglang"], "engine"),
-        default="generic",
+        type=choice_of(ENGINES, "engine"),
+        default=DEFAULT_ENGINE,
     )
     p.add_argument("--spec-draft", default=None, help="draft model id (enables speculation)")
     p.add_argument("--spec-acceptance", type=float_in(0, 1), default=0.7)

@@ -45,16 +45,36 @@ def _by_load(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-def render(r: dict) -> str:
-    lines = [f"{'family':<22} {'rows':>5} {'median |err|':>13} {'p90 |err|':>10} {'bias':>8}"]
-    for fam, s in r["families"].items():
+def _table(families: dict) -> list[str]:
+    lines = [f"  {'family':<22} {'rows':>5} {'median |err|':>13} {'p90 |err|':>10} {'failures':>9}"]
+    for fam, s in families.items():
         if not s.get("rows"):
-            lines.append(f"{fam:<22} {0:>5}")
+            lines.append(f"  {fam:<22} {0:>5}")
             continue
         lines.append(
-            f"{fam:<22} {s['rows']:>5} {s['median_ape_pct']:>12.1f}% {s['p90_ape_pct']:>9.1f}% "
-            f"{s['bias_pct']:>+7.1f}%"
+            f"  {fam:<22} {s['rows']:>5} {s['median_ape_pct']:>12.1f}% {s['p90_ape_pct']:>9.1f}% "
+            f"{s.get('failures', 0):>9}"
         )
+    return lines
+
+
+def render(r: dict) -> str:
+    lines = []
+    oos = r.get("out_of_sample")
+    if oos:
+        lines.append(f"OUT OF SAMPLE (data/crossval.yaml, {oos['generated_on']}): rows the fit "
+                     "never saw")  # fmt: skip
+        for scheme, fams in oos["schemes"].items():
+            lines.append(f" leave one {scheme} out:")
+            lines += _table(fams)
+    else:
+        lines.append("out of sample: data/crossval.yaml missing (run bench/crossval.py --write)")
+    lines.append("IN SAMPLE (the constants were fitted to these rows):")
+    lines += _table(r["families"])
+    if r.get("failures"):
+        lines.append(f"failures (each counted as a 100% error): {len(r['failures'])}")
+        lines += [f"  {f['id']} {f['kind']} {f['gpu']} {f['model']}: {f['reason']}"
+                  for f in r["failures"]]  # fmt: skip
     lines.append(
         f"rows: {r['rows_total']} total, {r['rows_used']} used, {r['rows_skipped']} not representable:"
     )

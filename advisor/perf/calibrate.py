@@ -37,6 +37,7 @@ _BOUNDS = {
     "efficiency": (0.4, 1.1, 1.0),
     "mem_efficiency": (0.5, 1.3, 1.0),
     "attention_efficiency": (0.2, 1.5, 0.75),
+    "moe_efficiency": (0.2, 1.0, 0.8),
 }
 MIN_ROWS = 3  # a constant is fitted only when at least this many rows depend on it
 
@@ -50,18 +51,20 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
     eng_ttft: Counter = Counter()
     eng_batched: Counter = Counter()
     for c in items:
-        if c.kind in ("ttft_b1", "load_ttft"):
+        if c.kind in ("ttft_b1", "load_ttft", "conc_ttft", "load_e2e", "conc_e2e"):
             eng_ttft[c.config.engine] += 1
-        if c.kind in ("offline", "static", "load_itl", "load_ttft", "conc_tpot", "conc_tput"):
+        if c.kind in BATCHED_KINDS:
             eng_batched[c.config.engine] += 1
         fam = c.config.gpu.family
         fam_rows[fam] += 1
-        if COMPUTE_PATH[c.config.weights] == "fp8":
+        if COMPUTE_PATH[c.config.weights] in ("fp8", "fp4"):  # fp4 GEMMs use eta_compute_fp8
             fam_fp8[fam] += 1
         else:
             fam_16[fam] += 1
         eng_rows[c.config.engine] += 1
     params: list[tuple[str, str, str]] = [("global", "attention", "attention_efficiency")]
+    if sum(c.config.model.is_moe for c in items) >= MIN_ROWS:
+        params.append(("global", "moe", "moe_efficiency"))
     for fam, n in sorted(fam_rows.items()):
         if n < MIN_ROWS:
             continue
@@ -108,8 +111,40 @@ def _residuals(items: list[Case], weights: np.ndarray) -> np.ndarray:
     return r * weights
 
 
-def fit(items: list[Case] | None = None, max_nfev: int = 60) -> dict:
-    """Fit the constants; returns the calibration document (not yet written)."""
+LOAD_KINDS = ("load_ttft", "load_itl", "load_e2e", "load_tput", "conc_ttft", "conc_tpot",
+              "conc_e2e", "conc_tput")  # fmt: skip
+BATCHED_KINDS = ("offline", "static", "static_e2e", *LOAD_KINDS)
+
+
+def _batched(c: Case) -> bool:
+    """More than one sequence in flight: offline, request-rate, or a batch / concurrency > 1."""
+    return (
+        c.kind == "offline"
+        or c.kind.startswith("load_")
+        or (c.kind in BATCHED_KINDS and c.batch > 1)
+    )
+
+
+def _start(params: list[tuple[str, str, str]], warm: dict | None) -> np.ndarray:
+    """Initial values: the warm document's value of each parameter where it has one."""
+    x0 = []
+    for section, key, name in params:
+        v = None
+        if warm:
+            v = (warm.get(section) or {}).get(name) if section == "global" else (
+                ((warm.get(section) or {}).get(key) or {}).get(name)
+            )  # fmt: skip
+        lo, hi, init = _BOUNDS[name]
+        x0.append(min(max(float(v), lo), hi) if v is not None else init)
+    return np.array(x0)
+
+
+def fit(items: list[Case] | None = None, max_nfev: int = 60, warm: dict | None = None) -> dict:
+    """Fit the constants; returns the calibration document (not yet written).
+
+    ``warm``: a calibration document to start from (cross-validation refits start from the
+    full fit, so a few evaluations suffice); its values are only a starting point.
+    """
     from scipy.optimize import least_squares
 
     items = list(cases()[0] if items is None else items)
@@ -120,7 +155,7 @@ def fit(items: list[Case] | None = None, max_nfev: int = 60) -> dict:
     weights = np.array([fam_count[c.family] ** -0.25 for c in items])
     lo = np.array([_BOUNDS[p[2]][0] for p in params])
     hi = np.array([_BOUNDS[p[2]][1] for p in params])
-    x0 = np.array([_BOUNDS[p[2]][2] for p in params])
+    x0 = _start(params, warm)
     # Scale so every parameter moves on a comparable step (overheads are ~1e-3 s).
     scale = np.where(hi < 1e-1, hi, 1.0)
 
@@ -136,12 +171,13 @@ def fit(items: list[Case] | None = None, max_nfev: int = 60) -> dict:
         doc = _doc(params, res.x * scale)
     finally:
         profiles.set_active(None)
-    # SGLang has no rows: it shares vLLM's constants (same kind of Python scheduler and kernels).
-    if "vllm" in doc["engines"] and "sglang" not in doc["engines"]:
-        doc["engines"]["sglang"] = {
-            **doc["engines"]["vllm"],
-            "note": "no SGLang rows: vLLM's constants",
-        }
+    # Engines without rows of their own borrow a fitted profile (profiles.FALLBACK) at run time;
+    # how many rows, and how many under load, pinned each engine's constants:
+    for eng, prof in doc["engines"].items():
+        mine = [c for c in items if c.config.engine == eng]
+        prof["rows"] = len(mine)
+        prof["rows_batched"] = sum(_batched(c) for c in mine)
+        prof["rows_under_load"] = sum(c.kind in LOAD_KINDS for c in mine)
     doc["engines"].setdefault("generic", {})
     doc["engines"]["generic"]["note"] = (
         "fitted to PyTorch-native rows (gpt-fast) and untagged engines: a plain compiled server"

@@ -44,6 +44,8 @@ GPU_LINKS: tuple[tuple[str, str], ...] = (
     (r"\bH200-SXM", "nvlink4"),
     (r"\bB200-SXM", "nvlink5"),
     (r"\bMI300X\b", "xgmi"),
+    (r"\bMI325X\b", "xgmi"),
+    (r"\bMI35[05]X \(8x\b", "xgmi-mi350"),  # one 8-GPU node; multi-node rows need the NICs
     (r"\bPCIe5\b", "pcie5"),
 )
 
@@ -147,13 +149,14 @@ def parse_collective_row(row: Mapping[str, str]) -> CollectiveRow:
 
 
 def load_collective_rows(path: Path | None = None) -> list[CollectiveRow]:
-    """Every collective-metric row of data/measurements.csv (plus p2p rows, unrepresentable)."""
+    """Every collective-metric row of data/measurements*.csv (plus p2p rows, unrepresentable)."""
     if path is None:
-        from advisor.catalog.loader import DATA_DIR
+        from advisor.catalog.loader import measurement_rows
 
-        path = DATA_DIR / "measurements.csv"
-    with open(path, newline="", encoding="utf-8") as fh:
-        rows = list(csv.DictReader(fh))
+        rows = list(measurement_rows())
+    else:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
     keep = set(COLLECTIVE_METRICS) | {"p2p_bw_unidir_gbps", "p2p_bw_bidir_gbps"}
     return [parse_collective_row(r) for r in rows if r["metric"] in keep]
 

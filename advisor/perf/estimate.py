@@ -39,6 +39,7 @@ from advisor.perf.replica import (
 from advisor.perf.step import StepTimes, decode_step, prefill
 from advisor.physics.memory import memory_budget
 from advisor.physics.speculative import expected_tokens_per_step
+from advisor.scenario import DEFAULT_ENGINE, Engine
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -60,7 +61,7 @@ class EstimateInput(BaseModel):
     link: str | None = None
     inter_link: str | None = None
     gpus_per_node: Annotated[int, Field(ge=1, le=72)] = 8
-    engine: Literal["generic", "trtllm", "vllm", "sglang"] = "generic"
+    engine: Engine = DEFAULT_ENGINE
     #: MoE expert parallelism over the TP group (whole experts per GPU, two all-to-alls per layer).
     ep: bool = False
     #: Scheduling: iteration-level (Orca), with chunked prefill (Sarathi-Serve), or static batches.
@@ -192,6 +193,8 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             "name": eng.name, "calibrated": eng.fitted, "step_overhead_ms": eng.step_overhead_s * 1e3,
             "seq_overhead_us": eng.seq_overhead_s * 1e6, "request_overhead_ms": eng.request_overhead_s * 1e3,
             "efficiency": eng.efficiency, "mem_efficiency": eng.mem_efficiency,
+            "calibrated_batched": eng.calibrated_batched,
+            "calibrated_under_load": eng.calibrated_under_load,
             "max_num_seqs": eng.max_num_seqs,
             "eta_mem": eff.eta_mem, "eta_compute_16": eff.eta_compute_16,
             "eta_compute_fp8": eff.eta_compute_fp8, "family_calibrated": eff.fitted,
@@ -214,6 +217,12 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         return _infeasible(base, reasons, mem.suggestions, 0, {})
 
     notes: list[str] = []
+    if not eng.calibrated_under_load and (inp.qps is not None or inp.concurrency != 1):
+        notes.append(
+            f"engine {inp.engine!r} is not calibrated under serving load: fitted on {eng.rows} "
+            f"rows, {eng.rows_batched} batched, {eng.rows_under_load} at a fixed concurrency or "
+            "request rate; its serving overheads are extrapolated"
+        )
     if inp.ep and not r.ep[0]:
         why = "the model is dense" if not model.is_moe else "TP=1 leaves nothing to spread"
         notes.append(f"expert parallelism ignored: {why}")

@@ -1,76 +1,115 @@
-"""Published measurements (data/measurements.csv) turned into cases the model can predict.
+"""Published measurements (data/measurements*.csv) turned into cases the model can predict.
 
 Each row becomes a ``Case`` (what was run, what was measured, in SI units) or is counted as
-unrepresentable with the reason. Throughput conventions are read from the ``unit`` column:
-"output tok/s (all GPUs)" and "output tok/s per GPU" are converted to the deployment total.
+unrepresentable with the reason. Every file listed by ``catalog.loader.measurement_paths`` is
+read (data/measurements.csv, then data/measurements-*.csv: serving, engines, AMD).
+
+Conventions read from the columns:
+- throughput: "output tok/s (all GPUs)", "tok/s" and "output tok/s per GPU" are converted to
+  the deployment total; ``output_throughput_tok_s`` is the serving benchmark's output rate;
+- latency metrics ``ttft|tpot|itl|e2e[_ms][_mean|_median]`` are predicted (means; medians under
+  Poisson load from the model's median); ``_p90``/``_p99`` rows belong to the percentile check;
+- ``batch_or_concurrency``: "batch N" (static or single stream), "concurrency N" / "max
+  concurrency N" (closed loop: N clients, each sends its next request when the last finishes),
+  "request rate QPS=X" (Poisson at the REQUESTED rate X; the achieved rate is an output of the
+  benchmark and never an input), "max (offline ...)" (all requests queued at once);
+- empty isl/osl: read from the notes' token totals ("500 prompts: 249831 input / 252162
+  generated tokens"): the workload's mean lengths, a condition of the run.
 """
 
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass, field
 from functools import cache
 
-from advisor.catalog import get_accelerator, get_model
-from advisor.catalog.loader import DATA_DIR
+from advisor.catalog import get_accelerator, get_model, models
+from advisor.catalog.loader import measurement_paths, measurement_rows
 from advisor.catalog.specs import Accelerator
+from advisor.perf.profiles import engine_for_text
 from advisor.perf.replica import ReplicaConfig
 
-MEASUREMENTS_PATH = DATA_DIR / "measurements.csv"
+__all__ = ["Case", "Skipped", "cases", "load_rows", "measurement_paths", "parse_row", "source_key"]
 
+#: Published model name (lower case, organisation, "-Instruct"/"-Chat"/"-hf", precision and
+#: release-date suffixes removed) -> catalog id, where the key is not itself a catalog id. Same
+#: architecture under another name maps to it: Llama 3 70B is Llama 3.1 70B's layers (context
+#: length differs, unused here); DeepSeek-V3-0324/V3.1 are DeepSeek-V3's network (same
+#: config.json shapes, MLA + 256 experts); Llama 4's long names carry the expert count.
 MODEL_IDS = {
-    "Llama-2-7B": "llama-2-7b",
-    "Llama-2-13B": "llama-2-13b",
-    "Llama-2-70B": "llama-2-70b",
-    "Llama-3.1-8B": "llama-3.1-8b",
-    "Llama-3.1-70B": "llama-3.1-70b",
-    "Llama-3-70B": "llama-3.1-70b",  # same architecture as 3.1 (context differs, unused here)
-    "Llama-3.1-405B": "llama-3.1-405b",
-    "Mixtral-8x7B": "mixtral-8x7b",
-    "Mixtral-8x22B": "mixtral-8x22b",
-    "Falcon-180B": "falcon-180b",
-    "Llama-3.3-70B": "llama-3.3-70b",
-    "DeepSeek-R1": "deepseek-r1",
-    "Qwen3-235B-A22B": "qwen3-235b-a22b",
-    "Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",  # same config.json architecture
-    "gpt-oss-120b": "gpt-oss-120b",
-    "gpt-oss-20b": "gpt-oss-20b",
-    "Kimi-K2-Instruct": "kimi-k2",
-    "Llama-4-Scout-17B-16E-Instruct": "llama-4-scout",
-    "Llama-4-Maverick-17B-128E-Instruct": "llama-4-maverick",
+    "llama-2-7b": "llama-2-7b",
+    "llama-2-13b": "llama-2-13b",
+    "llama-2-70b": "llama-2-70b",
+    "llama-3-8b": "llama-3.1-8b",
+    "llama-3.1-8b": "llama-3.1-8b",
+    "llama-3-70b": "llama-3.1-70b",
+    "llama-3.1-70b": "llama-3.1-70b",
+    "llama-4-scout-17b-16e": "llama-4-scout",
+    "llama-4-maverick-17b-128e": "llama-4-maverick",
+    "qwen3-235b-a22b-thinking": "qwen3-235b-a22b",
+    "llama-3.1-405b": "llama-3.1-405b",
+    "llama-3.2-1b": "llama-3.2-1b",
+    "llama-3.2-3b": "llama-3.2-3b",
+    "mistral-7b": "mistral-7b",
+    "mistral-7b-v0.1": "mistral-7b",
+    "mistral-7b-v0.3": "mistral-7b",
+    "mixtral-8x7b": "mixtral-8x7b",
+    "mixtral-8x7b-v0.1": "mixtral-8x7b",
+    "mixtral-8x22b": "mixtral-8x22b",
+    "mixtral-8x22b-v0.1": "mixtral-8x22b",
+    "qwen2.5-72b": "qwen2.5-72b",
+    "gemma-2-27b": "gemma-2-27b",
+    "falcon-180b": "falcon-180b",
+    "deepseek-v3": "deepseek-v3",
+    "deepseek-v3-0324": "deepseek-v3",
+    "deepseek-v3.1": "deepseek-v3",
 }
-GPU_PREFIXES = (
-    ("H100-SXM", "h100-sxm"),
-    ("H200-SXM", "h200-sxm"),
-    ("A100-SXM4-80GB", "a100-sxm-80gb"),
-    ("B200", "b200"),
-    ("L40S", "l40s"),
-    ("MI300X", "mi300x"),
+#: Names that look like a catalog model but are not its architecture.
+MODEL_NOT_SAME = {
+    "deepseek-v3.2": "DeepSeek sparse attention (DSA), not DeepSeek-V3's dense MLA",
+    "deepseek-v3.2-exp": "DeepSeek sparse attention (DSA), not DeepSeek-V3's dense MLA",
+}
+#: Checkpoints published in one precision: the weights when the row does not say.
+NATIVE_WEIGHTS = {
+    "deepseek-v3": "fp8", "deepseek-r1": "fp8", "kimi-k2": "fp8",
+    "gpt-oss-20b": "mxfp4", "gpt-oss-120b": "mxfp4",
+}  # fmt: skip
+#: GPU name (upper case, vendor prefix removed) -> catalog id; first match wins, so the more
+#: specific patterns come first (H200 before H20, H100 NVL/PCIe before H100).
+GPU_PATTERNS = (
+    (r"^GB200", "gb200"),
+    (r"^B200", "b200"),
+    (r"^H200(?![- ]?NVL)", "h200-sxm"),
+    (r"^H100[- ]?NVL", "h100-nvl"),
+    (r"^H100[- ]?PCIE", "h100-pcie"),
+    (r"^H100", "h100-sxm"),  # H100-SXM-80GB, H100-80GB-HBM3 (nvidia-smi's name for the SXM5)
+    (r"^A100(?!.*(?:40GB|PCIE))", "a100-sxm-80gb"),
+    (r"^L40S", "l40s"),
+    (r"^L4\b", "l4"),
+    (r"^MI250X", "mi250x"),
+    (r"^MI300X", "mi300x"),
+    (r"^MI325X", "mi325x"),
+    (r"^MI350X", "mi350x"),
+    (r"^MI355X", "mi355x"),
+    (r"^GAUDI[- ]?3", "gaudi3"),
 )
 WEIGHTS = {
-    "FP8": ("fp8", 128),
-    "FP16": ("fp16", 128),
-    "BF16": ("bf16", 128),
-    "BF16 (presumed)": ("bf16", 128),
+    "fp8": ("fp8", 128),
+    "fp16": ("fp16", 128),
     "bf16": ("bf16", 128),
-    "bf16 (presumed)": ("bf16", 128),
-    "INT8 weight-only": ("int8", 128),
-    "INT4 weight-only g32": ("int4", 32),
+    "int8 weight-only": ("int8", 128),
+    "int4 weight-only g32": ("int4", 32),
+    "nvfp4": ("nvfp4", 16),
+    "mxfp4": ("mxfp4", 32),
+    "int4 weight-only": ("int4", 128),
+    "int4": ("int4", 128),
+    "awq": ("int4", 128),
+    "gptq": ("int4", 128),
 }
-KV = {"FP8": "fp8", "FP16": "fp16", "BF16": "bf16"}
+KV = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "fp8_e4m3": "fp8", "auto": ""}
 
-
-def engine_of(text: str) -> str:
-    """Engine profile for a row: TensorRT-LLM, vLLM, SGLang, or generic (PyTorch, gpt-fast)."""
-    t = text.lower()
-    if "tensorrt-llm" in t:
-        return "trtllm"
-    if "vllm" in t:
-        return "vllm"
-    if "sglang" in t:
-        return "sglang"
-    return "generic"
+_LATENCY = re.compile(r"^(ttft|tpot|itl|e2e|e2el)_(ms|s)(?:_(mean|median|avg|p\d+(?:\.\d+)?))?$")
+_THROUGHPUT = ("output_throughput_tok_s", "throughput_tok_s_total", "throughput_tok_s_per_gpu")
 
 
 @dataclass(frozen=True)
@@ -78,17 +117,22 @@ class Case:
     """One measurement the model can predict."""
 
     id: str
-    kind: str  # decode_b1 | ttft_b1 | offline | static | load_ttft | load_itl | conc_tpot | conc_tput | itl_fit_intercept | itl_fit_slope
+    #: decode_b1 | ttft_b1 | offline | static | load_ttft | load_itl | load_e2e | load_tput |
+    #: conc_ttft | conc_tpot | conc_e2e | conc_tput | static_e2e | itl_fit_intercept | itl_fit_slope
+    kind: str
     family: str  # metric family for the validation table
     config: ReplicaConfig
     isl: float
     osl: float
-    batch: float = 1.0  # static batch or fixed concurrency
-    qps: float = 0.0  # measured request rate for load rows
+    batch: float = 1.0  # static batch or fixed concurrency (per replica)
+    qps: float = 0.0  # REQUESTED request rate for load rows (per replica)
     measured: float = 0.0  # SI: seconds, tokens/s, s per context token
     unit: str = ""
     gpus: int = 1
     source: str = ""
+    statistic: str = "mean"  # mean | median (what the row reports)
+    replicas: int = 1  # data-parallel copies behind one endpoint (throughputs are their total)
+    requests: int = 0  # requests in the benchmark run (0: not stated)
     row: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
@@ -102,6 +146,71 @@ class Skipped:
 def _num(text: str) -> float | None:
     m = re.match(r"^\s*~?\s*([0-9][0-9,]*\.?[0-9]*(?:e[-+]?\d+)?)", text or "")
     return float(m.group(1).replace(",", "")) if m else None
+
+
+def source_key(source: str) -> str:
+    """The publication a row comes from: repository + path (revision and section dropped).
+
+    Leave-one-source-out groups rows by this key, so two revisions of one page are one source.
+
+    >>> source_key("github:NVIDIA/TensorRT-LLM docs/perf.md @138f96d (v0.6.1)")
+    'github:NVIDIA/TensorRT-LLM docs/perf.md'
+    >>> source_key("https://github.com/sgl-project/sglang/pull/2904#issue-1")
+    'github.com/sgl-project/sglang/pull/2904'
+    >>> source_key("https://www.amd.com/zh-cn/developer/perf.html (snapshot of May 2025)")
+    'amd.com/developer/perf.html'
+    >>> source_key("arXiv:2406.16858 abstract (EAGLE-2)")
+    'arXiv:2406.16858'
+    """
+    s = source.strip()
+    m = re.match(r"(github:\S+\s+[^\s@(,;]+)", s)
+    if m:
+        return m.group(1)
+    m = re.match(r"https?://(?:www\.)?([^\s#?,;()]+)", s)
+    if m:  # one page in several languages (amd.com/en/..., amd.com/zh-cn/...) is one source
+        return re.sub(r"^([^/]+)/[a-z]{2}(?:-[a-z]{2})?/", r"\1/", m.group(1).rstrip("/."))
+    return re.split(r"[\s,;(]", s, maxsplit=1)[0]
+
+
+def model_key(name: str) -> str:
+    """Published model name -> lookup key (lower case, no organisation/instruct/precision tag).
+
+    >>> model_key("meta-llama/Llama-3.3-70B-Instruct"), model_key("Meta-Llama-3.1-8B-Instruct-FP8")
+    ('llama-3.3-70b', 'llama-3.1-8b')
+    >>> model_key("deepseek-ai/DeepSeek-R1-0528"), model_key("Qwen3-235B-A22B-Instruct-2507")
+    ('deepseek-r1', 'qwen3-235b-a22b')
+    """
+    k = name.strip().lower().rsplit("/", 1)[-1].replace(" ", "-")
+    k = re.sub(r"^meta-(?=llama)", "", k)
+    prev = None
+    while prev != k:
+        prev = k
+        k = re.sub(
+            r"-(instruct|chat|hf|base|it|fp8|fp8-dynamic|fp16|bf16|awq|gptq|nvfp4|mxfp4|"
+            r"\d{4})$",
+            "",
+            k,
+        )
+    return k
+
+
+def model_id_for(name: str) -> str | None:
+    """Catalog id of a published model name (its key, or an alias in MODEL_IDS), or None."""
+    key = model_key(name)
+    return key if key in models() else MODEL_IDS.get(key)
+
+
+def _model_weights_hint(name: str) -> str | None:
+    n = name.lower()
+    if "nvfp4" in n:
+        return "nvfp4"
+    if "mxfp4" in n:
+        return "mxfp4"
+    if "fp8" in n:
+        return "fp8"
+    if "awq" in n or "gptq" in n:
+        return "int4"
+    return None
 
 
 def _gcd_of_mi250x() -> Accelerator:
@@ -120,19 +229,30 @@ def _gcd_of_mi250x() -> Accelerator:
     )
 
 
+def gpu_id(text: str) -> str | None:
+    """Catalog id of a published GPU name, or None.
+
+    >>> gpu_id("H100-80GB-HBM3"), gpu_id("H200"), gpu_id("H20"), gpu_id("AMD Instinct MI325X")
+    ('h100-sxm', 'h200-sxm', None, 'mi325x')
+    """
+    t = re.sub(r"^(NVIDIA|AMD)\s+(INSTINCT\s+)?", "", text.strip().upper())
+    for pat, gid in GPU_PATTERNS:
+        if re.search(pat, t):
+            return gid
+    return None
+
+
 def _gpu(text: str) -> Accelerator | None:
     if text.startswith("MI250X (one GCD)"):
         return _gcd_of_mi250x()
-    for prefix, gid in GPU_PREFIXES:
-        if text.startswith(prefix):
-            return get_accelerator(gid)
-    return None
+    gid = gpu_id(text)
+    return get_accelerator(gid) if gid else None
 
 
 @cache
 def load_rows() -> list[dict]:
-    with MEASUREMENTS_PATH.open(newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    """Every row of every measurement file (catalog.loader.measurement_paths)."""
+    return list(measurement_rows())
 
 
 def _throughput_total(row: dict, gpus: int) -> float | None:
@@ -140,8 +260,79 @@ def _throughput_total(row: dict, gpus: int) -> float | None:
     unit = row["unit"]
     if "per GPU" in unit:
         return value * gpus
-    if unit.startswith("output tok/s"):
+    if unit.startswith(("output tok/s", "tok/s")):
         return value
+    return None
+
+
+def _precision(row: dict, model_id: str) -> tuple[str, int] | str:
+    """(weights dtype, int4 group) or the reason the row's precision is not modelled."""
+    raw = row["precision_weights"].strip()
+    text = re.sub(r"\s*\(.*$", "", raw).strip().lower()  # "FP8 (native checkpoint)" -> "fp8"
+    if not text:
+        text = _model_weights_hint(row["model"]) or NATIVE_WEIGHTS.get(model_id, "bf16")
+    if text == "fp4":  # "FP4" without the format: the checkpoint's own (gpt-oss: MXFP4)
+        native = NATIVE_WEIGHTS.get(model_id, "")
+        text = native if native.endswith("fp4") else "nvfp4"
+    if text in ("float32", "fp32"):
+        return "weights precision fp32 not modelled in serving"
+    w = WEIGHTS.get(text)
+    if w is None:
+        return f"weights precision {raw!r} not modelled"
+    return w
+
+
+def _lengths(row: dict) -> tuple[float | None, float | None]:
+    """Input/output lengths: the columns, else the mean of the notes' token totals."""
+    isl, osl = _num(row["isl"]), _num(row["osl"])
+    if isl is not None and osl is not None:
+        return isl, osl
+    notes = row.get("notes", "")
+    m = re.search(r"(\d+) prompts?:\s*(\d+) input / (\d+) generated", notes)
+    if m:
+        n, i, o = (float(g) for g in m.groups())
+        return i / n, o / n
+    n = re.search(r"--num-prompts?\s+(\d+)", notes)
+    m = re.search(r"(\d+) input / (\d+) generated", notes)
+    if n and m:
+        return float(m.group(1)) / float(n.group(1)), float(m.group(2)) / float(n.group(1))
+    return isl, osl
+
+
+def _requests(row: dict) -> int:
+    """Requests in the run, from the condition or notes ("500 requests", "--num-prompts 200").
+
+    >>> _requests({"batch_or_concurrency": "", "notes": "Mean values over 500 requests"})
+    500
+    """
+    text = f"{row['batch_or_concurrency']} {row.get('notes', '')}"
+    m = re.search(r"--num-prompts?\s+(\d+)|(\d+) (?:requests|prompts)\b", text)
+    return int(m.group(1) or m.group(2)) if m else 0
+
+
+_SPECULATIVE = re.compile(r"--speculative|speculative[-_ ]algorithm|\bMTP\b|\bEAGLE\b", re.I)
+
+
+def _condition(bc: str) -> tuple[str, float] | None:
+    """("batch"|"conc"|"rate"|"offline"|"burst", value) from batch_or_concurrency.
+
+    >>> _condition("max concurrency 100"), _condition("request rate QPS=10 (vllm bench default)")
+    (('conc', 100.0), ('rate', 10.0))
+    >>> _condition("request rate QPS=32 (measured 16 req/s)"), _condition("batch 1")
+    (('rate', 32.0), ('batch', 1.0))
+    """
+    t = bc.strip().lower()
+    if t.startswith("max (") or t == "max" or t.startswith("max (offline"):
+        return ("offline", 0.0)
+    m = re.search(r"(?:max[- ]?)?concurrency\s*=?\s*(\d+)", t)
+    if m:
+        return ("conc", float(m.group(1)))
+    m = re.search(r"(?:qps|request rate)\s*=?\s*(inf|[0-9.]+)", t)
+    if m:
+        return ("burst", 0.0) if m.group(1) == "inf" else ("rate", float(m.group(1)))
+    m = re.match(r"(?:static )?batch (\d+)", t)
+    if m:
+        return ("batch", float(m.group(1)))
     return None
 
 
@@ -154,36 +345,66 @@ def parse_row(row: dict) -> Case | Skipped:
         return Skipped(
             rid, metric, "speculative decoding with no stated acceptance rate / catalog model"
         )
-    model_id = MODEL_IDS.get(row["model"])
+    lat = _LATENCY.match(metric)
+    stat = (lat.group(3) or "mean") if lat else "mean"
+    if lat and stat.startswith("p"):
+        return Skipped(rid, metric, "percentile: checked by the percentile model, not the mean")
+    key = model_key(row["model"])
+    if key in MODEL_NOT_SAME:
+        return Skipped(rid, metric, f"model {row['model']!r}: {MODEL_NOT_SAME[key]}")
+    model_id = model_id_for(row["model"])
     if model_id is None:
         return Skipped(rid, metric, f"model {row['model']!r} is not in the catalog")
     gpu = _gpu(row["gpu"])
     if gpu is None:
         return Skipped(rid, metric, f"accelerator {row['gpu']!r} is not in the catalog")
-    w = WEIGHTS.get(row["precision_weights"])
-    if w is None:
-        return Skipped(rid, metric, f"weights precision {row['precision_weights']!r} not modelled")
+    w = _precision(row, model_id)
+    if isinstance(w, str):
+        return Skipped(rid, metric, w)
     weights, group = w
-    kv = KV.get(row["precision_kv"], "fp16" if weights == "fp16" else "bf16")
+    kv = KV.get(re.sub(r"\s*\(.*$", "", row["precision_kv"]).strip().lower(), "")
+    kv = kv or ("fp16" if weights == "fp16" else "bf16")
+    if _SPECULATIVE.search(f"{row['engine']} {row.get('notes', '')}") and metric != (
+        "decode_tok_s_single_stream"
+    ):
+        return Skipped(rid, metric, "speculative decoding (EAGLE/MTP) in the server: not modelled")
+    notes = row.get("notes", "")
+    if "--enable-dp-attention" in notes:
+        return Skipped(rid, metric, "DP attention (--enable-dp-attention): attention data-parallel "
+                       "inside the TP group is not modelled")  # fmt: skip
+    if re.search(r"--disable-cuda-graph|--enforce-eager", notes):
+        return Skipped(rid, metric, "eager decode (CUDA graphs disabled): per-kernel launch "
+                       "overheads are not in the engine profiles")  # fmt: skip
     tp = int(_num(row["tp"]) or 1)
     pp = int(_num(row["pp"]) or 1)
-    engine = engine_of(row["engine"])
+    gpus_total = int(_num(row.get("num_gpus", "")) or tp * pp)
+    replicas = max(1, gpus_total // (tp * pp)) if gpus_total % (tp * pp) == 0 else 1
+    engine = engine_for_text(row["engine"])
     cfg = ReplicaConfig(
         model=get_model(model_id), gpu=gpu, tp=tp, pp=pp, weights=weights, kv=kv,
         engine=engine, int4_group_size=group,
+        ep=bool(re.search(r"--(ep|expert-parallel-size|enable-expert-parallel)\b",
+                          row.get("notes", ""))),
         # TensorRT-LLM benchmarks give the KV cache 90-95% of free memory (notes).
-        gpu_memory_utilization=0.95 if engine == "trtllm" else 0.90,
+        gpu_memory_utilization=0.95 if engine.startswith("trtllm") else 0.90,
     )  # fmt: skip
     gpus = tp * pp
     bc = row["batch_or_concurrency"]
-    isl, osl = _num(row["isl"]), _num(row["osl"])
-    base = dict(id=rid, config=cfg, gpus=gpus, source=row["source"], unit=row["unit"], row=row)
+    isl, osl = _lengths(row)
+    base = dict(
+        id=rid, config=cfg, gpus=gpus * replicas, source=row["source"], unit=row["unit"],
+        row=row, statistic="median" if stat == "median" else "mean", replicas=replicas,
+        requests=_requests(row),
+    )  # fmt: skip
 
     if metric in ("tpot_ms_fit_intercept", "tpot_ms_fit_slope_per_ctx_token"):
         kind = "itl_fit_intercept" if metric.endswith("intercept") else "itl_fit_slope"
         value = float(row["value"]) * 1e-3  # ms -> s (per context token for the slope)
         return Case(kind=kind, family="batch-1 decode", isl=0, osl=128, measured=value, **base)
     if isl is None:
+        if not row["isl"].strip():
+            return Skipped(rid, metric, "input length not stated (variable-length dataset, e.g. "
+                           "ShareGPT, without token totals)")  # fmt: skip
         return Skipped(rid, metric, f"input length {row['isl']!r} is not a number")
     if metric == "decode_tok_s_single_stream":
         if "speculate" in bc:
@@ -194,56 +415,56 @@ def parse_row(row: dict) -> Case | Skipped:
         )  # fmt: skip
     if osl is None:
         return Skipped(rid, metric, f"output length {row['osl']!r} is not a number")
-    if metric == "ttft_ms" and bc.startswith("batch 1"):
-        return Case(
-            kind="ttft_b1",
-            family="TTFT",
-            isl=isl,
-            osl=osl,
-            measured=float(row["value"]) * 1e-3,
-            **base,
+    cond = _condition(bc)
+    if cond is None:
+        return Skipped(rid, metric, f"condition {bc!r} for {metric} not modelled")
+    how, n = cond
+    if how == "burst":
+        return Skipped(
+            rid, metric, "burst of all requests at once (QPS=INF): transient, not a steady state"
         )
-    if bc.startswith("request rate"):
-        m = re.search(r"measured (\d+(?:\.\d+)?) req/s", bc)
-        if "QPS=INF" in bc or m is None:
-            return Skipped(
-                rid,
-                metric,
-                "burst of all requests at once (QPS=INF): transient, not a steady state",
-            )
-        qps = float(m.group(1))
-        if metric == "ttft_ms":
-            return Case(kind="load_ttft", family="TTFT/ITL under load", isl=isl, osl=osl, qps=qps,
-                        measured=float(row["value"]) * 1e-3, **base)  # fmt: skip
-        if metric in ("itl_ms", "tpot_ms"):
-            return Case(kind="load_itl", family="TTFT/ITL under load", isl=isl, osl=osl, qps=qps,
-                        measured=float(row["value"]) * 1e-3, **base)  # fmt: skip
-    m = re.match(r"concurrency (\d+)", bc)
-    if m:
-        conc = float(m.group(1))
-        if metric == "tpot_ms":
-            return Case(kind="conc_tpot", family="TTFT/ITL under load", isl=isl, osl=osl, batch=conc,
-                        measured=float(row["value"]) * 1e-3, **base)  # fmt: skip
-        if metric == "throughput_tok_s_total":
-            return Case(kind="conc_tput", family="offline throughput", isl=isl, osl=osl, batch=conc,
-                        measured=float(row["value"]), **base)  # fmt: skip
-    if metric.startswith("throughput_tok_s"):
-        total = _throughput_total(row, gpus)
-        if total is None:
-            return Skipped(rid, metric, f"throughput unit {row['unit']!r} not understood")
-        if bc.startswith("max"):
-            return Case(
-                kind="offline",
-                family="offline throughput",
-                isl=isl,
-                osl=osl,
-                measured=total,
-                **base,
-            )
-        m = re.search(r"batch (\d+)", bc)
-        if m:
-            return Case(kind="static", family="offline throughput", isl=isl, osl=osl,
-                        batch=float(m.group(1)), measured=total, **base)  # fmt: skip
+    what = lat.group(1).replace("e2el", "e2e") if lat else None
+    if what is None and metric not in _THROUGHPUT:
+        return Skipped(rid, metric, f"metric {metric!r} not modelled")
+    if what is None and "not stated" in row["unit"]:
+        return Skipped(rid, metric, "throughput convention (output vs input+output) not stated")
+    if what:
+        value = float(row["value"]) * (1e-3 if lat.group(2) == "ms" else 1.0)
+    else:
+        value = _throughput_total(row, gpus_total)
+    if value is None:
+        return Skipped(rid, metric, f"throughput unit {row['unit']!r} not understood")
+    if what == "itl":
+        what = "tpot"  # mean ITL over a request = its TPOT (token-weighted)
+    serving = "TTFT/ITL under load"
+    if how == "batch" or (how == "conc" and n == 1):
+        if n == 1 and what == "ttft":
+            return Case(kind="ttft_b1", family="TTFT", isl=isl, osl=osl, measured=value, **base)
+        if n == 1 and what == "tpot":
+            return Case(kind="tpot_b1", family="batch-1 decode", isl=isl, osl=osl,
+                        measured=value, **base)  # fmt: skip
+    if how == "rate":
+        per_replica = n / replicas
+        kinds = {"ttft": "load_ttft", "tpot": "load_itl", "e2e": "load_e2e", None: "load_tput"}
+        fam = "offline throughput" if what is None else serving
+        return Case(kind=kinds[what], family=fam, isl=isl, osl=osl, qps=per_replica,
+                    measured=value, **base)  # fmt: skip
+    if how == "conc":
+        per_replica = max(n / replicas, 1.0)
+        kinds = {"ttft": "conc_ttft", "tpot": "conc_tpot", "e2e": "conc_e2e", None: "conc_tput"}
+        fam = "offline throughput" if what is None else serving
+        return Case(kind=kinds[what], family=fam, isl=isl, osl=osl, batch=per_replica,
+                    measured=value, **base)  # fmt: skip
+    if what is None and how == "offline":
+        return Case(kind="offline", family="offline throughput", isl=isl, osl=osl,
+                    measured=value, **base)  # fmt: skip
+    if what is None and how == "batch":
+        return Case(kind="static", family="offline throughput", isl=isl, osl=osl,
+                    batch=n, measured=value, **base)  # fmt: skip
+    if what == "e2e" and how == "batch":  # one static batch run to completion (vLLM latency)
+        fam = "batch-1 decode" if n == 1 else "offline throughput"
+        return Case(kind="static_e2e", family=fam, isl=isl, osl=osl, batch=n, measured=value,
+                    **base)  # fmt: skip
     return Skipped(rid, metric, f"condition {bc!r} for {metric} not modelled")
 
 

@@ -121,3 +121,58 @@ def concurrency_throughput(
     tpot = concurrency_tpot(r, n, isl, osl)
     ttft = prefill(r, isl).total
     return n * osl / (ttft + (osl - 1.0) * tpot)
+
+
+def concurrency_ttft(
+    r: ReplicaArrays, n: np.ndarray, isl: np.ndarray, osl: np.ndarray
+) -> np.ndarray:
+    """Mean time to first token with ``n`` clients in a closed loop (``--max-concurrency n``).
+
+    TTFT = prefill(isl) + [n > 1] x step(n - 1) / 2 + W,
+    W = rho / (1 - rho) x (1 + 0) / 2 x p   (Kingman, Poisson arrivals, deterministic prefill p),
+    rho = lambda x p, lambda = (n - 1) / E2E0, E2E0 = prefill + (osl - 1) x TPOT(n):
+    the new request waits for the iteration in flight (half a step of the n - 1 others on
+    average), then for the prompts of other clients that arrived just before it. rho is capped
+    at 0.95: in a closed loop the prompt queue cannot grow without bound.
+    Source: Kingman (1961) via physics.queueing.kingman_mean_wait_s; closed-loop arrival rate
+    = clients / cycle time (interactive response-time law, Lazowska et al. 1984, ch. 3).
+    """
+    from advisor.physics.queueing import kingman_mean_wait_s
+
+    n = np.asarray(n, dtype=float)
+    isl = np.asarray(isl, dtype=float)
+    osl = np.asarray(osl, dtype=float)
+    first = prefill(r, isl).total
+    p = prefill_interruption_s(r, isl)
+    others = np.maximum(n - 1.0, 0.0)
+    residual = np.where(
+        others > 0, decode_step(r, np.maximum(others, 1.0), isl + osl / 2.0).total, 0.0
+    )
+    cycle = first + np.maximum(osl - 1.0, 0.0) * concurrency_tpot(r, n, isl, osl)
+    rho = np.minimum(others / cycle * p, 0.95)
+    return first + residual / 2.0 + kingman_mean_wait_s(rho, 1.0, 0.0, p)
+
+
+def overload_queue_wait_s(
+    requests: np.ndarray, offered_per_s: np.ndarray, capacity_per_s: np.ndarray
+) -> np.ndarray:
+    """Mean queueing delay of a finite benchmark run offered faster than the server can serve.
+
+    W = (N - 1) / 2 x (1 / mu - 1 / lambda)   for lambda > mu, else 0:
+    request i arrives at i / lambda and starts at i / mu (the server never idles once behind),
+    so it waits i (1/mu - 1/lambda); the mean over i = 0..N-1 is the formula. The backlog of a
+    run above capacity grows with its length, so the run length N (a condition of the benchmark)
+    is needed; a steady state does not exist. Source: deterministic fluid approximation of a
+    transient overloaded queue (Newell, Applications of Queueing Theory, 1982, ch. 2).
+
+    >>> round(float(overload_queue_wait_s(500, 16.0, 10.0)), 4)  # 249.5 x (0.1 - 0.0625) = 9.35625
+    9.3563
+    >>> float(overload_queue_wait_s(500, 8.0, 10.0))  # below capacity: no backlog
+    0.0
+    """
+    n = np.asarray(requests, dtype=float)
+    lam = np.asarray(offered_per_s, dtype=float)
+    mu = np.asarray(capacity_per_s, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        w = (n - 1.0) / 2.0 * (1.0 / mu - 1.0 / lam)
+    return np.where((lam > mu) & (n > 1), w, 0.0)

@@ -27,7 +27,53 @@ import yaml
 from advisor.catalog.loader import DATA_DIR
 
 CALIBRATION_PATH = DATA_DIR / "calibration.yaml"
-ENGINES = ("generic", "trtllm", "vllm", "sglang")
+#: Engine profile ids. ``vllm`` is the newest vLLM family (the V1 engine, default from vLLM 0.8.0
+#: on: vLLM v0.8.0 release notes); ``vllm-v0`` the V0 engine of earlier releases, whose scheduler
+#: and per-step CPU overheads differ (the V1 rewrite's motivation, vLLM blog 2025-01-27 "vLLM V1").
+#: ``trtllm`` is TensorRT-LLM's PyTorch backend (the default from 1.0; TensorRT-LLM 1.0 release
+#: notes), ``trtllm-trt`` the TensorRT-engine builds of the releases before.
+ENGINES = ("generic", "trtllm", "trtllm-trt", "vllm", "vllm-v0", "sglang")
+#: A profile without fitted constants of its own borrows these (and says so in its note).
+FALLBACK = {"vllm-v0": "vllm", "sglang": "vllm", "trtllm-trt": "trtllm"}
+#: First vLLM release whose default engine is V1.
+VLLM_V1_FROM = (0, 8)
+
+
+def engine_for_text(text: str) -> str:
+    """Engine profile id for an engine as a benchmark names it (version family for vLLM).
+
+    Unversioned, nightly or "latest" vLLM is the newest family, unless the row dates the run to
+    2024 or earlier (before vLLM 0.8.0, March 2025).
+
+    >>> [engine_for_text(t) for t in ("vLLM ~0.6", "vLLM v0.12.0", "vLLM (version not stated)")]
+    ['vllm-v0', 'vllm', 'vllm']
+    >>> engine_for_text("vLLM (ROCm; version not stated; Oct 2024)")
+    'vllm-v0'
+    >>> engine_for_text("TensorRT-LLM 0.17 (TRT engine)"), engine_for_text("SGLang 0.5.6")
+    ('trtllm-trt', 'sglang')
+    >>> engine_for_text("TensorRT-LLM 0.19 (trtllm-bench, PyTorch backend)")
+    'trtllm'
+    """
+    import re
+
+    t = text.lower()
+    if "tensorrt-llm" in t or "trt-llm" in t or "trtllm" in t:
+        m = re.search(r"(?:tensorrt|trt)-llm\D{0,5}?v?(\d+)\.(\d+)", t)
+        if "pytorch" not in t and m and (int(m.group(1)), int(m.group(2))) < (1, 0):
+            return "trtllm-trt"
+        return "trtllm"
+    if "sglang" in t:
+        return "sglang"
+    if "vllm" in t:
+        m = re.search(r"vllm\D{0,30}?v?(\d+)\.(\d+)", t)
+        if m and (int(m.group(1)), int(m.group(2))) < VLLM_V1_FROM:
+            return "vllm-v0"
+        year = re.search(r"\b(20\d\d)\b", t)
+        if m is None and year and int(year.group(1)) <= 2024:  # undated version, 2024 run
+            return "vllm-v0"
+        return "vllm"
+    return "generic"
+
 
 #: Prior compute efficiency per family = measured MAMF / dense spec (data/reference/hardware.yaml,
 #: measured_mamf_* rows from ml-engineering). fp8 priors likewise where measured.
@@ -78,6 +124,23 @@ class EngineProfile:
     #: KvCacheConfig.free_gpu_memory_fraction).
     kv_fraction_of_free: bool = False
     note: str = ""
+    #: Measurement rows that pinned the fitted constants, and how many of them were under load
+    #: (fixed concurrency or a request rate): 0 for defaults and borrowed profiles.
+    rows: int = 0
+    #: ... with more than one sequence in flight (static batches > 1, offline, serving load)
+    rows_batched: int = 0
+    #: ... under serving load: fixed concurrency or a request rate (arrivals while running)
+    rows_under_load: int = 0
+
+    @property
+    def calibrated_batched(self) -> bool:
+        """Fitted to at least 3 rows with more than one sequence in flight (not only batch 1)."""
+        return self.fitted and self.rows_batched >= 3
+
+    @property
+    def calibrated_under_load(self) -> bool:
+        """Fitted to at least 3 rows under serving load (fixed concurrency or request rate)."""
+        return self.fitted and self.rows_under_load >= 3
 
 
 #: Defaults before calibration: conservative middle values (overheads of a few ms per step are
@@ -87,8 +150,12 @@ _DEFAULT_ENGINE = {
                     efficiency=1.0, max_num_seqs=512, custom_allreduce=False),
     "trtllm": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3,
                    efficiency=1.0, max_num_seqs=2048, kv_fraction_of_free=True),
+    "trtllm-trt": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3,
+                       efficiency=1.0, max_num_seqs=2048, kv_fraction_of_free=True),
     "vllm": dict(step_overhead_s=2e-3, seq_overhead_s=3e-6, request_overhead_s=10e-3,
                  efficiency=0.95, max_num_seqs=256),
+    "vllm-v0": dict(step_overhead_s=3e-3, seq_overhead_s=5e-6, request_overhead_s=10e-3,
+                    efficiency=0.95, max_num_seqs=256),
     "sglang": dict(step_overhead_s=1.5e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3,
                    efficiency=0.97, max_num_seqs=1024),
 }  # fmt: skip
@@ -126,6 +193,7 @@ def reload() -> None:
     family_efficiency.cache_clear()
     engine_profile.cache_clear()
     attention_efficiency.cache_clear()
+    moe_efficiency.cache_clear()
 
 
 @cache
@@ -151,18 +219,45 @@ def family_efficiency(family: str) -> FamilyEfficiency:
 DEFAULT_ATTENTION_EFFICIENCY = 0.75
 
 
+#: Fused-MoE (grouped GEMM) kernels relative to dense GEMM/GEMV efficiency. They run many small,
+#: unevenly filled matrices (per-expert token counts), so they can reach a lower fraction of peak
+#: and bandwidth than one dense GEMM (Gale et al. 2023, MegaBlocks, MLSys: block-sparse MoE
+#: kernels below dense cuBLAS throughput). Fitted when MoE rows exist; 1.0 (no penalty) before.
+DEFAULT_MOE_EFFICIENCY = 1.0
+
+
+@cache
+def moe_efficiency() -> float:
+    """Fitted fraction of the dense GEMM efficiency the routed-expert kernels reach."""
+    fitted = (_calibration().get("global") or {}).get("moe_efficiency")
+    return float(fitted) if fitted is not None else DEFAULT_MOE_EFFICIENCY
+
+
 @cache
 def attention_efficiency() -> float:
     fitted = (_calibration().get("global") or {}).get("attention_efficiency")
     return float(fitted) if fitted is not None else DEFAULT_ATTENTION_EFFICIENCY
 
 
+def check_engine(engine: str) -> str:
+    """``engine`` if it is a profile id, else ValueError naming the allowed ids."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine {engine!r} is not a serving-engine profile; allowed: "
+                         f"{', '.join(ENGINES)}")  # fmt: skip
+    return engine
+
+
 @cache
 def engine_profile(engine: str) -> EngineProfile:
-    if engine not in ENGINES:
-        raise ValueError(f"engine {engine!r}; allowed: {', '.join(ENGINES)}")
+    """The engine's constants: fitted, else its fallback's fitted ones, else defaults."""
+    check_engine(engine)
     base = dict(_DEFAULT_ENGINE[engine])
-    fitted = (_calibration().get("engines") or {}).get(engine)
+    engines = _calibration().get("engines") or {}
+    fitted = engines.get(engine)
+    own = bool(fitted) and not str(fitted.get("note", "")).startswith("no rows")
+    if not fitted and FALLBACK.get(engine) in engines:
+        donor = FALLBACK[engine]
+        fitted = {**engines[donor], "note": f"no rows of its own: {donor}'s fitted constants"}
     if fitted:
         for k in (
             "step_overhead_s", "seq_overhead_s", "request_overhead_s", "efficiency",
@@ -171,4 +266,6 @@ def engine_profile(engine: str) -> EngineProfile:
             if k in fitted:
                 base[k] = float(fitted[k])
     note = (fitted or {}).get("note", "") if fitted else "defaults (not calibrated)"
-    return EngineProfile(name=engine, fitted=bool(fitted), note=note, **base)  # type: ignore[arg-type]
+    keys = ("rows", "rows_batched", "rows_under_load")
+    counts = {k: int(fitted.get(k, 0)) for k in keys} if own else {}
+    return EngineProfile(name=engine, fitted=own, note=note, **base, **counts)  # type: ignore[arg-type]

@@ -14,7 +14,12 @@ import numpy as np
 
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
 from advisor.perf.overlay import Overlay, overlay_for
-from advisor.perf.profiles import attention_efficiency, engine_profile, family_efficiency
+from advisor.perf.profiles import (
+    attention_efficiency,
+    engine_profile,
+    family_efficiency,
+    moe_efficiency,
+)
 from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -132,6 +137,7 @@ class ReplicaArrays:
     request_overhead_s: np.ndarray
     max_num_seqs: np.ndarray
     attn_eff: np.ndarray  # attention kernels' fraction of the GEMM efficiency (calibrated)
+    moe_eff: np.ndarray  # routed-expert (fused MoE) kernels' fraction of it (calibrated)
     gpus: np.ndarray  # TP x PP
 
     @property
@@ -248,7 +254,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
         max_num_seqs=eng.max_num_seqs,
-        attn_eff=attention_efficiency(), gpus=tp * pp,
+        attn_eff=attention_efficiency(), moe_eff=moe_efficiency(), gpus=tp * pp,
     )  # fmt: skip
 
 

@@ -233,13 +233,16 @@ def _stage_gpu_time(
         read_frac = np.where(r.ep, busiest_experts / per_gpu_experts, touched_frac)
     # Logits only for the sequences producing a token (decode batch, or one per prompt), not for
     # every prompt token: the lm_head multiplies ``logit_rows``, the layers every token.
+    expert_flops = 2.0 * r.expert_active_params * tokens * flop_imbalance
     linear_flops = (
-        2.0 * r.linear_active_params * tokens
-        + 2.0 * r.expert_active_params * tokens * flop_imbalance
-        + 2.0 * r.head_params * logit_rows
+        2.0 * r.linear_active_params * tokens + expert_flops + 2.0 * r.head_params * logit_rows
     )
     decode_attn_flops = attention_flops(r, decode_queries, context, r.attn_width)
-    weight_bytes = r.dense_weight_bytes + r.expert_weight_bytes * read_frac
+    expert_bytes = r.expert_weight_bytes * read_frac
+    weight_bytes = r.dense_weight_bytes + expert_bytes
+    # Fused-MoE kernels reach moe_eff of the dense GEMM rate (profiles.moe_efficiency): their
+    # FLOPs and bytes count 1 / moe_eff times.
+    slow = 1.0 / r.moe_eff - 1.0
     passes = 1.0 + tokens / DEQUANT_ROWS_PER_PASS
     dequant_elements = r.weight_elements - r.expert_weight_elements * (1.0 - read_frac)
     dequant = np.where(
@@ -250,7 +253,8 @@ def _stage_gpu_time(
         / (r.peak_flops_16 * VECTOR_TO_TENSOR_RATIO),
         0.0,
     )
-    gemm_c, gemm_m = linear_flops / r.peak_flops, weight_bytes / r.hbm_bw
+    gemm_c = (linear_flops + expert_flops * slow) / r.peak_flops
+    gemm_m = (weight_bytes + expert_bytes * slow) / r.hbm_bw
     gemm_mem_bound = gemm_m >= gemm_c + dequant
     compute = np.where(gemm_mem_bound, 0.0, gemm_c)
     memory = np.where(gemm_mem_bound, gemm_m, 0.0)

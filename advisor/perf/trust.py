@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from advisor.perf.measurements import cases, load_rows
+from advisor.perf.validate import FAILURE_ERROR_PCT
 
 #: Unit of ``measured``/``predicted`` per prediction kind (validate.predict_cases, SI).
 KIND_UNITS: dict[str, str] = {
@@ -20,10 +21,16 @@ KIND_UNITS: dict[str, str] = {
     "itl_fit_slope": "s per context token",
     "offline": "output tokens/s",
     "static": "output tokens/s",
+    "tpot_b1": "s",
+    "static_e2e": "s",
+    "conc_ttft": "s",
     "conc_tpot": "s",
+    "conc_e2e": "s",
     "conc_tput": "output tokens/s",
     "load_ttft": "s",
     "load_itl": "s",
+    "load_e2e": "s",
+    "load_tput": "output tokens/s",
     "allreduce_latency_us": "µs",
     "allgather_latency_us": "µs",
     "reducescatter_latency_us": "µs",
@@ -87,7 +94,8 @@ def filter_rows(
 
 
 def error_table(rows: Iterable[dict], families: Iterable[str]) -> list[dict]:
-    """Per family: rows, median and p90 absolute % error, signed median bias %, within ±10/25%.
+    """Per family: rows, median and p90 absolute % error, signed median bias %, failures
+    (predicted unstable, counted as a 100% error), within ±10/25%.
 
     >>> t = error_table([{"family": "TTFT", "error_pct": e} for e in (-10.0, 5.0, 20.0)], ["TTFT"])
     >>> t[0]["median |error| %"], t[0]["within ±10%"]
@@ -97,15 +105,18 @@ def error_table(rows: Iterable[dict], families: Iterable[str]) -> list[dict]:
     rows = list(rows)
     for fam in families:
         e = np.array([r["error_pct"] for r in rows if r["family"] == fam], dtype=float)
-        e = e[np.isfinite(e)]
         if e.size == 0:
             continue
+        failed = ~np.isfinite(e)
+        # A failure (predicted unstable: non-finite error) counts as a 100% error, never dropped.
+        e = np.where(np.isfinite(e), e, FAILURE_ERROR_PCT)
         a = np.abs(e)
         out.append({
             "family": fam, "rows": int(e.size),
             "median |error| %": round(float(np.median(a)), 1),
-            "p90 |error| %": round(float(np.percentile(a, 90)), 1),
+            "p90 |error| %": round(float(np.percentile(a, 90, method="higher")), 1),
             "bias %": round(float(np.median(e)), 1),
+            "failures": int(failed.sum()),
             "within ±10%": f"{int((a <= 10).sum())} / {e.size}",
             "within ±25%": f"{int((a <= 25).sum())} / {e.size}",
         })  # fmt: skip
@@ -116,7 +127,8 @@ def out_of_sample() -> dict | None:
     """The held-out error table written by ``bench/crossval.py --write`` (data/crossval.yaml).
 
     Rows: one per (held-out grouping, metric family) with rows, median and p90 |error| in %;
-    None when the file is absent or unreadable.
+    ``schemes``: grouping -> family -> stats, leave-one-source-out first. None when the file is
+    absent or unreadable.
     """
     import yaml
 
@@ -129,10 +141,11 @@ def out_of_sample() -> dict | None:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("held_out"), dict):
         return None
+    schemes = {g: f for g, f in doc["held_out"].items() if isinstance(f, dict)}
     rows = [
-        {"held out": f"one {group} at a time", "family": fam, **stats}
-        for group, fams in doc["held_out"].items()
+        {"held out": f"one {group.replace('_', ' ')} at a time", "family": fam, **stats}
+        for group, fams in schemes.items()
         for fam, stats in (fams or {}).items()
     ]
-    return {"rows": rows, "generated_on": doc.get("generated_on", ""),
+    return {"rows": rows, "schemes": schemes, "generated_on": str(doc.get("generated_on", "")),
             "generated_by": doc.get("generated_by", "")}  # fmt: skip

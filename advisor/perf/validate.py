@@ -9,14 +9,16 @@ reason.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.perf.measurements import Case, Skipped, cases, load_rows
+from advisor.perf.measurements import Case, Skipped, cases, gpu_id, load_rows
 from advisor.perf.predict import (
     concurrency_throughput,
     concurrency_tpot,
+    concurrency_ttft,
     offline_throughput,
     static_throughput,
 )
@@ -32,6 +34,20 @@ FAMILIES = (
 )
 
 
+#: Kinds whose value is output tokens/s of the whole deployment (replicas x one replica).
+THROUGHPUT_KINDS = ("offline", "static", "conc_tput", "load_tput")
+#: Prediction kind -> the coarse kind of crossval's loso_rows (and the intervals).
+COARSE_KIND = {
+    # decode_b1 is tokens/s (1 / TPOT); the ITL-vs-context slope is no headline quantity.
+    "decode_b1": "decode_b1", "tpot_b1": "tpot", "itl_fit_intercept": "tpot",
+    "itl_fit_slope": "itl_slope", "ttft_b1": "ttft", "load_ttft": "ttft", "conc_ttft": "ttft",
+    "load_itl": "tpot", "conc_tpot": "tpot", "load_e2e": "e2e", "conc_e2e": "e2e",
+    "static_e2e": "e2e",
+    "offline": "throughput", "static": "throughput", "conc_tput": "throughput",
+    "load_tput": "throughput",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Prediction:
     id: str
@@ -42,32 +58,49 @@ class Prediction:
     model: str
     measured: float
     predicted: float
+    accelerator_family: str = ""
+    source: str = ""
 
     @property
     def error(self) -> float:
-        """Signed relative error: predicted / measured - 1."""
+        """Signed relative error: predicted / measured - 1 (inf when nothing finite predicted)."""
+        if not np.isfinite(self.predicted) or self.predicted <= 0:
+            return float("inf")
         return self.predicted / self.measured - 1.0
 
 
-def service_for(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray):
-    """The queueing model's view of replicas: step(b) at the mean context, prefill, KV cap."""
-    from advisor.physics.queueing import ServiceModel
+#: Decode batches at which the queueing model's step time is tabulated (power-of-2 grid, as the
+#: recommendation search's: advisor/search/evaluate.GRID); linear in between.
+STEP_GRID = 2.0 ** np.arange(0, 13)
 
-    ctx = np.asarray(isl, dtype=float) + np.asarray(osl, dtype=float) / 2.0
+
+def service_for(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray):
+    """The queueing model's view of replicas: step(b) at the mean context, prefill, KV cap.
+
+    step(b) is tabulated on STEP_GRID and interpolated linearly (PiecewiseLinearStep), so the
+    running-batch fixed point is solved exactly per segment instead of by bisection.
+    """
+    from advisor.physics.queueing import PiecewiseLinearStep, ServiceModel
+
+    isl = np.asarray(isl, dtype=float)
+    osl = np.asarray(osl, dtype=float)
+    ctx = isl + osl / 2.0
     cap = np.maximum(np.minimum(max_running(r, isl + osl), r.max_num_seqs), 1.0)
     pre = prefill(r, isl).total
+    g = STEP_GRID.size
+    tiled = r.take(np.repeat(np.arange(r.n), g))
+    tab = decode_step(tiled, np.tile(STEP_GRID, r.n), np.repeat(ctx, g)).total.reshape(r.n, g)
     return ServiceModel(
         decode_step_base_s=0.0,
         decode_step_per_seq_s=0.0,
         prefill_s=pre,
         max_running=cap,
-        decode_step_fn=lambda b: decode_step(r, b, ctx).total,
+        decode_step_fn=PiecewiseLinearStep(STEP_GRID, tab),
     )
 
 
 def predict_cases(items: list[Case]) -> np.ndarray:
     """Predicted value (same unit as ``Case.measured``) for each case, vectorised by kind."""
-    from advisor.physics.queueing import latency_under_load
 
     out = np.full(len(items), np.nan)
     by_kind: dict[str, list[int]] = defaultdict(list)
@@ -81,6 +114,8 @@ def predict_cases(items: list[Case]) -> np.ndarray:
         batch = np.array([c.batch for c in sel], dtype=float)
         if kind == "decode_b1":
             val = 1.0 / decode_step(r, 1.0, isl + osl / 2.0).total
+        elif kind == "tpot_b1":
+            val = decode_step(r, 1.0, isl + osl / 2.0).total
         elif kind == "ttft_b1":
             val = prefill(r, isl).total
         elif kind == "itl_fit_intercept":
@@ -91,18 +126,67 @@ def predict_cases(items: list[Case]) -> np.ndarray:
             val = offline_throughput(r, isl, osl)
         elif kind == "static":
             val = static_throughput(r, batch, isl, osl)
+        elif kind == "static_e2e":  # the batch's whole run: output tokens / output tokens/s
+            val = batch * osl / static_throughput(r, batch, isl, osl)
         elif kind == "conc_tpot":
             val = concurrency_tpot(r, batch, isl, osl)
+        elif kind == "conc_ttft":
+            val = concurrency_ttft(r, batch, isl, osl)
+        elif kind == "conc_e2e":
+            tpot = concurrency_tpot(r, batch, isl, osl)
+            val = concurrency_ttft(r, batch, isl, osl) + np.maximum(osl - 1.0, 0.0) * tpot
         elif kind == "conc_tput":
             val = concurrency_throughput(r, batch, isl, osl)
-        elif kind in ("load_ttft", "load_itl"):
-            qps = np.array([c.qps for c in sel], dtype=float)
-            res = latency_under_load(service_for(r, isl, osl), qps, osl, isl_tokens=isl)
-            val = res.ttft.mean_s if kind == "load_ttft" else res.tpot.mean_s
+        elif kind in ("load_ttft", "load_itl", "load_e2e", "load_tput"):
+            val = _load_prediction(kind, sel, r, isl, osl)
         else:  # pragma: no cover - parse_row only emits the kinds above
             raise ValueError(f"unknown case kind {kind!r}")
+        if kind in THROUGHPUT_KINDS:
+            val = val * np.array([c.replicas for c in sel], dtype=float)
         out[idx] = val
     return out
+
+
+#: Offered rate, as a fraction of capacity, at which an overloaded finite run is evaluated: the
+#: running batch sits at its maximum, the backlog comes from overload_queue_wait_s.
+SATURATED_FRACTION = 0.98
+
+
+def _load_prediction(kind: str, sel: list[Case], r: ReplicaArrays, isl, osl) -> np.ndarray:
+    """Poisson load at the REQUESTED (offered) rate; the achieved rate is an output, never used.
+
+    Above the predicted capacity there is no steady state: a run of N stated requests is
+    predicted as the saturated server (rate just below capacity) plus the finite run's backlog
+    (overload_queue_wait_s) on the first token; with N unknown it is a failure (inf).
+    """
+    from advisor.perf.predict import overload_queue_wait_s
+    from advisor.physics.queueing import latency_under_load
+
+    qps = np.array([c.qps for c in sel], dtype=float)
+    sm = service_for(r, isl, osl)
+    res = latency_under_load(sm, qps, osl, isl_tokens=isl)
+    if kind == "load_tput":  # output tokens/s: offered load, or capacity once saturated
+        return np.minimum(qps, res.capacity_req_per_s) * osl
+    n_req = np.array([c.requests for c in sel], dtype=float)
+    over = ~res.stable & (n_req > 1) & np.isfinite(res.capacity_req_per_s)
+    if over.any():
+        sat = np.where(over, SATURATED_FRACTION * res.capacity_req_per_s, qps)
+        res_sat = latency_under_load(sm, sat, osl, isl_tokens=isl)
+        backlog = overload_queue_wait_s(n_req, qps, res.capacity_req_per_s)
+    median = np.array([c.statistic == "median" for c in sel])
+
+    def pick(st_now, st_sat, extra):
+        val = np.where(median, st_now.p50_s, st_now.mean_s)
+        if over.any():
+            sat_val = np.where(median, st_sat.p50_s, st_sat.mean_s) + extra
+            val = np.where(over, sat_val, val)
+        return np.where(res.stable | over, val, np.inf)
+
+    if kind == "load_ttft":
+        return pick(res.ttft, res_sat.ttft if over.any() else None, backlog if over.any() else 0)
+    if kind == "load_itl":
+        return pick(res.tpot, res_sat.tpot if over.any() else None, 0.0)
+    return pick(res.e2e, res_sat.e2e if over.any() else None, backlog if over.any() else 0)
 
 
 def predictions() -> tuple[list[Prediction], list[Skipped]]:
@@ -118,56 +202,100 @@ def predictions() -> tuple[list[Prediction], list[Skipped]]:
             model=c.config.model.id,
             measured=c.measured,
             predicted=float(p),
+            accelerator_family=c.config.gpu.family,
+            source=c.source,
         )  # fmt: skip
         for c, p in zip(items, pred, strict=True)
     ]
     return got, skipped
 
 
-def collective_predictions() -> tuple[list[Prediction], list[Skipped]]:
-    """All-reduce rows through the collectives model's own validation."""
-    from advisor.perf.collective_fit import validate_collectives
+def collective_predictions(
+    calibration: dict | None = None, ids: set[str] | None = None
+) -> tuple[list[Prediction], list[Skipped]]:
+    """All-reduce rows through the collectives model (its fitted CALIBRATION unless given);
+    ``ids`` restricts to those rows."""
+    from advisor.perf.collective_fit import load_collective_rows, validate_collectives
 
+    raw = {r["id"]: r for r in load_rows()}
+    rows = [r for r in load_collective_rows() if ids is None or r.row_id in ids]
     got, skipped = [], []
-    for item in validate_collectives():
+    for item in validate_collectives(rows, calibration=calibration):
         if item.predicted is None:
             skipped.append(Skipped(item.row_id, item.metric, item.reason or "not representable"))
             continue
+        src = raw.get(item.row_id, {})
+        gid = gpu_id(src.get("gpu", ""))
         got.append(
             Prediction(
-                id=item.row_id,
-                family="all-reduce",
-                kind=item.metric,
-                engine="nccl",
-                gpu="",
-                model="",
-                measured=float(item.measured),
+                id=item.row_id, family="all-reduce", kind=item.metric, engine="nccl",
+                gpu=gid or "", model="", measured=float(item.measured),
                 predicted=float(item.predicted),
-            )  # fmt: skip
-        )
+                accelerator_family=_family_of(gid), source=src.get("source", ""),
+            )
+        )  # fmt: skip
     return got, skipped
 
 
+def _family_of(gid: str | None) -> str:
+    from advisor.catalog import get_accelerator
+
+    return get_accelerator(gid).family if gid else ""
+
+
+#: |error| a failed prediction (unstable, or no finite value) counts as in every median and p90.
+FAILURE_ERROR_PCT = 100.0
+
+
+def error_stats(errors: Iterable[float]) -> dict[str, float]:
+    """Rows, median and p90 |error| %, signed median bias % of signed relative errors.
+
+    A non-finite error (the model called the deployment unstable, or predicted nothing) is a
+    failure: it counts as a FAILURE_ERROR_PCT (100%) |error|, an unusable answer, and is never
+    dropped; ``failures`` says how many.
+
+    >>> s = error_stats([0.1, -0.2, float("inf")])
+    >>> s["rows"], s["failures"], round(s["median_ape_pct"], 1), s["p90_ape_pct"]
+    (3, 1, 20.0, 100.0)
+    """
+    e = np.asarray(list(errors), dtype=float)
+    if e.size == 0:
+        return {"rows": 0, "failures": 0}
+    bad = ~np.isfinite(e)
+    signed = np.where(bad, FAILURE_ERROR_PCT / 100, e)
+    ape = np.abs(signed) * 100
+    return {
+        "rows": int(e.size),
+        "median_ape_pct": float(np.median(ape)),
+        "p90_ape_pct": float(np.percentile(ape, 90, method="higher")),
+        "bias_pct": float(np.median(signed) * 100),
+        "failures": int(bad.sum()),
+    }
+
+
+#: Cross-cutting slices the targets also name (<= 15% median |error|).
+SLICES = {
+    "vLLM/SGLang rows": lambda p: p.engine in ("vllm", "vllm-v0", "sglang"),
+    "AMD rows": lambda p: p.accelerator_family.startswith("cdna"),
+}
+
+
 def summarise(preds: list[Prediction]) -> dict[str, dict[str, float]]:
-    table: dict[str, dict[str, float]] = {}
-    for fam in FAMILIES:
-        errs = np.array([p.error for p in preds if p.family == fam and np.isfinite(p.predicted)])
-        bad = sum(1 for p in preds if p.family == fam and not np.isfinite(p.predicted))
-        if errs.size == 0:
-            table[fam] = {"rows": 0, "non_finite": bad}
-            continue
-        ape = np.abs(errs) * 100
-        table[fam] = {
-            "rows": int(errs.size),
-            "median_ape_pct": float(np.median(ape)),
-            "p90_ape_pct": float(np.percentile(ape, 90)),
-            "bias_pct": float(np.median(errs) * 100),
-            "non_finite": bad,
-        }
+    """Per metric family (FAMILIES), then per slice (SLICES): error_stats of its rows."""
+    table = {fam: error_stats(p.error for p in preds if p.family == fam) for fam in FAMILIES}
+    for name, keep in SLICES.items():
+        table[name] = error_stats(p.error for p in preds if keep(p))
     return table
 
 
 def validation_report() -> dict:
+    """In-sample validation: every usable row predicted with the constants fitted to all rows.
+
+    ``out_of_sample`` (data/crossval.yaml, written by bench/crossval.py) is the error on rows
+    the fit never saw; it is the figure to quote, this table is the in-sample one.
+    """
+    from advisor.perf.trust import out_of_sample
+
     preds, skipped = predictions()
     cpreds, cskipped = collective_predictions()
     allp = preds + cpreds
@@ -175,7 +303,24 @@ def validation_report() -> dict:
     skipped = [s for s in skipped if not s.reason.startswith("collective:")] + cskipped
     reasons = Counter(s.reason for s in skipped)
     return {
+        "sample": "in-sample: the constants were fitted to these rows",
         "families": summarise(allp),
+        "out_of_sample": out_of_sample(),
+        "failures": [
+            {
+                "id": p.id,
+                "family": p.family,
+                "kind": p.kind,
+                "engine": p.engine,
+                "gpu": p.gpu,
+                "model": p.model,
+                "reason": "predicted unstable (offered rate above capacity)"
+                if p.kind.startswith("load_")
+                else "no finite prediction",
+            }
+            for p in allp
+            if not np.isfinite(p.error)
+        ],  # fmt: skip
         "rows_total": len(load_rows()),
         "rows_used": len(allp),
         "rows_skipped": len(skipped),
@@ -187,6 +332,7 @@ def validation_report() -> dict:
                 "kind": p.kind,
                 "engine": p.engine,
                 "gpu": p.gpu,
+                "accelerator_family": p.accelerator_family,
                 "model": p.model,
                 "measured": p.measured,
                 "predicted": p.predicted,

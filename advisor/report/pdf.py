@@ -12,7 +12,6 @@ builds, with the tables, and lists the missing charts and how to enable them.
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import io
 import time
@@ -26,7 +25,7 @@ from fpdf.enums import XPos, YPos
 
 import advisor
 from advisor.catalog import accelerators, interconnects, models
-from advisor.catalog.loader import DATA_DIR
+from advisor.catalog.loader import measurement_rows
 from advisor.report import fonts, images
 from advisor.report.budget_pdf import budget_section, quality_section
 from advisor.report.client_profile_pdf import client_profile_section
@@ -215,9 +214,7 @@ def _validation() -> dict:
 
 @cache
 def _measurement_sources() -> dict[str, dict[str, str]]:
-    path = DATA_DIR / "measurements.csv"
-    with path.open(encoding="utf-8") as fh:
-        return {row["id"]: row for row in csv.DictReader(fh)}
+    return {row["id"]: row for row in measurement_rows()}
 
 
 def _calibration() -> dict:
@@ -1051,7 +1048,7 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
                          _fmt(r.get("p90_ape_pct")), _fmt(r.get("bias_pct"), "+.1f")))  # fmt: skip
         doc.table(rows, (58, 22, 34, 32, 32), align="RIGHT")
         doc.para(
-            f"{v['rows_used']} of {v['rows_total']} rows of data/measurements.csv predicted "
+            f"{v['rows_used']} of {v['rows_total']} rows of data/measurements*.csv predicted "
             f"({v['rows_skipped']} cannot be represented). Bias = median of predicted / measured − 1.",
             8.5,
         )

@@ -228,8 +228,15 @@ def _calibration_notes(sc: Scenario) -> list[str]:
                 "its efficiencies are priors (measured matmul FLOPS / HBM fraction), so expect "
                 "larger errors than the validation table shows"
             )
-    if not engine_profile(sc.options.engine).fitted:
+    eng = engine_profile(sc.options.engine)
+    if not eng.fitted:
         out.append(f"engine {sc.options.engine}: default overheads (no calibration rows)")
+    elif not eng.calibrated_under_load:
+        out.append(
+            f"engine {sc.options.engine}: not calibrated under serving load (fitted on "
+            f"{eng.rows} rows, {eng.rows_batched} batched, {eng.rows_under_load} at a fixed "
+            "concurrency or request rate): its serving overheads are extrapolated"
+        )
     return out
 
 
