@@ -2,7 +2,9 @@
 
 Layout: ``engagement(id, name)`` keeps clients apart; ``scenario(engagement_id, name, json,
 view_json, created, updated)`` holds each saved scenario, unique by name within its engagement.
-``json`` is exactly ``dump_scenario`` output and is read back through ``load_scenario`` (so an
+``client_profile(engagement_id, name, yaml, created)`` keeps the engagement's client calibration
+profiles (advisor/perf/client_profile.py), validated on the way in and out. ``json`` is exactly
+``dump_scenario`` output and is read back through ``load_scenario`` (so an
 older ``schema_version`` is upgraded or refused with a ScenarioError naming why); ``view_json`` is
 a small JSON object of display settings (e.g. TP/PP of the single-deployment pages). Nothing read
 from the database is ever unpickled or executed: JSON only.
@@ -53,6 +55,14 @@ CREATE TABLE IF NOT EXISTS scenario (
     view_json TEXT NOT NULL DEFAULT '{}',
     created TEXT NOT NULL,
     updated TEXT NOT NULL,
+    UNIQUE (engagement_id, name)
+);
+CREATE TABLE IF NOT EXISTS client_profile (
+    id INTEGER PRIMARY KEY,
+    engagement_id INTEGER NOT NULL REFERENCES engagement(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    yaml TEXT NOT NULL,
+    created TEXT NOT NULL,
     UNIQUE (engagement_id, name)
 );
 """
@@ -415,6 +425,55 @@ class Store:
             )
         return new
 
+    # -- client profiles ---------------------------------------------------------------------
+    def save_profile(self, engagement: str, yaml_text: str) -> str:
+        """Keep a client profile (validated; StoreError naming the field otherwise) under its
+        own name in ``engagement``; returns the name."""
+        from advisor.perf.client_profile import ProfileError, parse_profile
+
+        engagement = check_name(engagement, "engagement")
+        try:
+            name = check_name(parse_profile(yaml_text, "profile").name, "profile name")
+        except ProfileError as exc:
+            raise StoreError(str(exc)) from None
+        with self._write() as con:
+            eid = self._engagement_id(con, engagement, create=True)
+            con.execute(
+                "INSERT INTO client_profile (engagement_id, name, yaml, created) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (engagement_id, name) DO UPDATE SET yaml = excluded.yaml, "
+                "created = excluded.created",
+                (eid, name, yaml_text, _now()),
+            )
+        return name
+
+    def profiles(self, engagement: str) -> list[str]:
+        """Names of the engagement's client profiles, sorted."""
+        with self._read() as con:
+            rows = con.execute(
+                "SELECT p.name FROM client_profile p JOIN engagement e ON e.id = p.engagement_id "
+                "WHERE e.name = ? ORDER BY p.name COLLATE NOCASE",
+                (engagement,),
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def load_profile(self, engagement: str, name: str) -> str:
+        """A kept profile's YAML, validated again (a hand-edited database is refused)."""
+        from advisor.perf.client_profile import ProfileError, parse_profile
+
+        with self._read() as con:
+            row = con.execute(
+                "SELECT p.yaml FROM client_profile p JOIN engagement e ON e.id = p.engagement_id "
+                "WHERE e.name = ? AND p.name = ?",
+                (engagement, name),
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"no client profile named {name!r} in engagement {engagement!r}")
+        try:
+            parse_profile(row[0], name)
+        except ProfileError as exc:
+            raise StoreError(str(exc)) from None
+        return row[0]
+
     def export_all(self) -> dict[str, Any]:
         """Every engagement with its scenarios (as saved, JSON) and display settings: a backup
         that a person can read and that the Scenarios page's upload takes scenario by scenario."""
@@ -434,7 +493,16 @@ class Store:
             out.setdefault(eng, []).append({"name": name, "scenario": scenario,
                                             "view": view, "created": created,
                                             "updated": updated})  # fmt: skip
-        return {"exported": _now(), "store_version": STORE_VERSION, "engagements": out}
+        with self._read() as con:
+            kept = con.execute(
+                "SELECT e.name, p.name, p.yaml FROM client_profile p "
+                "JOIN engagement e ON e.id = p.engagement_id ORDER BY e.name, p.name"
+            ).fetchall()
+        profiles: dict[str, list] = {}
+        for eng, name, text in kept:
+            profiles.setdefault(eng, []).append({"name": name, "yaml": text})
+        return {"exported": _now(), "store_version": STORE_VERSION, "engagements": out,
+                "client_profiles": profiles}  # fmt: skip
 
     def check(self) -> str:
         """SQLite's integrity check: 'ok' or the problems found."""

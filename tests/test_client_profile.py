@@ -223,3 +223,19 @@ def test_narrowing_rule_by_hand():
     assert narrow([80.0, 125.0], 100.0, 0.5, 0.18232) == [83.33, 120.0]
     # Never widened: a floor above the original width keeps the original.
     assert narrow([95.0, 105.0], 100.0, 0.5, 0.3) == [95.0, 105.0]
+
+
+def test_profile_round_trips_through_the_store_and_its_export(profile, tmp_path):
+    from advisor.perf.client_profile import parse_profile
+    from advisor.store import Store, StoreError
+
+    st = Store(tmp_path / "s.sqlite3")
+    text = profile.read_text()
+    assert st.save_profile("Acme", text) == "acme-h100"
+    assert st.profiles("Acme") == ["acme-h100"] and st.profiles("Globex") == []
+    back = st.load_profile("Acme", "acme-h100")
+    assert parse_profile(back, "x").digest == parse_profile(text, "y").digest
+    exported = json.loads(json.dumps(st.export_all()))["client_profiles"]["Acme"]
+    assert exported == [{"name": "acme-h100", "yaml": text}]
+    with pytest.raises(StoreError, match="field 'digest'"):
+        st.save_profile("Acme", text.replace("mem_factor: 0.", "mem_factor: 1."))

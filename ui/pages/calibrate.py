@@ -8,8 +8,10 @@ from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, models
 from advisor.perf.client_profile import dump, fit_profile
 from advisor.perf.importers import BenchmarkFileError, Deployment, load_bytes
 from advisor.perf.profiles import ENGINES
+from advisor.store import DEFAULT_ENGAGEMENT, StoreError
 from ui.client_profile import KEY, NAME, SS, active_text, session_profile
 from ui.format import md_escape
+from ui.scenarios import ENGAGEMENT_KEY, open_store
 from ui.state import guarded
 
 MAX_UPLOADS = 20
@@ -121,6 +123,36 @@ def current_section() -> None:
     if c[1].button("Stop using this profile", key="calib.remove"):
         SS.pop(KEY, None)
         st.rerun()
+    store, why = open_store()
+    if store is None:
+        st.caption(f"Cannot keep it with the engagement: {md_escape(why)}")
+        return
+    engagement = SS.get(ENGAGEMENT_KEY) or DEFAULT_ENGAGEMENT
+    if st.button(f"Keep with engagement “{md_escape(engagement)}”", key="calib.keep"):
+        try:
+            name = store.save_profile(engagement, SS[KEY])
+            st.success(f"Kept profile {md_escape(name)} with engagement {md_escape(engagement)}.")
+        except StoreError as exc:
+            st.error(md_escape(str(exc)))
+
+
+def kept_section() -> None:
+    store, _why = open_store()
+    if store is None:
+        return
+    engagement = SS.get(ENGAGEMENT_KEY) or DEFAULT_ENGAGEMENT
+    names = store.profiles(engagement)
+    if not names:
+        return
+    st.subheader(f"Profiles kept with engagement “{md_escape(engagement)}”")
+    pick = st.selectbox("Profile", names, key="calib.kept")
+    if st.button("Use the kept profile", key="calib.use_kept"):
+        try:
+            SS[KEY] = store.load_profile(engagement, pick)
+            SS[NAME] = f"{pick}.yaml"
+            st.rerun()
+        except StoreError as exc:
+            st.error(md_escape(str(exc)))
 
 
 st.title("Calibrate to your cluster")
@@ -133,3 +165,4 @@ st.caption(
 guarded("Client profile", current_section)
 guarded("Fit", fit_section)
 guarded("Load", load_section)
+guarded("Kept profiles", kept_section)
