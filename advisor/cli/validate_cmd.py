@@ -7,6 +7,7 @@ import argparse
 import numpy as np
 
 from advisor.cli import add_json_flag
+from advisor.perf.percentiles import percentile_report, render_percentiles
 from advisor.perf.validate import validation_report
 
 
@@ -22,8 +23,11 @@ def run(args: argparse.Namespace) -> dict:
     from advisor.search.validation import queueing_validation
 
     rep["queueing_by_load"] = _by_load(queueing_validation())
+    rep["percentiles"] = percentile_report()
     if not args.rows and not args.json:
         rep.pop("rows")
+        rep["percentiles"].pop("rows")
+        rep["percentiles"].pop("tail_ratio_rows")
     return rep
 
 
@@ -85,4 +89,6 @@ def render(r: dict) -> str:
             f"  {name:<12} {st['rows']:>4} rows  median |err| {st['median_ape_pct']:5.1f}%  "
             f"p90 {st['p90_ape_pct']:5.1f}%"
         )
+    if "percentiles" in r:
+        lines += render_percentiles(r["percentiles"])
     return "\n".join(lines)

@@ -1,0 +1,441 @@
+"""The latency percentile model checked against published median / P90 / P99 serving rows.
+
+Every SLA decision uses a percentile of :func:`advisor.physics.queueing.latency_under_load`
+(TTFT / TPOT / E2E: two-moment gamma fits around the queueing means). Until this check it was
+compared only with the project's own simulator. Here every measurement row whose metric is a
+percentile (``ttft|tpot|itl|e2e`` with ``_median``, ``_p50``, ``_p90``, ``_p95``, ``_p99``) is
+read; its deployment goes through the same parser as every other row
+(:func:`advisor.perf.measurements.parse_row`), so a row is representable exactly when its model,
+GPU, precision and load condition are; the reason is counted otherwise.
+
+Prediction at the row's load, never at an output of the benchmark:
+
+* "max concurrency N" / "concurrency N": a closed loop of N clients (no think time), the
+  latency at the throughput X with X x E2E_mean(X) = N (:mod:`advisor.perf.closed_loop`, the
+  model ``recommend`` uses for concurrent users);
+* "request rate R": Poisson arrivals at the REQUESTED rate R (per replica).
+
+Lengths: the row's isl / osl (or the notes' token totals, read by the same parser). The
+spread of the lengths matters for the tails: ``sglang.bench_serving --dataset-name random``
+draws each length uniformly from [r L, L] (``--random-range-ratio r``, default 0), vLLM's
+``bench serve`` from [L (1 - r), L (1 + r)] (default 0: fixed); :func:`length_cv` reads this
+from the notes.
+
+ITL percentiles are compared with the model's TPOT percentiles: the model has no per-token
+gap distribution (a P99 ITL is a decode step stalled by another request's prefill; the P99
+of a request's mean gap is much smaller), so the ITL rows show how far that approximation is
+off rather than a calibrated prediction.
+
+Errors are signed (predicted / measured - 1) and absolute in %. A row predicted unstable
+(load above capacity) is a failure: listed with an infinite error, it counts as a 100 % error
+in every median (:func:`advisor.perf.validate.error_stats`), never dropped. Load levels
+use the predicted utilisation at the row's load: low < 0.3, medium < 0.7, high otherwise
+(and unstable). The tail shape, P99 / P50 predicted against measured for the same deployment,
+load and metric, is independent of the calibration of the mean.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.perf.closed_loop import closed_loop_load
+from advisor.perf.measurements import Case, Skipped, load_rows, parse_row, source_key
+from advisor.perf.replica import build_replicas
+from advisor.perf.validate import error_stats, service_for
+from advisor.physics.queueing import LoadResult, latency_under_load
+
+#: A percentile latency metric: (quantity, unit, statistic).
+PERCENTILE_METRIC = re.compile(r"^(ttft|tpot|itl|e2e|e2el)_(ms|s)_(median|p50|p90|p95|p99)$")
+QUANTILE_OF = {"median": 0.50, "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.99}
+LABEL_OF = {0.50: "P50", 0.90: "P90", 0.95: "P95", 0.99: "P99"}
+LEVELS = ("low", "medium", "high")
+METRICS = ("ttft", "tpot", "itl", "e2e")
+
+
+def uniform_length_cv(low_fraction: float, high_fraction: float) -> float:
+    """Coefficient of variation of a length drawn uniformly from [a L, b L].
+
+    cv = (b - a) / (sqrt(3) (a + b)) (uniform: mean (a + b) L / 2, sd (b - a) L / sqrt(12)).
+
+    Source: moments of the continuous uniform distribution.
+
+    Hand check: SGLang's default [0, L]: 1 / sqrt(3) = 0.57735; vLLM with ratio 0.5,
+    [0.5 L, 1.5 L]: 1 / (2 sqrt(3)) = 0.28868.
+
+    >>> round(uniform_length_cv(0.0, 1.0), 5), round(uniform_length_cv(0.5, 1.5), 5)
+    (0.57735, 0.28868)
+    """
+    if not 0.0 <= low_fraction <= high_fraction or high_fraction <= 0.0:
+        raise ValueError(
+            f"low_fraction={low_fraction!r}, high_fraction={high_fraction!r}: need "
+            "0 <= low <= high and high > 0"
+        )
+    return (high_fraction - low_fraction) / (math.sqrt(3.0) * (high_fraction + low_fraction))
+
+
+_RATIO = re.compile(r"(?:--random-range-ratio[ =]|random_range_ratio\"?:?\s*)([0-9.]+)")
+
+
+def length_cv(notes: str) -> float:
+    """Spread of the request lengths of a random-dataset benchmark, read from the row's notes.
+
+    SGLang's ``bench_serving`` samples [r L, L], vLLM's ``bench serve`` / ``benchmark_serving``
+    [L (1 - r), L (1 + r)]; r is ``--random-range-ratio`` (default 0 in both clients: SGLang's
+    lengths vary from 1 to L, vLLM's are fixed). Other datasets: 0 (the row carries no spread).
+
+    >>> length_cv("sglang.bench_serving --dataset-name random (no --random-range-ratio given)")
+    0.5773502691896258
+    >>> length_cv("vllm bench serve --dataset-name random --random-input-len 1024")
+    0.0
+    """
+    sglang = "bench_serving" in notes and "benchmark_serving" not in notes
+    if "random" not in notes:
+        return 0.0
+    m = _RATIO.search(notes)
+    ratio = float(m.group(1)) if m else 0.0
+    if sglang:
+        return uniform_length_cv(ratio, 1.0)
+    if ratio > 1.0:
+        return 0.0
+    return uniform_length_cv(1.0 - ratio, 1.0 + ratio)
+
+
+@dataclass(frozen=True)
+class PercentileCase:
+    """One percentile row the model can predict (SI: seconds)."""
+
+    id: str
+    source: str
+    metric: str  # ttft | tpot | itl | e2e
+    quantile: float  # 0.5, 0.9, 0.95 or 0.99
+    measured_s: float
+    case: Case  # the deployment, lengths and load (kind conc_* / ttft_b1 / tpot_b1 / load_*)
+    isl_cv: float
+    osl_cv: float
+
+    @property
+    def closed_loop(self) -> bool:
+        return not self.case.kind.startswith("load_")
+
+    @property
+    def load(self) -> float:
+        """Clients per replica (closed loop) or requested req/s per replica (Poisson)."""
+        return self.case.batch if self.closed_loop else self.case.qps
+
+
+_TOTALS = re.compile(r"(\d+) input / (\d+) output tokens over (\d+) completed requests")
+
+
+def _with_lengths(row: dict) -> dict:
+    """The row with empty isl / osl filled from a bench_serving JSON's totals in the notes.
+
+    "152612 input / 160347 output tokens over 300 completed requests": the workload's mean
+    lengths (a condition of the run, like the "N prompts: X input / Y generated" totals that
+    :func:`advisor.perf.measurements.parse_row` reads itself).
+
+    >>> _with_lengths({"isl": "", "osl": "", "notes": "8 input / 6 output tokens over 4 "
+    ...                "completed requests"})["isl"]
+    '2'
+    """
+    m = _TOTALS.search(row.get("notes", ""))
+    if (row.get("isl") or row.get("osl")) or not m:
+        return row
+    i, o, n = (int(g) for g in m.groups())
+    return dict(row, isl=f"{i / n:g}", osl=f"{o / n:g}")
+
+
+def percentile_case(row: dict) -> PercentileCase | Skipped | None:
+    """A measurement row as a percentile case, Skipped with the reason, or None (not a percentile).
+
+    The deployment is parsed by :func:`advisor.perf.measurements.parse_row` on the row read as
+    the median of the same quantity (so the percentile rows are representable exactly when the
+    median rows are), after :func:`_with_lengths`; ShareGPT workloads are not representable here
+    (the rows state the mean lengths, not their spread, which sets the tails).
+    """
+    m = PERCENTILE_METRIC.match(row.get("metric", ""))
+    if not m:
+        return None
+    what = "e2e" if m.group(1) == "e2el" else m.group(1)
+    parsed = parse_row(dict(_with_lengths(row), metric=f"{what}_ms_median"))
+    if isinstance(parsed, Skipped):
+        return Skipped(row["id"], row["metric"], parsed.reason)
+    try:
+        value = float(row["value"])
+    except ValueError:
+        return Skipped(row["id"], row["metric"], f"value {row['value']!r} is not a number")
+    if not value > 0:
+        return Skipped(row["id"], row["metric"], f"value {value!r} is not > 0")
+    notes = row.get("notes", "")
+    if re.search(r"dataset[-_ ]name\W+sharegpt|Dataset sharegpt", notes, re.I):
+        return Skipped(
+            row["id"], row["metric"],
+            "ShareGPT lengths: only their mean is stated, and their spread sets the percentiles",
+        )  # fmt: skip
+    cv = length_cv(notes)
+    return PercentileCase(
+        id=row["id"], source=row.get("source", ""), metric=what,
+        quantile=QUANTILE_OF[m.group(3)], measured_s=value * (1e-3 if m.group(2) == "ms" else 1.0),
+        case=parsed, isl_cv=cv, osl_cv=cv,
+    )  # fmt: skip
+
+
+def percentile_cases(rows: list[dict] | None = None) -> tuple[list[PercentileCase], list[Skipped]]:
+    """Every percentile row of the measurement files: (representable cases, skipped with reasons)."""
+    got: list[PercentileCase] = []
+    skipped: list[Skipped] = []
+    for row in load_rows() if rows is None else rows:
+        pc = percentile_case(row)
+        if isinstance(pc, PercentileCase):
+            got.append(pc)
+        elif pc is not None:
+            skipped.append(pc)
+    return got, skipped
+
+
+def utilisation_level(utilisation: float, stable: bool) -> str:
+    """Load level of a prediction: low (rho < 0.3), medium (< 0.7), high (else, or unstable).
+
+    >>> utilisation_level(0.1, True), utilisation_level(0.5, True), utilisation_level(0.2, False)
+    ('low', 'medium', 'high')
+    """
+    if not stable or utilisation >= 0.7:
+        return "high"
+    return "low" if utilisation < 0.3 else "medium"
+
+
+def _deployment(c: Case) -> tuple:
+    g = c.config
+    return (g.model.id, g.gpu.id, g.tp, g.pp, g.weights, g.kv, g.engine, g.ep,
+            g.gpu_memory_utilization, g.int4_group_size, c.replicas)  # fmt: skip
+
+
+def _load_results(items: list[PercentileCase]) -> list[tuple[LoadResult, int]]:
+    """The queueing model at each case's load, vectorised: (LoadResult, candidate index) per case.
+
+    One candidate per distinct (deployment, lengths, load); closed loops solved together
+    (:func:`advisor.perf.closed_loop.closed_loop_load`), Poisson rows in one call.
+    """
+    keys = [
+        (_deployment(pc.case), pc.case.isl, pc.case.osl, pc.isl_cv, pc.closed_loop, pc.load)
+        for pc in items
+    ]
+    first: dict[tuple, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(k, i)
+    out: dict[tuple, tuple[LoadResult, int]] = {}
+    for closed in (True, False):
+        uniq = [k for k in first if k[4] == closed]
+        if not uniq:
+            continue
+        sel = [items[first[k]] for k in uniq]
+        r = build_replicas([pc.case.config for pc in sel])
+        isl = np.array([pc.case.isl for pc in sel], dtype=float)
+        osl = np.array([pc.case.osl for pc in sel], dtype=float)
+        cv = np.array([pc.isl_cv for pc in sel], dtype=float)
+        load = np.array([pc.load for pc in sel], dtype=float)
+        kw = dict(isl_tokens=isl, isl_cv=cv, osl_cv=cv)
+        sm = service_for(r, isl, osl)
+        if closed:
+
+            def subset(_sm, rows, r=r, isl=isl, osl=osl):
+                return service_for(r.take(rows), isl[rows], osl[rows])
+
+            res = closed_loop_load(sm, load, osl, kw, subset=subset)[0]
+        else:
+            res = latency_under_load(sm, load, osl, **kw)
+        out.update({k: (res, j) for j, k in enumerate(uniq)})
+    return [out[k] for k in keys]
+
+
+@dataclass(frozen=True)
+class PercentilePrediction:
+    """Measured against predicted for one percentile row (predicted inf when unstable)."""
+
+    pc: PercentileCase
+    predicted_s: float
+    utilisation: float
+    stable: bool
+
+    @property
+    def level(self) -> str:
+        return utilisation_level(self.utilisation, self.stable)
+
+    @property
+    def error(self) -> float:
+        """Signed relative error predicted / measured - 1 (inf when predicted unstable)."""
+        return self.predicted_s / self.pc.measured_s - 1.0
+
+
+def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePrediction]:
+    """The model's percentile for each case at the case's load (inf where predicted unstable)."""
+    out = []
+    for pc, (res, j) in zip(items, _load_results(items), strict=True):
+        stats = {"ttft": res.ttft, "tpot": res.tpot, "itl": res.tpot, "e2e": res.e2e}[pc.metric]
+        stable = bool(res.stable[j])
+        pred = float(stats.quantile_s(pc.quantile)[j]) if stable else math.inf
+        out.append(PercentilePrediction(pc, pred, float(res.utilisation[j]), stable))
+    return out
+
+
+#: The metrics an SLA is stated in (scenario.SLA): the headline table pools these.
+SLA_METRICS = ("ttft", "tpot", "e2e")
+
+
+def summarise_percentiles(preds: list[PercentilePrediction]) -> dict[str, dict[str, dict]]:
+    """Error tables: ``headline`` per percentile and load level ("P99 high") pooled over the SLA
+    metrics (TTFT, TPOT, E2E); ``by_metric`` per metric, percentile and level ("TTFT P99 high"),
+    ITL included (compared with the model's TPOT; no SLA is stated in ITL).
+
+    Every prediction counts (an unstable one as a failure, 100 % |error|).
+    """
+    head: dict[str, list[float]] = {}
+    per: dict[str, list[float]] = {}
+    order = sorted(
+        preds, key=lambda p: (METRICS.index(p.pc.metric), p.pc.quantile, LEVELS.index(p.level))
+    )
+    for p in sorted(order, key=lambda p: (p.pc.quantile, LEVELS.index(p.level))):
+        if p.pc.metric in SLA_METRICS:
+            head.setdefault(f"{LABEL_OF[p.pc.quantile]} {p.level}", []).append(p.error)
+    for p in order:
+        key = f"{p.pc.metric.upper()} {LABEL_OF[p.pc.quantile]} {p.level}"
+        per.setdefault(key, []).append(p.error)
+    return {
+        "headline": {k: error_stats(v) for k, v in head.items()},
+        "by_metric": {k: error_stats(v) for k, v in per.items()},
+    }
+
+
+def tail_ratios(preds: list[PercentilePrediction]) -> list[dict]:
+    """P99 / P50, predicted and measured, for each (source, deployment, load, metric) with both.
+
+    The ratio's error (predicted ratio / measured ratio - 1) does not depend on how well the
+    mean is calibrated: it checks the shape of the tail.
+    """
+    by: dict[tuple, dict[float, PercentilePrediction]] = {}
+    for p in preds:
+        c = p.pc.case
+        key = (source_key(p.pc.source), _deployment(c), c.isl, c.osl, p.pc.closed_loop,
+               p.pc.load, p.pc.metric)  # fmt: skip
+        by.setdefault(key, {})[p.pc.quantile] = p
+    out = []
+    for key, qs in by.items():
+        if 0.5 not in qs or 0.99 not in qs:
+            continue
+        lo, hi = qs[0.5], qs[0.99]
+        meas = hi.pc.measured_s / lo.pc.measured_s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pred = hi.predicted_s / lo.predicted_s if math.isfinite(lo.predicted_s) else math.inf
+        out.append(
+            {
+                "ids": f"{lo.pc.id}/{hi.pc.id}", "metric": key[-1], "level": hi.level,
+                "gpu": key[1][1], "load": ("N=" if key[4] else "R=") + f"{key[5]:g}",
+                "measured_ratio": meas, "predicted_ratio": pred,
+                "error": pred / meas - 1.0 if math.isfinite(pred) else math.inf,
+            }
+        )  # fmt: skip
+    return out
+
+
+def _reason_key(reason: str) -> str:
+    """Reasons grouped for counting: a load condition without its numbers and metric.
+
+    >>> _reason_key("condition 'max (all 800 prompts at once)' for ttft_ms_median not modelled")
+    "condition 'max (all N prompts at once)' not modelled"
+    """
+    if reason.startswith("condition "):
+        return re.sub(r"\d+", "N", reason.split(" for ")[0]) + " not modelled"
+    return reason
+
+
+def percentile_report(rows: list[dict] | None = None) -> dict:
+    """The percentile check: counts, errors per percentile and load level, tail ratios, rows."""
+    items, skipped = percentile_cases(rows)
+    preds = predict_percentiles(items)
+    ratios = tail_ratios(preds)
+    by_metric: dict[str, list[float]] = {}
+    for t in ratios:
+        by_metric.setdefault(t["metric"].upper(), []).append(t["error"])
+    return {
+        "rows_total": len(items) + len(skipped),
+        "rows_used": len(preds),
+        "rows_skipped": len(skipped),
+        "skipped_reasons": dict(Counter(_reason_key(s.reason) for s in skipped).most_common()),
+        "by_percentile": summarise_percentiles(preds),
+        "tail_ratio": {k: error_stats(v) for k, v in sorted(by_metric.items())},
+        "tail_ratio_rows": ratios,
+        "failures": [
+            {
+                "id": p.pc.id,
+                "metric": p.pc.metric,
+                "gpu": p.pc.case.config.gpu.id,
+                "reason": "predicted unstable (load above capacity)",
+            }
+            for p in preds
+            if not p.stable
+        ],  # fmt: skip
+        "rows": [
+            {
+                "id": p.pc.id,
+                "metric": p.pc.metric,
+                "percentile": LABEL_OF[p.pc.quantile],
+                "gpu": p.pc.case.config.gpu.id,
+                "model": p.pc.case.config.model.id,
+                "engine": p.pc.case.config.engine,
+                "load": ("concurrency " if p.pc.closed_loop else "rate ") + f"{p.pc.load:g}",
+                "isl": p.pc.case.isl,
+                "osl": p.pc.case.osl,
+                "length_cv": p.pc.isl_cv,
+                "level": p.level,
+                "utilisation": p.utilisation,
+                "measured_ms": p.pc.measured_s * 1e3,
+                "predicted_ms": p.predicted_s * 1e3,
+                "error_pct": p.error * 100.0,
+            }
+            for p in preds
+        ],  # fmt: skip
+    }
+
+
+def render_percentiles(rep: dict) -> list[str]:
+    """Text lines of the percentile section (``advisor validate`` and bench/percentiles.py)."""
+    lines = [
+        "PERCENTILES (published median/P90/P99 TTFT, TPOT, ITL, E2E vs the queueing model's "
+        "percentiles at the row's load; ITL compared with TPOT):",
+        f"  rows: {rep['rows_total']} percentile rows, {rep['rows_used']} predicted, "
+        f"{rep['rows_skipped']} not representable",
+        "  The engine constants were fitted to rows that include these runs' medians: P50/P99",
+        "  errors are in sample for the mean; the P99/P50 ratio (tail shape) does not depend on",
+        "  that fit.",
+        f"  {'group':<18} {'rows':>5} {'median |err|':>13} {'p90 |err|':>10} {'bias':>8} "
+        f"{'failures':>9}",
+    ]
+    for title, table in (
+        ("SLA metrics (TTFT, TPOT, E2E) pooled:", rep["by_percentile"]["headline"]),
+        ("per metric (ITL against the model's TPOT: no ITL distribution is modelled):",
+         rep["by_percentile"]["by_metric"]),
+    ):  # fmt: skip
+        lines.append(f"  {title}")
+        for name, s in table.items():
+            lines.append(
+                f"  {name:<18} {s['rows']:>5} {s['median_ape_pct']:>12.1f}% "
+                f"{s['p90_ape_pct']:>9.1f}% {s['bias_pct']:>+7.1f}% {s['failures']:>9}"
+            )
+    lines.append("  tail shape P99/P50, predicted ratio vs measured ratio:")
+    for name, s in rep["tail_ratio"].items():
+        lines.append(
+            f"  {name + ' ratio':<18} {s['rows']:>5} {s['median_ape_pct']:>12.1f}% "
+            f"{s['p90_ape_pct']:>9.1f}% {s['bias_pct']:>+7.1f}% {s['failures']:>9}"
+        )
+    if rep["failures"]:
+        lines.append(
+            f"  predicted unstable (failures, counted as 100 % error): {len(rep['failures'])}"
+        )
+        lines += [f"    {f['id']} {f['metric']} {f['gpu']}" for f in rep["failures"]]
+    lines.append("  not representable:")
+    lines += [f"    {n:>3}  {reason}" for reason, n in rep["skipped_reasons"].items()]
+    return lines

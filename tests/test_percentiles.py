@@ -1,0 +1,92 @@
+"""The percentile check (advisor/perf/percentiles.py) against published median/P99 rows.
+
+Expected values are copied from the measurement files (row ids named) or derived by hand from
+the rows' notes (token totals / number of prompts; SGLang's random lengths uniform on [1, L]).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from advisor.perf.measurements import Skipped, load_rows
+from advisor.perf.percentiles import (
+    PercentileCase,
+    percentile_case,
+    percentile_report,
+)
+
+
+def _row(rid: str) -> dict:
+    return next(r for r in load_rows() if r["id"] == rid)
+
+
+def test_closed_loop_row_parsed_at_its_concurrency():
+    # E0051: DeepSeek-R1 on 8 x B200, SGLang, max concurrency 1, "ttft_ms_p99" = 214.66 ms;
+    # notes: 10 prompts, 6101 input / 4210 generated tokens, random lengths with no range ratio.
+    pc = percentile_case(_row("E0051"))
+    assert isinstance(pc, PercentileCase)
+    assert (pc.metric, pc.quantile) == ("ttft", 0.99)
+    assert pc.measured_s == pytest.approx(0.21466)
+    assert pc.closed_loop and pc.load == 1.0
+    assert pc.case.config.model.id == "deepseek-r1" and pc.case.config.gpu.id == "b200"
+    assert (pc.case.isl, pc.case.osl) == pytest.approx((610.1, 421.0))
+    assert pc.isl_cv == pytest.approx(1 / math.sqrt(3))  # uniform on [1, 1000]
+
+
+def test_amd_row_and_poisson_row():
+    # A0053: DeepSeek-V3.1 on 8 x MI300X, max concurrency 64, "tpot_ms_p99" = 157.84 ms.
+    pc = percentile_case(_row("A0053"))
+    assert isinstance(pc, PercentileCase)
+    assert (pc.metric, pc.quantile, pc.load) == ("tpot", 0.99, 64.0)
+    assert pc.measured_s == pytest.approx(0.15784)
+    assert pc.case.config.gpu.id == "mi300x"
+    # E0461: Llama-3.1-405B on 8 x H200, "request rate 1 req/s (Poisson), 300 prompts", median
+    # TTFT 218.808 ms; predicted at the REQUESTED rate (the achieved one is an output).
+    pc = percentile_case(_row("E0461"))
+    assert isinstance(pc, PercentileCase)
+    assert (pc.metric, pc.quantile) == ("ttft", 0.5)
+    assert not pc.closed_loop and pc.load == 1.0
+    assert pc.measured_s == pytest.approx(0.21880842198152095)
+    assert pc.case.config.model.id == "llama-3.1-405b" and pc.case.config.tp == 8
+
+
+def test_lengths_from_a_bench_serving_json_total():
+    # E0409: Llama-3.3-70B on 4 x H200, Poisson 1 req/s, median TTFT 85.745 ms; isl/osl empty,
+    # notes: "152612 input / 160347 output tokens over 300 completed requests", random lengths
+    # with random_range_ratio 0.0 (SGLang: uniform on [1, 1024]).
+    pc = percentile_case(_row("E0409"))
+    assert isinstance(pc, PercentileCase)
+    assert (pc.case.isl, pc.case.osl) == pytest.approx((152612 / 300, 160347 / 300))
+    assert pc.measured_s == pytest.approx(0.08574514742940664, rel=1e-3)
+    assert pc.isl_cv == pytest.approx(1 / math.sqrt(3)) and pc.load == 1.0
+
+
+def test_unrepresentable_rows_say_why_and_other_metrics_are_not_percentiles():
+    s = percentile_case(_row("S0027"))  # MiniMax-M2.5 P99 TTFT: model not in the catalog
+    assert isinstance(s, Skipped) and "MiniMax-M2.5" in s.reason
+    assert percentile_case(_row("S0001")) is None  # output throughput: not a percentile
+
+
+@pytest.fixture(scope="module")
+def report():
+    # E0051, A0053 and E0461 as published; E0461 again at 1000 req/s, far above the capacity
+    # of 8 x H200 for ~510/530-token requests of a 405B model: predicted unstable, it must
+    # still be counted (as a failure).
+    rows = [_row("E0051"), _row("A0053"), _row("E0461"), _row("S0027")]
+    rows.append(dict(_row("E0461"), id="X0001", batch_or_concurrency="request rate 1000 req/s"))
+    return percentile_report(rows)
+
+
+def test_summary_counts_every_representable_row(report):
+    assert (report["rows_total"], report["rows_used"], report["rows_skipped"]) == (5, 4, 1)
+    tables = report["by_percentile"]
+    assert sum(v["rows"] for v in tables["by_metric"].values()) == 4  # no row dropped
+    assert sum(v["rows"] for v in tables["headline"].values()) == 4  # all TTFT / TPOT
+    assert [f["id"] for f in report["failures"]] == ["X0001"]
+    high = tables["headline"]["P50 high"]
+    # counted as a 100 % error (validate.error_stats), listed with an infinite one
+    assert high["rows"] == 1 and high["failures"] == 1 and high["median_ape_pct"] == 100.0
+    row = next(r for r in report["rows"] if r["id"] == "X0001")
+    assert row["level"] == "high" and row["error_pct"] == math.inf
