@@ -239,3 +239,35 @@ def test_profile_round_trips_through_the_store_and_its_export(profile, tmp_path)
     assert exported == [{"name": "acme-h100", "yaml": text}]
     with pytest.raises(StoreError, match="field 'digest'"):
         st.save_profile("Acme", text.replace("mem_factor: 0.", "mem_factor: 1."))
+
+
+def test_two_points_of_a_published_sweep_predict_the_rest_better():
+    """TensorRT-LLM 0.19 perf-overview, Llama-3.1-8B FP8 on one H100 (rows E0650..E0670 of
+    data/measurements-engines-2026.csv): fitted on the sweep's two ends, the other rows are
+    predicted better than by the shipped calibration (which saw all of them)."""
+    import numpy as np
+
+    from advisor.perf.client_profile import ProfileDoc, _predict, fit_profile
+    from advisor.perf.importers import Deployment, Imported
+    from advisor.perf.measurements import cases
+
+    items, _ = cases()
+    first = {c.id: c for c in items}["E0650"]
+    key = (first.source, first.config.gpu.id, first.config.engine, first.config.model.id,
+           first.config.tp, first.config.weights, first.kind)  # fmt: skip
+    sweep = sorted(
+        (c for c in items if (c.source, c.config.gpu.id, c.config.engine, c.config.model.id,
+                              c.config.tp, c.config.weights, c.kind) == key),
+        key=lambda c: (c.batch, c.qps, c.isl, c.osl),
+    )  # fmt: skip
+    assert len(sweep) >= 5
+    train, rest = [sweep[0], sweep[-1]], sweep[1:-1]
+    dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, first.config.weights, first.config.kv,
+                     first.config.engine)  # fmt: skip
+    fit = fit_profile([Imported("sweep", "measurements.csv", "0" * 64, cases=train)], dep, "s")
+    ov = ProfileDoc.model_validate(fit.doc).overlay()
+    meas = np.array([c.measured for c in rest])
+    before = float(np.median(np.abs(_predict(rest, dep.gpu, dep.engine, None) / meas - 1))) * 100
+    after = float(np.median(np.abs(_predict(rest, dep.gpu, dep.engine, ov) / meas - 1))) * 100
+    print(f"{len(rest)} held-out rows: median error {before:.1f}% shipped, {after:.1f}% profile")
+    assert after < before

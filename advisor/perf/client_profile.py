@@ -46,14 +46,14 @@ from typing import Annotated, Literal
 
 import numpy as np
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from advisor.catalog import get_accelerator
 from advisor.catalog.files import FileReadError, object_depth, read_bounded
 from advisor.perf.importers import Deployment, Imported
 from advisor.perf.measurements import Case
 from advisor.perf.overlay import Overlay, active, set_global
-from advisor.perf.profiles import engine_profile, family_efficiency
+from advisor.perf.profiles import ENGINES, engine_profile, family_efficiency
 
 SCHEMA = "inference-architect/client-profile/1"
 CONSTANTS = ("mem_factor", "compute_factor", "step_overhead_s", "request_overhead_s")
@@ -87,7 +87,14 @@ class DeploymentDoc(BaseModel):
     pp: Annotated[int, Field(ge=1, le=1024)]
     weights: Annotated[str, Field(min_length=1, max_length=20)]
     kv: Annotated[str, Field(min_length=1, max_length=20)]
-    engine: Literal["generic", "trtllm", "vllm", "sglang"]
+    engine: Annotated[str, Field(min_length=1, max_length=40)]
+
+    @field_validator("engine")
+    @classmethod
+    def _known_engine(cls, v: str) -> str:
+        if v not in ENGINES:
+            raise ValueError(f"engine {v!r}; allowed: {', '.join(ENGINES)}")
+        return v
 
 
 class FileDoc(BaseModel):
