@@ -102,6 +102,15 @@ def test_trtllm_bench_report():
         )
 
 
+def test_trtllm_bench_backend_must_match_the_stated_engine():
+    # engine.backend "Pytorch" in the fixture: TensorRT-LLM's PyTorch backend is profile trtllm.
+    dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "fp8", "fp8", "trtllm-trt")
+    with pytest.raises(
+        BenchmarkFileError, match="field 'engine.backend' is 'Pytorch': state --engine trtllm"
+    ):
+        load(FIX / "trtllm_bench_report.json", dep)
+
+
 def test_nccl_tests_all_reduce_perf():
     dep = Deployment("llama-3.1-8b", "h100-sxm", tp=8)
     got = load(FIX / "nccl_all_reduce_perf.txt", dep)

@@ -5,7 +5,8 @@ Layout (NVIDIA/TensorRT-LLM tensorrt_llm/bench/dataclasses/reporting.py,
 ``world_info`` (``tp_size``, ``pp_size``, ``max_batch_size``, ...), ``request_info``
 (``num_requests``, ``avg_input_length``, ``avg_output_length``), ``performance``
 (``total_latency_ms``, ``system_output_throughput_tok_s``, ``request_throughput_req_s``, ...).
-The file's TP/PP must match the stated deployment.
+The file's TP/PP must match the stated deployment, and its ``engine.backend`` the stated engine
+(``TRT``: trtllm-trt, the TensorRT-engine builds; ``Pytorch``: trtllm).
 """
 
 from __future__ import annotations
@@ -33,7 +34,19 @@ def recognise(doc: object) -> bool:
     )
 
 
+#: ``engine.backend`` as the report writes it -> engine profile (advisor/perf/profiles.py).
+BACKENDS = {"TRT": "trtllm-trt", "Pytorch": "trtllm", "_autodeploy": "trtllm"}
+
+
 def cases(doc: dict, name: str, dep: Deployment) -> list[Case]:
+    backend = doc.get("engine", {}).get("backend") if isinstance(doc.get("engine"), dict) else None
+    if backend is not None and BACKENDS.get(str(backend)) != dep.engine:
+        want = BACKENDS.get(str(backend))
+        raise BenchmarkFileError(
+            f"{name}: field 'engine.backend' is {str(backend)[:20]!r}"
+            + (f": state --engine {want}" if want else f"; expected one of {', '.join(BACKENDS)}")
+            + f" (the stated engine is {dep.engine})"
+        )
     for key, stated in (("world_info.tp_size", dep.tp), ("world_info.pp_size", dep.pp)):
         got = field(doc, key, name, 1, 1024, required=False)
         if got is not None and int(got) != stated:
