@@ -240,7 +240,7 @@ def _scenario(gpu: str, tpot_ms: float, confidence: float = 0.8):
     return Scenario(
         model="llama-3.1-8b", hardware=Hardware(gpus=[gpu]),
         workload=Workload(isl_tokens=512, osl_tokens=128, arrival_rate_per_s=0.5),
-        sla=SLA(percentile=99, tpot_ms=tpot_ms, confidence=confidence),
+        sla=SLA(percentile=99, ttft_ms=None, tpot_ms=tpot_ms, confidence=confidence),
         options=Options(weight_dtypes=["fp16"], kv_dtypes=["fp16"], disaggregated=False),
     )  # fmt: skip
 
