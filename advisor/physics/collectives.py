@@ -350,11 +350,13 @@ def time_from_busbw_s(message_bytes: Number, busbw: Number, op: str, n_gpus: int
 #:   M1018 M1022 M1036 (NVLink4, 450 GB/s), B200 M1025 M1027 M1030 M1034 (NVLink5, 900 GB/s);
 #:   13 rows (ring by NCCL_NVLS_ENABLE=0 or below the notes' NVLS threshold), spread 0.748
 #:   (B200) .. 0.816 (H200).
-#: * ``link_efficiency["xgmi"]``: M1041 (MI300X, RCCL, 7 x 64 GB/s peer links): 1 row.
+#: * ``link_efficiency["xgmi"]``: 19 RCCL rows with S >= 1 GiB: M1041 and A0623-A0627 (8 x
+#:   MI300X, 7 x 64 GB/s peer links), A0655-A0667 (8 x MI350X / MI355X, xgmi-mi350); one
+#:   fraction for the link kind (MI300X and MI35x pooled).
 #: * ``link_efficiency["pcie"]``: M1049 (8 x RTX 5090 on PCIe 5 x16, 63 GB/s; the NCCL developer
 #:   notes PCIe all-reduce is bounded by CPU/memory): 1 row, consumer GPU.
 #: * ``link_efficiency["infiniband"/"ethernet"]``: no measurement row; the pooled median of all
-#:   per-row ring fractions above (not a fit to these links: treat as an assumption).
+#:   per-row ring fractions above, AMD rows included (not a fit to these links: an assumption).
 #: * ``nvls_efficiency``: NVLS effective bandwidth / (nvlink fraction x raw), median over the
 #:   rows with S >= 1 GiB whose notes say NVLS was used: H200 M1017 M1019 M1035, H100 M1039
 #:   M1040, B200 M1031 (6 rows; B200 is the low outlier, 0.76 vs 0.87-0.88 for Hopper). Rows
@@ -364,22 +366,23 @@ def time_from_busbw_s(message_bytes: Number, busbw: Number, op: str, n_gpus: int
 #:   without CUDA graphs, "data size" read as bf16 elements). The latency includes eager launch
 #:   overhead, so it over-states a CUDA-graph serving step by a few us (conservative).
 #: * ``harness_overhead_s``: per benchmark harness, the median of measured - modelled time over
-#:   its rows with S <= 1 MiB, clipped at 0: nccl-tests M0975 (1 row; the model already exceeds
-#:   it, so 0); torch.distributed M0997 M0998 M0999 M1000 (4 rows; PyTorch call
+#:   its rows with S <= 1 MiB, clipped at 0: nccl-tests / rccl-tests M0975, A0596-A0613,
+#:   A0628-A0645 (37 rows, 8 x MI300X / MI350X RCCL sweeps from 512 KiB); torch.distributed
+#:   M0997 M0998 M0999 M1000 (4 rows; PyTorch call
 #:   overhead). Used only to compare with those rows, never added to a prediction. These are
 #:   in-sample fits: the small-message rows they come from are not an independent check.
 CALIBRATION: dict = {
     "link_efficiency": {
         "nvlink": 0.783,
         "pcie": 0.4444,
-        "xgmi": 0.6985,
-        "infiniband": 0.7796,
-        "ethernet": 0.7796,
+        "xgmi": 0.7066,
+        "infiniband": 0.7596,
+        "ethernet": 0.7596,
     },
     "nvls_efficiency": 0.8721,
     "custom_efficiency": 0.3773,
     "custom_base_latency_s": 8.48e-06,
-    "harness_overhead_s": {"nccl-tests": 0.0, "torch.distributed": 9.43e-06},
+    "harness_overhead_s": {"nccl-tests": 2.35e-06, "torch.distributed": 9.43e-06},
 }
 
 
