@@ -115,3 +115,11 @@ def test_latency_page_shows_percentiles_for_users_with_think_time():
     assert list(table.columns) == ["metric", "P50", "P90", "P95", "P99"]
     assert list(table["metric"]) == ["TTFT", "TPOT", "E2E"]
     assert next(w for w in at.number_input if w.key == "w.think").value == 15.0
+
+
+def test_pdf_sensitivity_halves_the_think_time():
+    from advisor.report.pdf import _perturbations
+
+    got = dict(_perturbations(_users(200, 15.0)))
+    assert got["think time ×0.5 (7.5 s)"].workload.think_time_s == 7.5  # TPC-W's ~7 s
+    assert not any("think" in k for k, _ in _perturbations(_users(200, 0.0)))

@@ -69,6 +69,21 @@ def finding(note: QualityNote) -> str:
     return note.summary or ""
 
 
+def cite(note: QualityNote) -> str:
+    """A short citation: the Hugging Face repository, the arXiv id, or the source's title.
+
+    >>> cite(quality_notes()["llama-3.1-70b-int4"]), cite(quality_notes()["llama-3.1-family-int4"])
+    ('neuralmagic/Meta-Llama-3.1-70B-Instruct-quantized.w4a16 model card', 'arXiv:2411.02355')
+    """
+    src = note.source
+    if "huggingface.co/" in src:
+        repo = src.split("huggingface.co/", 1)[1].split(")")[0].split(";")[0]
+        return f"{repo.strip().rstrip('/')} model card"
+    if "arXiv:" in src:
+        return "arXiv:" + src.split("arXiv:", 1)[1].split(")")[0]
+    return src.split(" (")[0].split(": '")[0]
+
+
 def notes_for(model_id: str, kind: str, dtype: str) -> list[QualityNote]:
     """Notes measured on ``model_id`` (then those for every model) for a weight or KV dtype."""
     notes = [n for n in quality_notes().values() if n.kind == kind and n.dtype == dtype]
@@ -97,8 +112,9 @@ def quality_for(model_id: str, weights: str, kv: str) -> list[dict]:
     return out
 
 
-def quality_lines(model_id: str, weights: str, kv: str) -> list[str]:
-    """``quality_for`` as one line per quantized dtype.
+def quality_lines(model_id: str, weights: str, kv: str, brief: bool = False) -> list[str]:
+    """``quality_for`` as one line per quantized dtype (``brief``: findings with short
+    citations, ``cite``, instead of the full sources).
 
     >>> quality_lines("mistral-7b", "int4", "fp16")
     ['Weights int4: not measured for this model.']
@@ -106,6 +122,8 @@ def quality_lines(model_id: str, weights: str, kv: str) -> list[str]:
     lines = []
     for q in quality_for(model_id, weights, kv):
         head = f"{'Weights' if q['tensor'] == 'weights' else 'KV cache'} {q['dtype']}: "
-        parts = ([] if q["measured"] else [NOT_MEASURED]) + q["notes"]
-        lines.append(head + "; ".join(parts) + ("." if not q["notes"] else ""))
+        found = notes_for(model_id, q["tensor"], q["dtype"])
+        notes = [f"{finding(n)} [{cite(n)}]" for n in found] if brief else q["notes"]
+        parts = ([] if q["measured"] else [NOT_MEASURED]) + notes
+        lines.append(head + "; ".join(parts) + ("." if not notes else ""))
     return lines

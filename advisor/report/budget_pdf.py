@@ -54,14 +54,17 @@ def budget_section(doc: Any, scenario: Scenario, deployment: Any, which: str) ->
     doc.table([("Item", "USD", "How"), *budget_rows(b)], (48, 28, 102))
     if other_text(b):
         doc.para(other_text(b).strip(), 9.5)
-    doc.bullets([clean(x, 600) for x in b.assumptions + b.sources], 8.5)
+    # one paragraph each (a client-facing summary stays short); URLs are in data/prices.yaml
+    doc.para(clean("Assumptions: " + " ".join(b.assumptions), 1500), 8.5)
+    doc.para(clean("Prices: " + "; ".join(x.split(" (http")[0] for x in b.sources) + ".", 1500),
+             8.5)  # fmt: skip
 
 
 def quality_section(doc: Any, scenario: Scenario, deployment: Any) -> None:
     """h2 "Model quality at these dtypes": the published accuracy effect per quantized dtype."""
     weights = getattr(deployment, "weights", None) or (deployment or {}).get("weights")
     kv = getattr(deployment, "kv", None) or (deployment or {}).get("kv")
-    lines = quality_lines(scenario.model, str(weights), str(kv))
+    lines = quality_lines(scenario.model, str(weights), str(kv), brief=True)
     if lines:
         doc.h2(f"Model quality at weights {weights}, KV {kv}")
         doc.bullets([clean(x, 700) for x in lines], 8.5)

@@ -732,6 +732,11 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
             ("Utilisation", f"{c.utilisation:g}", "fraction of hours"),
             ("PUE", f"{c.pue:g}", ""),
             ("Electricity", f"{c.usd_per_kwh:g}", "USD/kWh"),
+            (
+                "Hosting (colocation)",
+                _opt(c.hosting_usd_per_kw_month, "catalog default"),
+                "USD/kW-month",
+            ),
         ]
     else:
         rows.append(("GPU-hour price", _opt(c.gpu_hour_usd, "catalog default"), "USD/GPU-hour"))
@@ -970,6 +975,10 @@ def _perturbations(s: Scenario) -> list[tuple[str, Scenario]]:
             n = max(1, round(w.concurrent_users * f))
             out.append((f"concurrent users ×{f:g} ({n:,})",
                         s.model_copy(update={"workload": w.model_copy(update={"concurrent_users": n})})))  # fmt: skip
+        if w.think_time_s > 0:  # an assumption about people: what if they read twice as fast
+            z = w.think_time_s / 2
+            out.append((f"think time ×0.5 ({z:g} s)",
+                        s.model_copy(update={"workload": w.model_copy(update={"think_time_s": z})})))  # fmt: skip
     out.append((f"context ×2 ({w.isl_tokens * 2:,} input tokens)",
                 s.model_copy(update={"workload": w.model_copy(update={"isl_tokens": min(w.isl_tokens * 2, 2_000_000)})})))  # fmt: skip
     o = s.options
