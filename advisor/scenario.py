@@ -121,7 +121,7 @@ class SLA(BaseModel):
 
     def describe(self) -> str:
         parts = [
-            f"{label} ≤ {v:g} ms"
+            f"{label} ≤ {v:,g} ms"
             for label, v in (("TTFT", self.ttft_ms), ("TPOT", self.tpot_ms), ("E2E", self.e2e_ms))
             if v is not None
         ]

@@ -15,7 +15,7 @@ from advisor.catalog import get_accelerator, get_model
 from advisor.physics.memory import memory_budget
 from advisor.scenario import Scenario
 from advisor.search.recommend import recommend
-from ui.format import gb
+from ui.format import gb, small_bytes
 from ui.url import URL_KEYS, View, scenario_from_params, scenario_to_params
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,7 +103,7 @@ def test_changing_gpu_tp_and_context_updates_the_numbers():
     )  # fmt: skip
     m = _metrics(at)
     assert m["Weights per GPU"] == gb(b.weights_bytes_per_gpu)
-    assert m["KV per sequence per GPU"] == gb(b.kv_bytes_per_sequence_per_gpu, 3)
+    assert m["KV per sequence per GPU"] == small_bytes(b.kv_bytes_per_sequence_per_gpu)
     assert m["Sequences (paged)"] == f"{b.max_concurrent_sequences:,}"
     # the URL follows the sidebar
     assert at.query_params["g"] == "mi300x,h100-sxm"

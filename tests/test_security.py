@@ -167,7 +167,7 @@ def test_hostile_scenario_and_engagement_names_are_escaped(data_dir):
     at = AppTest.from_file(APP, default_timeout=60).run()
     at.switch_page("ui/pages/scenarios.py").run()
     at.text_input(key="sc.new_engagement").input(HOSTILE).run()
-    at.button[[b.label for b in at.button].index("Add engagement")].click().run()
+    at.button[[b.label for b in at.button].index("Add")].click().run()
     at.text_input(key="sc.name").input(MD_HOSTILE[:150]).run()
     at.button(key="sc.save").click().run()
     _assert_escaped(at, r"\<img src=x onerror=alert\(1\)\>", r"\!\[t\]")

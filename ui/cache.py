@@ -82,3 +82,17 @@ def _focus_for(scenario_json: str, spec_text: str, profile_key: str) -> Any:
 def scenario_key(scenario: Scenario) -> str:
     """The scenario JSON without its name: the key of its cached results and its focus."""
     return dump_scenario(scenario.model_copy(update={"name": ""}))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def _estimate(model: ModelSpec, gpu_id: str, inp_json: str) -> dict:
+    from advisor.perf.estimate import EstimateInput, estimate
+
+    return estimate(model, get_accelerator(gpu_id), EstimateInput.model_validate_json(inp_json))
+
+
+def estimate_for(model: ModelSpec, gpu: Any, inp: Any) -> dict:
+    """``advisor.perf.estimate.estimate`` (cached on the model, GPU and input): its queueing fixed
+    point is most of the Latency page's rerun, and a page widget that does not change the input
+    (a chart option, a picker) no longer recomputes it."""
+    return _estimate(model, gpu.id, inp.model_dump_json())

@@ -143,7 +143,9 @@ def sequences_in_flight(scenario: Scenario, f: InFocus, page_value: int | None) 
         f"{w.arrival_rate_per_s:g} req/s" if w.arrival_rate_per_s is not None
         else f"{w.concurrent_users:,} users thinking {w.think_time_s:g} s"
     )  # fmt: skip
-    per = f" over {dp} {'decode ' if f.spec.disaggregated else ''}replica(s)"
+    per = f" over {dp:,} {'decode ' if f.spec.disaggregated else ''}" + (
+        "replica" if dp == 1 else "replicas"
+    )
     if d is not None:
         n = max(1, math.ceil(d.running_batch - 1e-9))
         if d.stable:

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from advisor.catalog import accelerators
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.charts.theme import PALETTE, TEMPLATE, escape, styled
+from advisor.charts.theme import PALETTE, escape, styled
 from advisor.perf.estimate import EstimateInput, estimate
 from advisor.scenario import Scenario
 from advisor.search.results import Deployment
@@ -182,7 +182,7 @@ def throughput_vs_batch_figure(sweeps: Mapping[str, Sequence[Mapping]]) -> go.Fi
                          row=1, col=col)  # fmt: skip
     fig.update_yaxes(title_text="tokens/s per GPU", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="TPOT (ms)", rangemode="tozero", row=1, col=2)
-    fig.update_layout(legend={"orientation": "h", "y": -0.25}, template=TEMPLATE)
+    fig.update_layout(legend={"orientation": "h", "y": -0.25})
     return styled(fig, "Throughput and TPOT against batch size, one replica", height=480)
 
 

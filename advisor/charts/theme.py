@@ -73,9 +73,41 @@ def escape(text: object) -> str:
     return html.escape(str(text), quote=False)
 
 
+def _template_dict() -> dict:
+    """The template as plotly validates it onto a figure (the dict a figure's JSON carries)."""
+    fig = go.Figure()
+    fig.update_layout(template=TEMPLATE)
+    return fig.to_dict()["layout"]["template"]
+
+
+_TEMPLATE_DICT = _template_dict()
+
+
+def _apply_template(fig: go.Figure) -> None:
+    """Put the template on the figure without validating it again.
+
+    ``update_layout(template=...)`` re-validates the whole template (every trace type's
+    defaults): about 45 ms per figure on the shared 2-core machine, most of a page's rerun
+    (issue 13, bench/bench_pages.py). The dict validated once above is stored directly in the
+    figure's layout instead (about 1 ms), and the cached Template object is dropped so
+    ``fig.layout.template`` reads it back.
+
+    >>> f = go.Figure()
+    >>> _apply_template(f)
+    >>> f.to_dict()["layout"]["template"] == _TEMPLATE_DICT, f.layout.template.layout.font.size
+    (True, 14)
+    """
+    try:
+        fig._layout["template"] = copy.deepcopy(_TEMPLATE_DICT)
+        fig._layout_obj._compound_props.pop("template", None)
+    except AttributeError:  # another plotly: the validated path
+        fig.update_layout(template=TEMPLATE)
+
+
 def styled(fig: go.Figure, title: str, *, height: int = 420) -> go.Figure:
     """Apply the template, the title (plain text, escaped) and a height; returns the figure."""
-    fig.update_layout(template=TEMPLATE, title={"text": escape(title)}, height=height)
+    _apply_template(fig)
+    fig.update_layout(title={"text": escape(title)}, height=height)
     return fig
 
 

@@ -11,11 +11,18 @@ BADGE = {"holds": ":green-badge[holds]", "wrong": ":red-badge[wrong]",
          "holds only if": ":orange-badge[holds only if]"}  # fmt: skip
 
 
+#: The label above each claim's value (tests find the claims by it).
+ARTICLE_SAYS = "The article says"
+
+
 def md(text: str) -> str:
     """Text for st.markdown: underscores and asterisks shown as written (d_model, 2*alpha)."""
     return text.replace("_", r"\_").replace("*", r"\*")
 
 
+# A fragment: the filters change only this page's body, so their reruns skip the sidebar and
+# the recommendation (the page reads nothing of the scenario).
+@st.fragment
 def body() -> None:
     items = claims()
     counts = {v: sum(c.verdict == v for c in items) for v in BADGE}
@@ -36,7 +43,9 @@ def body() -> None:
             left.markdown(
                 f"**{'Why' if c.verdict == 'holds' else 'Assumption'}:** {md(c.assumption)}"
             )
-            right.metric("Article", c.article_value)
+            # Not st.metric: a value in words ("4-8 µs per token per layer") was cut at 1280 px;
+            # markdown wraps it.
+            right.markdown(f"{ARTICLE_SAYS}  \n**{md(c.article_value)}**")
             right.caption(f"Function: `{c.function}`" + (f"  \n{c.detail}" if c.detail else ""))
     st.subheader("The article's decision matrix")
     st.dataframe(

@@ -13,7 +13,7 @@ from advisor.search import comparison as cmp
 from advisor.store import StoreError
 from ui.cache import deployment_sweep_for as sweep_for
 from ui.cache import keys, recommend_for
-from ui.format import md_escape
+from ui.format import md_escape, plural
 from ui.pdf import pdf_download
 from ui.scenarios import (
     Choice,
@@ -62,7 +62,7 @@ def inputs_table(picked: list[Choice]) -> pd.DataFrame:
         cols[c.label] = {
             "Model": s.model_spec().name,
             "Accelerator": ", ".join(gpus[g].name for g in hw.gpus),
-            "GPUs": f"{hw.nodes} node(s) × {hw.gpus_per_node} = {hw.total_gpus}",
+            "GPUs": f"{plural(hw.nodes, 'node')} × {hw.gpus_per_node} = {hw.total_gpus}",
             "Links": f"{intra} inside; {links[hw.inter_link].name} between nodes",
             "Engine": s.options.engine,
             "Weights / KV dtypes": f"{', '.join(s.options.weight_dtypes)} / "

@@ -9,7 +9,6 @@ import streamlit as st
 
 from advisor.catalog import accelerators
 from advisor.charts import latency_charts as lc
-from advisor.perf.estimate import estimate
 from advisor.perf.replica import build_replicas
 from advisor.perf.sweeps import (
     batch_cap,
@@ -20,8 +19,9 @@ from advisor.perf.sweeps import (
     roofline_points,
 )
 from advisor.search.focus import estimate_input
+from ui.cache import estimate_for
 from ui.focus import show_focus
-from ui.format import md_escape
+from ui.format import md_escape, plural, sig3, usd
 from ui.state import current, guarded
 
 
@@ -34,7 +34,7 @@ def setup() -> SimpleNamespace:
     inp = estimate_input(
         scenario, spec, d.running_batch if d is not None else None, view.concurrency
     )
-    est = estimate(model, gpu, inp)
+    est = estimate_for(model, gpu, inp)
     w = scenario.workload
     users = (
         f"{w.concurrent_users:,} users thinking {w.think_time_s:g} s → "
@@ -42,7 +42,7 @@ def setup() -> SimpleNamespace:
         else ""
     )
     load = (
-        f"{users}{inp.qps:.3g} requests/s over {inp.dp} replica(s) (steady-state queueing)"
+        f"{users}{sig3(inp.qps)} requests/s over {plural(inp.dp, 'replica')} (steady-state queueing)"
         if inp.qps is not None
         else f"{inp.concurrency:,} sequences per replica"
         + (" (set on the Memory page)" if view.concurrency is not None else "")
@@ -92,7 +92,7 @@ def focus_section(c: SimpleNamespace) -> bool:
         col.metric(f"P{pct} {name.upper()}", fmt_ms(getattr(getattr(d, f"{name}_ms"), f"p{pct}")))
     m[3].metric("Tok/s per GPU", f"{d.throughput_per_gpu_tok_s:,.0f}",
                 help="output tokens/s per GPU at the offered load")  # fmt: skip
-    m[4].metric("USD / M tokens", f"${d.usd_per_million_tokens:,.3f}",
+    m[4].metric("USD / M tokens", usd(d.usd_per_million_tokens),
                 help="per million output tokens at the offered load")  # fmt: skip
     m[5].metric("Meets the SLA", "yes" if d.meets_sla else "no", help=c.scenario.sla.describe())
     rows = [
@@ -103,8 +103,8 @@ def focus_section(c: SimpleNamespace) -> bool:
     st.dataframe(rows, hide_index=True)
     st.caption(
         f"SLA: {c.scenario.sla.describe()}. Percentiles of the whole deployment from the "
-        f"search's queueing model ({d.gpus} GPUs, {d.running_batch:.1f} sequences decoding per "
-        f"replica on average, saturates at {d.max_rate_req_s:,.2f} requests/s)."
+        f"search's queueing model ({plural(d.gpus, 'GPU')}, {sig3(d.running_batch)} sequences "
+        f"decoding per replica on average, saturates at {sig3(d.max_rate_req_s)} requests/s)."
     )
     return True
 
@@ -127,7 +127,7 @@ def summary_section(c: SimpleNamespace) -> bool:
                 help="output tokens/s over the DP replicas")  # fmt: skip
     m[4].metric("Tok/s per GPU", f"{e['throughput_tok_s_per_gpu']:,.0f}",
                 help="output tokens/s per GPU of these replicas")  # fmt: skip
-    m[5].metric("Running seqs", f"{e['concurrency']:,.1f}",
+    m[5].metric("Running seqs", sig3(e["concurrency"]),
                 help=f"per replica; the KV cache holds up to {e['max_concurrency']:,}")  # fmt: skip
     for n in e.get("notes") or []:
         st.caption(n)

@@ -70,13 +70,14 @@ def budget_section(c: SimpleNamespace):
     paged_seq = mc.paged_kv_bytes_per_sequence_per_gpu(c.model, c.kd, c.context, c.bs, c.tp, c.pp)
     curve = mc.kv_demand_curve(paged_seq, b.kv_budget_bytes_per_gpu, c.n_seq)
 
-    m = st.columns(6)
+    # two rows of three: six columns cut labels and values at 1280 px ("KV per sequen…")
+    m = st.columns(3) + st.columns(3)
     m[0].metric("Weights per GPU", gb(b.weights_bytes_per_gpu),
                 help=f"{gb(b.weights_bytes_total)} for the whole model ({b.params / 1e9:.1f} B parameters)")  # fmt: skip
     m[1].metric("KV per token", small_bytes(b.kv_bytes_per_token),
                 help=f"whole model, all layers; {small_bytes(b.kv_bytes_per_token_per_gpu)} per GPU")  # fmt: skip
-    m[2].metric("KV per sequence per GPU", gb(b.kv_bytes_per_sequence_per_gpu, 3),
-                help=f"{c.context:,} tokens; {gb(b.kv_bytes_per_sequence, 3)} for the whole model")  # fmt: skip
+    m[2].metric("KV per sequence per GPU", small_bytes(b.kv_bytes_per_sequence_per_gpu),
+                help=f"{c.context:,} tokens; {small_bytes(b.kv_bytes_per_sequence)} for the whole model")  # fmt: skip
     m[3].metric("Sequences (paged)", f"{b.max_concurrent_sequences:,}",
                 help=f"{c.bs}-token blocks, {b.paged_utilisation:.0%} of reserved KV used")  # fmt: skip
     m[4].metric("Sequences (contiguous)", f"{b.max_concurrent_sequences_contiguous:,}",

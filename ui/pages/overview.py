@@ -7,7 +7,7 @@ import streamlit as st
 from advisor.catalog import accelerators, interconnects
 from advisor.scenario import dump_scenario
 from ui.focus import show_focus
-from ui.format import gb_gib, md_escape
+from ui.format import gb_gib, md_escape, plural
 from ui.state import AMBIGUITY_NOTE, current, guarded
 
 
@@ -32,7 +32,8 @@ def summary() -> None:
         f"context up to {model.max_position_embeddings:,} tokens)\n\n"
         f"**Accelerators:** "
         + ", ".join(f"{gpus[g].name} ({gb_gib(gpus[g].memory_bytes)})" for g in hw.gpus)
-        + f"\n\n**Cluster:** {hw.nodes} node(s) × {hw.gpus_per_node} GPUs = {hw.total_gpus} GPUs; "
+        + f"\n\n**Cluster:** {plural(hw.nodes, 'node')} × {hw.gpus_per_node} GPUs = "
+        f"{plural(hw.total_gpus, 'GPU')}; "
         f"inside a node {intra.name} ({intra.bandwidth_bytes_per_s / 1e9:g} GB/s per direction), "
         f"between nodes {links[hw.inter_link].name} "
         f"({links[hw.inter_link].bandwidth_bytes_per_s / 1e9:g} GB/s per direction)"

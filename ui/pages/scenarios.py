@@ -9,7 +9,7 @@ from datetime import date
 
 import streamlit as st
 
-from advisor.scenario import ScenarioError, dump_scenario, load_scenario
+from advisor.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
 from advisor.store import (
     DB_NAME,
     DEFAULT_ENGAGEMENT,
@@ -142,7 +142,7 @@ def engagement_picker(store: Store) -> str:
     c1.selectbox("Engagement (client)", names, key=ENGAGEMENT_KEY,
                  help="Scenarios of different engagements are kept apart.")  # fmt: skip
     c2.text_input("New engagement", key="sc.new_engagement", placeholder="e.g. Acme Corp")
-    c3.button("Add engagement", on_click=_add_engagement, args=(store,))
+    c3.button("Add", on_click=_add_engagement, args=(store,), help="Add the new engagement")
     return SS[ENGAGEMENT_KEY]
 
 
@@ -150,6 +150,8 @@ def save_section(store: Store, engagement: str) -> None:
     st.subheader("Save the sidebar scenario")
     scenario, _ = current()
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    if not SS.get("sc.name") and scenario.name != Scenario.model_fields["name"].default:
+        SS["sc.name"] = scenario.name  # the sidebar's name (a loaded example's, say)
     c1.text_input(
         "Name", key="sc.name", max_chars=200,
         placeholder=f"e.g. {scenario.model} on {scenario.hardware.total_gpus}× "
@@ -169,7 +171,7 @@ def saved_section(store: Store, engagement: str) -> None:
         st.info("Nothing saved in this engagement yet.")
         return
     for i, row in enumerate(rows):
-        c1, c2, c3, c4 = st.columns([4, 1, 1, 1], vertical_alignment="center")
+        c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="center")
         c1.markdown(f"**{E(row.name)}**  \n:gray[updated {row.updated.replace('T', ' ')} UTC]")
         c2.button("Load", key=f"sc.load.{i}", on_click=_load, args=(store, engagement, row.name))
         c3.download_button(
@@ -218,7 +220,7 @@ def upload_section(store: Store | None, engagement: str) -> None:
 def examples_section() -> None:
     st.subheader("Examples")
     for i, ex in enumerate(examples()):
-        c1, c2 = st.columns([5, 1], vertical_alignment="center")
+        c1, c2 = st.columns([3, 1], vertical_alignment="center")
         c1.markdown(f"**{ex.label}**  \n{ex.scenario.sla.describe()}")
         c2.button("Load", key=f"sc.ex.{i}", on_click=load_into_sidebar,
                   args=(ex.scenario, ex.view, ex.label))  # fmt: skip

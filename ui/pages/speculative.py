@@ -10,7 +10,6 @@ import streamlit as st
 from advisor.catalog import accelerators, models
 from advisor.catalog.spec_acceptance import default_acceptance
 from advisor.charts import latency_charts as lc
-from advisor.perf.estimate import estimate
 from advisor.perf.replica import build_replicas
 from advisor.perf.speculative_sweep import (
     break_even_batch,
@@ -21,6 +20,7 @@ from advisor.perf.speculative_sweep import (
 from advisor.perf.sweeps import batch_cap, batch_grid, replica_config
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.search.focus import estimate_input
+from ui.cache import estimate_for
 from ui.focus import sequences_in_flight, show_focus
 from ui.format import md_escape
 from ui.state import current, guarded
@@ -103,7 +103,7 @@ def summary_section(c: SimpleNamespace) -> None:
         )
         return
     # The estimate itself (same physics), at the scenario's batch and the chosen (a, k).
-    est = estimate(c.model, c.gpu, c.inp.model_copy(update={
+    est = estimate_for(c.model, c.gpu, c.inp.model_copy(update={
         "concurrency": int(c.batch), "spec_draft": c.draft, "spec_tokens": c.k,
         "spec_acceptance": c.a,
     }))  # fmt: skip

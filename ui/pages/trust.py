@@ -41,6 +41,9 @@ def out_of_sample_section() -> None:
     st.dataframe(oos["rows"], hide_index=True)
 
 
+# A fragment: the filters change only this page's body, so their reruns skip the sidebar and
+# the recommendation (the page reads nothing of the scenario).
+@st.fragment
 def body() -> None:
     rep, rows, skipped = report()
     out_of_sample_section()
