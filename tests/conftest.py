@@ -36,6 +36,15 @@ def _no_prediction_errors(mp: pytest.MonkeyPatch) -> None:
 
     empty = intervals.ErrorTable((), {})
     mp.setattr(intervals, "load_table", lambda path=None: empty)
+    _clear_app_caches()
+
+
+def _clear_app_caches() -> None:
+    """The app's st.cache_data outlives an AppTest run: a recommendation cached by an earlier
+    test (with the real error table) would be shown under the patch, and the other way round."""
+    import streamlit as st
+
+    st.cache_data.clear()
 
 
 @pytest.fixture
@@ -44,6 +53,8 @@ def point_predictions(monkeypatch):
     SLA" is decided on the prediction. For tests about the physics or the search's mechanics,
     which data/crossval.yaml's current errors must not decide (advisor/perf/intervals.py)."""
     _no_prediction_errors(monkeypatch)
+    yield
+    _clear_app_caches()
 
 
 @pytest.fixture(scope="module")
@@ -52,3 +63,4 @@ def point_predictions_module():
     with pytest.MonkeyPatch.context() as mp:
         _no_prediction_errors(mp)
         yield
+    _clear_app_caches()
