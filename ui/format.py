@@ -99,3 +99,19 @@ def display_name(text: str) -> str:
     ('meta-llama/Llama-3.1-70B', 'img src x onerror alert(1)')
     """
     return " ".join(_NAME_OK.sub(" ", text).split())
+
+
+def interval_text(intervals: dict | None) -> str:
+    """ "80% range (out-of-sample): P99 TTFT 721 ms–1.73 s · P99 TPOT ..." from a deployment's
+    ``intervals`` (advisor/search/sla.percentile_intervals); "" when there are none."""
+    iv = intervals or {}
+    conf, pct = iv.get("confidence"), iv.get("percentile")
+    parts = []
+    for name in ("TTFT", "TPOT", "E2E"):
+        got = iv.get(f"{name.lower()}_ms")
+        if isinstance(got, list | tuple) and len(got) == 2 and None not in got:
+            parts.append(f"P{pct} {name} {latency(got[0])}–{latency(got[1])}")
+    if not parts or conf is None:
+        return ""
+    calibrated = "" if iv.get("calibrated", True) else " — uncalibrated: widened"
+    return f"{conf:.0%} range (from out-of-sample error{calibrated}): " + " · ".join(parts)

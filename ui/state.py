@@ -83,6 +83,8 @@ def _seed(scenario: Scenario, view: View) -> None:
         SS[wkey] = value
     if SS[_K["hardware.intra_link"]] is None:
         SS[_K["hardware.intra_link"]] = OWN
+    # The slider shows percent; the Scenario holds a fraction.
+    SS[_K["sla.confidence"]] = round(scenario.sla.confidence * 100)
     SS["_view_local"] = {p.split(".")[1]: doc["view"][p.split(".")[1]] for p in PAGE_LOCAL}
     SS[LOAD_MODE_KEY] = USERS if scenario.workload.concurrent_users is not None else RATE
     if SS[_K["workload.arrival_rate_per_s"]] is None:
@@ -344,6 +346,13 @@ def _sla_inputs() -> SLA:
         st.number_input(label, 0.001, 3.6e7, value=None, step=10.0, format="%g",
                         placeholder="no target", key=_K[path])  # fmt: skip
     st.caption(AMBIGUITY_NOTE)
+    st.slider(
+        "Confidence (%)", 50, 99, step=1, key=_K["sla.confidence"],
+        help="A target is met only when the upper end of the predicted percentile's range at "
+        "this confidence is within it. The range comes from the model's out-of-sample error on "
+        "published measurements (leave one source out) and is wider for uncalibrated "
+        "accelerators and engines, so they need more headroom to win.",
+    )  # fmt: skip
     return _section(
         "SLA",
         lambda: SLA(
@@ -351,6 +360,7 @@ def _sla_inputs() -> SLA:
             ttft_ms=SS[_K["sla.ttft_ms"]],
             tpot_ms=SS[_K["sla.tpot_ms"]],
             e2e_ms=SS[_K["sla.e2e_ms"]],
+            confidence=SS[_K["sla.confidence"]] / 100,
         ),
         SLA(),
     )

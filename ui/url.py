@@ -59,6 +59,7 @@ URL_KEYS: dict[str, str] = {
     "sla.ttft_ms": "ttft",
     "sla.tpot_ms": "tpot",
     "sla.e2e_ms": "e2e",
+    "sla.confidence": "conf",
     "cost.mode": "cm",
     "cost.gpu_price_usd": "price",
     "cost.amortisation_years": "yrs",
@@ -81,7 +82,8 @@ _INTS = {
     "view.concurrency", "view.max_model_len",
 }  # fmt: skip
 _FLOATS = {
-    "workload.arrival_rate_per_s", "workload.think_time_s", "sla.ttft_ms", "sla.tpot_ms", "sla.e2e_ms",
+    "workload.arrival_rate_per_s", "workload.think_time_s", "sla.ttft_ms", "sla.tpot_ms",
+    "sla.e2e_ms", "sla.confidence",
     "cost.gpu_price_usd", "cost.amortisation_years", "cost.utilisation", "cost.pue",
     "cost.usd_per_kwh", "cost.gpu_hour_usd", "cost.hosting_usd_per_kw_month",
     "options.spec_acceptance",

@@ -13,7 +13,7 @@ from ui.budget_view import budget_section
 from ui.cache import keys, recommend_for, scenario_key
 from ui.client_profile import pdf_kw
 from ui.focus import BY_HAND, InFocus, choose, show_focus
-from ui.format import latency, plural, sig3, usd
+from ui.format import interval_text, latency, md_escape, plural, sig3, usd
 from ui.intro import intro
 from ui.pdf import pdf_download
 from ui.quality_view import quality_section
@@ -50,6 +50,8 @@ def best_section(rec, scenario) -> None:
             "dtypes in the sidebar."
         )
         return
+    if rec.warning:  # an uncalibrated winner is said in the headline, not in a footnote
+        st.warning(md_escape(rec.warning))
     st.success(f"**Recommended:** {b.description}")
     c = st.columns(5)
     c[0].metric("GPUs", f"{b.gpus:,}", help=plural(b.nodes, "node"))
@@ -60,6 +62,8 @@ def best_section(rec, scenario) -> None:
     c[4].metric("USD per M tokens", usd(b.usd_per_million_tokens),
                 help=f"Per million output tokens at the offered load; {usd(b.usd_per_hour)} per "
                 "hour for the deployment")  # fmt: skip
+    if ranges := interval_text(b.intervals):
+        st.caption(ranges)
     st.caption(
         f"SLA {rec.sla}; P{pct} end to end {_ms(_pct(b.e2e_ms, pct))}; "
         f"{sig3(b.running_batch)} sequences decoding per replica on average; the deployment "
