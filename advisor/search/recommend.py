@@ -199,6 +199,14 @@ def step_breakdowns(sc: Scenario, t: _Table, i: int) -> tuple[dict, dict]:
         k, kp = int(t.dg.dec_shape[i - t.na]), int(t.dg.pre_shape[i - t.na])
     b = max(1.0, float(t.running[i]) + 1.0)
     bd = decode_step(st.r.take(np.array([k])), b, st.context_tokens).component_dict(0)
+    if not st.shapes[k].spec:
+        # The search's step is interpolated on a power-of-two grid of batch sizes (a few % off
+        # the exact step between grid points); scale the parts to it, so the breakdown adds up
+        # to the step, and the mean TPOT, that the search decided with.
+        exact = sum(bd.values())
+        searched = float(interp_step(st.step_tab_s[[k]], np.array([b]))[0]) * 1e3
+        if exact > 0:
+            bd = {name: ms * searched / exact for name, ms in bd.items()}
     bd["batch"] = b
     pre = prefill(st.r.take(np.array([kp])), np.array([float(sc.workload.isl_tokens)]))
     pbd = pre.component_dict(0)
