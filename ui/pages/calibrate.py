@@ -5,7 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, models
-from advisor.perf.client_profile import dump, fit_profile
+from advisor.perf.client_profile import (
+    MAX_PROFILE_BYTES,
+    ProfileError,
+    dump,
+    fit_profile,
+    parse_profile,
+)
 from advisor.perf.importers import BenchmarkFileError, Deployment, load_bytes
 from advisor.perf.profiles import ENGINES
 from advisor.store import DEFAULT_ENGAGEMENT, StoreError
@@ -90,11 +96,22 @@ def fit_section() -> None:
 
 def load_section() -> None:
     st.subheader("Or load a profile")
-    up = st.file_uploader("Client profile (YAML from `advisor calibrate --from`)", type=["yaml", "yml"],
-                          key="calib.profile")  # fmt: skip
+    # No type filter: the content is validated (a wrong file is refused naming the field), and a
+    # filter only hides files saved under another extension.
+    up = st.file_uploader("Client profile (YAML from `advisor calibrate --from`)", key="calib.profile")  # fmt: skip
     if up is not None and st.button("Use this profile", key="calib.use"):
-        SS[KEY] = up.getvalue().decode("utf-8", errors="replace")
-        SS[NAME] = up.name
+        data = up.getvalue()
+        if len(data) > MAX_PROFILE_BYTES:
+            st.error(f"{md_escape(up.name)}: larger than the {MAX_PROFILE_BYTES:,}-byte limit")
+            return
+        text = data.decode("utf-8", errors="replace")
+        try:
+            parse_profile(text, up.name)
+        except ProfileError as exc:
+            st.error(md_escape(str(exc)))
+            return
+        SS[KEY], SS[NAME] = text, up.name
+        st.rerun()
 
 
 def current_section() -> None:
