@@ -200,17 +200,14 @@ def model_id_for(name: str) -> str | None:
     return key if key in models() else MODEL_IDS.get(key)
 
 
+#: Precision tags in published model names (checkpoint names) -> weights dtype, first match wins.
+_WEIGHT_TAGS = (("nvfp4", "nvfp4"), ("mxfp4", "mxfp4"), ("fp8", "fp8"), ("awq", "int4"),
+                ("gptq", "int4"))  # fmt: skip
+
+
 def _model_weights_hint(name: str) -> str | None:
     n = name.lower()
-    if "nvfp4" in n:
-        return "nvfp4"
-    if "mxfp4" in n:
-        return "mxfp4"
-    if "fp8" in n:
-        return "fp8"
-    if "awq" in n or "gptq" in n:
-        return "int4"
-    return None
+    return next((dtype for tag, dtype in _WEIGHT_TAGS if tag in n), None)
 
 
 def _gcd_of_mi250x() -> Accelerator:
