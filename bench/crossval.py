@@ -12,7 +12,7 @@ group's rows:
 All-reduce rows are refitted the same way through the collectives model's own fit.
 Prints the held-out median/p90 |error| per metric family, the targets, and timings.
 
-    .venv/bin/python bench/crossval.py [--max-evals 4] [--all] [--write]
+    .venv/bin/python bench/crossval.py [--max-evals 5] [--all] [--write] [--markdown]
 
 --write stores data/crossval.yaml: the tables (``held_out``) and, for the leave-one-source-out
 scheme, every held-out prediction (``loso_rows``: id, kind, family, engine, accelerator_family,
@@ -200,8 +200,11 @@ def markdown(held_out: dict, in_sample: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--max-evals", type=int, default=4, help="refit iterations per fold")
+    ap.add_argument("--max-evals", type=int, default=5, help="refit iterations per fold")
     ap.add_argument("--all", action="store_true", help="also leave one gpu / model family out")
+    ap.add_argument("--schemes", default=None,
+                    help=f"comma-separated subset of {', '.join(SCHEMES)} (default: "
+                    f"{', '.join(DEFAULT_SCHEMES)})")  # fmt: skip
     ap.add_argument("--write", action="store_true", help="write data/crossval.yaml")
     ap.add_argument("--markdown", action="store_true",
                     help="print the README table from data/crossval.yaml (no refit)")  # fmt: skip
@@ -221,7 +224,13 @@ def main() -> None:
     tables: dict[str, dict] = {}
     loso: list[dict] = []
     seconds: dict[str, float] = {}
-    for name in SCHEMES if args.all else DEFAULT_SCHEMES:
+    chosen = SCHEMES if args.all else DEFAULT_SCHEMES
+    if args.schemes:
+        chosen = [s.strip() for s in args.schemes.split(",")]
+        unknown = [s for s in chosen if s not in SCHEMES]
+        if unknown:
+            ap.error(f"--schemes: unknown {', '.join(unknown)} (allowed: {', '.join(SCHEMES)})")
+    for name in chosen:
         t0 = time.perf_counter()
         rows = run_scheme(name, items, warm, args.max_evals)
         seconds[name] = round(time.perf_counter() - t0, 1)
