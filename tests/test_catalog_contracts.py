@@ -84,6 +84,7 @@ MODEL_IDS = {
     "llama-4-maverick",
     "gemma-3-27b",
     "glm-4.5",
+    "mistral-small-24b",
 }
 
 CATALOGS: dict[str, tuple[str, type[BaseModel]]] = {
@@ -499,6 +500,16 @@ def test_gpt_oss_120b_counts_by_hand():
     assert b.moe_experts + b.moe_shared_and_router == pytest.approx(114.71e9, rel=1e-3)
     assert b.attention == pytest.approx(0.955e9, rel=1e-3)
     assert b.embedding + b.lm_head == pytest.approx(1.158e9, rel=1e-3)
+
+
+def test_mistral_small_3_counts_to_its_checkpoint_index():
+    # mistralai/Mistral-Small-24B-Instruct-2501 model.safetensors.index.json (copy cited in
+    # data/models.yaml, ref mistral-small3-index): total_size 47,144,806,400 bytes of bf16 =
+    # 23,572,403,200 parameters. By hand: 2 x 131072 x 5120 (embed, lm_head) + 40 x (5120 x
+    # (4096 + 2 x 1024) + 4096 x 5120 + 3 x 5120 x 32768 + 2 x 5120) + 5120 = 23,572,403,200.
+    from advisor.physics.params import param_breakdown
+
+    assert param_breakdown(loader.get_model("mistral-small-24b")).total == 23_572_403_200
 
 
 def test_new_layouts_in_the_catalog():

@@ -55,7 +55,7 @@ def choose(model_id: str, weights: str, engine: str) -> Checkpoint:
     hit = _entry(model_id, weights)
     base = _entry(model_id, "bf16")
     if hit and engine in formats[hit["format"]]:
-        return Checkpoint(hit["repo"], True, source=f"https://huggingface.co/{hit['repo']}")
+        return Checkpoint(hit["repo"], True, source=hit["source"])
     origin = (base or hit or {}).get("repo")
     if origin is None:  # an imported config.json or a model without a listed release
         origin = model_id
