@@ -96,3 +96,22 @@ def estimate_for(model: ModelSpec, gpu: Any, inp: Any) -> dict:
     point is most of the Latency page's rerun, and a page widget that does not change the input
     (a chart option, a picker) no longer recomputes it."""
     return _estimate(model, gpu.id, inp.model_dump_json())
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _out_of_sample(mtime_ns: int) -> dict | None:
+    from advisor.perf.trust import out_of_sample
+
+    return out_of_sample()
+
+
+def out_of_sample_cached() -> dict | None:
+    """``advisor.perf.trust.out_of_sample`` read once per version of data/crossval.yaml (keyed on
+    its modification time): parsing the YAML took about 4 s of every Trust rerun."""
+    from advisor.catalog.loader import DATA_DIR
+
+    try:
+        mtime = (DATA_DIR / "crossval.yaml").stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return _out_of_sample(mtime)

@@ -211,7 +211,12 @@ def max_sequences_figure(rows: Sequence[dict], title: str, chosen_context: int) 
         type="log", tickvals=ctxs, ticktext=[_tokens(c) for c in ctxs],
         title_text="context per sequence (tokens, prompt + output)",
     )  # fmt: skip
-    fig.update_yaxes(type="log", dtick=1, title_text="max concurrent sequences per replica (paged)")
+    fig.update_yaxes(
+        type="log",
+        dtick=1,
+        tickformat=",",
+        title_text="max concurrent sequences per replica (paged)",
+    )
     return styled(fig, title, height=460)
 
 

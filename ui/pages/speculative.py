@@ -22,7 +22,7 @@ from advisor.physics.speculative import expected_tokens_per_step
 from advisor.search.focus import estimate_input
 from ui.cache import estimate_for
 from ui.focus import sequences_in_flight, show_focus
-from ui.format import md_escape
+from ui.format import md_escape, sig3
 from ui.state import current, guarded
 
 SS = st.session_state
@@ -113,14 +113,16 @@ def summary_section(c: SimpleNamespace) -> None:
     s = est["speculative"]
     bs = batch_grid(c.cap)
     be = break_even_batch(bs, speedup_vs_batch(c.cfg, c.draft, bs, c.ctx, c.a, np.array([c.k]))[0])
-    m = st.columns(5)
+    # two rows (4 + 3): "10.7 / 15.9" pairs in five columns were cut at 1280 px
+    m = st.columns(4) + st.columns(4)[:3]
     m[0].metric("Speedup per token", f"{s['speedup']:.2f}×")
     m[1].metric("Tokens per target step", f"{s['expected_tokens_per_step']:.2f}",
                 help="(1 − a^(k+1)) / (1 − a), Leviathan et al. 2023")  # fmt: skip
-    # values without units (labels carry them): they fit the 1280-px columns
-    m[2].metric("TPOT with / without (ms)", f"{est['tpot_ms']:.1f} / {s['plain_step_ms']:.1f}")
-    m[3].metric("Draft / verify step (ms)", f"{s['draft_step_ms']:.2f} / {s['verify_step_ms']:.1f}")  # fmt: skip
-    m[4].metric("Stops paying at batch", "never (≤ max)" if be is None else f"{be:,.0f}",
+    m[2].metric("TPOT, speculative (ms)", sig3(est["tpot_ms"]))
+    m[3].metric("TPOT, plain (ms)", sig3(s["plain_step_ms"]))
+    m[4].metric("Draft step (ms)", sig3(s["draft_step_ms"]))
+    m[5].metric("Verify step (ms)", sig3(s["verify_step_ms"]))
+    m[6].metric("Stops paying at batch", "never (≤ max)" if be is None else f"{be:,.0f}",
                 help=f"first batch up to {c.cap:,} where the speedup falls below 1×")  # fmt: skip
 
 

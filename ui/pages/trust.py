@@ -9,11 +9,11 @@ from advisor.perf.overlay import shipped_only
 from advisor.perf.trust import (
     error_table,
     filter_rows,
-    out_of_sample,
     skipped_rows,
     trust_rows,
 )
 from advisor.perf.validate import FAMILIES, validation_report
+from ui.cache import out_of_sample_cached
 from ui.state import guarded
 
 
@@ -26,7 +26,7 @@ def report() -> tuple[dict, list[dict], list[dict]]:
 
 def out_of_sample_section() -> None:
     """The figures to quote: error on rows the fit never saw (leave one source out first)."""
-    oos = out_of_sample()
+    oos = out_of_sample_cached()
     st.subheader("Out of sample: error on measurements the fit never saw")
     if oos is None:
         st.info("No cross-validation table (run `bench/crossval.py --write`).")
