@@ -67,7 +67,7 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
             f"{pool}TP={tp2} ({str(st.r.tp_link_id[k2])}) would {'add' if d_all > 0 else 'save'} "
             f"{abs(d_all):.2f} ms per decode step at batch {b:.0f} (all-reduce "
             f"{c2 * 1e3:.2f} ms vs {comm * 1e3:.2f} ms) on {tp2 * s.pp} instead of "
-            f"{s.tp * s.pp} GPUs per replica."
+            f"{s.tp * s.pp} GPU{'' if s.tp * s.pp == 1 else 's'} per replica."
         )
     if s.weights != "fp16":
         k16 = _find(st, gpu=s.gpu, tp=s.tp, pp=s.pp, weights="fp16", kv=s.kv, spec=s.spec)
@@ -288,9 +288,10 @@ def agreement(sc, t, best, ans, params, ratio, deployment):
         if ans.weights and best.weights != ans.weights:
             diffs.append(f"weights: search {best.weights}, article {ans.weights}")
         if ans.speculative and not best.speculative:
+            off = " (not enabled: the app's Serving section, or --spec-draft)"
             diffs.append(
                 "speculative decoding: article yes, search no"
-                + ("" if sc.options.speculative else " (not enabled in the scenario's options)")
+                + ("" if sc.options.speculative else off)
             )
         agrees = not diffs
         if shaped is not None and diffs:
