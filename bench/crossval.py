@@ -12,7 +12,7 @@ group's rows:
 All-reduce rows are refitted the same way through the collectives model's own fit.
 Prints the held-out median/p90 |error| per metric family, the targets, and timings.
 
-    .venv/bin/python bench/crossval.py [--max-evals 5] [--all] [--write] [--markdown]
+    .venv/bin/python bench/crossval.py [--max-evals 12] [--all] [--write] [--markdown]
 
 --write stores data/crossval.yaml: the tables (``held_out``) and, for the leave-one-source-out
 scheme, every held-out prediction (``loso_rows``: id, kind, family, engine, accelerator_family,
@@ -200,7 +200,7 @@ def markdown(held_out: dict, in_sample: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--max-evals", type=int, default=5, help="refit iterations per fold")
+    ap.add_argument("--max-evals", type=int, default=12, help="refit iterations per fold")
     ap.add_argument("--all", action="store_true", help="also leave one gpu / model family out")
     ap.add_argument("--schemes", default=None,
                     help=f"comma-separated subset of {', '.join(SCHEMES)} (default: "
