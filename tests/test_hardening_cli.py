@@ -250,7 +250,7 @@ def test_input_text_form_is_one_json_per_line(tmp_path, capsys):
 def test_input_internal_error_while_streaming_is_one_line_exit_1(tmp_path, capsys, monkeypatch):
     import advisor.cli.estimate_cmd as estimate_cmd
 
-    def boom(_d):
+    def boom(*_args, **_kwargs):
         raise ZeroDivisionError("x")
 
     monkeypatch.setattr(estimate_cmd, "_run_one", boom)
