@@ -69,6 +69,10 @@ def test_page_shows_the_ranges_of_the_recommended_deployment():
     lo, hi = rec.best.intervals["tpot_ms"]
     assert f"{latency(lo)}–{latency(hi)}" in text
     assert at.slider(key="w.conf").value == 80
+    # the Latency page shows the same ranges for the same (focused) deployment
+    at.switch_page("ui/pages/latency.py").run()
+    assert not at.exception
+    assert interval_text(rec.best.intervals) in _captions(at)
 
 
 def test_a_higher_confidence_is_a_stricter_verdict():

@@ -21,7 +21,7 @@ from advisor.perf.sweeps import (
 from advisor.search.focus import estimate_input
 from ui.cache import estimate_for
 from ui.focus import show_focus
-from ui.format import md_escape, plural, sig3, usd
+from ui.format import interval_text, md_escape, plural, sig3, usd
 from ui.state import current, guarded
 
 
@@ -101,6 +101,8 @@ def focus_section(c: SimpleNamespace) -> bool:
         for name in ("ttft", "tpot", "e2e")
     ]  # fmt: skip
     st.dataframe(rows, hide_index=True)
+    if ranges := interval_text(d.intervals):  # the same ranges as the Recommendation page
+        st.caption(ranges)
     st.caption(
         f"SLA: {c.scenario.sla.describe()}. Percentiles of the whole deployment from the "
         f"search's queueing model ({plural(d.gpus, 'GPU')}, {sig3(d.running_batch)} sequences "
