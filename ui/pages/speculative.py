@@ -119,7 +119,9 @@ def summary_section(c: SimpleNamespace) -> None:
     m[1].metric("Tokens per target step", f"{s['expected_tokens_per_step']:.2f}",
                 help="(1 − a^(k+1)) / (1 − a), Leviathan et al. 2023")  # fmt: skip
     m[2].metric("TPOT, speculative (ms)", sig3(est["tpot_ms"]))
-    m[3].metric("TPOT, plain (ms)", sig3(s["plain_step_ms"]))
+    m[3].metric("Plain decode step (ms)", sig3(s["plain_step_ms"]),
+                help="one decode step without a draft; the TPOT beside it also counts the "
+                "prefills interleaved with decoding")  # fmt: skip
     m[4].metric("Draft step (ms)", sig3(s["draft_step_ms"]))
     m[5].metric("Verify step (ms)", sig3(s["verify_step_ms"]))
     m[6].metric("Stops paying at batch", "never (≤ max)" if be is None else f"{be:,.0f}",
