@@ -180,9 +180,15 @@ def fmt_ms(x_ms: float | None) -> str:
 
     >>> fmt_ms(6184.46), fmt_ms(128.29), fmt_ms(23.75), fmt_ms(1.1503), fmt_ms(None)
     ('6.18 s', '128 ms', '23.8 ms', '1.15 ms', '—')
+    >>> fmt_ms(11_770.0), fmt_ms(88_024.7), fmt_ms(123_456.0)  # 3 significant figures
+    ('11.8 s', '88.0 s', '123 s')
     """
     if x_ms is None or not np.isfinite(x_ms):
         return "—" if x_ms is None else "∞"
+    if x_ms >= 100_000:
+        return f"{x_ms / 1e3:,.0f} s"
+    if x_ms >= 10_000:
+        return f"{x_ms / 1e3:,.1f} s"
     if x_ms >= 1000:
         return f"{x_ms / 1e3:,.2f} s"
     if x_ms >= 100:
