@@ -78,7 +78,9 @@ def test_trust_filter_by_gpu_narrows_the_rows():
     at = _page("ui/pages/trust.py")
     # Issue 12: the page leads with the out-of-sample table, in-sample second.
     heads = [h.value for h in at.subheader]
-    assert heads[0].startswith("Out of sample") and heads[1].startswith("In sample")
+    assert heads[0].startswith("Out of sample")
+    assert [h.split(":")[0] for h in heads[1:4]] == ["Do the ranges hold?", "Percentiles",
+                                                      "In sample"]  # fmt: skip
     total = len(validation_report()["rows"])
     assert f"{total} measurements" in at.get("plotly_chart")[0].proto.spec
     at.multiselect(key="trust.gpu").set_value(["h100-sxm"]).run()
@@ -95,3 +97,18 @@ def test_article_page_filters_by_verdict():
     at.segmented_control(key="article.show").set_value("wrong").run()
     wrong = sum(c.verdict == "wrong" for c in claims())
     assert shown() == wrong
+
+
+def test_trust_shows_how_often_the_ranges_hold():
+    """Issue 12's target for the intervals: 70-90% of held-out measurements inside their own 80%
+    range (data/crossval.yaml, scored by advisor.perf.intervals.coverage); the page shows it."""
+    from advisor.perf.intervals import coverage, load_table
+
+    at = _page("ui/pages/trust.py")
+    table = next(df.value for df in at.dataframe if "inside the 80% range" in df.value.columns)
+    row = table[table["predictions"] == "all"].iloc[0]
+    expected = coverage(load_table(), 0.8)["all"]
+    assert row["inside the 80% range"] == f"{expected['inside_pct']:.1f}%"
+    assert 70.0 <= expected["inside_pct"] <= 90.0
+    # the columns are for people, not the code's keys
+    assert not any("ape_pct" in c for df in at.dataframe for c in df.value.columns)

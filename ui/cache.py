@@ -108,10 +108,30 @@ def _out_of_sample(mtime_ns: int) -> dict | None:
 def out_of_sample_cached() -> dict | None:
     """``advisor.perf.trust.out_of_sample`` read once per version of data/crossval.yaml (keyed on
     its modification time): parsing the YAML took about 4 s of every Trust rerun."""
+    return _out_of_sample(crossval_mtime_ns())
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def interval_coverage(confidence: float, mtime_ns: int) -> dict[str, dict]:
+    """``advisor.perf.intervals.coverage`` of data/crossval.yaml (keyed on its modification
+    time, like ``out_of_sample_cached``)."""
+    from advisor.perf.intervals import coverage, load_table
+
+    return coverage(load_table(), confidence)
+
+
+@st.cache_data(max_entries=2, show_spinner="Predicting the published percentiles…")
+def percentile_check() -> dict:
+    """``advisor.perf.percentiles.percentile_report`` (about 1 s; the data files are fixed)."""
+    from advisor.perf.percentiles import percentile_report
+
+    return percentile_report()
+
+
+def crossval_mtime_ns() -> int:
     from advisor.catalog.loader import DATA_DIR
 
     try:
-        mtime = (DATA_DIR / "crossval.yaml").stat().st_mtime_ns
+        return (DATA_DIR / "crossval.yaml").stat().st_mtime_ns
     except OSError:
-        mtime = 0
-    return _out_of_sample(mtime)
+        return 0

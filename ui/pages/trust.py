@@ -13,7 +13,7 @@ from advisor.perf.trust import (
     trust_rows,
 )
 from advisor.perf.validate import FAMILIES, validation_report
-from ui.cache import out_of_sample_cached
+from ui.cache import crossval_mtime_ns, interval_coverage, out_of_sample_cached, percentile_check
 from ui.state import guarded
 
 
@@ -38,7 +38,73 @@ def out_of_sample_section() -> None:
         "model calls unstable counts as a 100% error. This is the error to expect for a "
         "deployment nobody measured."
     )
-    st.dataframe(oos["rows"], hide_index=True)
+    st.dataframe([_readable(r) for r in oos["rows"]], hide_index=True)
+    coverage_section()
+
+
+#: Column names of the error tables, for people.
+COLUMNS = {
+    "median_ape_pct": "median |error| %",
+    "p90_ape_pct": "P90 |error| %",
+    "bias_pct": "bias %",
+    "failures": "failures (counted as 100%)",
+}
+
+
+def _readable(row: dict) -> dict:
+    return {COLUMNS.get(k, k): (round(v, 1) if isinstance(v, float) else v) for k, v in row.items()}
+
+
+def coverage_section() -> None:
+    """Do the ranges shown next to every answer hold on measurements the fit never saw?"""
+    st.subheader("Do the ranges hold?")
+    cov = {c: interval_coverage(c, crossval_mtime_ns()) for c in (0.5, 0.8, 0.9)}
+    if not cov[0.8]:
+        st.info("No held-out rows in data/crossval.yaml: no ranges to check.")
+        return
+    st.caption(
+        "Every answer carries a range at the SLA's confidence (80% by default), built from the "
+        "out-of-sample errors above for its kind, engine and accelerator family "
+        "(advisor/perf/intervals.py). Here each held-out measurement is scored against the range "
+        "built without it: at 80% confidence, 70-90% of them should fall inside."
+    )
+    kinds = [k for k in cov[0.8] if k != "uncalibrated" or cov[0.8][k]["rows"] >= 10]
+    st.dataframe(
+        [
+            {"predictions": k, "rows": cov[0.8][k]["rows"],
+             **{f"inside the {c:.0%} range": f"{cov[c][k]['inside_pct']:.1f}%"
+                for c in cov if k in cov[c]}}
+            for k in kinds
+        ],
+        hide_index=True,
+    )  # fmt: skip
+
+
+def percentiles_section() -> None:
+    """The P50/P99 the SLA verdicts use, against published percentiles."""
+    rep = percentile_check()
+    st.subheader("Percentiles: P50 and P99 against published serving runs")
+    st.caption(
+        f"{rep['rows_used']} of {rep['rows_total']} published median/P99 rows predicted at the "
+        "row's own load (max concurrency N: a closed loop of N clients; a request rate: Poisson "
+        f"arrivals at the requested rate); {rep['rows_skipped']} not representable. The engine "
+        "constants were fitted to rows that include these runs' medians, so the P50/P99 errors "
+        "are in sample for the mean; the P99/P50 ratio (the shape of the tail) does not depend "
+        "on that fit. A run the model calls unstable counts as a 100% error."
+    )
+    head = rep["by_percentile"]["headline"]
+    st.dataframe(
+        [_readable({"percentile, load": k, **v}) for k, v in head.items()], hide_index=True
+    )
+    st.markdown("**Tail shape: predicted P99/P50 against measured P99/P50**")
+    st.dataframe(
+        [_readable({"metric": k, **v}) for k, v in rep["tail_ratio"].items()], hide_index=True
+    )
+    st.caption(
+        "ITL is compared with the model's TPOT: the model has no per-token gap distribution, so "
+        "the stalls other requests' prefills cause show in the measured ITL tail and not in the "
+        "prediction. Treat predicted P99 ITL as a lower bound."
+    )
 
 
 # A fragment: the filters change only this page's body, so their reruns skip the sidebar and
@@ -47,6 +113,7 @@ def out_of_sample_section() -> None:
 def body() -> None:
     rep, rows, skipped = report()
     out_of_sample_section()
+    guarded("Percentile check", percentiles_section)
     st.subheader("In sample: every measurement against the fitted model")
     st.caption(
         f"{rep['rows_used']} of {rep['rows_total']} published measurements predicted "
@@ -67,7 +134,7 @@ def body() -> None:
     title = f"Predicted vs measured: {len(sel)} measurements"
     st.plotly_chart(trust_scatter(sel, title, list(FAMILIES)), width="stretch")
     st.subheader("Error per metric family")
-    st.dataframe(error_table(sel, FAMILIES), hide_index=True)
+    st.dataframe([_readable(r) for r in error_table(sel, FAMILIES)], hide_index=True)
     with st.expander(f"Every row with its source ({len(sel)})"):
         st.dataframe(
             [{"id": r["id"], "family": r["family"], "model": r["model_name"],
