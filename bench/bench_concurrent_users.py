@@ -6,12 +6,16 @@ Starts the app (`streamlit run app.py` on a free port, own data folder), waits f
 lets each session, for ``--seconds``:
 
 1. type its own unique input length into the sidebar (Input tokens = 3000 + 7 × session), then
-2. repeatedly, after a short think time (0.3-1.5 s): change the output tokens, or TP, or switch
-   page (Memory / Latency / Scenario), and time how long until the page shows the new value
-   (the caption that names input and output tokens, or TP, rendered by the rerun).
+2. repeatedly, after a short think time (0.3-1.5 s): change the output tokens, the arrival
+   rate, the SLA percentile, the TTFT or TPOT target or the model (sidebar widgets ``w.out``,
+   ``w.rate``, ``w.p``, ``w.ttft``, ``w.tpot``, ``w.m``), or switch page (Memory / Latency /
+   Scenario), and time how long until the rerun has finished: the URL carries the new value
+   (``sync_url`` writes it after the page ran) and the main area shows it where the page names it
+   (input and output tokens, model; on Scenario also the load and the latency target).
 
 Isolation: after every update the session checks that the page, its sidebar input and its URL
-(`in=`) still show *its own* input length (and output tokens); anything else is a violation.
+(``in``, ``out``, ``m``, ``rate``, ``p``, ``ttft``, ``tpot``) still show *its own* values;
+anything else is a violation.
 Errors: exception elements, "unexpected error" messages, page JavaScript errors, updates that do
 not arrive within ``--timeout`` seconds, Streamlit's connection-error dialog.
 
@@ -49,7 +53,22 @@ PAGES = {
     "Scenario": ("scenario", "{isl:,} input + {osl:,} output tokens per request"),
 }
 SHOWN_ISL = re.compile(r"(\d[\d,]*) in(?:put)? \+ ")
-SHOWS_TP = {"Memory and KV budget", "Latency"}
+SCENARIO = "Scenario"  # the one page that names the load and the latency target
+#: Catalog model id -> how the pages name it (small and large, dense and MoE).
+MODELS = {
+    "llama-3.1-70b": "Llama 3.1 70B",
+    "llama-3.1-8b": "Llama 3.1 8B",
+    "qwen3-32b": "Qwen3 32B",
+    "mistral-7b": "Mistral 7B v0.1",
+}
+SIDEBAR = '[data-testid="stSidebar"]'
+
+#: True once the rerun for a change is done: the URL has the value and the main area the text.
+DONE_JS = """([text, key, val]) => {
+  const main = document.querySelector('[data-testid="stMain"]')?.innerText ?? '';
+  const got = new URL(location.href).searchParams.get(key);
+  return (!text || main.includes(text)) && got === val;
+}"""
 
 BODY_HAS = "(s) => document.body?.innerText?.includes(s) ?? false"
 PROBLEMS_JS = """() => {
@@ -84,7 +103,14 @@ class Session:
         self.rng = random.Random(seed * 1000 + idx)
         self.isl = 3000 + 7 * idx  # unique per session
         self.osl = 256
-        self.tp = 4
+        # The Scenario defaults (advisor/scenario.py); every session starts from them.
+        self.model, self.rate, self.pct, self.ttft, self.tpot = (
+            "llama-3.1-70b",
+            2.0,
+            99,
+            2000.0,
+            50.0,
+        )
         self.current = "Memory and KV budget"
         self.pretend_isl: int | None = None
         self.timeout_ms = timeout_s * 1000
@@ -111,13 +137,33 @@ class Session:
     def marker(self) -> str:
         return PAGES[self.current][1].format(isl=self.isl, osl=self.osl)
 
-    async def _wait_text(self, text: str) -> None:
-        await self.page.wait_for_function(BODY_HAS, arg=text, timeout=self.timeout_ms, polling=50)
+    def sla_text(self) -> str:
+        """The start of ``SLA.describe()`` for this session's targets (shown on Scenario)."""
+        return f"P{self.pct} TTFT ≤ {self.ttft:,g} ms, TPOT ≤ {self.tpot:,g} ms"
 
-    async def _set_number(self, label: str, value: int) -> None:
-        box = self.page.locator('[data-testid="stSidebar"]').get_by_label(label, exact=True)
-        await box.fill(str(value))
+    def params(self) -> dict[str, str]:
+        """This session's values as ``sync_url`` writes them (``ui.url.URL_KEYS``)."""
+        return {"in": str(self.isl), "out": str(self.osl), "m": self.model,
+                "rate": f"{self.rate:g}", "p": str(self.pct), "ttft": f"{self.ttft:g}",
+                "tpot": f"{self.tpot:g}"}  # fmt: skip
+
+    async def _wait_done(self, text: str | None, key: str, val: str) -> None:
+        await self.page.wait_for_function(
+            DONE_JS, arg=[text, key, val], timeout=self.timeout_ms, polling=50
+        )
+
+    async def _set_number(self, label: str, value: float) -> None:
+        box = self.page.locator(SIDEBAR).get_by_label(label, exact=True)
+        await box.fill(f"{value:g}")
         await box.press("Enter")
+
+    async def _select(self, label: str, option: str) -> None:
+        # Streamlit's selectbox is a react-aria combobox: typing filters its (virtualised) list,
+        # so the option is rendered before it is clicked.
+        box = self.page.locator(SIDEBAR).get_by_role("combobox", name=label, exact=True)
+        await box.click()
+        await box.fill(option)
+        await self.page.get_by_role("option", name=option, exact=True).click()
 
     async def open(self, timeout_s: float) -> None:
         """First page load, then this session's own input length (timed: ``open_s``)."""
@@ -135,13 +181,14 @@ class Session:
         await self.page.wait_for_function(BODY_HAS, arg=self.marker(), timeout=ms, polling=100)
         self.stats.open_s.append(time.perf_counter() - t0)
 
-    async def _timed(self, kind: str, act, expect: str) -> None:
+    async def _timed(self, kind: str, act, expect: str | None, key: str = "in") -> None:
+        """Do ``act``; time until the URL's ``key`` is this session's value and ``expect`` shows."""
         t0 = time.perf_counter()
         await act()
         try:
-            await self._wait_text(expect)
+            await self._wait_done(expect, key, self.params()[key])
         except Exception as exc:  # noqa: BLE001 - playwright TimeoutError
-            await self._diagnose(kind, expect, exc)
+            await self._diagnose(kind, f"{expect!r}, {key}={self.params()[key]}", exc)
             return
         self.stats.updates.append((kind, time.perf_counter() - t0))
         for _ in range(100):  # "script finished" follows the deltas the page already shows
@@ -161,12 +208,12 @@ class Session:
                 f"session {self.idx} (input {self.isl:,}) shows input length(s) {sorted(shown)}"
             )
         else:
-            self.stats.error("timeout", f"session {self.idx} {kind}: {expect!r} ({exc!s:.80})")
+            self.stats.error("timeout", f"session {self.idx} {kind}: {expect} ({exc!s:.80})")
 
     async def _check_isolation(self) -> None:
         page = self.page
-        url_in = await page.evaluate("() => new URL(location.href).searchParams.get('in')")
-        box = page.locator('[data-testid="stSidebar"]').get_by_label("Input tokens", exact=True)
+        url = await page.evaluate("() => Object.fromEntries(new URL(location.href).searchParams)")
+        box = page.locator(SIDEBAR).get_by_label("Input tokens", exact=True)
         box_val = (await box.input_value()).replace(",", "")
         text_ok = await page.evaluate(BODY_HAS, self.marker())
         for _ in range(25):  # a rerun may still be replacing the elements: give it 5 s
@@ -174,9 +221,8 @@ class Session:
                 break
             await asyncio.sleep(0.2)
             text_ok = await page.evaluate(BODY_HAS, self.marker())
-        bad = []
-        if url_in not in (None, str(self.isl)):
-            bad.append(f"url in={url_in}")
+        bad = [f"url {k}={url.get(k)} (own {v})" for k, v in self.params().items()
+               if url.get(k) != v]  # fmt: skip
         if box_val != str(self.isl):
             bad.append(f"sidebar input tokens {box_val}")
         if not text_ok:
@@ -190,7 +236,7 @@ class Session:
                 self.stats.error("stale", f"session {self.idx}: page text not yet updated")
         if bad:
             self.stats.violations.append(
-                f"session {self.idx} (input {self.isl}, output {self.osl}): {', '.join(bad)}"
+                f"session {self.idx} (input {self.isl}, model {self.model}): {', '.join(bad)}"
             )
         p = await page.evaluate(PROBLEMS_JS)
         for k in ("exceptions", "unexpected", "traceback", "connection"):
@@ -199,19 +245,37 @@ class Session:
                 self.stats.error(k, f"session {self.idx} on {self.current}: {detail}")
 
     async def step(self) -> None:
-        r = self.rng.random()
-        if r < 0.4:
-            new = self.osl
-            while new == self.osl:
-                new = self.rng.choice([16, 64, 128, 256, 512, 1000, 2048, 4096])
-            self.osl = new
-            await self._timed("output tokens", lambda: self._set_number("Output tokens", new),
-                              self.marker())  # fmt: skip
-        elif r < 0.65 and self.current in SHOWS_TP:
-            new = self.rng.choice([t for t in (1, 2, 4, 8) if t != self.tp])
-            self.tp = new
-            await self._timed("TP", lambda: self._set_number("TP (tensor parallel)", new),
-                              f"TP={new}, PP=")  # fmt: skip
+        r, rng = self.rng.random(), self.rng
+        on_scenario = self.current == SCENARIO
+        if r < 0.25:
+            self.osl = rng.choice([n for n in (16, 64, 128, 256, 512, 1000, 2048, 4096)
+                                   if n != self.osl])  # fmt: skip
+            await self._timed("output tokens", lambda: self._set_number("Output tokens", self.osl),
+                              self.marker(), "out")  # fmt: skip
+        elif r < 0.37:
+            self.rate = rng.choice([x for x in (0.5, 1.0, 2.0, 4.0, 8.0) if x != self.rate])
+            shown = f"{self.rate:g} requests/s (Poisson)" if on_scenario else None
+            await self._timed("arrival rate", lambda: self._set_number(
+                "Arrival rate (requests/s)", self.rate), shown, "rate")  # fmt: skip
+        elif r < 0.46:
+            self.pct = rng.choice([p for p in (50, 90, 95, 99) if p != self.pct])
+            await self._timed("percentile", lambda: self._select("Percentile", f"P{self.pct}"),
+                              self.sla_text() if on_scenario else None, "p")  # fmt: skip
+        elif r < 0.55:
+            self.ttft = rng.choice([x for x in (500.0, 1000.0, 2000.0, 5000.0) if x != self.ttft])
+            await self._timed("TTFT target", lambda: self._set_number(
+                "TTFT: time to first token (ms)", self.ttft),
+                self.sla_text() if on_scenario else None, "ttft")  # fmt: skip
+        elif r < 0.64:
+            self.tpot = rng.choice([x for x in (20.0, 50.0, 100.0, 200.0) if x != self.tpot])
+            await self._timed("TPOT target", lambda: self._set_number(
+                "TPOT: time per output token (ms)", self.tpot),
+                self.sla_text() if on_scenario else None, "tpot")  # fmt: skip
+        elif r < 0.73:
+            self.model = rng.choice([m for m in MODELS if m != self.model])
+            name = MODELS[self.model]
+            await self._timed("model", lambda: self._select("Model", name),
+                              f"Model: {name} (" if on_scenario else f"{name} on", "m")  # fmt: skip
         else:
             target = self.rng.choice([p for p in PAGES if p != self.current])
             self.current = target
