@@ -62,6 +62,7 @@ MODELS = {
     "mistral-7b": "Mistral 7B v0.1",
 }
 SIDEBAR = '[data-testid="stSidebar"]'
+STATE = ("osl", "rate", "pct", "ttft", "tpot", "model", "current")  # what an action changes
 
 #: True once the rerun for a change is done: the URL has the value and the main area the text.
 DONE_JS = """([text, key, val]) => {
@@ -113,6 +114,7 @@ class Session:
         )
         self.current = "Memory and KV budget"
         self.pretend_isl: int | None = None
+        self._before: dict = {}
         self.timeout_ms = timeout_s * 1000
         page.on("pageerror", lambda exc: stats.error("pageerror", f"session {idx}: {exc}"))
         self.finished: list[float] = []  # when the server's "script finished" messages arrived
@@ -140,6 +142,10 @@ class Session:
     def sla_text(self) -> str:
         """The start of ``SLA.describe()`` for this session's targets (shown on Scenario)."""
         return f"P{self.pct} TTFT ≤ {self.ttft:,g} ms, TPOT ≤ {self.tpot:,g} ms"
+
+    def _restore(self) -> None:
+        for k, v in self._before.items():
+            setattr(self, k, v)
 
     def params(self) -> dict[str, str]:
         """This session's values as ``sync_url`` writes them (``ui.url.URL_KEYS``)."""
@@ -184,7 +190,11 @@ class Session:
     async def _timed(self, kind: str, act, expect: str | None, key: str = "in") -> None:
         """Do ``act``; time until the URL's ``key`` is this session's value and ``expect`` shows."""
         t0 = time.perf_counter()
-        await act()
+        try:
+            await act()
+        except Exception:
+            self._restore()  # the widget was never changed: keep expecting the old values
+            raise
         try:
             await self._wait_done(expect, key, self.params()[key])
         except Exception as exc:  # noqa: BLE001 - playwright TimeoutError
@@ -221,8 +231,10 @@ class Session:
                 break
             await asyncio.sleep(0.2)
             text_ok = await page.evaluate(BODY_HAS, self.marker())
-        bad = [f"url {k}={url.get(k)} (own {v})" for k, v in self.params().items()
-               if url.get(k) != v]  # fmt: skip
+        if not url:  # a page switch clears the query until sync_url writes it: not a leak
+            self.stats.error("stale", f"session {self.idx}: URL without the scenario yet")
+        bad = [f"url {k}={url[k]} (own {v})" for k, v in self.params().items()
+               if k in url and url[k] != v]  # fmt: skip
         if box_val != str(self.isl):
             bad.append(f"sidebar input tokens {box_val}")
         if not text_ok:
@@ -246,6 +258,7 @@ class Session:
 
     async def step(self) -> None:
         r, rng = self.rng.random(), self.rng
+        self._before = {k: getattr(self, k) for k in STATE}
         on_scenario = self.current == SCENARIO
         if r < 0.25:
             self.osl = rng.choice([n for n in (16, 64, 128, 256, 512, 1000, 2048, 4096)
