@@ -44,7 +44,7 @@ def setup() -> SimpleNamespace:
     load = (
         f"{users}{sig3(inp.qps)} requests/s over {plural(inp.dp, 'replica')} (steady-state queueing)"
         if inp.qps is not None
-        else f"{inp.concurrency:,} sequences per replica"
+        else f"{users}{inp.concurrency:,} sequences per replica"
         + (" (set on the Memory page)" if view.concurrency is not None else "")
     )
     pools = (
