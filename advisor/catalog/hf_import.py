@@ -36,24 +36,10 @@ from advisor.catalog.files import (
     read_bounded,
     scan_json_depth,
 )
-from advisor.catalog.specs import ModelSpec, slugify
+from advisor.catalog.specs import MODEL_FAMILIES, ModelSpec, slugify
 
 #: Families this importer maps (ModelSpec.family values).
-SUPPORTED_FAMILIES: tuple[str, ...] = (
-    "llama",
-    "mistral",
-    "mixtral",
-    "qwen2",
-    "gemma2",
-    "falcon",
-    "deepseek_v3",
-    "qwen3",
-    "qwen3_moe",
-    "gpt_oss",
-    "llama4",
-    "gemma3",
-    "glm4_moe",
-)
+SUPPORTED_FAMILIES: tuple[str, ...] = MODEL_FAMILIES
 
 #: Multimodal families whose decoder is described by a nested ``text_config`` object.
 _TEXT_CONFIG_FAMILIES = ("llama4", "gemma3")

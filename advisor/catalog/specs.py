@@ -11,7 +11,7 @@ Units are SI inside: bytes, bytes/s (one direction), FLOP/s, seconds, watts.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -172,6 +172,25 @@ class Accelerator(BaseModel):
         return f"pcie{self.pcie_gen}"
 
 
+#: Architecture families a ModelSpec describes (and the config.json importer maps).
+ModelFamily = Literal[
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "gemma2",
+    "falcon",
+    "deepseek_v3",
+    "qwen3",
+    "qwen3_moe",
+    "gpt_oss",
+    "llama4",
+    "gemma3",
+    "glm4_moe",
+]
+MODEL_FAMILIES: tuple[str, ...] = get_args(ModelFamily)
+
+
 class ModelSpec(BaseModel):
     """A decoder-only transformer, with the fields of a Hugging Face ``config.json``.
 
@@ -184,21 +203,7 @@ class ModelSpec(BaseModel):
 
     id: Slug
     name: Annotated[str, Field(min_length=1, max_length=120)]
-    family: Literal[
-        "llama",
-        "mistral",
-        "mixtral",
-        "qwen2",
-        "gemma2",
-        "falcon",
-        "deepseek_v3",
-        "qwen3",
-        "qwen3_moe",
-        "gpt_oss",
-        "llama4",
-        "gemma3",
-        "glm4_moe",
-    ]
+    family: ModelFamily
     num_hidden_layers: Annotated[int, Field(ge=1, le=1024)]
     hidden_size: Annotated[int, Field(ge=64, le=131072)]
     #: Dense FFN width (for MoE models: the dense layers', or the expert width if all are MoE).

@@ -165,6 +165,16 @@ def rental_usd_per_month(gpus: int, usd_per_gpu_hour: float) -> float:
     return gpus * usd_per_gpu_hour * HOURS_PER_MONTH
 
 
+def _price_and_source(user_usd: float | None, price, field: str, fallback_usd: float):
+    """A price (USD) and where it comes from: the user's input, else the catalog's price with
+    its source (data/prices.yaml), else the stated fallback assumption."""
+    if user_usd is not None:
+        return user_usd, "your input"
+    if price:
+        return getattr(price, field), price.sources.get(field, "")
+    return fallback_usd, "no catalog price: assumed"
+
+
 def budget(scenario: Scenario, d: Deployment, other: bool = True) -> Budget:
     """The budget of deployment ``d`` under ``scenario.cost`` (module docstring); ``other``:
     also the monthly cost of the other mode (rented instead of bought, or the reverse)."""
@@ -187,18 +197,9 @@ def budget(scenario: Scenario, d: Deployment, other: bool = True) -> Budget:
     ]
     lines: list[BudgetLine] = []
     if c.mode == "purchase":
-        gpu_price = c.gpu_price_usd if c.gpu_price_usd is not None else (
-            price.purchase_usd if price else FALLBACK_PRICE_USD)  # fmt: skip
-        sources.append(
-            f"{d.gpu} price ${gpu_price:,.0f} per GPU: "
-            + (
-                "your input"
-                if c.gpu_price_usd is not None
-                else price.sources.get("purchase_usd", "")
-                if price
-                else "no catalog price: assumed"
-            )  # fmt: skip
-        )
+        gpu_price, why = _price_and_source(c.gpu_price_usd, price, "purchase_usd",
+                                           FALLBACK_PRICE_USD)  # fmt: skip
+        sources.append(f"{d.gpu} price ${gpu_price:,.0f} per GPU: {why}")
         host = hosting_usd_per_kw_month(c)
         hosting = default_hosting()
         sources.append(
@@ -233,18 +234,8 @@ def budget(scenario: Scenario, d: Deployment, other: bool = True) -> Budget:
         ]
         gpu_hour = None
     else:
-        gpu_hour = c.gpu_hour_usd if c.gpu_hour_usd is not None else (
-            price.hour_usd if price else FALLBACK_HOUR_USD)  # fmt: skip
-        sources.append(
-            f"{d.gpu} rental ${gpu_hour:,.2f}/GPU-hour: "
-            + (
-                "your input"
-                if c.gpu_hour_usd is not None
-                else price.sources.get("hour_usd", "")
-                if price
-                else "no catalog price: assumed"
-            )  # fmt: skip
-        )
+        gpu_hour, why = _price_and_source(c.gpu_hour_usd, price, "hour_usd", FALLBACK_HOUR_USD)
+        sources.append(f"{d.gpu} rental ${gpu_hour:,.2f}/GPU-hour: {why}")
         lines = [BudgetLine(item="rental", usd_per_month=rental_usd_per_month(d.gpus, gpu_hour),
                             how=f"{d.gpus} GPUs × ${gpu_hour:,.2f} × {HOURS_PER_MONTH:g} h")]  # fmt: skip
         purchase, gpu_price, useful = None, None, 1.0
