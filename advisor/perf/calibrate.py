@@ -15,6 +15,7 @@ is the reference at 1.0; a multiplier is fitted only where the engine has rows t
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -32,6 +33,7 @@ _BOUNDS = {
     "eta_compute_16": (0.2, 0.98, 0.6),
     "eta_compute_fp8": (0.15, 0.98, 0.5),
     "step_overhead_s": (0.0, 0.03, 2e-3),
+    "layer_overhead_s": (0.0, 3e-4, 2e-5),
     "seq_overhead_s": (0.0, 2e-4, 5e-6),
     "request_overhead_s": (0.0, 0.05, 10e-3),
     "efficiency": (0.4, 1.1, 1.0),
@@ -79,6 +81,8 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
         # Only constants some rows depend on: a request overhead needs TTFT rows, a per-sequence
         # overhead needs batched rows; otherwise the fit would wander off on a flat direction.
         params.append(("engines", eng, "step_overhead_s"))
+        if os.environ.get("IA_LAYER"):
+            params.append(("engines", eng, "layer_overhead_s"))
         if eng_batched[eng] >= MIN_ROWS:
             params.append(("engines", eng, "seq_overhead_s"))
         if eng_ttft[eng] >= 1:
@@ -88,6 +92,34 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
             if eng_batched[eng] >= MIN_ROWS:
                 params.append(("engines", eng, "efficiency"))
     return params
+
+
+def _priors(params: list[tuple[str, str, str]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(centre, width, is_log) of each parameter's prior."""
+    c, w, lg = [], [], []
+    for section, key, name in params:
+        if name == "eta_mem":
+            c.append(profiles.PRIOR_ETA_MEM.get(key, profiles.DEFAULT_ETA_MEM)); w.append(0.3); lg.append(True)
+        elif name == "eta_compute_16":
+            c.append(profiles.PRIOR_ETA_COMPUTE_16.get(key, 0.65)); w.append(0.3); lg.append(True)
+        elif name == "eta_compute_fp8":
+            c16 = profiles.PRIOR_ETA_COMPUTE_16.get(key, 0.65)
+            c.append(profiles.PRIOR_ETA_COMPUTE_FP8.get(key, 0.9 * c16)); w.append(0.3); lg.append(True)
+        elif name in ("efficiency", "mem_efficiency"):
+            c.append(1.0); w.append(0.2); lg.append(True)
+        elif name == "attention_efficiency":
+            c.append(0.75); w.append(0.5); lg.append(True)
+        elif name == "moe_efficiency":
+            c.append(0.8); w.append(0.5); lg.append(True)
+        elif name == "step_overhead_s":
+            c.append(2e-3); w.append(3e-3); lg.append(False)
+        elif name == "seq_overhead_s":
+            c.append(5e-6); w.append(3e-5); lg.append(False)
+        elif name == "request_overhead_s":
+            c.append(10e-3); w.append(20e-3); lg.append(False)
+        elif name == "layer_overhead_s":
+            c.append(2e-5); w.append(4e-5); lg.append(False)
+    return np.array(c), np.array(w), np.array(lg)
 
 
 def _doc(params: list[tuple[str, str, str]], x: np.ndarray) -> dict:
@@ -153,19 +185,33 @@ def fit(items: list[Case] | None = None, max_nfev: int = 60, warm: dict | None =
     # Each row weighs n_family^(-1/4), so a family's total weight in the squared loss grows as
     # sqrt(n_family): 227 offline rows count more than 9 TTFT rows, but do not drown them.
     weights = np.array([fam_count[c.family] ** -0.25 for c in items])
+    if os.environ.get("IA_SRCW"):
+        from advisor.perf.measurements import source_key
+        sc = Counter((c.family, source_key(c.source)) for c in items)
+        a = float(os.environ["IA_SRCW"])
+        weights = weights * np.array([sc[(c.family, source_key(c.source))] ** -a for c in items])
+        weights = weights / np.sqrt(np.mean(weights**2)) * np.sqrt(np.mean(np.array([fam_count[c.family] ** -0.5 for c in items])))
     lo = np.array([_BOUNDS[p[2]][0] for p in params])
     hi = np.array([_BOUNDS[p[2]][1] for p in params])
     x0 = _start(params, warm)
     # Scale so every parameter moves on a comparable step (overheads are ~1e-3 s).
     scale = np.where(hi < 1e-1, hi, 1.0)
 
+    lam = float(os.environ.get("IA_PRIOR", "0"))
+    centre, width, logp = _priors(params)
+
     def fun(z: np.ndarray) -> np.ndarray:
         profiles.set_active(_doc(params, z * scale))
-        return _residuals(items, weights)
+        data = _residuals(items, weights)
+        if not lam:
+            return data
+        x = z * scale
+        dev = np.where(logp, np.log(np.maximum(x, 1e-12) / centre), x - centre) / width
+        return np.concatenate([data, lam * dev])
 
     try:
         res = least_squares(
-            fun, x0 / scale, bounds=(lo / scale, hi / scale), loss="soft_l1", f_scale=0.1,
+            fun, x0 / scale, bounds=(lo / scale, hi / scale), loss=os.environ.get("IA_LOSS", "soft_l1"), f_scale=float(os.environ.get("IA_FSCALE", "0.1")),
             max_nfev=max_nfev, diff_step=1e-3,
         )  # fmt: skip
         doc = _doc(params, res.x * scale)

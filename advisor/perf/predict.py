@@ -69,7 +69,7 @@ def static_throughput(
 def prefill_interruption_s(r: ReplicaArrays, isl: np.ndarray) -> np.ndarray:
     """GPU time one prompt's prefill takes from the running batch (no request overhead)."""
     p = prefill(r, isl)
-    return p.total - r.request_overhead_s - r.step_overhead_s
+    return p.total - p.overhead
 
 
 def prefill_stall_per_token_s(n: np.ndarray, osl: np.ndarray, prefill_s: np.ndarray) -> np.ndarray:

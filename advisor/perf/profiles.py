@@ -115,6 +115,7 @@ class EngineProfile:
     max_num_seqs: int
     fitted: bool
     mem_efficiency: float = 1.0
+    layer_overhead_s: float = 0.0
     #: One-shot/two-shot all-reduce kernels over NVLink/xGMI peer memory (TensorRT-LLM, vLLM and
     #: SGLang ship them); a plain PyTorch server only has NCCL's ring/tree/NVLS.
     custom_allreduce: bool = True
@@ -261,7 +262,7 @@ def engine_profile(engine: str) -> EngineProfile:
     if fitted:
         for k in (
             "step_overhead_s", "seq_overhead_s", "request_overhead_s", "efficiency",
-            "mem_efficiency",
+            "mem_efficiency", "layer_overhead_s",
         ):  # fmt: skip
             if k in fitted:
                 base[k] = float(fitted[k])

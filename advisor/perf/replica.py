@@ -133,6 +133,7 @@ class ReplicaArrays:
     pp_link_bw: np.ndarray
     pp_link_latency: np.ndarray
     step_overhead_s: np.ndarray
+    layer_overhead_s: np.ndarray
     seq_overhead_s: np.ndarray
     request_overhead_s: np.ndarray
     max_num_seqs: np.ndarray
@@ -251,6 +252,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         a2a_bw=tl.effective_bandwidth_bytes_per_s(tp) * achievable_fraction_for(tl),
         pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
         step_overhead_s=eng.step_overhead_s if ov.step_overhead_s is None else ov.step_overhead_s,
+        layer_overhead_s=eng.layer_overhead_s,
         seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
         max_num_seqs=eng.max_num_seqs,

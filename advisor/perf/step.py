@@ -22,6 +22,7 @@ per GPU of a pipeline stage, one iteration over ``batch`` running sequences of m
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -303,7 +304,7 @@ def decode_step(
     )
     comm = tp_communication_s(r, tokens)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
-    overhead = r.step_overhead_s + r.seq_overhead_s * b
+    overhead = r.step_overhead_s + r.seq_overhead_s * b + r.layer_overhead_s * r.layers_stage * r.pp
     # A token crosses every stage: PP x stage time (each stage works on its micro-batch).
     pp = r.pp
     communication = pp * comm + (pp - 1) * p2p
@@ -346,7 +347,7 @@ def prefill(
     stage = cmp_ + mem + dq + comm
     steps = chunks + r.pp - 1.0
     bubble = (r.pp - 1.0) * stage
-    overhead = r.request_overhead_s + r.step_overhead_s
+    overhead = r.request_overhead_s + r.step_overhead_s + (0.0 if os.environ.get('IA_LAYER') == 'decode' else r.layer_overhead_s * r.layers_stage * steps)
     total = pipeline_time_s(stage, p2p, chunks, r.pp) + overhead
     # p2p on the critical path: pp - 1 transfers, plus any link-bound stall of later chunks
     link_stall = (chunks - 1.0) * np.maximum(p2p - stage, 0.0)

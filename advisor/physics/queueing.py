@@ -177,6 +177,7 @@ class ServiceModel:
     max_running: ArrayLike
     compute_per_seq_s: ArrayLike | None = None
     decode_step_fn: Callable[[np.ndarray], np.ndarray] | None = field(default=None, compare=False)
+    request_delay_s: ArrayLike = 0.0
 
     def __post_init__(self) -> None:
         base = _as_array("decode_step_base_s", self.decode_step_base_s, low=0.0)
@@ -210,6 +211,10 @@ class ServiceModel:
         ):
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
+        delay = _as_array("request_delay_s", self.request_delay_s, low=0.0)
+        delay = np.broadcast_to(delay, (n,)).astype(float)
+        delay.setflags(write=False)
+        object.__setattr__(self, "request_delay_s", delay)
         if self.decode_step_fn is None and np.any(
             (arrays[0] + arrays[1] + arrays[4]) <= 0.0
         ):  # pragma: no branch
@@ -1265,8 +1270,12 @@ def latency_under_load(
     bad = ~stable
 
     # 5. percentiles
+    # The request's own front-end work (tokenisation, HTTP, admission) delays its first token
+    # but runs beside the GPU, so it is outside every utilisation above.
+    d = service.request_delay_s
     ttft = _stats(
-        ttft_mean, *(ttft_quantile_s(pre, ex + ew, y_var, p_zero, q, cv_i) for q in QUANTILES)
+        ttft_mean + d,
+        *(ttft_quantile_s(pre, ex + ew, y_var, p_zero, q, cv_i) + d for q in QUANTILES),
     )
     # static batching has no stalls: a request's TPOT is step(its batch) <= step(M)
     tpot_cap = step(np.where(np.isfinite(mr), mr, 1e9)) if policy == "static" else np.inf
@@ -1278,7 +1287,8 @@ def latency_under_load(
         ),
     )
     e2e = _stats(
-        e2e_mean, *(shifted_gamma_quantile_s(e2e_floor, e2e_mean, e2e_var, q) for q in QUANTILES)
+        e2e_mean + d,
+        *(shifted_gamma_quantile_s(e2e_floor + d, e2e_mean + d, e2e_var, q) for q in QUANTILES),
     )
     util = np.maximum(rho_full, rho_prefill)
     with np.errstate(divide="ignore", invalid="ignore"):
