@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from advisor.perf import profiles  # noqa: E402
-from advisor.perf.calibrate import fit  # noqa: E402
+from advisor.perf.calibrate import PRIOR_WEIGHT, fit  # noqa: E402
 from advisor.perf.measurements import Case, cases, load_rows, source_key  # noqa: E402
 from advisor.perf.validate import (  # noqa: E402
     COARSE_KIND,
@@ -97,7 +97,9 @@ def _family_of_row(row: dict) -> str:
     return get_accelerator(gid).family if gid else "?"
 
 
-def run_scheme(name: str, items: list[Case], warm: dict, max_evals: int) -> list[dict]:
+def run_scheme(
+    name: str, items: list[Case], warm: dict, max_evals: int, prior_weight: float = PRIOR_WEIGHT
+) -> list[dict]:
     """Held-out predictions of one scheme, one dict per row (loso_rows' schema)."""
     key = SCHEMES[name]
     rows: list[dict] = []
@@ -105,7 +107,7 @@ def run_scheme(name: str, items: list[Case], warm: dict, max_evals: int) -> list
         t0 = time.perf_counter()
         train = [c for c in items if key(c) != v]
         test = [c for c in items if key(c) == v]
-        doc = fit(train, max_nfev=max_evals, warm=warm)
+        doc = fit(train, max_nfev=max_evals, warm=warm, prior_weight=prior_weight)
         fams = set(doc["families"])
         engines = {e for e, p in doc["engines"].items() if p.get("rows")}
         profiles.set_active(doc)
@@ -206,6 +208,10 @@ def main() -> None:
                     help=f"comma-separated subset of {', '.join(SCHEMES)} (default: "
                     f"{', '.join(DEFAULT_SCHEMES)})")  # fmt: skip
     ap.add_argument("--write", action="store_true", help="write data/crossval.yaml")
+    ap.add_argument("--prior-weight", type=float, default=None,
+                    help=f"weight of the constants' priors (default {PRIOR_WEIGHT}, "
+                    "calibrate.PRIOR_WEIGHT); another value first refits all rows with it, then "
+                    "cross-validates: how the default was chosen")  # fmt: skip
     ap.add_argument("--markdown", action="store_true",
                     help="print the README table from data/crossval.yaml (no refit)")  # fmt: skip
     args = ap.parse_args()
@@ -221,6 +227,11 @@ def main() -> None:
     t_start = time.perf_counter()
     items, _ = cases()
     warm = profiles._calibration()
+    weight = PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight
+    if args.prior_weight is not None and args.write:
+        ap.error("--prior-weight: compare weights without --write (data/ keeps the default)")
+    if args.prior_weight is not None:
+        warm = fit(items, max_nfev=40, warm=warm, prior_weight=weight)
     tables: dict[str, dict] = {}
     loso: list[dict] = []
     seconds: dict[str, float] = {}
@@ -232,7 +243,7 @@ def main() -> None:
             ap.error(f"--schemes: unknown {', '.join(unknown)} (allowed: {', '.join(SCHEMES)})")
     for name in chosen:
         t0 = time.perf_counter()
-        rows = run_scheme(name, items, warm, args.max_evals)
+        rows = run_scheme(name, items, warm, args.max_evals, weight)
         seconds[name] = round(time.perf_counter() - t0, 1)
         tables[name] = table(rows)
         if name == "source":

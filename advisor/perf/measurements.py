@@ -369,6 +369,14 @@ def parse_row(row: dict) -> Case | Skipped:
     if "--enable-dp-attention" in notes:
         return Skipped(rid, metric, "DP attention (--enable-dp-attention): attention data-parallel "
                        "inside the TP group is not modelled")  # fmt: skip
+    if (
+        "enable_attention_dp" in notes
+        and get_model(model_id).is_moe
+        and int(_num(row["tp"]) or 1) > 1
+    ):
+        return Skipped(rid, metric, "attention data parallel (TensorRT-LLM enable_attention_dp, "
+                       "the DEP layouts): attention data-parallel inside the TP group is not "
+                       "modelled (as SGLang's --enable-dp-attention)")  # fmt: skip
     if re.search(r"--disable-cuda-graph|--enforce-eager", notes):
         return Skipped(rid, metric, "eager decode (CUDA graphs disabled): per-kernel launch "
                        "overheads are not in the engine profiles")  # fmt: skip
@@ -431,6 +439,10 @@ def parse_row(row: dict) -> Case | Skipped:
         value = _throughput_total(row, gpus_total)
     if value is None:
         return Skipped(rid, metric, f"throughput unit {row['unit']!r} not understood")
+    if what == "itl" and lat.group(3) == "median":
+        return Skipped(rid, metric, "median inter-token latency: the median of all token gaps, "
+                       "not a request's mean gap (TPOT, which the model predicts); under load "
+                       "the two differ (E0190: median ITL 5.75 ms, median TPOT 11.0 ms)")  # fmt: skip
     if what == "itl":
         what = "tpot"  # mean ITL over a request = its TPOT (token-weighted)
     serving = "TTFT/ITL under load"

@@ -6,7 +6,8 @@ published measurements and stored in ``data/calibration.yaml``:
 - per accelerator family: ``eta_mem`` (fraction of HBM bandwidth decode reaches),
   ``eta_compute_16`` and ``eta_compute_fp8`` (fraction of dense tensor peak large GEMMs reach);
 - per serving engine: ``step_overhead_s`` (fixed per iteration: scheduling, launches, sampling),
-  ``seq_overhead_s`` (per running sequence per iteration), ``request_overhead_s`` (per request,
+  ``seq_overhead_s`` (per running sequence per iteration), ``layer_overhead_s`` (per layer and
+  pass: kernel launches), ``request_overhead_s`` (per request,
   on the first token: tokenisation, HTTP, admission), ``efficiency`` (a multiplier on the
   compute etas for the engine's GEMM/attention kernels) and ``mem_efficiency`` (the same on
   eta_mem, for its memory-bound decode kernels).
@@ -115,6 +116,7 @@ class EngineProfile:
     max_num_seqs: int
     fitted: bool
     mem_efficiency: float = 1.0
+    #: Fixed time per transformer layer and pass (kernel launch and ramp; perf.step)
     layer_overhead_s: float = 0.0
     #: One-shot/two-shot all-reduce kernels over NVLink/xGMI peer memory (TensorRT-LLM, vLLM and
     #: SGLang ship them); a plain PyTorch server only has NCCL's ring/tree/NVLS.
@@ -148,16 +150,17 @@ class EngineProfile:
 #: what vLLM and TensorRT-LLM report in their step-time logs at small batch).
 _DEFAULT_ENGINE = {
     "generic": dict(step_overhead_s=2e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3,
+                    layer_overhead_s=20e-6,
                     efficiency=1.0, max_num_seqs=512, custom_allreduce=False),
-    "trtllm": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3,
+    "trtllm": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3, layer_overhead_s=20e-6,
                    efficiency=1.0, max_num_seqs=2048, kv_fraction_of_free=True),
-    "trtllm-trt": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3,
+    "trtllm-trt": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3, layer_overhead_s=20e-6,
                        efficiency=1.0, max_num_seqs=2048, kv_fraction_of_free=True),
-    "vllm": dict(step_overhead_s=2e-3, seq_overhead_s=3e-6, request_overhead_s=10e-3,
+    "vllm": dict(step_overhead_s=2e-3, seq_overhead_s=3e-6, request_overhead_s=10e-3, layer_overhead_s=20e-6,
                  efficiency=0.95, max_num_seqs=256),
-    "vllm-v0": dict(step_overhead_s=3e-3, seq_overhead_s=5e-6, request_overhead_s=10e-3,
+    "vllm-v0": dict(step_overhead_s=3e-3, seq_overhead_s=5e-6, request_overhead_s=10e-3, layer_overhead_s=20e-6,
                     efficiency=0.95, max_num_seqs=256),
-    "sglang": dict(step_overhead_s=1.5e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3,
+    "sglang": dict(step_overhead_s=1.5e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3, layer_overhead_s=20e-6,
                    efficiency=0.97, max_num_seqs=1024),
 }  # fmt: skip
 #: Engines' default caps on running sequences: vLLM max_num_seqs 256 (EngineArgs), SGLang

@@ -15,6 +15,7 @@ per GPU of a pipeline stage, one iteration over ``batch`` running sequences of m
     comm    = 2 x layers x allreduce(tokens x hidden x 2 bytes, TP)  (Megatron-LM: 2 per layer)
     stage   = gpu + comm
     step    = PP x stage + (PP - 1) x p2p + overhead(batch)          (a token crosses all stages)
+    overhead(batch) = step_overhead + seq_overhead x batch + layer_overhead x layers (per pass)
     prefill = PP x stage + (PP - 1) x p2p + (chunks - 1) x max(stage, p2p)  (pipeline_time_s)
 
 ``peak`` and ``bandwidth`` are already the achievable values (datasheet x calibrated efficiency).
@@ -22,7 +23,6 @@ per GPU of a pipeline stage, one iteration over ``batch`` running sequences of m
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +63,29 @@ class StepTimes:
             k: float(np.asarray(getattr(self, k)).reshape(-1)[i]) * 1e3
             for k in ("compute", "memory", "dequant", "communication", "overhead", "bubble")
         }
+
+
+def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.ndarray:
+    """Fixed time per transformer layer and pass, whatever the batch: kernel launch and ramp.
+
+        t = layer_overhead x layers per stage x stage passes
+
+    A decode step replays a CUDA graph of some ten kernels per layer; each still pays a few
+    microseconds to launch and fill the GPU, so a layer costs a fixed time even when its
+    weights stream in faster. This is why batch-1 decode of a 126-layer 405B model is not
+    5.7x that of an 80-layer 70B model although its weights are (ROCm vLLM README rows: 22.5
+    vs 7.6 ms per token on 8 MI300X). A token crosses every stage once (``stage_passes`` = PP);
+    a prefill of ``chunks`` chunks makes chunks + PP - 1 stage passes.
+    Source: NVIDIA CUDA C++ Best Practices Guide, "Kernel launch overhead" / CUDA Graphs
+    (launch latency of microseconds per kernel); fitted per engine (``layer_overhead_s``).
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> r = SimpleNamespace(layer_overhead_s=np.array([20e-6]), layers_stage=np.array([80.0]))
+    >>> round(float(layer_overhead_s(r, 1.0)[0]) * 1e3, 6)  # 80 layers x 20 us
+    1.6
+    """
+    return r.layer_overhead_s * r.layers_stage * np.asarray(stage_passes, dtype=float)
 
 
 def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
@@ -304,7 +327,7 @@ def decode_step(
     )
     comm = tp_communication_s(r, tokens)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
-    overhead = r.step_overhead_s + r.seq_overhead_s * b + r.layer_overhead_s * r.layers_stage * r.pp
+    overhead = r.step_overhead_s + r.seq_overhead_s * b + layer_overhead_s(r, r.pp)
     # A token crosses every stage: PP x stage time (each stage works on its micro-batch).
     pp = r.pp
     communication = pp * comm + (pp - 1) * p2p
@@ -347,7 +370,7 @@ def prefill(
     stage = cmp_ + mem + dq + comm
     steps = chunks + r.pp - 1.0
     bubble = (r.pp - 1.0) * stage
-    overhead = r.request_overhead_s + r.step_overhead_s + (0.0 if os.environ.get('IA_LAYER') == 'decode' else r.layer_overhead_s * r.layers_stage * steps)
+    overhead = r.request_overhead_s + r.step_overhead_s + layer_overhead_s(r, steps)
     total = pipeline_time_s(stage, p2p, chunks, r.pp) + overhead
     # p2p on the critical path: pp - 1 transfers, plus any link-bound stall of later chunks
     link_stall = (chunks - 1.0) * np.maximum(p2p - stage, 0.0)

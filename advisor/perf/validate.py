@@ -8,8 +8,6 @@ reason.
 
 from __future__ import annotations
 
-import os
-
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -95,10 +93,10 @@ def service_for(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray):
     return ServiceModel(
         decode_step_base_s=0.0,
         decode_step_per_seq_s=0.0,
-        prefill_s=pre - r.request_overhead_s if os.environ.get("IA_DELAY") else pre,
+        prefill_s=pre - r.request_overhead_s,
         max_running=cap,
         decode_step_fn=PiecewiseLinearStep(STEP_GRID, tab),
-        request_delay_s=r.request_overhead_s if os.environ.get("IA_DELAY") else 0.0,
+        request_delay_s=r.request_overhead_s,
     )
 
 

@@ -163,6 +163,10 @@ class ServiceModel:
       batch per candidate (float array ``[n]``, >= 1) and returns the step time per candidate
       (array ``[n]``); it must be non-decreasing in the batch. ``decode_step_base_s`` and
       ``decode_step_per_seq_s`` are then ignored (pass 0).
+    * ``request_delay_s`` -- per-request front-end time (tokenisation, HTTP, admission) added to
+      TTFT and E2E but not to the server's busy time: it runs in the engine's API and tokenizer
+      processes beside the GPU (vLLM's AsyncLLM front-end process, SGLang's TokenizerManager).
+      >= 0, default 0.
 
     ``step(b) = max(base + per_seq * b, compute_per_seq * b)`` (see the module docstring).
 
@@ -252,6 +256,7 @@ class ServiceModel:
             self.prefill_s[i : i + 1],
             self.max_running[i : i + 1],
             self.compute_per_seq_s[i : i + 1],
+            request_delay_s=self.request_delay_s[i : i + 1],
         )
 
 

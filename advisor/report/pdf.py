@@ -1034,17 +1034,18 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
         doc.table(rows, (45, 45, 45, 43), align="RIGHT")
         from advisor.perf.profiles import ENGINES, engine_profile
 
-        rows = [("Engine", "step overhead μs", "per-sequence μs", "per-request ms",
-                 "× compute", "× memory")]  # fmt: skip
+        rows = [("Engine", "step overhead μs", "per-layer μs", "per-sequence μs",
+                 "per-request ms", "× compute", "× memory")]  # fmt: skip
         for eng in ENGINES:  # the profiles the model uses (fitted values, else defaults)
             pr = engine_profile(eng)
             mark = " (this scenario)" if eng == ctx.scenario.options.engine else ""
             mark += "" if pr.fitted else " (defaults)"
             rows.append((eng + mark, _fmt(pr.step_overhead_s * 1e6, ".0f"),
+                         _fmt(pr.layer_overhead_s * 1e6, ".1f"),
                          _fmt(pr.seq_overhead_s * 1e6, ".2f"),
                          _fmt(pr.request_overhead_s * 1e3, ".1f"),
                          _fmt(pr.efficiency, ".3f"), _fmt(pr.mem_efficiency, ".3f")))  # fmt: skip
-        doc.table(rows, (46, 28, 28, 28, 24, 24), align="RIGHT")
+        doc.table(rows, (40, 25, 22, 25, 24, 21, 21), align="RIGHT")
     else:
         doc.para("No calibration file: the model uses its prior efficiencies.", 9)
 

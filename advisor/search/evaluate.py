@@ -186,14 +186,23 @@ def interp_step(tab: np.ndarray, b: np.ndarray) -> np.ndarray:
     return tab[rows, j] + (tab[rows, j + 1] - tab[rows, j]) * frac
 
 
-def service(tab: np.ndarray, prefill_s: np.ndarray, mr: np.ndarray) -> ServiceModel:
-    """Queueing ServiceModel over candidate rows (decode step from the interpolated table)."""
+def service(
+    tab: np.ndarray, prefill_s: np.ndarray, mr: np.ndarray, request_overhead_s: np.ndarray | float
+) -> ServiceModel:
+    """Queueing ServiceModel over candidate rows (decode step from the interpolated table).
+
+    ``prefill_s`` is a prompt's prefill alone, the engine's per-request overhead included; that
+    overhead (tokenisation, HTTP, admission) delays the first token but runs beside the GPU, so
+    the server is busy for ``prefill_s - request_overhead_s`` only.
+    """
+    delay = np.broadcast_to(np.asarray(request_overhead_s, dtype=float), np.shape(prefill_s))
     return ServiceModel(
         decode_step_base_s=0.0,
         decode_step_per_seq_s=0.0,
-        prefill_s=prefill_s,
+        prefill_s=np.maximum(np.asarray(prefill_s, dtype=float) - delay, 0.0),
         max_running=mr,
         decode_step_fn=PiecewiseLinearStep(GRID, tab),
+        request_delay_s=np.minimum(delay, prefill_s),
     )
 
 
@@ -227,6 +236,7 @@ def _subset(sm: ServiceModel, rows: np.ndarray) -> ServiceModel:
         prefill_s=sm.prefill_s[rows],
         max_running=sm.max_running[rows],
         decode_step_fn=PiecewiseLinearStep(fn.batches, fn.step_s[rows]),
+        request_delay_s=sm.request_delay_s[rows],
     )
 
 
@@ -254,6 +264,8 @@ def _evaluate_aggregated(scenario: Scenario, st: ShapeTable, pairs=None) -> Eval
         idx, dp = dp_pairs(st.r.gpus.astype(int), scenario.hardware.total_gpus)
     else:
         idx, dp = (np.asarray(x, dtype=int) for x in pairs)
-    sm = service(st.step_tab_s[idx], st.prefill_s[idx], st.max_running[idx])
+    sm = service(
+        st.step_tab_s[idx], st.prefill_s[idx], st.max_running[idx], st.r.request_overhead_s[idx]
+    )
     res, rate = load(scenario, sm, dp.astype(float))
     return Evaluated(idx, dp, st.r.gpus[idx].astype(int) * dp, rate, res)
