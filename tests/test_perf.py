@@ -518,3 +518,62 @@ def test_default_engine_is_vllm_fitted_on_batched_rows_and_says_so_under_load():
                  EstimateInput(isl=1024, osl=256, concurrency=16))  # fmt: skip
     said = any("not calibrated under serving load" in n for n in r["notes"])
     assert said != eng.calibrated_under_load
+
+
+def test_median_itl_and_trtllm_attention_dp_rows_are_not_represented():
+    # A median of every token gap is not a request's mean gap (TPOT, what the model predicts):
+    # sgl-cookbook Qwen3 row E0190 reports median ITL 5.75 ms beside median TPOT 11.0 ms of the
+    # same run. TensorRT-LLM's enable_attention_dp (the "DEP" columns of its perf-overview) is
+    # attention data parallel inside the TP group, not modelled (like SGLang's
+    # --enable-dp-attention). Both are skipped with the reason, whatever the model predicts.
+    from advisor.perf.measurements import Skipped, parse_row
+
+    itl = parse_row(_row(metric="itl_ms_median"))
+    assert isinstance(itl, Skipped) and "median inter-token latency" in itl.reason
+    assert parse_row(_row(metric="itl_ms_mean")).kind == "conc_tpot"
+    dep = _row(model="DeepSeek-R1", gpu="B200", num_gpus="4", tp="4", precision_weights="FP8",
+               notes="DEP4 = attention data parallel + expert parallel (enable_attention_dp)")
+    assert "attention data parallel" in parse_row(dep).reason
+    dense = parse_row(_row(tp="2", num_gpus="2", notes="MoE models run with enable_attention_dp"))
+    assert not isinstance(dense, Skipped)  # the flag concerns MoE models only
+
+
+def test_request_overhead_delays_the_first_token_but_not_the_server():
+    # Tokenisation and HTTP run in the engine's front-end process beside the GPU: a 20 ms
+    # per-request delay adds 20 ms to TTFT and E2E but leaves utilisation and capacity alone.
+    # Hand values: prefill 50 ms, step 10 ms at batch 1, 101 output tokens at 0.01 req/s
+    # (no queue): TTFT 50 + 20 = 70 ms, E2E 70 + 100 x 10 = 1070 ms.
+    import numpy as np
+
+    from advisor.physics.queueing import ServiceModel, latency_under_load
+
+    plain = ServiceModel(0.010, 0.0, 0.050, 64)
+    late = ServiceModel(0.010, 0.0, 0.050, 64, request_delay_s=0.020)
+    a = latency_under_load(plain, np.array([0.01]), 101.0, isl_tokens=1000.0)
+    b = latency_under_load(late, np.array([0.01]), 101.0, isl_tokens=1000.0)
+    assert float(b.ttft.mean_s[0]) == pytest.approx(0.070, rel=2e-3)
+    assert float(b.e2e.mean_s[0]) == pytest.approx(1.070, rel=2e-3)
+    assert float(b.ttft.p99_s[0]) - float(a.ttft.p99_s[0]) == pytest.approx(0.020)
+    assert b.utilisation[0] == a.utilisation[0]
+    assert b.capacity_req_per_s[0] == a.capacity_req_per_s[0]
+
+
+@pytest.mark.parametrize("pp", [1, 2])
+def test_layer_overhead_is_paid_once_per_layer_per_token(pp):
+    # Llama-3.1-70B has 80 layers (Meta's config.json). At 20 us per layer a decode step costs
+    # 80 x 20 us = 1.6 ms more than without, whether the layers sit on one stage or on two stages
+    # of 40 (a token crosses both).
+    import dataclasses
+
+    import numpy as np
+
+    from advisor.perf.replica import ReplicaConfig, build_replicas
+    from advisor.perf.step import decode_step
+
+    cfg = ReplicaConfig(model=get_model("llama-3.1-70b"), gpu=get_accelerator("h100-sxm"), tp=4,
+                        pp=pp, weights="fp8", kv="fp8")  # fmt: skip
+    r = build_replicas([cfg])
+    with_20 = dataclasses.replace(r, layer_overhead_s=np.array([20e-6]))
+    without = dataclasses.replace(r, layer_overhead_s=np.array([0.0]))
+    d = decode_step(with_20, 1.0, 2048.0).total - decode_step(without, 1.0, 2048.0).total
+    assert float(d[0]) == pytest.approx(1.6e-3)
