@@ -531,8 +531,14 @@ def test_median_itl_and_trtllm_attention_dp_rows_are_not_represented():
     itl = parse_row(_row(metric="itl_ms_median"))
     assert isinstance(itl, Skipped) and "median inter-token latency" in itl.reason
     assert parse_row(_row(metric="itl_ms_mean")).kind == "conc_tpot"
-    dep = _row(model="DeepSeek-R1", gpu="B200", num_gpus="4", tp="4", precision_weights="FP8",
-               notes="DEP4 = attention data parallel + expert parallel (enable_attention_dp)")
+    dep = _row(
+        model="DeepSeek-R1",
+        gpu="B200",
+        num_gpus="4",
+        tp="4",
+        precision_weights="FP8",
+        notes="DEP4 = attention data parallel + expert parallel (enable_attention_dp)",
+    )
     assert "attention data parallel" in parse_row(dep).reason
     dense = parse_row(_row(tp="2", num_gpus="2", notes="MoE models run with enable_attention_dp"))
     assert not isinstance(dense, Skipped)  # the flag concerns MoE models only

@@ -384,6 +384,9 @@ def parse_row(row: dict) -> Case | Skipped:
     pp = int(_num(row["pp"]) or 1)
     gpus_total = int(_num(row.get("num_gpus", "")) or tp * pp)
     replicas = max(1, gpus_total // (tp * pp)) if gpus_total % (tp * pp) == 0 else 1
+    if re.match(r"\s*ATOM\b", row["engine"]):
+        return Skipped(rid, metric, "engine ATOM (AMD's serving engine, aiter kernels) has no "
+                       "profile: the generic profile describes a plain PyTorch server")  # fmt: skip
     engine = engine_for_text(row["engine"])
     cfg = ReplicaConfig(
         model=get_model(model_id), gpu=gpu, tp=tp, pp=pp, weights=weights, kv=kv,
