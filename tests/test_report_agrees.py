@@ -68,7 +68,7 @@ def _chart_bars(fig) -> dict[str, dict[str, float]]:
 
 @pytest.mark.parametrize(
     "gpu, rate, nodes, kind",
-    [("mi300x", None, 2, "disaggregated"), ("h100-sxm", 5.0, 1, "aggregated")],
+    [("mi300x", None, 2, "disaggregated"), ("h100-sxm", 2.0, 1, "aggregated")],
 )
 def test_pdf_summary_chart_and_page_agree(gpu, rate, nodes, kind, point_predictions):
     s = bank(gpu, rate, nodes)

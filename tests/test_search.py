@@ -183,9 +183,10 @@ def test_exact_fixed_point_matches_bisection(name):
     st, _ = build_shapes(sc)
     idx, dp = dp_pairs(st.r.gpus.astype(int), sc.hardware.total_gpus)
     tab = st.step_tab_s[idx]
-    fast = service(tab, st.prefill_s[idx], st.max_running[idx])
-    ref = ServiceModel(0.0, 0.0, st.prefill_s[idx], st.max_running[idx],
-                       decode_step_fn=lambda b: interp_step(tab, b))  # fmt: skip
+    delay = st.r.request_overhead_s[idx]
+    fast = service(tab, st.prefill_s[idx], st.max_running[idx], delay)
+    ref = ServiceModel(0.0, 0.0, st.prefill_s[idx] - delay, st.max_running[idx],
+                       decode_step_fn=lambda b: interp_step(tab, b), request_delay_s=delay)  # fmt: skip
     rate = sc.workload.arrival_rate_per_s / dp
     kw = dict(isl_tokens=sc.workload.isl_tokens)
     a = latency_under_load(ref, rate, sc.workload.osl_tokens, **kw)

@@ -240,7 +240,9 @@ def simulate(
                         running += 1
 
     keep = slice(i0, i1)
-    ttft_k, e2e_k, osl_k = ttft[keep], e2e[keep], osl[keep]
+    # the request's front-end delay runs beside the server: it shifts TTFT and E2E only
+    delay = float(service.request_delay_s[candidate])
+    ttft_k, e2e_k, osl_k = ttft[keep] + delay, e2e[keep] + delay, osl[keep]
     multi = osl_k > 1
     tpot_k = (e2e_k[multi] - ttft_k[multi]) / (osl_k[multi] - 1)
     window = max(t1 - t0, 1e-300)

@@ -340,6 +340,31 @@ def decode_step(
     )  # fmt: skip
 
 
+def prefill_busy_and_delay_s(
+    prefill_total_s: np.ndarray, request_overhead_s: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split a prompt's prefill time into GPU busy time and the request's front-end delay.
+
+        busy = prefill - request overhead,   delay = request overhead
+
+    The request overhead (tokenisation, HTTP, admission) delays the first token but runs in the
+    engine's API/tokenizer processes beside the GPU (vLLM's AsyncLLM front end, SGLang's
+    TokenizerManager), so a queue of requests does not wait for it: it belongs in TTFT, not in
+    the server's utilisation. Source: vLLM V1 architecture (blog 2025-01-27, "vLLM V1": the
+    front-end process overlaps tokenisation with the engine core's GPU work); SGLang
+    TokenizerManager / Scheduler process split (sglang/srt/managers).
+
+    >>> busy, delay = prefill_busy_and_delay_s(np.array([0.060]), 0.010)
+    >>> round(float(busy[0]), 9), round(float(delay[0]), 9)
+    (0.05, 0.01)
+    """
+    total = np.asarray(prefill_total_s, dtype=float)
+    delay = np.minimum(
+        np.broadcast_to(np.asarray(request_overhead_s, dtype=float), total.shape), total
+    )
+    return total - delay, delay
+
+
 #: Prompt chunk size the pipeline streams through the stages (TensorRT-LLM/vLLM chunked
 #: prefill default token budgets are 2048-8192; 2048 keeps pipeline fill short).
 PIPELINE_CHUNK_TOKENS = 2048.0

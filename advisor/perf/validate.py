@@ -23,7 +23,7 @@ from advisor.perf.predict import (
     static_throughput,
 )
 from advisor.perf.replica import ReplicaArrays, build_replicas, max_running
-from advisor.perf.step import decode_step, prefill
+from advisor.perf.step import decode_step, prefill, prefill_busy_and_delay_s
 
 FAMILIES = (
     "batch-1 decode",
@@ -86,17 +86,17 @@ def service_for(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray):
     osl = np.asarray(osl, dtype=float)
     ctx = isl + osl / 2.0
     cap = np.maximum(np.minimum(max_running(r, isl + osl), r.max_num_seqs), 1.0)
-    pre = prefill(r, isl).total
+    busy, delay = prefill_busy_and_delay_s(prefill(r, isl).total, r.request_overhead_s)
     g = STEP_GRID.size
     tiled = r.take(np.repeat(np.arange(r.n), g))
     tab = decode_step(tiled, np.tile(STEP_GRID, r.n), np.repeat(ctx, g)).total.reshape(r.n, g)
     return ServiceModel(
         decode_step_base_s=0.0,
         decode_step_per_seq_s=0.0,
-        prefill_s=pre - r.request_overhead_s,
+        prefill_s=busy,
         max_running=cap,
         decode_step_fn=PiecewiseLinearStep(STEP_GRID, tab),
-        request_delay_s=r.request_overhead_s,
+        request_delay_s=delay,
     )
 
 

@@ -31,7 +31,7 @@ from advisor.catalog import models
 from advisor.perf.closed_loop import closed_loop_load
 from advisor.perf.predict import prefill_interruption_s
 from advisor.perf.replica import ReplicaArrays, build_replicas, max_running, with_draft
-from advisor.perf.step import decode_step, prefill
+from advisor.perf.step import decode_step, prefill, prefill_busy_and_delay_s
 from advisor.physics.queueing import (
     LoadResult,
     PiecewiseLinearStep,
@@ -195,14 +195,14 @@ def service(
     overhead (tokenisation, HTTP, admission) delays the first token but runs beside the GPU, so
     the server is busy for ``prefill_s - request_overhead_s`` only.
     """
-    delay = np.broadcast_to(np.asarray(request_overhead_s, dtype=float), np.shape(prefill_s))
+    busy, delay = prefill_busy_and_delay_s(prefill_s, request_overhead_s)
     return ServiceModel(
         decode_step_base_s=0.0,
         decode_step_per_seq_s=0.0,
-        prefill_s=np.maximum(np.asarray(prefill_s, dtype=float) - delay, 0.0),
+        prefill_s=busy,
         max_running=mr,
         decode_step_fn=PiecewiseLinearStep(GRID, tab),
-        request_delay_s=np.minimum(delay, prefill_s),
+        request_delay_s=delay,
     )
 
 
