@@ -583,3 +583,21 @@ def test_layer_overhead_is_paid_once_per_layer_per_token(pp):
     without = dataclasses.replace(r, layer_overhead_s=np.array([0.0]))
     d = decode_step(with_20, 1.0, 2048.0).total - decode_step(without, 1.0, 2048.0).total
     assert float(d[0]) == pytest.approx(1.6e-3)
+
+
+def test_closed_loop_mean_ttft_includes_the_start_up_wave_medians_do_not():
+    # --max-concurrency 16 at request rate inf (InferenceX's SGLang sweeps: --num-prompts 10 x
+    # concurrency) releases 16 requests at t = 0; with 80 requests in the run, the mean TTFT
+    # carries the first wave's queue of prompts: ((80 - 16) x steady + 16 x wave) / 80. A median
+    # of the same run (16 of 80 in the wave) is the steady state.
+    from advisor.perf.measurements import parse_row
+    from advisor.perf.validate import predict_cases
+
+    notes = "80 requests; sglang.launch_server --chunked-prefill-size 8192"
+    mean = parse_row(_row(batch_or_concurrency="max concurrency 16", metric="ttft_ms_mean",
+                          notes=notes, isl="1024"))  # fmt: skip
+    median = parse_row(_row(batch_or_concurrency="max concurrency 16", metric="ttft_ms_median",
+                            notes=notes, isl="1024"))  # fmt: skip
+    assert mean.requests == 80 and mean.prefill_budget_tokens == 8192
+    m, med = predict_cases([mean, median])
+    assert m > med * 1.2

@@ -133,6 +133,8 @@ class Case:
     statistic: str = "mean"  # mean | median (what the row reports)
     replicas: int = 1  # data-parallel copies behind one endpoint (throughputs are their total)
     requests: int = 0  # requests in the benchmark run (0: not stated)
+    #: prompt tokens one prefill iteration takes, where the server's flags state it (0: default)
+    prefill_budget_tokens: int = 0
     row: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
@@ -307,6 +309,19 @@ def _requests(row: dict) -> int:
     return int(m.group(1) or m.group(2)) if m else 0
 
 
+def _prefill_budget(row: dict) -> int:
+    """Prompt tokens per prefill iteration from the server flags in the notes (0: not stated).
+
+    >>> _prefill_budget({"notes": "launch_server ... --chunked-prefill-size 32768 --max-prefill"})
+    32768
+    >>> _prefill_budget({"notes": "vllm serve --max-num-batched-tokens=16384"})
+    16384
+    """
+    m = re.search(r"--chunked-prefill-size[= ](\d+)|--max-num-batched-tokens[= ](\d+)|"
+                  r"max_num_tokens[= :]+(\d+)", row.get("notes", ""))  # fmt: skip
+    return int(next(g for g in m.groups() if g)) if m else 0
+
+
 _SPECULATIVE = re.compile(r"--speculative|speculative[-_ ]algorithm|\bMTP\b|\bEAGLE\b", re.I)
 
 
@@ -402,7 +417,7 @@ def parse_row(row: dict) -> Case | Skipped:
     base = dict(
         id=rid, config=cfg, gpus=gpus * replicas, source=row["source"], unit=row["unit"],
         row=row, statistic="median" if stat == "median" else "mean", replicas=replicas,
-        requests=_requests(row),
+        requests=_requests(row), prefill_budget_tokens=_prefill_budget(row),
     )  # fmt: skip
 
     if metric in ("tpot_ms_fit_intercept", "tpot_ms_fit_slope_per_ctx_token"):

@@ -153,6 +153,69 @@ def concurrency_ttft(
     return first + residual / 2.0 + kingman_mean_wait_s(rho, 1.0, 0.0, p)
 
 
+#: Prompt tokens one prefill iteration takes by default: vLLM's max_num_batched_tokens for its
+#: API server (8192, vllm EngineArgs), SGLang's chunked_prefill_size (8192 below 80 GB-class
+#: GPUs' larger settings, sglang ServerArgs), TensorRT-LLM's max_num_tokens (8192, its
+#: build/runtime default).
+DEFAULT_PREFILL_BUDGET_TOKENS = 8192.0
+
+
+def first_wave_ttft_s(
+    prefill_busy_s: np.ndarray, clients: np.ndarray, isl: np.ndarray, budget_tokens: np.ndarray
+) -> np.ndarray:
+    """Mean GPU time to the first token of the ``clients`` requests a closed loop sends at once.
+
+        TTFT_i = ceil(i / m) x m x P,  m = min(budget / isl, n) prompts per iteration, i = 1..n
+        mean   = (1 / n) sum_i TTFT_i
+
+    A ``--max-concurrency n`` benchmark with the default infinite request rate (vLLM bench
+    serve, SGLang bench_serving, GenAI-Perf's concurrency mode) releases n requests at t = 0;
+    the server prefills their prompts first come first served, ``budget`` prompt tokens per
+    iteration, so the i-th prompt's first token waits for every iteration up to its own
+    (P = one prompt's prefill GPU time; iterations of m prompts take m x P). Only the first
+    wave pays this: later requests arrive one by one as others finish. Source: the
+    benchmark clients' dispatch loop (vllm/benchmarks/serve.py, sglang/bench_serving.py: a
+    semaphore of n around requests sent without delay at rate inf); chunked prefill token
+    budget per iteration (Agrawal et al. 2024, Sarathi-Serve).
+
+    >>> # 8 prompts of 1,024 tokens in one 8,192-token iteration: all wait 8 x 30 ms = 240 ms
+    >>> round(float(first_wave_ttft_s(0.030, 8.0, 1024.0, 8192.0)[0]), 6)
+    0.24
+    >>> # 16 prompts, 8 per iteration: half wait 240 ms, half 480 ms -> 360 ms
+    >>> round(float(first_wave_ttft_s(0.030, 16.0, 1024.0, 8192.0)[0]), 6)
+    0.36
+    """
+    p = np.atleast_1d(np.asarray(prefill_busy_s, dtype=float))
+    n = np.broadcast_to(np.asarray(clients, dtype=float), p.shape)
+    isl_ = np.broadcast_to(np.asarray(isl, dtype=float), p.shape)
+    budget = np.broadcast_to(np.asarray(budget_tokens, dtype=float), p.shape)
+    out = np.empty(p.shape)
+    for j in range(p.size):  # n is at most a few hundred clients: a short sum per row
+        k = int(max(n[j], 1.0))
+        m = max(min(budget[j] / max(isl_[j], 1.0), float(k)), 1.0)
+        i = np.arange(1, k + 1, dtype=float)
+        out[j] = float(np.mean(np.ceil(i / m - 1e-9) * m)) * p[j]
+    return out
+
+
+def with_first_wave(
+    steady_s: np.ndarray, wave_s: np.ndarray, clients: np.ndarray, requests: np.ndarray
+) -> np.ndarray:
+    """Mean over a run of ``requests`` whose first ``clients`` form the start-up wave.
+
+        mean = ((R - n) x steady + n x wave) / R   for R > n (stated), else steady
+
+    >>> float(with_first_wave(0.1, 1.1, 8.0, 80.0)[0])  # 72 x 0.1 + 8 x 1.1 = 16 -> / 80
+    0.2
+    """
+    steady = np.atleast_1d(np.asarray(steady_s, dtype=float))
+    n = np.asarray(clients, dtype=float)
+    r = np.asarray(requests, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mixed = ((r - n) * steady + n * np.asarray(wave_s, dtype=float)) / r
+    return np.where(r > n, mixed, steady)
+
+
 def overload_queue_wait_s(
     requests: np.ndarray, offered_per_s: np.ndarray, capacity_per_s: np.ndarray
 ) -> np.ndarray:

@@ -132,10 +132,10 @@ def predict_cases(items: list[Case]) -> np.ndarray:
         elif kind == "conc_tpot":
             val = concurrency_tpot(r, batch, isl, osl)
         elif kind == "conc_ttft":
-            val = concurrency_ttft(r, batch, isl, osl)
+            val = _closed_loop_ttft(sel, r, batch, isl, osl)
         elif kind == "conc_e2e":
             tpot = concurrency_tpot(r, batch, isl, osl)
-            val = concurrency_ttft(r, batch, isl, osl) + np.maximum(osl - 1.0, 0.0) * tpot
+            val = _closed_loop_ttft(sel, r, batch, isl, osl) + np.maximum(osl - 1.0, 0.0) * tpot
         elif kind == "conc_tput":
             val = concurrency_throughput(r, batch, isl, osl)
         elif kind in ("load_ttft", "load_itl", "load_e2e", "load_tput"):
@@ -146,6 +146,24 @@ def predict_cases(items: list[Case]) -> np.ndarray:
             val = val * np.array([c.replicas for c in sel], dtype=float)
         out[idx] = val
     return out
+
+
+def _closed_loop_ttft(sel: list[Case], r: ReplicaArrays, n, isl, osl) -> np.ndarray:
+    """Mean (or median) TTFT of a closed-loop run: the steady state, plus, for a mean over a
+    run of stated length, its start-up wave (``predict.first_wave_ttft_s``). A median of a run
+    whose wave is under half its requests is the steady state's."""
+    from advisor.perf.predict import (
+        DEFAULT_PREFILL_BUDGET_TOKENS,
+        first_wave_ttft_s,
+        with_first_wave,
+    )
+
+    steady = concurrency_ttft(r, n, isl, osl)
+    busy, delay = prefill_busy_and_delay_s(prefill(r, isl).total, r.request_overhead_s)
+    budget = np.array([c.prefill_budget_tokens or DEFAULT_PREFILL_BUDGET_TOKENS for c in sel])
+    wave = first_wave_ttft_s(busy, n, isl, budget) + delay
+    runs = np.array([c.requests if c.statistic == "mean" else 0 for c in sel], dtype=float)
+    return with_first_wave(steady, np.maximum(wave, steady), n, runs)
 
 
 #: Offered rate, as a fraction of capacity, at which an overloaded finite run is evaluated: the
