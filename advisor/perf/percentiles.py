@@ -281,8 +281,41 @@ def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePredictio
         stats = {"ttft": res.ttft, "tpot": res.tpot, "itl": res.tpot, "e2e": res.e2e}[pc.metric]
         stable = bool(res.stable[j])
         pred = float(stats.quantile_s(pc.quantile)[j]) if stable else math.inf
+        if stable and pc.metric == "ttft":
+            pred = max(pred, _first_wave_quantile_s(pc))
         out.append(PercentilePrediction(pc, pred, float(res.utilisation[j]), stable))
     return out
+
+
+def _first_wave_quantile_s(pc: PercentileCase) -> float:
+    """The TTFT quantile a closed-loop run's start-up wave sets, or 0 when it cannot set it.
+
+    A run of R requests whose first n = concurrency leave at once (``predict.first_wave_ttfts_s``)
+    has n / R of its TTFTs in the wave. When that share is at least the tail 1 - q and the wave
+    lies above the steady state, the q quantile is the wave's own at level 1 - (1 - q) R / n
+    (the steady state then contributes nothing above it); the caller keeps the larger of this
+    and the steady-state quantile.
+    """
+    from advisor.perf.predict import (
+        DEFAULT_PREFILL_BUDGET_TOKENS,
+        first_wave_ttfts_s,
+        prompts_per_prefill,
+    )
+    from advisor.perf.replica import build_replicas
+    from advisor.perf.step import prefill, prefill_busy_and_delay_s
+
+    c = pc.case
+    n, runs = float(c.batch), float(c.requests)
+    if not pc.closed_loop or n <= 1 or runs <= n or n / runs < 1.0 - pc.quantile - 1e-9:
+        return 0.0
+    r = build_replicas([c.config])
+    m = float(
+        prompts_per_prefill(c.prefill_budget_tokens or DEFAULT_PREFILL_BUDGET_TOKENS, c.isl, n)
+    )
+    busy, delay = prefill_busy_and_delay_s(prefill(r, c.isl, m).total, r.request_overhead_s)
+    wave = first_wave_ttfts_s(float(busy[0]), m, n) + float(delay[0])
+    level = max(1.0 - (1.0 - pc.quantile) * runs / n, 0.0)
+    return float(wave[min(int(math.ceil(level * n)) - 1 if level > 0 else 0, wave.size - 1)])
 
 
 #: The metrics an SLA is stated in (scenario.SLA): the headline table pools these.

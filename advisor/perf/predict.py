@@ -160,42 +160,51 @@ def concurrency_ttft(
 DEFAULT_PREFILL_BUDGET_TOKENS = 8192.0
 
 
-def first_wave_ttft_s(
-    prefill_busy_s: np.ndarray, clients: np.ndarray, isl: np.ndarray, budget_tokens: np.ndarray
-) -> np.ndarray:
-    """Mean GPU time to the first token of the ``clients`` requests a closed loop sends at once.
+def prompts_per_prefill(budget_tokens, isl, clients) -> np.ndarray:
+    """Prompts one prefill iteration takes: budget / isl, at least 1, at most the clients."""
+    m = np.asarray(budget_tokens, dtype=float) / np.maximum(np.asarray(isl, dtype=float), 1.0)
+    return np.clip(m, 1.0, np.maximum(np.asarray(clients, dtype=float), 1.0))
 
-        TTFT_i = ceil(i / m) x m x P,  m = min(budget / isl, n) prompts per iteration, i = 1..n
-        mean   = (1 / n) sum_i TTFT_i
+
+def first_wave_ttfts_s(
+    iteration_s: float, prompts_per_iteration: float, clients: float
+) -> np.ndarray:
+    """GPU times to first token of the n requests a closed loop sends at once, ascending.
+
+        TTFT_i = ceil(i / m) x T,   i = 1..n
 
     A ``--max-concurrency n`` benchmark with the default infinite request rate (vLLM bench
     serve, SGLang bench_serving, GenAI-Perf's concurrency mode) releases n requests at t = 0;
-    the server prefills their prompts first come first served, ``budget`` prompt tokens per
-    iteration, so the i-th prompt's first token waits for every iteration up to its own
-    (P = one prompt's prefill GPU time; iterations of m prompts take m x P). Only the first
-    wave pays this: later requests arrive one by one as others finish. Source: the
-    benchmark clients' dispatch loop (vllm/benchmarks/serve.py, sglang/bench_serving.py: a
-    semaphore of n around requests sent without delay at rate inf); chunked prefill token
-    budget per iteration (Agrawal et al. 2024, Sarathi-Serve).
+    the server prefills their prompts first come first served, m prompts (its token budget /
+    prompt length) per iteration of T seconds, so the i-th prompt's first token waits for every
+    iteration up to its own. Only this first wave pays it: later requests arrive one by one as
+    others finish. Source: the benchmark clients' dispatch loop (vllm/benchmarks/serve.py,
+    sglang/bench_serving.py: a semaphore of n around requests sent without delay at rate inf);
+    chunked-prefill token budget per iteration (Agrawal et al. 2024, Sarathi-Serve).
 
-    >>> # 8 prompts of 1,024 tokens in one 8,192-token iteration: all wait 8 x 30 ms = 240 ms
-    >>> round(float(first_wave_ttft_s(0.030, 8.0, 1024.0, 8192.0)[0]), 6)
+    >>> [round(float(x), 6) for x in first_wave_ttfts_s(0.060, 2.0, 4.0)]  # 2 prompts/iteration
+    [0.06, 0.06, 0.12, 0.12]
+    """
+    k = int(max(clients, 1.0))
+    i = np.arange(1, k + 1, dtype=float)
+    return np.ceil(i / max(prompts_per_iteration, 1.0) - 1e-9) * iteration_s
+
+
+def first_wave_ttft_s(iteration_s, prompts_per_iteration, clients) -> np.ndarray:
+    """Mean of ``first_wave_ttfts_s`` per row.
+
+    >>> # 8 prompts in one iteration of 240 ms: all wait 240 ms
+    >>> round(float(first_wave_ttft_s(0.240, 8.0, 8.0)[0]), 6)
     0.24
-    >>> # 16 prompts, 8 per iteration: half wait 240 ms, half 480 ms -> 360 ms
-    >>> round(float(first_wave_ttft_s(0.030, 16.0, 1024.0, 8192.0)[0]), 6)
+    >>> # 16 prompts, 8 per 240 ms iteration: half wait 240 ms, half 480 ms -> 360 ms
+    >>> round(float(first_wave_ttft_s(0.240, 8.0, 16.0)[0]), 6)
     0.36
     """
-    p = np.atleast_1d(np.asarray(prefill_busy_s, dtype=float))
-    n = np.broadcast_to(np.asarray(clients, dtype=float), p.shape)
-    isl_ = np.broadcast_to(np.asarray(isl, dtype=float), p.shape)
-    budget = np.broadcast_to(np.asarray(budget_tokens, dtype=float), p.shape)
-    out = np.empty(p.shape)
-    for j in range(p.size):  # n is at most a few hundred clients: a short sum per row
-        k = int(max(n[j], 1.0))
-        m = max(min(budget[j] / max(isl_[j], 1.0), float(k)), 1.0)
-        i = np.arange(1, k + 1, dtype=float)
-        out[j] = float(np.mean(np.ceil(i / m - 1e-9) * m)) * p[j]
-    return out
+    t = np.atleast_1d(np.asarray(iteration_s, dtype=float))
+    m = np.broadcast_to(np.asarray(prompts_per_iteration, dtype=float), t.shape)
+    n = np.broadcast_to(np.asarray(clients, dtype=float), t.shape)
+    # n is at most a few hundred clients: a short sum per row
+    return np.array([float(np.mean(first_wave_ttfts_s(t[j], m[j], n[j]))) for j in range(t.size)])
 
 
 def with_first_wave(

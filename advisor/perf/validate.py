@@ -155,13 +155,15 @@ def _closed_loop_ttft(sel: list[Case], r: ReplicaArrays, n, isl, osl) -> np.ndar
     from advisor.perf.predict import (
         DEFAULT_PREFILL_BUDGET_TOKENS,
         first_wave_ttft_s,
+        prompts_per_prefill,
         with_first_wave,
     )
 
     steady = concurrency_ttft(r, n, isl, osl)
-    busy, delay = prefill_busy_and_delay_s(prefill(r, isl).total, r.request_overhead_s)
     budget = np.array([c.prefill_budget_tokens or DEFAULT_PREFILL_BUDGET_TOKENS for c in sel])
-    wave = first_wave_ttft_s(busy, n, isl, budget) + delay
+    m = prompts_per_prefill(budget, isl, n)
+    busy, delay = prefill_busy_and_delay_s(prefill(r, isl, m).total, r.request_overhead_s)
+    wave = first_wave_ttft_s(busy, m, n) + delay
     runs = np.array([c.requests if c.statistic == "mean" else 0 for c in sel], dtype=float)
     return with_first_wave(steady, np.maximum(wave, steady), n, runs)
 
