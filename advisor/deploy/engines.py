@@ -107,6 +107,17 @@ def _kv(engine: str, kv: str) -> str | None:
     return table[engine].get(kv)
 
 
+def _weight_args(plan, ck) -> list[tuple[str, str | None]]:
+    """Flags for weights the checkpoint does not carry as served (vLLM and SGLang spell them
+    alike): quantize at load (``--quantization``), or run in fp32 (``--dtype float32``)."""
+    args: list[tuple[str, str | None]] = []
+    if ck.online_quantization:
+        args.append(("--quantization", ck.online_quantization))
+    if plan.spec.weights == "fp32":
+        args.append(("--dtype", "float32"))
+    return args
+
+
 def _draft_repo(draft_id: str | None) -> str:
     if draft_id is None:
         return ""
@@ -186,10 +197,7 @@ def vllm(plan: Plan) -> Launch:
             ("--max-num-batched-tokens", str(p.max_num_batched_tokens)),
             ("--kv-cache-dtype", _kv("vllm", plan.spec.kv)),
         ]  # fmt: skip
-        if ck.online_quantization:
-            args.append(("--quantization", ck.online_quantization))
-        if plan.spec.weights == "fp32":
-            args.append(("--dtype", "float32"))
+        args += _weight_args(plan, ck)
         if p.role in ("prefill", "decode"):
             cfg = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
             args.append(("--kv-transfer-config", json.dumps(cfg, separators=(",", ":"))))
@@ -239,10 +247,7 @@ def sglang(plan: Plan) -> Launch:
             ("--chunked-prefill-size", str(p.max_num_batched_tokens)),
             ("--kv-cache-dtype", _kv("sglang", plan.spec.kv)),
         ]  # fmt: skip
-        if ck.online_quantization:
-            args.append(("--quantization", ck.online_quantization))
-        if plan.spec.weights == "fp32":
-            args.append(("--dtype", "float32"))
+        args += _weight_args(plan, ck)
         if p.speculative:
             k = plan.spec_tokens
             args += [
