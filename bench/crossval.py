@@ -228,6 +228,8 @@ def main() -> None:
     items, _ = cases()
     warm = profiles._calibration()
     weight = PRIOR_WEIGHT if args.prior_weight is None else args.prior_weight
+    if args.prior_weight is not None and not 0.0 <= args.prior_weight <= 100.0:
+        ap.error(f"--prior-weight: {args.prior_weight} is outside 0-100")
     if args.prior_weight is not None and args.write:
         ap.error("--prior-weight: compare weights without --write (data/ keeps the default)")
     if args.prior_weight is not None:

@@ -103,8 +103,9 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
 #: of two of them pins (an engine's efficiency x a family's eta) drift to their bounds to absorb
 #: one source's quirks, and every other source's prediction pays for it.
 #: Centres: the datasheet-based priors of ``profiles`` (MAMF / spec for compute, STREAM-like
-#: copies for memory), TensorRT-LLM as the 1.0 reference, the engines' documented default
-#: overheads. Widths: a factor e^0.3 ~ 1.35 for hardware efficiencies, e^0.2 for engine
+#: copies for memory), TensorRT-LLM as the 1.0 reference, and for the overheads one middle value
+#: for every engine (step 2 ms and request 10 ms, within the engines' 1-3 ms and 8-10 ms
+#: defaults; the per-layer default of ``profiles``). Widths: a factor e^0.3 ~ 1.35 for hardware efficiencies, e^0.2 for engine
 #: multipliers, a few ms for per-step and tens of ms for per-request overheads.
 PRIOR_WIDTH_LOG = {"eta_mem": 0.3, "eta_compute_16": 0.3, "eta_compute_fp8": 0.3,
                    "efficiency": 0.2, "mem_efficiency": 0.2, "attention_efficiency": 0.5,
@@ -113,8 +114,7 @@ PRIOR_LINEAR = {  # name -> (centre, width), seconds
     "step_overhead_s": (2e-3, 3e-3),
     "seq_overhead_s": (5e-6, 3e-5),
     "request_overhead_s": (10e-3, 20e-3),
-    # CUDA-graph replay still pays a few us per kernel (launch + ramp), ~10 kernels a layer
-    "layer_overhead_s": (2e-5, 4e-5),
+    "layer_overhead_s": (profiles.DEFAULT_LAYER_OVERHEAD_S, 4e-5),
 }
 #: Weight of the priors against the data, chosen by leave-one-source-out cross-validation
 #: (bench/crossval.py --prior-weight): of 0 (no prior), 0.3, 0.6, 0.8 and 1.0, 0.8 gave the
@@ -126,11 +126,8 @@ PRIOR_WEIGHT = 0.8
 def _prior_centre(section: str, key: str, name: str) -> float:
     if name == "eta_mem":
         return profiles.PRIOR_ETA_MEM.get(key, profiles.DEFAULT_ETA_MEM)
-    c16 = profiles.PRIOR_ETA_COMPUTE_16.get(key, 0.65)
-    if name == "eta_compute_16":
-        return c16
-    if name == "eta_compute_fp8":
-        return profiles.PRIOR_ETA_COMPUTE_FP8.get(key, 0.9 * c16)
+    if name in ("eta_compute_16", "eta_compute_fp8"):
+        return profiles.prior_compute_etas(key)[name == "eta_compute_fp8"]
     if name == "attention_efficiency":
         return profiles.DEFAULT_ATTENTION_EFFICIENCY
     if name == "moe_efficiency":

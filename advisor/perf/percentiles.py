@@ -296,24 +296,20 @@ def _first_wave_quantile_s(pc: PercentileCase) -> float:
     (the steady state then contributes nothing above it); the caller keeps the larger of this
     and the steady-state quantile.
     """
-    from advisor.perf.predict import (
-        DEFAULT_PREFILL_BUDGET_TOKENS,
-        first_wave_ttfts_s,
-        prompts_per_prefill,
-    )
+    from advisor.perf.predict import first_wave_iteration, first_wave_ttfts_s
     from advisor.perf.replica import build_replicas
-    from advisor.perf.step import prefill, prefill_busy_and_delay_s
 
     c = pc.case
     n, runs = float(c.batch), float(c.requests)
     if not pc.closed_loop or n <= 1 or runs <= n or n / runs < 1.0 - pc.quantile - 1e-9:
         return 0.0
-    r = build_replicas([c.config])
-    m = float(
-        prompts_per_prefill(c.prefill_budget_tokens or DEFAULT_PREFILL_BUDGET_TOKENS, c.isl, n)
+    iteration, m, delay = first_wave_iteration(
+        build_replicas([c.config]),
+        np.array([c.isl]),
+        np.array([n]),
+        np.array([c.prefill_budget_tokens]),
     )
-    busy, delay = prefill_busy_and_delay_s(prefill(r, c.isl, m).total, r.request_overhead_s)
-    wave = first_wave_ttfts_s(float(busy[0]), m, n) + float(delay[0])
+    wave = first_wave_ttfts_s(float(iteration[0]), float(m[0]), n) + float(delay[0])
     level = max(1.0 - (1.0 - pc.quantile) * runs / n, 0.0)
     return float(wave[min(int(math.ceil(level * n)) - 1 if level > 0 else 0, wave.size - 1)])
 

@@ -166,6 +166,26 @@ def prompts_per_prefill(budget_tokens, isl, clients) -> np.ndarray:
     return np.clip(m, 1.0, np.maximum(np.asarray(clients, dtype=float), 1.0))
 
 
+def first_wave_iteration(
+    r: ReplicaArrays, isl: np.ndarray, clients: np.ndarray, budget_tokens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(iteration GPU time s, prompts per iteration, request delay s) of a start-up wave.
+
+    An iteration prefills m = ``prompts_per_prefill`` prompts together: its GPU time is the
+    batched prefill's (``prefill(isl, m)``) without the request overhead, which is the delay
+    every first token also pays (``step.prefill_busy_and_delay_s``). A budget of 0 (not stated
+    in the row) is the engines' default, ``DEFAULT_PREFILL_BUDGET_TOKENS``.
+    """
+    from advisor.perf.step import prefill_busy_and_delay_s
+
+    budget = np.asarray(budget_tokens, dtype=float)
+    m = prompts_per_prefill(
+        np.where(budget > 0, budget, DEFAULT_PREFILL_BUDGET_TOKENS), isl, clients
+    )
+    busy, delay = prefill_busy_and_delay_s(prefill(r, isl, m).total, r.request_overhead_s)
+    return busy, m, delay
+
+
 def first_wave_ttfts_s(
     iteration_s: float, prompts_per_iteration: float, clients: float
 ) -> np.ndarray:

@@ -98,6 +98,21 @@ PRIOR_ETA_MEM = {"cdna2": 0.5, "cdna3": 0.65, "cdna4": 0.65, "gaudi3": 0.65}
 DEFAULT_ETA_MEM = 0.80
 
 
+#: Per-layer time before calibration: CUDA-graph replay still pays a few us per kernel (launch
+#: and ramp), some ten kernels a layer; also the centre of its prior in the fit.
+DEFAULT_LAYER_OVERHEAD_S = 20e-6
+
+
+def prior_compute_etas(family: str) -> tuple[float, float]:
+    """(eta_compute_16, eta_compute_fp8) priors: measured MAMF / spec, else 0.65 and 0.9 x that.
+
+    >>> prior_compute_etas("gaudi3") == (1243.0 / 1835, 0.9 * 1243.0 / 1835)
+    True
+    """
+    c16 = PRIOR_ETA_COMPUTE_16.get(family, 0.65)
+    return c16, PRIOR_ETA_COMPUTE_FP8.get(family, c16 * 0.9)
+
+
 @dataclass(frozen=True)
 class FamilyEfficiency:
     eta_mem: float
@@ -117,7 +132,7 @@ class EngineProfile:
     fitted: bool
     mem_efficiency: float = 1.0
     #: Fixed time per transformer layer and pass (kernel launch and ramp; perf.step)
-    layer_overhead_s: float = 0.0
+    layer_overhead_s: float = DEFAULT_LAYER_OVERHEAD_S
     #: One-shot/two-shot all-reduce kernels over NVLink/xGMI peer memory (TensorRT-LLM, vLLM and
     #: SGLang ship them); a plain PyTorch server only has NCCL's ring/tree/NVLS.
     custom_allreduce: bool = True
@@ -150,17 +165,17 @@ class EngineProfile:
 #: what vLLM and TensorRT-LLM report in their step-time logs at small batch).
 _DEFAULT_ENGINE = {
     "generic": dict(step_overhead_s=2e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3,
-                    layer_overhead_s=20e-6,
+
                     efficiency=1.0, max_num_seqs=512, custom_allreduce=False),
-    "trtllm": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3, layer_overhead_s=20e-6,
+    "trtllm": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3,
                    efficiency=1.0, max_num_seqs=2048, kv_fraction_of_free=True),
-    "trtllm-trt": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3, layer_overhead_s=20e-6,
+    "trtllm-trt": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3,
                        efficiency=1.0, max_num_seqs=2048, kv_fraction_of_free=True),
-    "vllm": dict(step_overhead_s=2e-3, seq_overhead_s=3e-6, request_overhead_s=10e-3, layer_overhead_s=20e-6,
+    "vllm": dict(step_overhead_s=2e-3, seq_overhead_s=3e-6, request_overhead_s=10e-3,
                  efficiency=0.95, max_num_seqs=256),
-    "vllm-v0": dict(step_overhead_s=3e-3, seq_overhead_s=5e-6, request_overhead_s=10e-3, layer_overhead_s=20e-6,
+    "vllm-v0": dict(step_overhead_s=3e-3, seq_overhead_s=5e-6, request_overhead_s=10e-3,
                     efficiency=0.95, max_num_seqs=256),
-    "sglang": dict(step_overhead_s=1.5e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3, layer_overhead_s=20e-6,
+    "sglang": dict(step_overhead_s=1.5e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3,
                    efficiency=0.97, max_num_seqs=1024),
 }  # fmt: skip
 #: Engines' default caps on running sequences: vLLM max_num_seqs 256 (EngineArgs), SGLang
@@ -203,8 +218,7 @@ def reload() -> None:
 @cache
 def family_efficiency(family: str) -> FamilyEfficiency:
     fitted = (_calibration().get("families") or {}).get(family)
-    prior_c16 = PRIOR_ETA_COMPUTE_16.get(family, 0.65)
-    prior_c8 = PRIOR_ETA_COMPUTE_FP8.get(family, prior_c16 * 0.9)
+    prior_c16, prior_c8 = prior_compute_etas(family)
     if fitted:
         return FamilyEfficiency(
             eta_mem=float(fitted.get("eta_mem", DEFAULT_ETA_MEM)),

@@ -12,7 +12,7 @@ from advisor.catalog import get_interconnect
 from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.perf.estimate import EstimateInput
 from advisor.perf.replica import ReplicaArrays, ReplicaConfig, max_running
-from advisor.perf.step import StepTimes, decode_step, prefill, prefill_busy_and_delay_s
+from advisor.perf.step import StepTimes, decode_step, prefill
 from advisor.physics.roofline import ridge_point_flops_per_byte
 
 COMPONENTS = ("compute", "memory", "dequant", "communication", "overhead", "bubble")
@@ -154,23 +154,15 @@ def closed_loop_qps(
     """
     from advisor.perf.closed_loop import closed_loop_load
     from advisor.perf.replica import build_replicas
-    from advisor.physics.queueing import PiecewiseLinearStep, ServiceModel
+    from advisor.perf.validate import service_for
 
     r = build_replicas([replica_config(model, gpu, inp)])
     isl, osl = float(inp.isl), float(inp.osl)
-    cap = batch_cap(r, isl + osl)
-    if cap < 1:
+    if batch_cap(r, isl + osl) < 1:
         return None
-    # The step on a batch grid, interpolated (as the search does): the exact step inside the
-    # fixed point costs ~0.4 s per load; the estimate at the found rate is exact.
-    grid = 2.0 ** np.arange(0, 13)
-    tab = decode_step(repeat(r, grid.size), grid, isl + osl / 2.0).total
-    busy, delay = prefill_busy_and_delay_s(prefill(r, isl).total, r.request_overhead_s)
-    sm = ServiceModel(
-        decode_step_base_s=0.0, decode_step_per_seq_s=0.0, prefill_s=busy,
-        max_running=np.array([float(cap)]), decode_step_fn=PiecewiseLinearStep(grid, tab[None, :]),
-        request_delay_s=delay,
-    )  # fmt: skip
+    # The estimate's own queueing model: the step on a batch grid, interpolated (the exact step
+    # inside the fixed point costs ~0.4 s per load; the estimate at the found rate is exact).
+    sm = service_for(r, np.array([isl]), np.array([osl]))
     kw = {"isl_tokens": isl, "policy": inp.batching}
     _, x = closed_loop_load(sm, float(users), osl, kw, dp=np.array([float(inp.dp)]),
                             think_time_s=think_time_s)  # fmt: skip

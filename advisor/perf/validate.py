@@ -19,8 +19,11 @@ from advisor.perf.predict import (
     concurrency_throughput,
     concurrency_tpot,
     concurrency_ttft,
+    first_wave_iteration,
+    first_wave_ttft_s,
     offline_throughput,
     static_throughput,
+    with_first_wave,
 )
 from advisor.perf.replica import ReplicaArrays, build_replicas, max_running
 from advisor.perf.step import decode_step, prefill, prefill_busy_and_delay_s
@@ -152,18 +155,10 @@ def _closed_loop_ttft(sel: list[Case], r: ReplicaArrays, n, isl, osl) -> np.ndar
     """Mean (or median) TTFT of a closed-loop run: the steady state, plus, for a mean over a
     run of stated length, its start-up wave (``predict.first_wave_ttft_s``). A median of a run
     whose wave is under half its requests is the steady state's."""
-    from advisor.perf.predict import (
-        DEFAULT_PREFILL_BUDGET_TOKENS,
-        first_wave_ttft_s,
-        prompts_per_prefill,
-        with_first_wave,
-    )
-
     steady = concurrency_ttft(r, n, isl, osl)
-    budget = np.array([c.prefill_budget_tokens or DEFAULT_PREFILL_BUDGET_TOKENS for c in sel])
-    m = prompts_per_prefill(budget, isl, n)
-    busy, delay = prefill_busy_and_delay_s(prefill(r, isl, m).total, r.request_overhead_s)
-    wave = first_wave_ttft_s(busy, m, n) + delay
+    budget = np.array([c.prefill_budget_tokens for c in sel], dtype=float)
+    iteration, m, delay = first_wave_iteration(r, isl, n, budget)
+    wave = first_wave_ttft_s(iteration, m, n) + delay
     runs = np.array([c.requests if c.statistic == "mean" else 0 for c in sel], dtype=float)
     return with_first_wave(steady, np.maximum(wave, steady), n, runs)
 
