@@ -585,6 +585,30 @@ def test_layer_overhead_is_paid_once_per_layer_per_token(pp):
     assert float(d[0]) == pytest.approx(1.6e-3)
 
 
+def test_in_engine_collectives_take_the_nccl_tests_time_over_the_collective_efficiency():
+    # Llama-3.1-70B (Meta's config.json: 80 layers, hidden 8192) at TP 8 on H100 NVLink: a decode
+    # step of 64 sequences all-reduces 64 x 8192 x 2 bytes = 1 MiB twice per layer (Megatron-LM),
+    # 160 all-reduces of the nccl-tests time each. At collective efficiency 0.5 each takes twice
+    # that time; the step's communication doubles and nothing else moves.
+    import dataclasses
+
+    import numpy as np
+
+    from advisor.perf.replica import ReplicaConfig, build_replicas
+    from advisor.perf.step import allreduce_time_s, decode_step
+
+    cfg = ReplicaConfig(model=get_model("llama-3.1-70b"), gpu=get_accelerator("h100-sxm"), tp=8,
+                        weights="fp8", kv="fp8")  # fmt: skip
+    r = build_replicas([cfg])
+    bench = dataclasses.replace(r, comm_eff=np.array([1.0]))
+    half = dataclasses.replace(r, comm_eff=np.array([0.5]))
+    one_ar = float(allreduce_time_s(bench, np.array([64 * 8192 * 2.0]))[0])
+    a, b = decode_step(bench, 64.0, 2048.0), decode_step(half, 64.0, 2048.0)
+    assert float(a.communication[0]) == pytest.approx(160 * one_ar)
+    assert float(b.communication[0]) == pytest.approx(2 * 160 * one_ar)
+    assert float(b.total[0] - a.total[0]) == pytest.approx(160 * one_ar)
+
+
 def test_closed_loop_mean_ttft_includes_the_start_up_wave_medians_do_not():
     # --max-concurrency 16 at request rate inf (InferenceX's SGLang sweeps: --num-prompts 10 x
     # concurrency) releases 16 requests at t = 0; with 80 requests in the run, the mean TTFT

@@ -43,6 +43,7 @@ _BOUNDS = {
     "mem_efficiency": (0.5, 1.3, 1.0),
     "attention_efficiency": (0.2, 1.5, 0.75),
     "moe_efficiency": (0.2, 1.0, 0.8),
+    "collective_efficiency": (0.2, 1.2, 0.8),
 }
 MIN_ROWS = 3  # a constant is fitted only when at least this many rows depend on it
 
@@ -70,6 +71,8 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
     params: list[tuple[str, str, str]] = [("global", "attention", "attention_efficiency")]
     if sum(c.config.model.is_moe for c in items) >= MIN_ROWS:
         params.append(("global", "moe", "moe_efficiency"))
+    if sum(c.config.tp > 1 for c in items) >= MIN_ROWS:
+        params.append(("global", "collective", "collective_efficiency"))
     for fam, n in sorted(fam_rows.items()):
         if n < MIN_ROWS:
             continue
@@ -109,7 +112,7 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
 #: multipliers, a few ms for per-step and tens of ms for per-request overheads.
 PRIOR_WIDTH_LOG = {"eta_mem": 0.3, "eta_compute_16": 0.3, "eta_compute_fp8": 0.3,
                    "efficiency": 0.2, "mem_efficiency": 0.2, "attention_efficiency": 0.5,
-                   "moe_efficiency": 0.5}  # fmt: skip
+                   "moe_efficiency": 0.5, "collective_efficiency": 0.5}  # fmt: skip
 PRIOR_LINEAR = {  # name -> (centre, width), seconds
     "step_overhead_s": (2e-3, 3e-3),
     "seq_overhead_s": (5e-6, 3e-5),
@@ -134,7 +137,7 @@ def _prior_centre(section: str, key: str, name: str) -> float:
         return 0.8
     if name in PRIOR_LINEAR:
         return PRIOR_LINEAR[name][0]
-    return 1.0  # efficiency, mem_efficiency: TensorRT-LLM is the reference
+    return 1.0  # efficiency, mem_efficiency (TensorRT-LLM is the reference), collective (nccl-tests)
 
 
 def prior_deviations(params: list[tuple[str, str, str]], x: np.ndarray) -> np.ndarray:

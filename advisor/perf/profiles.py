@@ -213,6 +213,7 @@ def reload() -> None:
     engine_profile.cache_clear()
     attention_efficiency.cache_clear()
     moe_efficiency.cache_clear()
+    collective_efficiency.cache_clear()
 
 
 @cache
@@ -249,6 +250,24 @@ def moe_efficiency() -> float:
     """Fitted fraction of the dense GEMM efficiency the routed-expert kernels reach."""
     fitted = (_calibration().get("global") or {}).get("moe_efficiency")
     return float(fitted) if fitted is not None else DEFAULT_MOE_EFFICIENCY
+
+
+#: Collectives inside a serving engine relative to the same collective in nccl-tests. The
+#: isolated benchmark runs one collective back to back on idle GPUs; in an engine each
+#: all-reduce waits for the slowest rank to finish its GEMM (skew), pays a kernel launch between
+#: two GEMMs and shares the SMs and L2 with them, so it reaches a fraction of the benchmark's
+#: bus bandwidth. 1.0 (the benchmark) before calibration; fitted on the engines' multi-GPU rows.
+#: Source: NCCL documentation, "Performance" (nccl-tests measure isolated collectives); Rashidi
+#: et al. 2021 (ISCA, "Enabling Compute-Communication Overlap in Distributed Deep Learning
+#: Training Platforms") for the slowdown of collectives that share a GPU with compute kernels.
+DEFAULT_COLLECTIVE_EFFICIENCY = 1.0
+
+
+@cache
+def collective_efficiency() -> float:
+    """Fitted fraction of the nccl-tests collective speed reached inside the engines."""
+    fitted = (_calibration().get("global") or {}).get("collective_efficiency")
+    return float(fitted) if fitted is not None else DEFAULT_COLLECTIVE_EFFICIENCY
 
 
 @cache

@@ -19,6 +19,7 @@ from advisor.perf.profiles import (
     engine_profile,
     family_efficiency,
     moe_efficiency,
+    collective_efficiency,
 )
 from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.memory import (
@@ -139,6 +140,7 @@ class ReplicaArrays:
     max_num_seqs: np.ndarray
     attn_eff: np.ndarray  # attention kernels' fraction of the GEMM efficiency (calibrated)
     moe_eff: np.ndarray  # routed-expert (fused MoE) kernels' fraction of it (calibrated)
+    comm_eff: np.ndarray  # in-engine collectives' fraction of the nccl-tests speed (calibrated)
     gpus: np.ndarray  # TP x PP
 
     @property
@@ -256,7 +258,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
         max_num_seqs=eng.max_num_seqs,
-        attn_eff=attention_efficiency(), moe_eff=moe_efficiency(), gpus=tp * pp,
+        attn_eff=attention_efficiency(), moe_eff=moe_efficiency(),
+        comm_eff=collective_efficiency(), gpus=tp * pp,
     )  # fmt: skip
 
 

@@ -12,7 +12,9 @@ per GPU of a pipeline stage, one iteration over ``batch`` running sequences of m
     bytes   = dense weights + experts touched x expert bytes + KV of every running sequence
     gpu     = max(flops / peak + dequant, bytes / bandwidth)        (roofline; W4A16 dequant
                                                                      overlaps the weight reads)
-    comm    = 2 x layers x allreduce(tokens x hidden x 2 bytes, TP)  (Megatron-LM: 2 per layer)
+    comm    = 2 x layers x allreduce(tokens x hidden x 2 bytes, TP) / collective_eff
+              (Megatron-LM: 2 per layer; collective_eff the in-engine fraction of the
+              nccl-tests speed, profiles.collective_efficiency)
     stage   = gpu + comm
     step    = PP x stage + (PP - 1) x p2p + overhead(batch)          (a token crosses all stages)
     overhead(batch) = step_overhead + seq_overhead x batch + layer_overhead x layers (per pass)
@@ -127,11 +129,13 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     """Collectives of one stage for ``tokens`` tokens: per layer, the attention all-reduce plus
     either the MLP all-reduce (TP, Megatron-LM) or, in MoE layers under expert parallelism, two
     all-to-alls dispatching each token's k expert inputs and combining the outputs (GShard).
+    Each takes its nccl-tests time / ``comm_eff`` (profiles.collective_efficiency): inside the
+    engine a collective waits for the slowest rank and shares the GPU with the GEMMs.
     """
     from advisor.physics.collectives import all_to_all_time_s
 
     act = tokens * r.hidden * r.act_bytes
-    ar = allreduce_time_s(r, act)
+    ar = allreduce_time_s(r, act) / r.comm_eff
     if not r.ep.any():
         return 2.0 * r.layers_stage * ar
     # Each GPU owns 1/TP of the tokens and sends their k expert inputs: k x act / TP bytes.
@@ -141,6 +145,7 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
         sel = ep & (r.tp == n)
         msg = (act * r.experts_per_tok / r.tp)[sel]
         a2a[sel] = all_to_all_time_s(msg, int(n), r.a2a_bw[sel], r.tp_link_latency[sel])
+    a2a = a2a / r.comm_eff
     moe = r.moe_layer_frac
     per_layer = ar + np.where(ep, moe * 2.0 * a2a + (1.0 - moe) * ar, ar)
     return r.layers_stage * per_layer
