@@ -64,6 +64,18 @@ def test_latency_numbers_follow_the_deployment_in_focus():
     assert any(dep in i.value or "(TP=8) h100-sxm" in i.value for i in at.info)
 
 
+def test_latency_engine_line_states_the_fitted_collective_efficiency():
+    # The all-reduce share of a step depends on the fitted in-engine collective efficiency
+    # (data/calibration.yaml global.collective_efficiency); the page says which value it used.
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "data" / "calibration.yaml").read_text(encoding="utf-8"))
+    ce = doc["global"]["collective_efficiency"]
+    at = _page("ui/pages/latency.py")
+    line = next(i.value for i in at.info if "Engine profile" in i.value)
+    assert f"All-reduces run at {ce:.0%} of their nccl-tests speed" in line
+
+
 def test_speculative_speedup_follows_the_sliders():
     at = _page("ui/pages/speculative.py")
     before = _metrics(at)["Speedup per token"]

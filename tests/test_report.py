@@ -251,3 +251,17 @@ def test_report_leads_with_the_out_of_sample_errors(default_report):
     assert (
         f"one accelerator family AMD rows {fam['rows']} {fam['median_ape_pct']:.1f}" in flat[oos:]
     )
+
+
+def test_report_states_the_fitted_collective_efficiency(default_report):
+    # The all-reduce component of every multi-GPU latency uses the fitted in-engine collective
+    # efficiency (data/calibration.yaml global.collective_efficiency); the assumptions say it.
+    import yaml
+
+    from advisor.catalog.loader import DATA_DIR
+
+    _, _, pdf, _ = default_report
+    flat = _flat(_text(pdf)[1])
+    cal = yaml.safe_load((DATA_DIR / "calibration.yaml").read_text(encoding="utf-8"))
+    ce = cal["global"]["collective_efficiency"]
+    assert f"all-to-alls at {ce:.2f} of their nccl-tests speed" in flat

@@ -137,7 +137,8 @@ def _prior_centre(section: str, key: str, name: str) -> float:
         return 0.8
     if name in PRIOR_LINEAR:
         return PRIOR_LINEAR[name][0]
-    return 1.0  # efficiency, mem_efficiency (TensorRT-LLM is the reference), collective (nccl-tests)
+    # efficiency, mem_efficiency: TensorRT-LLM is the reference; collective: nccl-tests
+    return 1.0
 
 
 def prior_deviations(params: list[tuple[str, str, str]], x: np.ndarray) -> np.ndarray:

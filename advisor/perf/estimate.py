@@ -27,7 +27,7 @@ from advisor.perf.predict import (
     prefill_stall_per_token_s,
     static_throughput,
 )
-from advisor.perf.profiles import engine_profile, family_efficiency
+from advisor.perf.profiles import collective_efficiency, engine_profile, family_efficiency
 from advisor.perf.replica import (
     ReplicaConfig,
     build_replicas,
@@ -199,6 +199,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             "max_num_seqs": eng.max_num_seqs,
             "eta_mem": eff.eta_mem, "eta_compute_16": eff.eta_compute_16,
             "eta_compute_fp8": eff.eta_compute_fp8, "family_calibrated": eff.fitted,
+            "collective_efficiency": collective_efficiency(),
         },
         "tp_link": tp_link_for(cfg, interconnects()).id if inp.tp > 1 else None,
         "pp_link": pp_link_for(cfg, interconnects()).id if inp.pp > 1 else None,

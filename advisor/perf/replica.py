@@ -16,10 +16,10 @@ from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
 from advisor.perf.overlay import Overlay, overlay_for
 from advisor.perf.profiles import (
     attention_efficiency,
+    collective_efficiency,
     engine_profile,
     family_efficiency,
     moe_efficiency,
-    collective_efficiency,
 )
 from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.memory import (

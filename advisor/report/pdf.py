@@ -1071,6 +1071,16 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
                          _fmt(pr.request_overhead_s * 1e3, ".1f"),
                          _fmt(pr.efficiency, ".3f"), _fmt(pr.mem_efficiency, ".3f")))  # fmt: skip
         doc.table(rows, (40, 25, 22, 25, 24, 21, 21), align="RIGHT")
+        g = cal.get("global") or {}
+        doc.para(
+            "Every engine: attention kernels at "
+            f"{_fmt(g.get('attention_efficiency'), '.2f')} of the GEMM efficiency, routed-expert "
+            f"(MoE) kernels at {_fmt(g.get('moe_efficiency'), '.2f')}, and all-reduces / "
+            f"all-to-alls at {_fmt(g.get('collective_efficiency'), '.2f')} of their nccl-tests "
+            "speed (a collective inside the engine waits for the slowest rank and shares the GPU "
+            "with the GEMMs).",
+            8.5,
+        )
     else:
         doc.para("No calibration file: the model uses its prior efficiencies.", 9)
 

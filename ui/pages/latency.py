@@ -77,7 +77,9 @@ def profile_section(c: SimpleNamespace) -> None:
         f"×{p['mem_efficiency']:.2f} memory, "
         f"max {p['max_num_seqs']:,} running sequences. {c.gpu.family} efficiencies ({fam}): "
         f"HBM {p['eta_mem']:.0%}, 16-bit compute {p['eta_compute_16']:.0%}, "
-        f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet."
+        f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet. All-reduces run at "
+        f"{p['collective_efficiency']:.0%} of their nccl-tests speed (fitted on the engines' "
+        f"multi-GPU rows)."
     )
 
 
