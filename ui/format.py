@@ -101,17 +101,28 @@ def display_name(text: str) -> str:
     return " ".join(_NAME_OK.sub(" ", text).split())
 
 
-def interval_text(intervals: dict | None) -> str:
+def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = None) -> str:
     """ "80% range (out-of-sample): P99 TTFT 721 ms–1.73 s · P99 TPOT ..." from a deployment's
-    ``intervals`` (advisor/search/sla.percentile_intervals); "" when there are none."""
+    ``intervals`` (advisor/search/sla.percentile_intervals); "" when there are none. With the
+    shown estimates (``points_ms``, by "TTFT"/"TPOT"/"E2E"), a range that excludes its estimate
+    says which way the model errs there (intervals.side_of_range)."""
+    from advisor.perf.intervals import side_of_range
+
     iv = intervals or {}
     conf, pct = iv.get("confidence"), iv.get("percentile")
-    parts = []
+    parts, notes = [], []
     for name in ("TTFT", "TPOT", "E2E"):
         got = iv.get(f"{name.lower()}_ms")
         if isinstance(got, list | tuple) and len(got) == 2 and None not in got:
             parts.append(f"P{pct} {name} {latency(got[0])}–{latency(got[1])}")
+            point = (points_ms or {}).get(name)
+            side = side_of_range(point, got[0], got[1]) if point is not None else ""
+            if side:
+                way = "below" if side == "runs high" else "above"
+                notes.append(f"P{pct} {name}: measurements of this kind came in {way} the model, "
+                             f"so its range lies {way} the estimate")  # fmt: skip
     if not parts or conf is None:
         return ""
     calibrated = "" if iv.get("calibrated", True) else " — uncalibrated: widened"
-    return f"{conf:.0%} range (from out-of-sample error{calibrated}): " + " · ".join(parts)
+    text = f"{conf:.0%} range (from out-of-sample error{calibrated}): " + " · ".join(parts)
+    return text + "".join(f". {n}" for n in notes)

@@ -39,6 +39,7 @@ from advisor.cli.profile_opt import add_profile_flag, apply_to_estimate, load_pr
 from advisor.cli.profile_opt import check as check_profile
 from advisor.perf.client_profile import ProfileDoc
 from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.intervals import side_of_range
 from advisor.perf.profiles import ENGINES
 from advisor.scenario import DEFAULT_ENGINE, format_validation_error
 
@@ -267,7 +268,8 @@ def render(r: dict) -> str:
 
     def rng(key: str, fmt: str) -> str:
         lo, hi = iv[key]
-        return f" ({pct} range {lo:{fmt}}-{hi:{fmt}})"
+        side = side_of_range(r[key], lo, hi)
+        return f" ({pct} range {lo:{fmt}}-{hi:{fmt}}{f'; the model {side} here' if side else ''})"
 
     lines = [
         head,

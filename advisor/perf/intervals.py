@@ -246,6 +246,31 @@ def load_table(path: Path = CROSSVAL_PATH) -> ErrorTable:
     return table_from_doc(doc if isinstance(doc, dict) else {})
 
 
+#: Relative distance past an end of a range below which an estimate still counts as inside it.
+SIDE_TOLERANCE = 0.01
+
+
+def side_of_range(point: float, low: float, high: float) -> str:
+    """Where an estimate sits against its own range: "" inside, else which way the model errs.
+
+    The range is the estimate times the measured / predicted quantiles of its kind, so when
+    even the upper quantile is below 1 the measurements of that kind came in under the model
+    (it runs high there), and the other way round; saying so keeps a range that excludes its
+    own estimate from reading as a mistake. Within ``SIDE_TOLERANCE`` (1%) of an end counts as
+    inside: a quantile at ratio 1.0 puts an end on the estimate itself.
+
+    >>> side_of_range(11.9, 9.6, 11.7), side_of_range(10.0, 9.6, 11.7), side_of_range(5, 6, 9)
+    ('runs high', '', 'runs low')
+    >>> side_of_range(3094, 2083, 3093)  # 0.03% past the end: inside
+    ''
+    """
+    if point > high * (1.0 + SIDE_TOLERANCE):
+        return "runs high"
+    if point < low * (1.0 - SIDE_TOLERANCE):
+        return "runs low"
+    return ""
+
+
 def quantile_bounds(log_ratios: Iterable[float], confidence: float) -> tuple[float, float]:
     """Empirical quantiles (1-c)/2 and (1+c)/2 of log(measured / predicted), as factors.
 

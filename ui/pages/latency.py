@@ -104,7 +104,8 @@ def focus_section(c: SimpleNamespace) -> bool:
         for name in ("ttft", "tpot", "e2e")
     ]  # fmt: skip
     st.dataframe(rows, hide_index=True)
-    if ranges := interval_text(d.intervals):  # the same ranges as the Recommendation page
+    shown = {n.upper(): getattr(getattr(d, f"{n}_ms"), f"p{pct}") for n in ("ttft", "tpot", "e2e")}
+    if ranges := interval_text(d.intervals, shown):  # the same ranges as the Recommendation page
         st.caption(ranges)
     st.caption(
         f"SLA: {c.scenario.sla.describe()}. Percentiles of the whole deployment from the "

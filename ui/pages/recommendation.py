@@ -62,7 +62,8 @@ def best_section(rec, scenario) -> None:
     c[4].metric("USD per M tokens", usd(b.usd_per_million_tokens),
                 help=f"Per million output tokens at the offered load; {usd(b.usd_per_hour)} per "
                 "hour for the deployment")  # fmt: skip
-    if ranges := interval_text(b.intervals):
+    shown = {n.upper(): _pct(getattr(b, f"{n}_ms"), pct) for n in ("ttft", "tpot", "e2e")}
+    if ranges := interval_text(b.intervals, shown):
         st.caption(ranges)
     st.caption(
         f"SLA {rec.sla}; P{pct} end to end {_ms(_pct(b.e2e_ms, pct))}; "
