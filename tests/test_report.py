@@ -265,3 +265,15 @@ def test_report_states_the_fitted_collective_efficiency(default_report):
     cal = yaml.safe_load((DATA_DIR / "calibration.yaml").read_text(encoding="utf-8"))
     ce = cal["global"]["collective_efficiency"]
     assert f"all-to-alls at {ce:.2f} of their nccl-tests speed" in flat
+
+
+def test_pdf_range_that_excludes_its_estimate_says_which_way_the_model_errs():
+    # The README's 70B example: P99 TPOT 34.3 ms, 80% range 27.7-33.8 ms (held-out vLLM-on-Hopper
+    # TPOT rows came in below the model); P99 TTFT 369.5 ms inside 227.6-678.4 ms.
+    from advisor.report.pdf import Deployment
+
+    d = Deployment("x", intervals={"confidence": 0.8, "percentile": 99,
+                                   "ttft_ms": [227.6, 678.4], "tpot_ms": [27.7, 33.8]})  # fmt: skip
+    assert d.range_text("TPOT", 34.3) == " (80% range 27.7-33.8 ms; the model runs high here)"
+    assert d.range_text("TTFT", 369.5) == " (80% range 227.6-678.4 ms)"
+    assert d.range_text("TPOT") == " (80% range 27.7-33.8 ms)"
