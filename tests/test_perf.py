@@ -458,8 +458,11 @@ def test_speculative_fixed_concurrency_pays_the_same_prefill_stalls():
 
 
 def test_fp4_weights_use_fp4_tensor_cores_only_where_they_exist():
-    # B200 datasheet: dense FP4 9 PF = 2 x its FP8 4.5 PF; H100 has no FP4 tensor cores, so
-    # MXFP4 runs weight-only (vLLM Marlin / Triton MXFP4 kernels dequantize to bf16).
+    # B200 datasheet: dense FP4 9 PF = 2 x its FP8 4.5 PF. An NVFP4 checkpoint runs W4A4 at the
+    # FP4 rate; gpt-oss's MXFP4 experts multiply MXFP8 activations on B200/GB200 (W4A8, the FP8
+    # rate) and BF16 ones on H200 (TensorRT-LLM's GPT-OSS deployment guide, MoE backend support
+    # matrix). H100 has no FP4 tensor cores, so MXFP4 runs weight-only (Marlin / Triton MXFP4
+    # kernels dequantize to bf16).
     from advisor.perf.profiles import family_efficiency
 
     g = get_model("gpt-oss-120b")
@@ -468,9 +471,11 @@ def test_fp4_weights_use_fp4_tensor_cores_only_where_they_exist():
         ReplicaConfig(g, b200, weights="mxfp4", kv="bf16"),
         ReplicaConfig(g, b200, weights="fp8", kv="bf16"),
         ReplicaConfig(g, h100, weights="mxfp4", kv="bf16"),
+        ReplicaConfig(g, b200, weights="nvfp4", kv="bf16"),
     ])  # fmt: skip
-    assert r.peak_flops[0] == pytest.approx(2 * r.peak_flops[1])
-    assert not r.weight_only[0] and r.weight_only[2]
+    assert r.peak_flops[0] == pytest.approx(r.peak_flops[1])
+    assert r.peak_flops[3] == pytest.approx(2 * r.peak_flops[1])
+    assert not r.weight_only[0] and r.weight_only[2] and not r.weight_only[3]
     eta16 = family_efficiency("hopper").eta_compute_16
     assert r.peak_flops[2] <= 989e12 * eta16 * 1.0001  # the 16-bit peak, not an FP4 one
     # Native split (experts MXFP4, the rest bf16): only the experts are dequantized.

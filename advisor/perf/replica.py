@@ -33,10 +33,11 @@ from advisor.physics.memory import (
 from advisor.physics.params import ParamBreakdown, param_breakdown
 from advisor.physics.roofline import attention_width
 
-#: Compute path per weight dtype: W16A16, fp8 W8A8, FP4 tensor cores (Blackwell, CDNA4: MXFP4 /
-#: NVFP4 GEMMs), or weight-only (W8A16/W4A16) at 16-bit peak. An fp8 or fp4 path on a GPU without
-#: those tensor cores runs weight-only: the weights are dequantized to 16-bit in the GEMM
-#: (gpt-oss on H100/MI300X: vLLM's Marlin / Triton MXFP4 MoE kernels).
+#: Compute path per weight dtype: W16A16, fp8 W8A8, FP4 tensor cores (Blackwell, CDNA4: NVFP4
+#: W4A4 at the FP4 rate; MXFP4 with MXFP8 activations, W4A8, at the FP8 rate: TensorRT-LLM's
+#: GPT-OSS deployment guide), or weight-only (W8A16/W4A16) at 16-bit peak. An fp8 or fp4 path on a
+#: GPU without those tensor cores runs weight-only: the weights are dequantized to 16-bit in the
+#: GEMM (gpt-oss on H100/MI300X: vLLM's Marlin / Triton MXFP4 MoE kernels).
 COMPUTE_PATH = {
     "fp32": "16",
     "bf16": "16",
@@ -208,6 +209,10 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     path = COMPUTE_PATH[cfg.weights]
     peak16 = g.peak_flops_per_s.bf16 or g.peak_flops_per_s.fp16
     if path == "fp8" and g.peak_flops_per_s.fp8:
+        peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8
+    elif path == "fp4" and g.peak_flops_per_s.fp4 and cfg.weights == "mxfp4":
+        # MXFP4 checkpoints (gpt-oss) keep 8-bit activations: the FP4-capable kernels multiply
+        # MXFP4 weights by MXFP8 activations (W4A8) at the FP8 tensor rate.
         peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8
     elif path == "fp4" and g.peak_flops_per_s.fp4:
         # No FP4 measurement calibrates an efficiency yet: the fp8 one is assumed.
