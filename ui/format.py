@@ -101,6 +101,15 @@ def display_name(text: str) -> str:
     return " ".join(_NAME_OK.sub(" ", text).split())
 
 
+def percentile_points_ms(deployment, pct: int) -> dict[str, float]:
+    """The P``pct`` TTFT, TPOT and E2E a page shows for a search deployment, by "TTFT"/"TPOT"/"E2E"
+    (the ``points_ms`` of ``interval_text``)."""
+    return {
+        n.upper(): getattr(getattr(deployment, f"{n}_ms"), f"p{pct}")
+        for n in ("ttft", "tpot", "e2e")
+    }
+
+
 def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = None) -> str:
     """ "80% range (out-of-sample): P99 TTFT 721 ms–1.73 s · P99 TPOT ..." from a deployment's
     ``intervals`` (advisor/search/sla.percentile_intervals); "" when there are none. With the

@@ -39,7 +39,7 @@ from advisor.cli.profile_opt import add_profile_flag, apply_to_estimate, load_pr
 from advisor.cli.profile_opt import check as check_profile
 from advisor.perf.client_profile import ProfileDoc
 from advisor.perf.estimate import EstimateInput, estimate
-from advisor.perf.intervals import side_of_range
+from advisor.perf.intervals import range_note
 from advisor.perf.profiles import ENGINES
 from advisor.scenario import DEFAULT_ENGINE, format_validation_error
 
@@ -268,8 +268,7 @@ def render(r: dict) -> str:
 
     def rng(key: str, fmt: str) -> str:
         lo, hi = iv[key]
-        side = side_of_range(r[key], lo, hi)
-        return f" ({pct} range {lo:{fmt}}-{hi:{fmt}}{f'; the model {side} here' if side else ''})"
+        return f" ({pct} range {lo:{fmt}}-{hi:{fmt}}{range_note(r[key], lo, hi)})"
 
     lines = [
         head,

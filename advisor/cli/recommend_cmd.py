@@ -16,7 +16,7 @@ from advisor.cli.profile_opt import (
     render_line,
 )
 from advisor.cli.profile_opt import check as check_profile
-from advisor.perf.intervals import side_of_range
+from advisor.perf.intervals import range_note
 from advisor.perf.profiles import ENGINES
 from advisor.scenario import DEFAULT_ENGINE, THINK_TIME_DEFAULT_S, TTFT_DEFAULT_MS
 
@@ -251,13 +251,11 @@ def render(r: dict) -> str:
         for m in ("ttft_ms", "tpot_ms", "e2e_ms"):
             v = b[m]
             lo, hi = iv[m]
-            side = side_of_range(v[f"p{iv['percentile']}"], lo, hi)
+            note = range_note(v[f"p{iv['percentile']}"], lo, hi)
             lines.append(
                 f"  {m[:-3].upper():5s} P50 {v['p50']:.1f}  P90 {v['p90']:.1f}  "
                 f"P95 {v['p95']:.1f}  P99 {v['p99']:.1f} ms  "
-                f"(P{iv['percentile']} {iv['confidence']:.0%} range {lo:.1f}-{hi:.1f}"
-                + (f"; the model {side} here" if side else "")
-                + ")"
+                f"(P{iv['percentile']} {iv['confidence']:.0%} range {lo:.1f}-{hi:.1f}{note})"
             )
     if r.get("client_profile"):
         lines.append(render_line(r["client_profile"]))

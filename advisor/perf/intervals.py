@@ -271,6 +271,17 @@ def side_of_range(point: float, low: float, high: float) -> str:
     return ""
 
 
+def range_note(point: float, low: float, high: float) -> str:
+    """The suffix a printed range carries when it excludes its estimate: "; the model runs high
+    here" (or low), else "".
+
+    >>> range_note(34.3, 27.7, 33.8), range_note(30.0, 27.7, 33.8)
+    ('; the model runs high here', '')
+    """
+    side = side_of_range(point, low, high)
+    return f"; the model {side} here" if side else ""
+
+
 def quantile_bounds(log_ratios: Iterable[float], confidence: float) -> tuple[float, float]:
     """Empirical quantiles (1-c)/2 and (1+c)/2 of log(measured / predicted), as factors.
 

@@ -165,7 +165,6 @@ class EngineProfile:
 #: what vLLM and TensorRT-LLM report in their step-time logs at small batch).
 _DEFAULT_ENGINE = {
     "generic": dict(step_overhead_s=2e-3, seq_overhead_s=2e-6, request_overhead_s=10e-3,
-
                     efficiency=1.0, max_num_seqs=512, custom_allreduce=False),
     "trtllm": dict(step_overhead_s=1e-3, seq_overhead_s=1e-6, request_overhead_s=8e-3,
                    efficiency=1.0, max_num_seqs=2048, kv_fraction_of_free=True),

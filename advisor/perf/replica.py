@@ -34,8 +34,7 @@ from advisor.physics.params import ParamBreakdown, param_breakdown
 from advisor.physics.roofline import attention_width
 
 #: Compute path per weight dtype: W16A16, fp8 W8A8, FP4 tensor cores (Blackwell, CDNA4: NVFP4
-#: W4A4 at the FP4 rate; MXFP4 with MXFP8 activations, W4A8, at the FP8 rate: TensorRT-LLM's
-#: GPT-OSS deployment guide), or weight-only (W8A16/W4A16) at 16-bit peak. An fp8 or fp4 path on a
+#: W4A4 at the FP4 rate; MXFP4 at the rate of ``TENSOR_RATE``), or weight-only (W8A16/W4A16) at 16-bit peak. An fp8 or fp4 path on a
 #: GPU without those tensor cores runs weight-only: the weights are dequantized to 16-bit in the
 #: GEMM (gpt-oss on H100/MI300X: vLLM's Marlin / Triton MXFP4 MoE kernels).
 COMPUTE_PATH = {
@@ -48,6 +47,10 @@ COMPUTE_PATH = {
     "mxfp4": "fp4",
     "nvfp4": "fp4",
 }
+#: The tensor rate a path runs at on GPUs that have its tensor cores, where it is not the path's
+#: own: gpt-oss's MXFP4 experts multiply MXFP8 activations on FP4-capable GPUs (W4A8 at the FP8
+#: rate; TensorRT-LLM's GPT-OSS deployment guide, MoE backend support matrix).
+TENSOR_RATE = {"mxfp4": "fp8"}
 
 
 def attention_path(model: ModelSpec, kv_dtype: str, gpu: Accelerator) -> str:
@@ -208,18 +211,12 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     eff = family_efficiency(g.family)
     path = COMPUTE_PATH[cfg.weights]
     peak16 = g.peak_flops_per_s.bf16 or g.peak_flops_per_s.fp16
-    if path == "fp8" and g.peak_flops_per_s.fp8:
-        peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8
-    elif path == "fp4" and g.peak_flops_per_s.fp4 and cfg.weights == "mxfp4":
-        # MXFP4 checkpoints (gpt-oss) keep 8-bit activations: the FP4-capable kernels multiply
-        # MXFP4 weights by MXFP8 activations (W4A8) at the FP8 tensor rate.
-        peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8
-    elif path == "fp4" and g.peak_flops_per_s.fp4:
-        # No FP4 measurement calibrates an efficiency yet: the fp8 one is assumed.
-        peak = g.peak_flops_per_s.fp4 * eff.eta_compute_fp8
-    else:  # fp8/fp4 weights on a GPU without such tensor cores run weight-only (dequantized)
-        peak = peak16 * eff.eta_compute_16
     native = {"fp8": g.peak_flops_per_s.fp8, "fp4": g.peak_flops_per_s.fp4}
+    if native.get(path):
+        # No FP4 measurement calibrates an efficiency yet: the fp8 one serves the fp4 path too.
+        peak = native[TENSOR_RATE.get(cfg.weights, path)] * eff.eta_compute_fp8
+    else:  # 16-bit, weight-only, or fp8/fp4 weights on a GPU without such tensor cores
+        peak = peak16 * eff.eta_compute_16
     e_dtype, o_dtype = linear_dtypes(m, cfg.weights)
     quantized = b.moe_experts if e_dtype != o_dtype else b.linear_layers
     weight_only = path == "wo" or (path in native and not native[path])

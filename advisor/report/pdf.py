@@ -110,14 +110,13 @@ class Deployment:
     def range_text(self, label: str, point_ms: float | None = None) -> str:
         """ " (80% range 12.1-15.3 ms)" or ""; with the estimate, a range that excludes it says
         which way the model errs there (" (80% range 27.7-33.8 ms; the model runs high here)")."""
-        from advisor.perf.intervals import side_of_range
+        from advisor.perf.intervals import range_note
 
         r = self.range_ms(label)
         conf = _num((self.intervals or {}).get("confidence"))
         if r is None or conf is None:
             return ""
-        side = side_of_range(point_ms, r[0], r[1]) if point_ms is not None else ""
-        note = f"; the model {side} here" if side else ""
+        note = range_note(point_ms, r[0], r[1]) if point_ms is not None else ""
         return f" ({conf:.0%} range {r[0]:,.1f}-{r[1]:,.1f} ms{note})"
 
     def verdict(self, label: str, got: float, target: float) -> str:

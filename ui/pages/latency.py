@@ -21,7 +21,7 @@ from advisor.perf.sweeps import (
 from advisor.search.focus import estimate_input
 from ui.cache import estimate_for
 from ui.focus import show_focus
-from ui.format import interval_text, md_escape, plural, sig3, usd
+from ui.format import interval_text, md_escape, percentile_points_ms, plural, sig3, usd
 from ui.state import current, guarded
 
 
@@ -104,8 +104,9 @@ def focus_section(c: SimpleNamespace) -> bool:
         for name in ("ttft", "tpot", "e2e")
     ]  # fmt: skip
     st.dataframe(rows, hide_index=True)
-    shown = {n.upper(): getattr(getattr(d, f"{n}_ms"), f"p{pct}") for n in ("ttft", "tpot", "e2e")}
-    if ranges := interval_text(d.intervals, shown):  # the same ranges as the Recommendation page
+    if ranges := interval_text(
+        d.intervals, percentile_points_ms(d, pct)
+    ):  # the same ranges as the Recommendation page
         st.caption(ranges)
     st.caption(
         f"SLA: {c.scenario.sla.describe()}. Percentiles of the whole deployment from the "

@@ -13,7 +13,7 @@ from ui.budget_view import budget_section
 from ui.cache import keys, recommend_for, scenario_key
 from ui.client_profile import pdf_kw
 from ui.focus import BY_HAND, InFocus, choose, show_focus
-from ui.format import interval_text, latency, md_escape, plural, sig3, usd
+from ui.format import interval_text, latency, md_escape, percentile_points_ms, plural, sig3, usd
 from ui.intro import intro
 from ui.pdf import pdf_download
 from ui.quality_view import quality_section
@@ -62,8 +62,7 @@ def best_section(rec, scenario) -> None:
     c[4].metric("USD per M tokens", usd(b.usd_per_million_tokens),
                 help=f"Per million output tokens at the offered load; {usd(b.usd_per_hour)} per "
                 "hour for the deployment")  # fmt: skip
-    shown = {n.upper(): _pct(getattr(b, f"{n}_ms"), pct) for n in ("ttft", "tpot", "e2e")}
-    if ranges := interval_text(b.intervals, shown):
+    if ranges := interval_text(b.intervals, percentile_points_ms(b, pct)):
         st.caption(ranges)
     st.caption(
         f"SLA {rec.sla}; P{pct} end to end {_ms(_pct(b.e2e_ms, pct))}; "
