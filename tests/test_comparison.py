@@ -105,3 +105,45 @@ def test_a_deployment_in_focus_replaces_the_recommendation_and_says_why_it_misse
     first = " ".join(PdfReader(io.BytesIO(pdf)).pages[0].extract_text().split())
     assert "Cheapest deployment that meets its SLA: MI300X" in first
     assert first.index("1 MI300X") < first.index("2 H100 focus")
+
+
+def _deployment(gpus: int, usd_per_million: float):
+    from advisor.search.results import Deployment
+    from advisor.search.results import Percentiles as P
+
+    p = P(p50=10, p90=12, p95=13, p99=15)
+    return Deployment(kind="aggregated", description="", gpu="h100-sxm", tp=gpus, pp=1, dp=1,
+                      weights="fp8", kv="fp8", speculative=False, gpus=gpus, nodes=1,
+                      ttft_ms=p, tpot_ms=p, e2e_ms=p, stable=True, meets_sla=True,
+                      sla_ratio=0.5, throughput_tok_s=1000, throughput_per_gpu_tok_s=500,
+                      usd_per_hour=2.0 * gpus, usd_per_million_tokens=usd_per_million,
+                      max_rate_req_s=10, headroom=2, running_batch=4)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("second", "reason"),
+    [
+        ((2, 2.0970), "it comes later in the list"),
+        ((4, 2.0970), "it needs more GPUs (4 vs 2)"),
+        ((2, 2.0972), "it costs less than a tenth of a cent more"),
+    ],
+)
+def test_a_tie_at_the_shown_cost_is_called_a_tie(second, reason):
+    # The Compare page's default pair (the README's 70B scenario and its built-in example, both
+    # on two H100s at 2 requests/s) cost $2.097 per M tokens each: "the next cheapest" would
+    # claim a difference the page does not show.
+    a = cmp.Compared("A", bank("h100-sxm"), _deployment(2, 2.0970), "recommended", True, "", True)
+    b = cmp.Compared("B", bank("h100-sxm"), _deployment(*second), "recommended", True, "", True)
+    v = cmp.verdict([a, b])
+    assert v.startswith("Cheapest deployment that meets its SLA: A: ")
+    assert "next cheapest" not in v
+    assert v.endswith(f" B meets its SLA at the same cost ($2.097 per million output tokens); "
+                      f"it ranks second because {reason}.")  # fmt: skip
+
+
+def test_a_dearer_second_is_the_next_cheapest():
+    a = cmp.Compared("A", bank("h100-sxm"), _deployment(2, 2.097), "recommended", True, "", True)
+    b = cmp.Compared("B", bank("h100-sxm"), _deployment(2, 2.5), "recommended", True, "", True)
+    assert cmp.verdict([b, a]).endswith(
+        " The next cheapest that meets its SLA is B at $2.500 per million output tokens."
+    )

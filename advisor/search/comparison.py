@@ -187,9 +187,20 @@ def verdict(rows: Sequence[Compared]) -> str:
     tail = ""
     if others:
         nxt = others[0].deployment
+        cost = f"${nxt.usd_per_million_tokens:,.3f} per million output tokens"
+        # equal to the cent-tenth shown: "next cheapest" would claim a difference nobody can see
+        same = f"{nxt.usd_per_million_tokens:,.3f}" == f"{d.usd_per_million_tokens:,.3f}"
+        if nxt.usd_per_million_tokens > d.usd_per_million_tokens:
+            why_second = "it costs less than a tenth of a cent more"
+        elif nxt.gpus > d.gpus:
+            why_second = f"it needs more GPUs ({nxt.gpus} vs {d.gpus})"
+        else:
+            why_second = "it comes later in the list"
         tail = (
-            f" The next cheapest that meets its SLA is {others[0].label} at "
-            f"${nxt.usd_per_million_tokens:,.3f} per million output tokens."
+            f" {others[0].label} meets its SLA at the same cost ({cost}); it ranks second "
+            f"because {why_second}."
+            if same
+            else f" The next cheapest that meets its SLA is {others[0].label} at {cost}."
         )
     caveat = (
         ""
