@@ -78,3 +78,24 @@ def test_moe_note_says_size_alone_is_the_wrong_key():
     assert a.row == "70B-180B"
     assert "wrong key" in a.note and "row 7B-13B" in a.note and "5.1B active" in a.note
     assert article_answer(70.6e9, 70.6e9).note == ""  # dense: no MoE note
+
+
+@pytest.mark.parametrize(
+    "args, verdict",
+    [
+        # 405B in 16-bit (812 GB) on one 24 GB L4: nothing fits, so there is nothing to compare
+        (["--model", "llama-3.1-405b", "--gpu", "l4", "--nodes", "1", "--gpus-per-node", "1"],
+         "; cannot be compared (no deployment)"),
+        # the README's 70B case: TP=2 int4 as the article's "2 GPUs TP, INT4, speculative
+        # decoding", but without the speculative decoding the scenario does not enable
+        (["--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--weights", "fp16,fp8,int4"],
+         "; differs"),
+    ],
+)  # fmt: skip
+def test_recommend_cli_words_the_article_verdict(args, verdict):
+    out = subprocess.run([sys.executable, "-m", "advisor", "recommend", *args], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("article ("))
+    assert line.endswith(verdict), line
+    assert "None" not in line and "True" not in line and "False" not in line

@@ -269,7 +269,9 @@ def render(r: dict) -> str:
     lines += [f"  - {x}" for x in r["explanation"]]
     dm = r["decision_matrix"]
     shape = f" (read as {dm['article_shape']} per replica)" if dm.get("article_shape") else ""
-    lines.append(f"article ({dm['row']}): {dm['article_answer']}{shape}; agrees: {dm['agrees']}")
+    # as the PDF words it: None means there is no recommendation to hold the rule against
+    verdict = {True: "agrees", False: "differs", None: "cannot be compared (no deployment)"}
+    lines.append(f"article ({dm['row']}): {dm['article_answer']}{shape}; {verdict[dm['agrees']]}")
     if dm.get("note"):
         lines.append(f"  note: {dm['note']}")
     lines += [f"  - {x}" for x in dm["differences"]]
