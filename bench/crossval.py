@@ -21,9 +21,10 @@ calibrated, measured, predicted), which the prediction intervals are built from.
 Every fold's refit starts from the constants' initial values (``calibrate._BOUNDS``), not from
 the full fit, which has seen the held-out rows, and runs until the optimiser converges (scipy's
 ftol test stops it after some 10 evaluations and 8-9 Jacobians; ``--max-evals`` is a cap): the
-held-out figures then owe nothing to the full fit. The three schemes take ~13 minutes on 2 cores. ``--warm --max-evals 12`` starts
-from the full fit instead, a quicker check that ``--write`` refuses (on 2026-11-30 it read within
-0.4 points of the converged run in every column).
+held-out figures then owe nothing to the full fit. The three schemes take ~13 minutes on 2
+cores. ``--warm --max-evals 12`` starts from the full fit instead, a quicker check that
+``--write`` refuses (on 2026-11-30 it read within 0.4 points of the converged run in every
+column).
 """
 
 from __future__ import annotations
@@ -212,7 +213,7 @@ def markdown(held_out: dict, in_sample: dict) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-evals", type=int, default=300,
-                    help="cap on each fold's refit evaluations (it stops on convergence)")  # fmt: skip
+                    help="cap on each fold's evaluations (it stops on convergence)")  # fmt: skip
     ap.add_argument("--all", action="store_true", help="also leave one gpu / model family out")
     ap.add_argument("--schemes", default=None,
                     help=f"comma-separated subset of {', '.join(SCHEMES)} (default: "
@@ -247,7 +248,7 @@ def main() -> None:
         ap.error("--prior-weight: compare weights without --write (data/ keeps the default)")
     if args.warm and args.write:
         ap.error("--warm: a quick check; data/crossval.yaml keeps folds refitted from scratch")
-    if args.prior_weight is not None:
+    if args.prior_weight is not None and args.warm:  # the full fit at that weight to start from
         warm = fit(items, max_nfev=40, warm=warm, prior_weight=weight)
     tables: dict[str, dict] = {}
     loso: list[dict] = []

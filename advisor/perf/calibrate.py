@@ -222,8 +222,9 @@ def fit(
 ) -> dict:
     """Fit the constants; returns the calibration document (not yet written).
 
-    ``warm``: a calibration document to start from (cross-validation refits start from the
-    full fit, so a few evaluations suffice); its values are only a starting point.
+    ``warm``: a calibration document to start from; its values are only a starting point.
+    ``python -m advisor calibrate`` and the cross-validation folds pass None (the initial values
+    of ``_BOUNDS``), so that nothing of an earlier fit carries over.
     """
     from scipy.optimize import least_squares
 

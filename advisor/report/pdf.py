@@ -1037,10 +1037,10 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
             doc.table(rows, (40, 50, 18, 35, 35), align="RIGHT")
             doc.para(
                 f"Out of sample ({clean(oos['generated_by'], 80)}, {oos['generated_on']}): the "
-                "constants are refitted from scratch without one source (a publication) or one accelerator "
-                "family, and that group's measurements are predicted. This is the error to expect "
-                "for a deployment nobody measured; a prediction the model calls unstable counts "
-                "as a 100% error.",
+                "constants are refitted from scratch without one source (a publication) or one "
+                "accelerator family, and that group's measurements are predicted. This is the "
+                "error to expect for a deployment nobody measured; a prediction the model calls "
+                "unstable counts as a 100% error.",
                 8.5,
             )
         else:

@@ -35,9 +35,8 @@ def out_of_sample_section() -> None:
         f"From `{oos['generated_by']}` ({oos['generated_on']}): the constants are refitted "
         "from scratch (not from the full fit) without one source (a publication: repository + "
         "path), then without one accelerator family, then without one engine, and the held-out "
-        "rows are predicted. A prediction the "
-        "model calls unstable counts as a 100% error. This is the error to expect for a "
-        "deployment nobody measured."
+        "rows are predicted. A prediction the model calls unstable counts as a 100% error. This "
+        "is the error to expect for a deployment nobody measured."
     )
     st.dataframe([_readable(r) for r in oos["rows"]], hide_index=True)
     coverage_section()
