@@ -85,6 +85,7 @@ MODEL_IDS = {
     "gemma-3-27b",
     "glm-4.5",
     "mistral-small-24b",
+    "qwen3-coder-480b-a35b",
 }
 
 CATALOGS: dict[str, tuple[str, type[BaseModel]]] = {

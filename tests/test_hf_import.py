@@ -612,6 +612,7 @@ ISSUE17_FIXTURES = [
     "kimi-k2",
     "llama-4-scout",
     "llama-4-maverick",
+    "qwen3-coder-480b-a35b",
 ]
 # Fields a config.json does not carry: identity, notes and the publisher's headline counts.
 _NOT_FROM_CONFIG = {

@@ -174,6 +174,32 @@ def source_key(source: str) -> str:
     return re.split(r"[\s,;(]", s, maxsplit=1)[0]
 
 
+def expert_parallel(notes: str, tp: int) -> bool | str:
+    """Whether a row's server spreads the experts over its TP GPUs, or why it is not modelled.
+
+    A stated size (``--ep 8``, ``--ep-size 8``, ``--expert-parallel-size 8``) of 1 is no expert
+    parallelism and of TP is the layout the model describes (the experts split over the TP
+    group). Any other size is an EP x TP hybrid (SGLang ``--tp 8 --ep 2``: two expert groups,
+    each expert's weights split four ways), which it does not. A flag without a number
+    (``--enable-expert-parallel``, ``--ep $EP_SIZE`` in a script) reads as EP over TP.
+
+    >>> expert_parallel("sglang.launch_server --tp 8 --ep 8", 8), expert_parallel("--ep 1", 8)
+    (True, False)
+    >>> expert_parallel("vllm serve M --enable-expert-parallel", 4)
+    True
+    >>> expert_parallel("python -m sglang.launch_server --tp 8 --ep 2", 8)
+    'expert parallel size 2 inside TP=8 (an EP x TP hybrid): not modelled, only EP = TP or none'
+    """
+    m = re.search(r"--(?:ep|ep-size|expert-parallel-size)[ =](\d+)\b", notes)
+    if m:
+        size = int(m.group(1))
+        if size in (1, tp):
+            return size == tp and tp > 1
+        return (f"expert parallel size {size} inside TP={tp} (an EP x TP hybrid): not "
+                "modelled, only EP = TP or none")  # fmt: skip
+    return bool(re.search(r"--(ep|expert-parallel-size|enable-expert-parallel)\b", notes))
+
+
 def model_key(name: str) -> str:
     """Published model name -> lookup key (lower case, no organisation/instruct/precision tag).
 
@@ -403,11 +429,12 @@ def parse_row(row: dict) -> Case | Skipped:
         return Skipped(rid, metric, "engine ATOM (AMD's serving engine, aiter kernels) has no "
                        "profile: the generic profile describes a plain PyTorch server")  # fmt: skip
     engine = engine_for_text(row["engine"])
+    ep = expert_parallel(notes, tp)
+    if isinstance(ep, str):
+        return Skipped(rid, metric, ep)
     cfg = ReplicaConfig(
         model=get_model(model_id), gpu=gpu, tp=tp, pp=pp, weights=weights, kv=kv,
-        engine=engine, int4_group_size=group,
-        ep=bool(re.search(r"--(ep|expert-parallel-size|enable-expert-parallel)\b",
-                          row.get("notes", ""))),
+        engine=engine, int4_group_size=group, ep=ep,
         # TensorRT-LLM benchmarks give the KV cache 90-95% of free memory (notes).
         gpu_memory_utilization=0.95 if engine.startswith("trtllm") else 0.90,
     )  # fmt: skip
