@@ -193,8 +193,8 @@ def expert_parallel(notes: str, tp: int) -> bool | str:
     m = re.search(r"--(?:ep|ep-size|expert-parallel-size)[ =](\d+)\b", notes)
     if m:
         size = int(m.group(1))
-        if size in (1, tp):
-            return size == tp and tp > 1
+        if size in (1, tp):  # 1 is no EP; TP > 1 is EP over the TP group
+            return size > 1
         return (f"expert parallel size {size} inside TP={tp} (an EP x TP hybrid): not "
                 "modelled, only EP = TP or none")  # fmt: skip
     return bool(re.search(r"--(ep|expert-parallel-size|enable-expert-parallel)\b", notes))

@@ -34,9 +34,10 @@ from advisor.physics.params import ParamBreakdown, param_breakdown
 from advisor.physics.roofline import attention_width
 
 #: Compute path per weight dtype: W16A16, fp8 W8A8, FP4 tensor cores (Blackwell, CDNA4: NVFP4
-#: W4A4 at the FP4 rate; MXFP4 at the rate of ``TENSOR_RATE``), or weight-only (W8A16/W4A16) at 16-bit peak. An fp8 or fp4 path on a
-#: GPU without those tensor cores runs weight-only: the weights are dequantized to 16-bit in the
-#: GEMM (gpt-oss on H100/MI300X: vLLM's Marlin / Triton MXFP4 MoE kernels).
+#: W4A4 at the FP4 rate; MXFP4 at the rate of ``TENSOR_RATE``), or weight-only (W8A16/W4A16) at
+#: 16-bit peak. An fp8 or fp4 path on a GPU without those tensor cores runs weight-only: the
+#: weights are dequantized to 16-bit in the GEMM (gpt-oss on H100/MI300X: vLLM's Marlin / Triton
+#: MXFP4 MoE kernels).
 COMPUTE_PATH = {
     "fp32": "16",
     "bf16": "16",

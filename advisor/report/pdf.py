@@ -586,7 +586,8 @@ def _sla_lines(s: Scenario, d: Deployment) -> list[str]:
         if target is None:
             if got is not None:
                 out.append(
-                    f"P{s.sla.percentile} {label} {got:,.1f} ms{d.range_text(label, got)} (no target)"
+                    f"P{s.sla.percentile} {label} {got:,.1f} ms"
+                    f"{d.range_text(label, got)} (no target)"
                 )
             continue
         if got is None:
