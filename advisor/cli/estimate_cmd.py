@@ -47,7 +47,7 @@ MAX_INPUT_BYTES = 10_000_000
 _KEYS = {
     "model", "gpu", "tp", "pp", "dp", "weights", "kv", "isl", "osl", "concurrency", "qps",
     "link", "inter_link", "engine", "spec_draft", "spec_tokens", "spec_acceptance", "gpus_per_node",
-    "ep", "batching", "confidence",
+    "ep", "dp_attention", "batching", "confidence",
 }  # fmt: skip
 
 
@@ -82,6 +82,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--ep", action="store_true", default=None,
         help="MoE expert parallelism over the TP GPUs (whole experts per GPU, all-to-alls)",
+    )  # fmt: skip
+    p.add_argument(
+        "--dp-attention", dest="dp_attention", action="store_true", default=None,
+        help="MoE attention data parallel over the TP GPUs (SGLang --enable-dp-attention with "
+        "--dp = --tp, TensorRT-LLM enable_attention_dp): whole attention weights per GPU, each "
+        "sequence's KV on one GPU",
     )  # fmt: skip
     p.add_argument("--spec-draft", dest="spec_draft", help="draft model id")
     p.add_argument("--spec-tokens", dest="spec_tokens", type=int_in(1, 16), default=4)
@@ -138,7 +144,7 @@ def _args_dict(args: argparse.Namespace) -> dict:
 
 
 #: Keys whose value is a JSON boolean; everywhere else true/false is refused, not read as 1/0.
-_BOOL_KEYS = {"ep"}
+_BOOL_KEYS = {"ep", "dp_attention"}
 _TEXT_KEYS = {"model", "gpu", "weights", "kv", "link", "inter_link", "engine", "spec_draft",
               "batching"}  # fmt: skip
 #: Distinct lines whose output is remembered (a grid file repeats the same deployment often).
@@ -257,7 +263,9 @@ def run(args: argparse.Namespace) -> dict | Streamed:
 
 def render(r: dict) -> str:
     head = (
-        f"{r['model']} on {r['gpus']} x {r['gpu']} (TP={r['tp']} PP={r['pp']} DP={r['dp']}), "
+        f"{r['model']} on {r['gpus']} x {r['gpu']} (TP={r['tp']} PP={r['pp']} DP={r['dp']}"
+        f"{', EP' if r.get('expert_parallel') else ''}"
+        f"{', attention DP' if r.get('attention_data_parallel') else ''}), "
         f"weights {r['weights']}, KV {r['kv']}, engine {r['engine']}"
     )
     warn = [f"  WARNING: {w}" for w in r.get("warnings", [])]

@@ -64,6 +64,9 @@ class EstimateInput(BaseModel):
     engine: Engine = DEFAULT_ENGINE
     #: MoE expert parallelism over the TP group (whole experts per GPU, two all-to-alls per layer).
     ep: bool = False
+    #: MoE attention data parallel over the TP group (whole attention weights on every GPU,
+    #: each sequence's KV on one GPU; MLP/experts stay TP or EP): perf.replica.ReplicaConfig.
+    dp_attention: bool = False
     #: Scheduling: iteration-level (Orca), with chunked prefill (Sarathi-Serve), or static batches.
     batching: Literal["continuous", "chunked", "static"] = "continuous"
     spec_draft: ModelSpec | None = None
@@ -165,7 +168,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     cfg = ReplicaConfig(
         model=model, gpu=gpu, tp=inp.tp, pp=inp.pp, weights=inp.weights, kv=inp.kv,
         engine=inp.engine, intra_link=intra, inter_link=inter, gpus_per_node=inp.gpus_per_node,
-        ep=inp.ep,
+        ep=inp.ep, dp_attention=inp.dp_attention,
     )  # fmt: skip
     r = build_replicas([cfg])
     isl, osl = float(inp.isl), float(inp.osl)
@@ -180,6 +183,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     mem = memory_budget(
         model, gpu, tp=inp.tp, pp=inp.pp, weights_dtype=inp.weights, kv_dtype=inp.kv,
         context_tokens=int(ctx_max), suggest=True, draft=inp.spec_draft, draft_tp=draft_tp,
+        attention_dp=bool(r.dp_attn[0]),
     )  # fmt: skip
     eng = engine_profile(inp.engine)
     eff = family_efficiency(gpu.family)
@@ -189,6 +193,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         "model": model.id, "gpu": gpu.id, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,
         "gpus": gpus, "weights": inp.weights, "kv": inp.kv, "isl": inp.isl, "osl": inp.osl,
         "engine": inp.engine, "expert_parallel": bool(r.ep[0]),
+        "attention_data_parallel": bool(r.dp_attn[0]),
         "engine_profile": {
             "name": eng.name, "calibrated": eng.fitted, "step_overhead_ms": eng.step_overhead_s * 1e3,
             "layer_overhead_us": eng.layer_overhead_s * 1e6,
@@ -228,6 +233,9 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     if inp.ep and not r.ep[0]:
         why = "the model is dense" if not model.is_moe else "TP=1 leaves nothing to spread"
         notes.append(f"expert parallelism ignored: {why}")
+    if inp.dp_attention and not r.dp_attn[0]:
+        why = "the model is dense" if not model.is_moe else "TP=1 leaves nothing to spread"
+        notes.append(f"attention data parallelism ignored: {why}")
     pre = prefill(r, isl)
     ttft = float(pre.total[0])
     breakdown = {"prefill": _components(pre)}

@@ -200,6 +200,37 @@ def expert_parallel(notes: str, tp: int) -> bool | str:
     return bool(re.search(r"--(ep|expert-parallel-size|enable-expert-parallel)\b", notes))
 
 
+def attention_data_parallel(notes: str, tp: int, moe: bool) -> bool | str:
+    """Whether a row's server runs attention data parallel over its TP GPUs, or why not modelled.
+
+    SGLang ``--enable-dp-attention`` with ``--dp`` equal to ``--tp`` (each GPU one attention
+    rank) and TensorRT-LLM ``enable_attention_dp`` (attention DP over all TP ranks, the "DEP"
+    layouts with EP) are the layout the model describes, for MoE models on TP > 1 GPUs. SGLang
+    with a smaller ``--dp`` runs attention TP inside each DP group, which it does not.
+
+    >>> attention_data_parallel("--tp 8 --dp 8 --enable-dp-attention", 8, True)
+    True
+    >>> attention_data_parallel("llm_options: enable_attention_dp true", 4, True)
+    True
+    >>> attention_data_parallel("--tp 8 --dp 4 --enable-dp-attention", 8, True)
+    'DP attention over 4 groups inside TP=8 (attention TP within each group): not modelled, only DP = TP'
+    >>> attention_data_parallel("--tp 8", 8, True), attention_data_parallel("enable_attention_dp", 8, False)
+    (False, False)
+    """
+    if "--enable-dp-attention" in notes:
+        m = re.search(r"--(?:dp|dp-size|data-parallel-size)[ =](\d+)\b", notes)
+        if m is None:
+            return "DP attention with its --dp size not stated: not modelled"
+        size = int(m.group(1))
+        if size != tp:
+            return (f"DP attention over {size} groups inside TP={tp} (attention TP within each "
+                    "group): not modelled, only DP = TP")  # fmt: skip
+        if not (moe and tp > 1):
+            return "DP attention on a dense model or one GPU: not modelled"
+        return True
+    return bool("enable_attention_dp" in notes and moe and tp > 1)
+
+
 def model_key(name: str) -> str:
     """Published model name -> lookup key (lower case, no organisation/instruct/precision tag).
 
@@ -407,17 +438,6 @@ def parse_row(row: dict) -> Case | Skipped:
     ):
         return Skipped(rid, metric, "speculative decoding (EAGLE/MTP) in the server: not modelled")
     notes = row.get("notes", "")
-    if "--enable-dp-attention" in notes:
-        return Skipped(rid, metric, "DP attention (--enable-dp-attention): attention data-parallel "
-                       "inside the TP group is not modelled")  # fmt: skip
-    if (
-        "enable_attention_dp" in notes
-        and get_model(model_id).is_moe
-        and int(_num(row["tp"]) or 1) > 1
-    ):
-        return Skipped(rid, metric, "attention data parallel (TensorRT-LLM enable_attention_dp, "
-                       "the DEP layouts): attention data-parallel inside the TP group is not "
-                       "modelled (as SGLang's --enable-dp-attention)")  # fmt: skip
     if re.search(r"--disable-cuda-graph|--enforce-eager", notes):
         return Skipped(rid, metric, "eager decode (CUDA graphs disabled): per-kernel launch "
                        "overheads are not in the engine profiles")  # fmt: skip
@@ -432,9 +452,12 @@ def parse_row(row: dict) -> Case | Skipped:
     ep = expert_parallel(notes, tp)
     if isinstance(ep, str):
         return Skipped(rid, metric, ep)
+    dp_attn = attention_data_parallel(notes, tp, get_model(model_id).is_moe)
+    if isinstance(dp_attn, str):
+        return Skipped(rid, metric, dp_attn)
     cfg = ReplicaConfig(
         model=get_model(model_id), gpu=gpu, tp=tp, pp=pp, weights=weights, kv=kv,
-        engine=engine, int4_group_size=group, ep=ep,
+        engine=engine, int4_group_size=group, ep=ep, dp_attention=dp_attn,
         # TensorRT-LLM benchmarks give the KV cache 90-95% of free memory (notes).
         gpu_memory_utilization=0.95 if engine.startswith("trtllm") else 0.90,
     )  # fmt: skip

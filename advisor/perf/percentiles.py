@@ -213,7 +213,7 @@ def utilisation_level(utilisation: float, stable: bool) -> str:
 
 def _deployment(c: Case) -> tuple:
     g = c.config
-    return (g.model.id, g.gpu.id, g.tp, g.pp, g.weights, g.kv, g.engine, g.ep,
+    return (g.model.id, g.gpu.id, g.tp, g.pp, g.weights, g.kv, g.engine, g.ep, g.dp_attention,
             g.gpu_memory_utilization, g.int4_group_size, c.replicas)  # fmt: skip
 
 

@@ -92,6 +92,11 @@ class ReplicaConfig:
     #: Expert parallelism for MoE layers: each of the TP GPUs holds num_experts / TP whole experts
     #: (instead of a 1/TP slice of every expert); two all-to-alls per MoE layer.
     ep: bool = False
+    #: Attention data parallel over the TP group (MoE models): each GPU runs attention for 1/TP
+    #: of the sequences with all heads and the whole attention weights; the MLP and expert layers
+    #: stay split over the TP GPUs (or EP) on the gathered tokens (SGLang --enable-dp-attention
+    #: with --dp = --tp; TensorRT-LLM enable_attention_dp).
+    dp_attention: bool = False
     label: str = ""
 
 
@@ -111,6 +116,8 @@ class ReplicaArrays:
     expert_active_params: np.ndarray  # per GPU, TP-sliced: routed-expert params per token
     moe_layer_frac: np.ndarray  # MoE layers / layers
     ep: np.ndarray  # bool: expert parallelism over the TP group
+    dp_attn: np.ndarray  # bool: attention data parallel over the TP group
+    attn_active_params: np.ndarray  # per GPU under TP: attention projection params / TP
     a2a_bw: np.ndarray  # achievable per-GPU bandwidth for all-to-alls over the TP link
     head_params: np.ndarray  # per GPU: lm_head params (logits only for a sequence's last token)
     weight_elements: np.ndarray  # per GPU: quantized elements (for dequantization)
@@ -193,14 +200,15 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     layers = m.num_hidden_layers
     layers_stage = math.ceil(layers / pp)
     share = layers_stage / layers
-    placement = weight_placement(m, cfg.weights, tp, pp, cfg.int4_group_size, b)
+    dp_attn = bool(cfg.dp_attention and m.is_moe and tp > 1)
+    placement = weight_placement(m, cfg.weights, tp, pp, cfg.int4_group_size, b, dp_attn)
     expert_bytes = linear_weight_bytes(m, cfg.weights, cfg.int4_group_size, b)[0] / tp * share
     dense_bytes = placement.per_gpu_bytes - expert_bytes
     head_params = m.vocab_size * m.hidden_size / tp  # lm_head matmul on the last stage
     linear_active = (b.linear_layers - b.moe_experts) / tp * share
     expert_active = b.moe_active_experts / tp * share
     w_layers = m.num_sliding_window_layers
-    kv_full, kv_win = (x * share for x in kv_bytes_per_token_split(m, cfg.kv, tp))
+    kv_full, kv_win = (x * share for x in kv_bytes_per_token_split(m, cfg.kv, tp, dp_attn))
     reserve = activation_reserve_bytes(m, tp)
     eng = engine_profile(cfg.engine)
     free = g.memory_bytes - placement.per_gpu_bytes - reserve
@@ -238,6 +246,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         linear_active_params=linear_active, head_params=head_params,
         expert_active_params=expert_active,
         moe_layer_frac=m.num_moe_layers / layers, ep=bool(cfg.ep and m.is_moe and tp > 1),
+        dp_attn=dp_attn, attn_active_params=b.attention / tp * share,
         weight_elements=quantized / tp * share if weight_only else 0.0,
         expert_weight_elements=b.moe_experts / tp * share if weight_only else 0.0,
         attn_width=attention_width(m, "decode") / tp,
@@ -280,7 +289,7 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
         values = [r[f.name] for r in rows]
         if f.name == "tp_link_id":
             cols[f.name] = np.array(values, dtype=object)
-        elif f.name in ("weight_only", "tp_link_nvls", "custom_allreduce", "ep"):
+        elif f.name in ("weight_only", "tp_link_nvls", "custom_allreduce", "ep", "dp_attn"):
             cols[f.name] = np.array(values, dtype=bool)
         else:
             cols[f.name] = np.array(values, dtype=float)

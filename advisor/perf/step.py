@@ -90,6 +90,27 @@ def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.n
     return r.layer_overhead_s * r.layers_stage * np.asarray(stage_passes, dtype=float)
 
 
+def attention_dp_imbalance(r: ReplicaArrays, sequences: np.ndarray) -> np.ndarray:
+    """Busiest rank's attention work over the mean, under attention data parallelism (else 1).
+
+        imbalance = ceil(n / TP) / (n / TP)
+
+    Each of the TP ranks runs attention for whole sequences (or prompts); ``n`` of them spread
+    as evenly as whole items allow, and the layer waits for the rank with the most. One
+    sequence on 8 ranks puts all the attention work on one GPU: 8 x the even share. Source:
+    SGLang DP attention (each DP rank schedules its own requests; the MoE layer synchronises
+    the ranks every layer); integer load balancing (the busiest of TP bins holds ceil(n / TP)).
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> r = SimpleNamespace(tp=np.array([8.0, 8.0, 8.0]), dp_attn=np.array([True, True, False]))
+    >>> attention_dp_imbalance(r, np.array([1.0, 12.0, 1.0])).round(3).tolist()  # 8, 2/1.5, 1
+    [8.0, 1.333, 1.0]
+    """
+    n = np.maximum(np.asarray(sequences, dtype=float), 1.0)
+    return np.where(r.dp_attn, np.ceil(n / r.tp) / (n / r.tp), 1.0)
+
+
 def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
     """All-reduce time per candidate (0 for TP=1), grouped by (TP, link, engine kernels).
 
@@ -131,13 +152,20 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     all-to-alls dispatching each token's k expert inputs and combining the outputs (GShard).
     Each takes its nccl-tests time / ``comm_eff`` (profiles.collective_efficiency): inside the
     engine a collective waits for the slowest rank and shares the GPU with the GEMMs.
+
+    Under attention data parallelism attention needs no collective (each rank holds its
+    sequences' heads whole). A TP-split MLP gathers every rank's tokens before and scatters the
+    partial sums back after: an all-gather plus a reduce-scatter, together the volume and ring
+    time of one all-reduce (Patarasuk and Yuan 2009: ring all-reduce = reduce-scatter +
+    all-gather). Under EP the MoE layers keep their two all-to-alls.
     """
     from advisor.physics.collectives import all_to_all_time_s
 
     act = tokens * r.hidden * r.act_bytes
     ar = allreduce_time_s(r, act) / r.comm_eff
+    attention = np.where(r.dp_attn, 0.0, ar)
     if not r.ep.any():
-        return 2.0 * r.layers_stage * ar
+        return r.layers_stage * (attention + ar)
     # Each GPU owns 1/TP of the tokens and sends their k expert inputs: k x act / TP bytes.
     a2a = np.zeros_like(ar)
     ep = r.ep
@@ -147,7 +175,7 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
         a2a[sel] = all_to_all_time_s(msg, int(n), r.a2a_bw[sel], r.tp_link_latency[sel])
     a2a = a2a / r.comm_eff
     moe = r.moe_layer_frac
-    per_layer = ar + np.where(ep, moe * 2.0 * a2a + (1.0 - moe) * ar, ar)
+    per_layer = attention + np.where(ep, moe * 2.0 * a2a + (1.0 - moe) * ar, ar)
     return r.layers_stage * per_layer
 
 
@@ -230,6 +258,7 @@ def _stage_gpu_time(
     kv_write_bytes: np.ndarray,
     experts_tokens: np.ndarray,
     logit_rows: np.ndarray,
+    attn_imbalance: np.ndarray | float = 1.0,
 ) -> tuple[np.ndarray, ...]:
     """GPU time of one stage as three kernel groups run one after another, each on its roofline.
 
@@ -240,6 +269,8 @@ def _stage_gpu_time(
     - prefill attention of the prompt tokens: causal FLOPs / peak (compute-bound).
     Attention kernels reach ``attn_eff`` of the GEMM efficiency. They do not overlap the GEMMs
     (separate kernels in FlashAttention/FlashInfer-based engines), so the groups add.
+    ``attn_imbalance`` (attention_dp_imbalance) scales the busiest GPU's attention work: the
+    attention projections' FLOPs, the attention FLOPs and the KV it reads and writes.
     Returns (flops, bytes, compute, memory, dequant): the additive split of the stage time.
     """
     # Logits only for the sequences producing a token (decode batch, or one per prompt), not for
@@ -263,10 +294,16 @@ def _stage_gpu_time(
     # Logits only for the sequences producing a token (decode batch, or one per prompt), not for
     # every prompt token: the lm_head multiplies ``logit_rows``, the layers every token.
     expert_flops = 2.0 * r.expert_active_params * tokens * flop_imbalance
+    imb = np.asarray(attn_imbalance, dtype=float)
     linear_flops = (
-        2.0 * r.linear_active_params * tokens + expert_flops + 2.0 * r.head_params * logit_rows
+        2.0 * r.linear_active_params * tokens
+        + 2.0 * r.attn_active_params * tokens * (imb - 1.0)
+        + expert_flops
+        + 2.0 * r.head_params * logit_rows
     )
-    decode_attn_flops = attention_flops(r, decode_queries, context, r.attn_width)
+    decode_attn_flops = attention_flops(r, decode_queries, context, r.attn_width) * imb
+    prefill_attn_flops = prefill_attn_flops * imb
+    kv_read_bytes, kv_write_bytes = kv_read_bytes * imb, kv_write_bytes * imb
     expert_bytes = r.expert_weight_bytes * read_frac
     weight_bytes = r.dense_weight_bytes + expert_bytes
     # Fused-MoE kernels reach moe_eff of the dense GEMM rate (profiles.moe_efficiency): their
@@ -328,8 +365,9 @@ def decode_step(
     extra = attention_flops(r, mq, prompt / 2.0, r.prefill_attn_width)
     kv_write = kv_bytes_per_sequence(r, 1.0) * mq
     flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
-        r, tokens, queries, c, extra, kv, kv_write, tokens, logit_rows=queries
-    )
+        r, tokens, queries, c, extra, kv, kv_write, tokens, logit_rows=queries,
+        attn_imbalance=attention_dp_imbalance(r, mb),
+    )  # fmt: skip
     comm = tp_communication_s(r, tokens)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
     overhead = r.step_overhead_s + r.seq_overhead_s * b + layer_overhead_s(r, r.pp)
@@ -393,8 +431,9 @@ def prefill(
     kv_write = kv_bytes_per_sequence(r, t) * nb / chunks
     zero = np.zeros_like(tokens)
     flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
-        r, tokens, zero, zero, attn, zero, kv_write, tokens, logit_rows=nb / chunks
-    )
+        r, tokens, zero, zero, attn, zero, kv_write, tokens, logit_rows=nb / chunks,
+        attn_imbalance=attention_dp_imbalance(r, nb),
+    )  # fmt: skip
     comm = tp_communication_s(r, tokens)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
     stage = cmp_ + mem + dq + comm

@@ -192,13 +192,16 @@ def weight_placement(
     pp: int,
     group_size: int = DEFAULT_INT4_GROUP_SIZE,
     breakdown: ParamBreakdown | None = None,
+    attention_dp: bool = False,
 ) -> WeightPlacement:
     """Weight bytes on the most loaded GPU under tensor (TP) and pipeline (PP) parallelism.
 
     Linear layers and the vocabulary-parallel embedding and lm_head are split TP ways
     (Megatron-LM; vLLM's VocabParallelEmbedding); norms are replicated. Pipeline stages hold
     ceil(layers / PP) layers; the embedding sits on the first stage and the lm_head on the last,
-    so the busiest stage is the larger of the two.
+    so the busiest stage is the larger of the two. With ``attention_dp`` (attention data
+    parallel over the TP group) every GPU holds the whole attention projections:
+    ``replicated_attention_bytes`` of them on top of the 1/TP share.
 
     >>> from advisor.catalog import get_model
     >>> w = weight_placement(get_model("llama-2-70b"), "fp16", tp=4, pp=1)
@@ -214,11 +217,19 @@ def weight_placement(
     per_layer_norm = (b.norms - model.hidden_size) / layers * other
     layers_per_stage = math.ceil(layers / pp)
     stage_layers = layers_per_stage * (per_layer_linear / tp + per_layer_norm)
+    if attention_dp:
+        stage_layers += (
+            replicated_attention_bytes(model, dtype, tp, group_size, b)
+            / layers
+            * (layers_per_stage)
+        )
     emb = b.embedding * other / tp
     head = (b.lm_head * other / tp) if b.lm_head else (emb if pp > 1 else 0.0)
     if pp == 1:
         per_gpu = stage_layers + emb + head + model.hidden_size * other
         note = "embedding and lm_head split across TP ranks (vocab-parallel)"
+        if attention_dp:
+            note += "; attention projections whole on every GPU (attention data parallel)"
     else:
         first = stage_layers + emb
         last = stage_layers + head + model.hidden_size * other
@@ -233,6 +244,34 @@ def weight_placement(
         layers_per_stage=layers_per_stage,
         note=note,
     )
+
+
+def replicated_attention_bytes(
+    model: ModelSpec,
+    dtype: str,
+    tp: int,
+    group_size: int = DEFAULT_INT4_GROUP_SIZE,
+    breakdown: ParamBreakdown | None = None,
+) -> float:
+    """Extra attention-weight bytes per GPU when attention runs data parallel over TP GPUs.
+
+        extra = attention params x bytes_per_weight(non-expert dtype) x (1 - 1 / TP)
+
+    Each rank runs attention for its own sequences with all heads, so it keeps the whole
+    q/k/v/o (MLA: q_a, q_b, kv_a, kv_b, o) projections instead of a 1/TP slice; the MLP and
+    expert weights stay split. Source: SGLang "DP Attention" (docs, "Large-scale EP / DP
+    attention": attention data parallel, MoE tensor or expert parallel); TensorRT-LLM
+    ``enable_attention_dp`` (LlmArgs).
+
+    >>> from advisor.catalog import get_model
+    >>> # DeepSeek-V3, 61 layers x 187,105,280 attention params (q_a 7168 x 1536, q_b 1536 x
+    >>> # 128 x 192, kv_a 7168 x 576, kv_b 512 x 128 x 256, o 16384 x 7168), 1 byte in fp8
+    >>> round(replicated_attention_bytes(get_model("deepseek-v3"), "fp8", 8) / 1e9, 3)
+    9.987
+    """
+    b = breakdown or param_breakdown(model)
+    o_dtype = linear_dtypes(model, dtype)[1]
+    return b.attention * bytes_per_weight(o_dtype, group_size) * (1.0 - 1.0 / tp)
 
 
 def _kv_heads(model: ModelSpec, windowed: bool) -> int:
@@ -264,11 +303,15 @@ def kv_bytes_per_token_per_layer(model: ModelSpec, kv_dtype: str, windowed: bool
     return 2.0 * _kv_heads(model, windowed) * model.head_dim * e
 
 
-def kv_bytes_per_token_split(model: ModelSpec, kv_dtype: str, tp: int = 1) -> tuple[float, float]:
+def kv_bytes_per_token_split(
+    model: ModelSpec, kv_dtype: str, tp: int = 1, attention_dp: bool = False
+) -> tuple[float, float]:
     """(full-attention layers', windowed layers') KV bytes per token on one GPU of a TP group.
 
     = (full_layers x per_layer(full) x tp_fraction(full), window_layers x per_layer(windowed)
     x tp_fraction(windowed)); ``tp`` = 1: the whole model. Source: formulas.md "KV cache".
+    With ``attention_dp`` each rank holds all the KV of 1/TP of the sequences: per token and
+    GPU, on average, the whole model's KV / TP (``kv_tp_fraction``).
 
     >>> from advisor.catalog import get_model
     >>> kv_bytes_per_token_split(get_model("gpt-oss-120b"), "bf16")  # 18 x 2048 each
@@ -277,7 +320,10 @@ def kv_bytes_per_token_split(model: ModelSpec, kv_dtype: str, tp: int = 1) -> tu
     w_layers = model.num_sliding_window_layers
     full = (model.num_hidden_layers - w_layers) * kv_bytes_per_token_per_layer(model, kv_dtype)
     win = w_layers * kv_bytes_per_token_per_layer(model, kv_dtype, windowed=True)
-    return full * kv_tp_fraction(model, tp), win * kv_tp_fraction(model, tp, windowed=True)
+    return (
+        full * kv_tp_fraction(model, tp, attention_dp=attention_dp),
+        win * kv_tp_fraction(model, tp, windowed=True, attention_dp=attention_dp),
+    )
 
 
 def kv_bytes_per_token(model: ModelSpec, kv_dtype: str) -> float:
@@ -317,8 +363,10 @@ def kv_bytes_per_sequence(model: ModelSpec, kv_dtype: str, context_tokens: int) 
     return _kv_sequence(model, kv_dtype, context_tokens, tp=1)
 
 
-def _kv_sequence(model: ModelSpec, kv_dtype: str, context_tokens: int, tp: int) -> float:
-    full, win = kv_bytes_per_token_split(model, kv_dtype, tp)
+def _kv_sequence(
+    model: ModelSpec, kv_dtype: str, context_tokens: int, tp: int, attention_dp: bool = False
+) -> float:
+    full, win = kv_bytes_per_token_split(model, kv_dtype, tp, attention_dp)
     windowed = min(context_tokens, model.sliding_window) if win else 0
     return full * context_tokens + win * windowed
 
@@ -376,20 +424,39 @@ def kv_heads_per_gpu(model: ModelSpec, tp: int, windowed: bool = False) -> int:
     return math.ceil(_kv_heads(model, windowed) / tp)
 
 
-def kv_tp_fraction(model: ModelSpec, tp: int, windowed: bool = False) -> float:
-    """Fraction of a layer's KV cache one TP rank holds (1/TP, or more when heads replicate)."""
+def kv_tp_fraction(
+    model: ModelSpec, tp: int, windowed: bool = False, attention_dp: bool = False
+) -> float:
+    """Fraction of a layer's KV cache one TP rank holds (1/TP, or more when heads replicate).
+
+    Under attention data parallelism a rank keeps whole sequences, 1/TP of them: 1/TP on
+    average, MLA's shared latent included (under TP it is replicated on every rank).
+
+    >>> from advisor.catalog import get_model
+    >>> m = get_model("deepseek-v3")
+    >>> kv_tp_fraction(m, 8), kv_tp_fraction(m, 8, attention_dp=True)
+    (1.0, 0.125)
+    """
+    if attention_dp:
+        return 1.0 / tp
     if model.is_mla:
         return 1.0
     return kv_heads_per_gpu(model, tp, windowed) / _kv_heads(model, windowed)
 
 
 def kv_bytes_per_sequence_per_gpu(
-    model: ModelSpec, kv_dtype: str, context_tokens: int, tp: int, pp: int
+    model: ModelSpec,
+    kv_dtype: str,
+    context_tokens: int,
+    tp: int,
+    pp: int,
+    attention_dp: bool = False,
 ) -> float:
     """KV bytes one sequence occupies on the busiest GPU: TP splits heads, PP splits layers.
 
     = (full-layer KV x T + windowed-layer KV x min(T, W)) per TP rank x ceil(layers / PP) /
-    layers (each kind of layer split by its own KV heads).
+    layers (each kind of layer split by its own KV heads). Under attention data parallelism a
+    sequence lives whole on one rank: 1/TP of it per GPU on average (``kv_tp_fraction``).
 
     >>> from advisor.catalog import get_model
     >>> kv_bytes_per_sequence_per_gpu(get_model("llama-2-70b"), "fp16", 4096, 4, 1) / 1e6
@@ -397,7 +464,7 @@ def kv_bytes_per_sequence_per_gpu(
     """
     layers = model.num_hidden_layers
     stage_share = math.ceil(layers / pp) / layers
-    return _kv_sequence(model, kv_dtype, context_tokens, tp) * stage_share
+    return _kv_sequence(model, kv_dtype, context_tokens, tp, attention_dp) * stage_share
 
 
 def article_kv_bytes_per_sequence(
@@ -504,6 +571,7 @@ def memory_budget(
     suggest: bool = True,
     draft: ModelSpec | None = None,
     draft_tp: int = 1,
+    attention_dp: bool = False,
 ) -> MemoryBudget:
     """Budget per GPU = capacity x utilisation - weights - activation reserve = KV budget.
 
@@ -513,6 +581,8 @@ def memory_budget(
     A speculative ``draft`` (same weight and KV dtypes, TP ``draft_tp``, no PP) shares the GPUs:
     its weights come off the budget and every sequence also holds the draft's KV of its context
     (vLLM allocates the drafter's KV blocks from the same pool; vllm/v1/spec_decode).
+    ``attention_dp``: attention data parallel over the TP group (whole attention weights on
+    every GPU, each sequence's KV on one rank; ``weight_placement``, ``kv_tp_fraction``).
 
     >>> from advisor.catalog import get_model, get_accelerator
     >>> b = memory_budget(get_model("llama-2-70b"), get_accelerator("h100-sxm"), tp=4)
@@ -533,7 +603,9 @@ def memory_budget(
     max_len = max(max_len, context_tokens)
 
     pb = param_breakdown(model)
-    placement = weight_placement(model, weights_dtype, tp, pp, int4_group_size)
+    placement = weight_placement(
+        model, weights_dtype, tp, pp, int4_group_size, attention_dp=attention_dp
+    )
     reserve = activation_reserve_bytes(model, tp, max_batched_tokens)
     usable = gpu.memory_bytes * gpu_memory_utilization
     draft_w = 0.0
@@ -547,12 +619,12 @@ def memory_budget(
         return kv_bytes_per_sequence_per_gpu(draft, kv_dtype, tokens, draft_tp, 1)
 
     def seq_gpu(tokens: int) -> float:
-        return kv_bytes_per_sequence_per_gpu(model, kv_dtype, tokens, tp, pp)
+        return kv_bytes_per_sequence_per_gpu(model, kv_dtype, tokens, tp, pp, attention_dp)
 
     layers = model.num_hidden_layers
     stage_share = math.ceil(layers / pp) / layers
     kv_tok = kv_bytes_per_token(model, kv_dtype)
-    kv_tok_gpu = sum(kv_bytes_per_token_split(model, kv_dtype, tp)) * stage_share
+    kv_tok_gpu = sum(kv_bytes_per_token_split(model, kv_dtype, tp, attention_dp)) * stage_share
     kv_seq = kv_bytes_per_sequence(model, kv_dtype, context_tokens)
     kv_seq_gpu = seq_gpu(context_tokens)
 
@@ -563,7 +635,7 @@ def memory_budget(
     n_contig = max(0, math.floor(kv_budget / contig_seq_gpu)) if kv_budget > 0 else 0
 
     reasons: list[str] = []
-    where = f"{weights_dtype}, TP={tp}, PP={pp}"
+    where = f"{weights_dtype}, TP={tp}{' (attention DP)' if attention_dp else ''}, PP={pp}"
     usable_txt = (
         f"{_gb(usable)} usable ({gpu_memory_utilization:.2f} x {_gb(gpu.memory_bytes)} "
         f"on {gpu.name})"
