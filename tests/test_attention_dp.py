@@ -147,3 +147,20 @@ def test_cli_names_the_layout():
     assert d["attention_data_parallel"] is True
     # 94.1 GB = 671B fp8 experts and the rest split 8 ways + 9.99 GB of whole attention weights.
     assert d["memory"]["weights_gb_per_gpu"] == pytest.approx(84.11 + 9.99, abs=0.02)
+
+
+def test_a_piggy_backed_prompt_is_prefilled_on_its_own_rank():
+    # Offline/chunked serving adds prompt tokens to a decode step. Under attention DP the prompt
+    # belongs to one rank, which runs its attention alone while the other 7 wait at the MoE
+    # layer: 7 more even shares of the prompt's attention projections and causal attention
+    # (1024 tokens, 512 keys each). The 256 running sequences split evenly (32 per rank).
+    tp = replica("deepseek-v3", "h200-sxm", tp=8, weights="fp8", kv="bf16")
+    dp = replica("deepseek-v3", "h200-sxm", tp=8, weights="fp8", kv="bf16", dp_attention=True)
+
+    def flops(r):
+        return decode_step(r, 256.0, 2048.0, prefill_tokens=1024.0, prompt_tokens=1024.0)
+
+    proj = 2 * dp.attn_active_params[0] * 1024
+    attn = 4 * 61 * (128 * (192 + 128) / 2 / 8) * 1024 * 512
+    gap = flops(dp).flops_per_gpu[0] - flops(tp).flops_per_gpu[0]
+    assert gap == pytest.approx(7 * (proj + attn), rel=0.02)

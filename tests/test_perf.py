@@ -525,12 +525,12 @@ def test_default_engine_is_vllm_fitted_on_batched_rows_and_says_so_under_load():
     assert said != eng.calibrated_under_load
 
 
-def test_median_itl_and_trtllm_attention_dp_rows_are_not_represented():
+def test_median_itl_is_not_represented_and_trtllm_attention_dp_is():
     # A median of every token gap is not a request's mean gap (TPOT, what the model predicts):
     # sgl-cookbook Qwen3 row E0190 reports median ITL 5.75 ms beside median TPOT 11.0 ms of the
-    # same run. TensorRT-LLM's enable_attention_dp (the "DEP" columns of its perf-overview) is
-    # attention data parallel inside the TP group, not modelled (like SGLang's
-    # --enable-dp-attention). Both are skipped with the reason, whatever the model predicts.
+    # same run; it is skipped with the reason, whatever the model predicts. TensorRT-LLM's
+    # enable_attention_dp (the "DEP" columns of its perf-overview) is attention data parallel
+    # over the TP group, which the model describes (ReplicaConfig.dp_attention) for MoE models.
     from advisor.perf.measurements import Skipped, parse_row
 
     itl = parse_row(_row(metric="itl_ms_median"))
@@ -542,11 +542,11 @@ def test_median_itl_and_trtllm_attention_dp_rows_are_not_represented():
         num_gpus="4",
         tp="4",
         precision_weights="FP8",
-        notes="DEP4 = attention data parallel + expert parallel (enable_attention_dp)",
+        notes="DEP4 = attention data parallel + expert parallel (--ep 4, enable_attention_dp)",
     )
-    assert "attention data parallel" in parse_row(dep).reason
+    assert parse_row(dep).config.dp_attention and parse_row(dep).config.ep
     dense = parse_row(_row(tp="2", num_gpus="2", notes="MoE models run with enable_attention_dp"))
-    assert not isinstance(dense, Skipped)  # the flag concerns MoE models only
+    assert not isinstance(dense, Skipped) and not dense.config.dp_attention  # MoE models only
 
 
 def test_request_overhead_delays_the_first_token_but_not_the_server():

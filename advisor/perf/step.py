@@ -258,7 +258,7 @@ def _stage_gpu_time(
     kv_write_bytes: np.ndarray,
     experts_tokens: np.ndarray,
     logit_rows: np.ndarray,
-    attn_imbalance: np.ndarray | float = 1.0,
+    attn_extra_tokens: np.ndarray | float = 0.0,
 ) -> tuple[np.ndarray, ...]:
     """GPU time of one stage as three kernel groups run one after another, each on its roofline.
 
@@ -269,8 +269,9 @@ def _stage_gpu_time(
     - prefill attention of the prompt tokens: causal FLOPs / peak (compute-bound).
     Attention kernels reach ``attn_eff`` of the GEMM efficiency. They do not overlap the GEMMs
     (separate kernels in FlashAttention/FlashInfer-based engines), so the groups add.
-    ``attn_imbalance`` (attention_dp_imbalance) scales the busiest GPU's attention work: the
-    attention projections' FLOPs, the attention FLOPs and the KV it reads and writes.
+    ``attn_extra_tokens``: tokens the busiest GPU runs through its attention projections beyond
+    its even share (attention data parallelism; the callers scale its attention FLOPs and KV
+    traffic by ``attention_dp_imbalance`` likewise).
     Returns (flops, bytes, compute, memory, dequant): the additive split of the stage time.
     """
     # Logits only for the sequences producing a token (decode batch, or one per prompt), not for
@@ -294,16 +295,13 @@ def _stage_gpu_time(
     # Logits only for the sequences producing a token (decode batch, or one per prompt), not for
     # every prompt token: the lm_head multiplies ``logit_rows``, the layers every token.
     expert_flops = 2.0 * r.expert_active_params * tokens * flop_imbalance
-    imb = np.asarray(attn_imbalance, dtype=float)
     linear_flops = (
         2.0 * r.linear_active_params * tokens
-        + 2.0 * r.attn_active_params * tokens * (imb - 1.0)
+        + 2.0 * r.attn_active_params * attn_extra_tokens
         + expert_flops
         + 2.0 * r.head_params * logit_rows
     )
-    decode_attn_flops = attention_flops(r, decode_queries, context, r.attn_width) * imb
-    prefill_attn_flops = prefill_attn_flops * imb
-    kv_read_bytes, kv_write_bytes = kv_read_bytes * imb, kv_write_bytes * imb
+    decode_attn_flops = attention_flops(r, decode_queries, context, r.attn_width)
     expert_bytes = r.expert_weight_bytes * read_frac
     weight_bytes = r.dense_weight_bytes + expert_bytes
     # Fused-MoE kernels reach moe_eff of the dense GEMM rate (profiles.moe_efficiency): their
@@ -358,15 +356,19 @@ def decode_step(
     mq = q / micro
     queries = mb * np.asarray(query_tokens_per_seq, dtype=float)
     tokens = queries + mq
-    kv = kv_bytes_per_sequence(r, c) * mb
     prompt = np.asarray(prompt_tokens, dtype=float)
+    # Attention data parallel: the busiest rank's share of the running sequences, and of the
+    # piggy-backed prompts (a prompt, or a chunk of one, is prefilled whole on its own rank).
+    imb_d = attention_dp_imbalance(r, mb)
+    imb_p = attention_dp_imbalance(r, mq / np.maximum(prompt, 1.0))
+    kv = kv_bytes_per_sequence(r, c) * mb * imb_d
     # Piggy-backed prompt tokens attend causally over their prompt (T / 2 keys each) through the
     # prefill path (MLA: uncompressed heads; vLLM runs every prefill token through it).
-    extra = attention_flops(r, mq, prompt / 2.0, r.prefill_attn_width)
-    kv_write = kv_bytes_per_sequence(r, 1.0) * mq
+    extra = attention_flops(r, mq, prompt / 2.0, r.prefill_attn_width) * imb_p
+    kv_write = kv_bytes_per_sequence(r, 1.0) * mq * imb_p
     flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
-        r, tokens, queries, c, extra, kv, kv_write, tokens, logit_rows=queries,
-        attn_imbalance=attention_dp_imbalance(r, mb),
+        r, tokens, queries * imb_d, c, extra, kv, kv_write, tokens, logit_rows=queries,
+        attn_extra_tokens=queries * (imb_d - 1.0) + mq * (imb_p - 1.0),
     )  # fmt: skip
     comm = tp_communication_s(r, tokens)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
@@ -427,12 +429,15 @@ def prefill(
     chunks = np.where(r.pp > 1, np.ceil(t * nb / PIPELINE_CHUNK_TOKENS), 1.0)
     tokens = t * nb / chunks
     # Causal attention over the prompt: T queries of T / 2 keys each (MLA: the prefill path).
-    attn = attention_flops(r, t * nb / chunks, t / 2.0, r.prefill_attn_width)
-    kv_write = kv_bytes_per_sequence(r, t) * nb / chunks
+    # Attention data parallel: each prompt is prefilled whole on one rank (the busiest holds
+    # ceil(prompts / TP) of them); the experts still split every token.
+    imb = attention_dp_imbalance(r, nb)
+    attn = attention_flops(r, t * nb / chunks, t / 2.0, r.prefill_attn_width) * imb
+    kv_write = kv_bytes_per_sequence(r, t) * nb / chunks * imb
     zero = np.zeros_like(tokens)
     flops, nbytes, cmp_, mem, dq = _stage_gpu_time(
         r, tokens, zero, zero, attn, zero, kv_write, tokens, logit_rows=nb / chunks,
-        attn_imbalance=attention_dp_imbalance(r, nb),
+        attn_extra_tokens=tokens * (imb - 1.0),
     )  # fmt: skip
     comm = tp_communication_s(r, tokens)
     p2p = p2p_time_s(r, tokens * r.hidden * r.act_bytes)
