@@ -198,3 +198,23 @@ def test_rate_and_users_together_is_refused_as_a_pair():
     s, _, w = scenario_from_params({"rate": "3", "users": "10"})
     assert s.workload == Scenario().workload
     assert len(w) == 1 and "exactly one" in w[0]
+
+
+def test_memory_page_shows_the_attention_dp_what_if_for_moe_models_only():
+    # DeepSeek-V3 on 8 x H200, fp8 weights, bf16 KV: under TP every GPU keeps every sequence's
+    # MLA latent; under attention DP only its own. The numbers are memory_budget's, both ways.
+    at = _app({"m": "deepseek-v3", "g": "h200-sxm", "dep": "h200-sxm.tp8.pp1.dp1.fp8.bf16"})
+    at.switch_page("ui/pages/memory.py").run()
+    assert not at.exception and not at.error
+    w = Scenario().workload
+    kw = dict(tp=8, pp=1, weights_dtype="fp8", kv_dtype="bf16",
+              context_tokens=w.isl_tokens + w.osl_tokens)  # fmt: skip
+    m, g = get_model("deepseek-v3"), get_accelerator("h200-sxm")
+    tp, dp = memory_budget(m, g, **kw), memory_budget(m, g, attention_dp=True, **kw)
+    text = " ".join(c.value for c in at.caption if "What if attention ran" in c.value)
+    assert f"**{dp.max_concurrent_sequences:,} sequences** (paged) instead of " in text
+    assert f"instead of {tp.max_concurrent_sequences:,}" in text
+    assert dp.max_concurrent_sequences > 4 * tp.max_concurrent_sequences
+    at = _app({"dep": "h100-sxm.tp4.pp1.dp1.fp8.fp8"})  # Llama 3.1 70B: dense, no what-if
+    at.switch_page("ui/pages/memory.py").run()
+    assert not any("What if attention ran" in c.value for c in at.caption)

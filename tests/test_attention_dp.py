@@ -164,3 +164,22 @@ def test_a_piggy_backed_prompt_is_prefilled_on_its_own_rank():
     attn = 4 * 61 * (128 * (192 + 128) / 2 / 8) * 1024 * 512
     gap = flops(dp).flops_per_gpu[0] - flops(tp).flops_per_gpu[0]
     assert gap == pytest.approx(7 * (proj + attn), rel=0.02)
+
+
+def test_memory_cli_takes_the_layout_and_refuses_it_for_dense_models():
+    base = [sys.executable, "-m", "advisor", "memory", "--model", "deepseek-v3", "--gpu",
+            "h200-sxm", "--tp", "8", "--weights", "fp8", "--kv", "bf16", "--context", "1280"]  # fmt: skip
+    tp = json.loads(subprocess.run([*base, "--json"], capture_output=True, text=True).stdout)
+    dp = json.loads(
+        subprocess.run([*base, "--dp-attention", "--json"], capture_output=True, text=True).stdout
+    )
+    m, g = get_model("deepseek-v3"), get_accelerator("h200-sxm")
+    kw = dict(tp=8, weights_dtype="fp8", kv_dtype="bf16", context_tokens=1280)
+    assert tp["max_concurrent_sequences"] == memory_budget(m, g, **kw).max_concurrent_sequences
+    want = memory_budget(m, g, attention_dp=True, **kw).max_concurrent_sequences
+    assert dp["max_concurrent_sequences"] == want and dp["attention_data_parallel"] is True
+    dense = subprocess.run(
+        [sys.executable, "-m", "advisor", "memory", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+         "--tp", "2", "--dp-attention"], capture_output=True, text=True,
+    )  # fmt: skip
+    assert dense.returncode == 2 and "--dp-attention: the model is dense" in dense.stderr

@@ -31,6 +31,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--max-model-len", type=int_in(1, 10_000_000), default=None,
         help="tokens reserved per sequence by contiguous allocation (default: model maximum)",
     )  # fmt: skip
+    p.add_argument(
+        "--dp-attention", dest="dp_attention", action="store_true",
+        help="MoE attention data parallel over the TP GPUs: whole attention weights per GPU, "
+        "each sequence's KV on one GPU (SGLang --enable-dp-attention, TensorRT-LLM "
+        "enable_attention_dp)",
+    )  # fmt: skip
     add_json_flag(p)
     return p
 
@@ -45,15 +51,19 @@ def run(args: argparse.Namespace) -> dict:
             f"--pp {args.pp} exceeds the model's {model.num_hidden_layers} layers "
             f"(allowed: 1..{model.num_hidden_layers})"
         )
+    if args.dp_attention and not (model.is_moe and args.tp > 1):
+        why = "the model is dense" if not model.is_moe else "TP=1 leaves nothing to spread"
+        raise CliInputError(f"--dp-attention: {why} (it needs an MoE model and --tp > 1)")
     b = memory_budget(
         model, gpu, tp=args.tp, pp=args.pp, weights_dtype=args.weights, kv_dtype=args.kv,
         context_tokens=args.context, block_size=int(args.block_size),
         gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
+        attention_dp=args.dp_attention,
     )  # fmt: skip
     out = {
         "model": model.id, "gpu": gpu.id, "tp": args.tp, "pp": args.pp,
         "weights": args.weights, "kv": args.kv, "context": args.context,
-        "block_size": int(args.block_size),
+        "block_size": int(args.block_size), "attention_data_parallel": args.dp_attention,
     }  # fmt: skip
     out.update(asdict(b))
     return out
@@ -62,7 +72,9 @@ def run(args: argparse.Namespace) -> dict:
 def render(r: dict) -> str:
     gb = 1e9
     lines = [
-        f"{r['model']} on {r['gpu']}  TP={r['tp']} PP={r['pp']}  weights {r['weights']}, "
+        f"{r['model']} on {r['gpu']}  TP={r['tp']}"
+        f"{' (attention DP)' if r.get('attention_data_parallel') else ''} PP={r['pp']}  "
+        f"weights {r['weights']}, "
         f"KV {r['kv']}, {r['context']} tokens/sequence",
         f"  parameters            {r['params'] / 1e9:.2f}B (active {r['active_params'] / 1e9:.2f}B)",
         f"  usable memory / GPU   {r['usable_bytes'] / gb:.1f} GB of {r['capacity_bytes'] / gb:.1f} GB",

@@ -95,6 +95,9 @@ def budget_section(c: SimpleNamespace):
             f"{curve['offload_at']:,} sequences."
         )
 
+    if b.fits and c.model.is_moe and c.tp > 1 and not c.focus.spec.disaggregated:
+        attention_dp_what_if(c, b, kw)
+
     gpus = accelerators()
     stacks = []
     for gid in dict.fromkeys([c.gpu.id, *c.scenario.hardware.gpus]):
@@ -117,6 +120,32 @@ def budget_section(c: SimpleNamespace):
     t = f"Paged vs contiguous allocation at {c.context:,} tokens"
     right.plotly_chart(mc.allocation_figure(rows, t, c.bs), width="stretch")
     return b
+
+
+def attention_dp_what_if(c: SimpleNamespace, b, kw: dict) -> None:
+    """The same GPUs with attention data parallel: a what-if, not a deployment of the search."""
+    d = cache.budget(c.model, c.gpu.id, attention_dp=True, **kw)
+    why = (
+        "MLA's latent KV, which TP copies to every GPU, is kept only by the GPU running the "
+        "sequence"
+        if c.model.is_mla
+        else "each GPU keeps the KV of its own sequences only"
+    )
+    if not d.fits:
+        outcome = "would not fit: " + "; ".join(d.reasons)
+    else:
+        outcome = (
+            f"{gb(d.weights_bytes_per_gpu)} of weights per GPU "
+            f"(+{gb(d.weights_bytes_per_gpu - b.weights_bytes_per_gpu)}: the whole attention "
+            f"weights on every GPU), **{d.max_concurrent_sequences:,} sequences** (paged) instead "
+            f"of {b.max_concurrent_sequences:,}"
+        )
+    st.caption(
+        f"What if attention ran data parallel over these {c.tp} GPUs (SGLang "
+        f"`--enable-dp-attention --dp {c.tp}`, TensorRT-LLM `enable_attention_dp`; experts stay "
+        f"split)? {outcome}; {why}. A what-if: the search does not choose this layout; "
+        "`python -m advisor estimate ... --dp-attention` gives its latency and throughput."
+    )
 
 
 def sweep_section(c: SimpleNamespace) -> None:
