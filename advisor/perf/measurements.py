@@ -200,13 +200,25 @@ def expert_parallel(notes: str, tp: int) -> bool | str:
     return bool(re.search(r"--(ep|expert-parallel-size|enable-expert-parallel)\b", notes))
 
 
-def attention_data_parallel(notes: str, tp: int, moe: bool) -> bool | str:
+#: Last SGLang release whose --enable-dp-attention sets the DP size to the TP size by itself and
+#: also caps CUDA graphs at batch 96 and turns the overlap scheduler off (server_args.py
+#: __post_init__: "Data parallel size is adjusted to be the same as tensor parallel size ... The
+#: CUDA graph max batch size is adjusted to 96 ... Overlap scheduler is disabled").
+SGLANG_DP_EQUALS_TP_UNTIL = (0, 4, 1)
+
+
+def attention_data_parallel(
+    notes: str, tp: int, moe: bool, early_sglang: bool = False
+) -> bool | str:
     """Whether a row's server runs attention data parallel over its TP GPUs, or why not modelled.
 
     SGLang ``--enable-dp-attention`` with ``--dp`` equal to ``--tp`` (each GPU one attention
     rank) and TensorRT-LLM ``enable_attention_dp`` (attention DP over all TP ranks, the "DEP"
     layouts with EP) are the layout the model describes, for MoE models on TP > 1 GPUs. SGLang
-    with a smaller ``--dp`` runs attention TP inside each DP group, which it does not.
+    with a smaller ``--dp`` runs attention TP inside each DP group, which it does not. SGLang up
+    to ``SGLANG_DP_EQUALS_TP_UNTIL`` (``early_sglang``) ran DP attention with CUDA graphs only up
+    to batch 96 and without its overlap scheduler: eager decode above that, which the engine
+    profiles do not describe (as ``--disable-cuda-graph``).
 
     >>> attention_data_parallel("--tp 8 --dp 8 --enable-dp-attention", 8, True)
     True
@@ -216,8 +228,14 @@ def attention_data_parallel(notes: str, tp: int, moe: bool) -> bool | str:
     'DP attention over 4 groups inside TP=8 (attention TP within each group): not modelled, only DP = TP'
     >>> attention_data_parallel("--tp 8", 8, True), attention_data_parallel("enable_attention_dp", 8, False)
     (False, False)
+    >>> attention_data_parallel("--tp 8 --enable-dp-attention", 8, True, early_sglang=True)[:41]
+    'DP attention in SGLang <= 0.4.1 (DP = TP,'
     """
     if "--enable-dp-attention" in notes:
+        if early_sglang:
+            return ("DP attention in SGLang <= 0.4.1 (DP = TP, CUDA graphs only up to batch 96, "
+                    "overlap scheduler off): eager decode above batch 96 is not in the engine "
+                    "profiles")  # fmt: skip
         m = re.search(r"--(?:dp|dp-size|data-parallel-size)[ =](\d+)\b", notes)
         if m is None:
             return "DP attention with its --dp size not stated: not modelled"
@@ -452,7 +470,9 @@ def parse_row(row: dict) -> Case | Skipped:
     ep = expert_parallel(notes, tp)
     if isinstance(ep, str):
         return Skipped(rid, metric, ep)
-    dp_attn = attention_data_parallel(notes, tp, get_model(model_id).is_moe)
+    version = re.search(r"sglang\D{0,5}?v?(\d+)\.(\d+)\.(\d+)", row["engine"], re.I)
+    early = bool(version) and tuple(map(int, version.groups())) <= SGLANG_DP_EQUALS_TP_UNTIL
+    dp_attn = attention_data_parallel(notes, tp, get_model(model_id).is_moe, early)
     if isinstance(dp_attn, str):
         return Skipped(rid, metric, dp_attn)
     cfg = ReplicaConfig(
