@@ -219,17 +219,13 @@ def weight_placement(
     stage_layers = layers_per_stage * (per_layer_linear / tp + per_layer_norm)
     if attention_dp:
         stage_layers += (
-            replicated_attention_bytes(model, dtype, tp, group_size, b)
-            / layers
-            * (layers_per_stage)
+            layers_per_stage * replicated_attention_bytes(model, dtype, tp, group_size, b) / layers
         )
     emb = b.embedding * other / tp
     head = (b.lm_head * other / tp) if b.lm_head else (emb if pp > 1 else 0.0)
     if pp == 1:
         per_gpu = stage_layers + emb + head + model.hidden_size * other
         note = "embedding and lm_head split across TP ranks (vocab-parallel)"
-        if attention_dp:
-            note += "; attention projections whole on every GPU (attention data parallel)"
     else:
         first = stage_layers + emb
         last = stage_layers + head + model.hidden_size * other
@@ -238,6 +234,8 @@ def weight_placement(
             "embedding on the first pipeline stage, lm_head on the last (a tied embedding is "
             "duplicated there); each split across TP ranks"
         )
+    if attention_dp:
+        note += "; attention projections whole on every GPU (attention data parallel)"
     return WeightPlacement(
         total_bytes=weight_bytes(model, dtype, group_size, b),
         per_gpu_bytes=per_gpu,
@@ -264,8 +262,9 @@ def replicated_attention_bytes(
     ``enable_attention_dp`` (LlmArgs).
 
     >>> from advisor.catalog import get_model
-    >>> # DeepSeek-V3, 61 layers x 187,105,280 attention params (q_a 7168 x 1536, q_b 1536 x
-    >>> # 128 x 192, kv_a 7168 x 576, kv_b 512 x 128 x 256, o 16384 x 7168), 1 byte in fp8
+    >>> # DeepSeek-V3, 61 layers x 187,107,328 attention params (q_a 7168 x 1536, q_b 1536 x
+    >>> # 128 x 192, kv_a 7168 x 576, kv_b 512 x 128 x 256, o 16384 x 7168, and the latent
+    >>> # norms 1536 + 512), 1 byte in fp8: x 7/8
     >>> round(replicated_attention_bytes(get_model("deepseek-v3"), "fp8", 8) / 1e9, 3)
     9.987
     """
