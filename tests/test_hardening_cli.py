@@ -216,6 +216,9 @@ def test_input_splits_lines_on_newline_only(tmp_path, capsys):
         (f'{GOOD}, "tp": true}}', ["tp", "boolean", "number"]),  # was: read as TP=1
         (f'{GOOD}, "isl": false}}'.replace('"isl": 128, ', ""), ["isl", "boolean"]),
         (f'{GOOD}, "qps": NaN}}', ["NaN"]),
+        # were: read as true by pydantic's lax mode, switching the layout on
+        (f'{GOOD}, "ep": "yes"}}', ["ep", "not a boolean", "true or false"]),
+        (f'{GOOD}, "dp_attention": 1}}', ["dp_attention", "not a boolean", "true or false"]),
         ('{"a": ' + "[" * 21 + "]" * 21 + "}", ["nested deeper than 20"]),
         ('{"a": ' + "[" * 100_000, ["nested deeper than 20"]),
         ("[1, 2]", ["expected a JSON object"]),
@@ -229,7 +232,7 @@ def test_input_line_errors_name_the_line_and_key(line, words, tmp_path, capsys):
 
 
 def test_input_ep_stays_a_boolean(tmp_path, capsys):
-    res = _estimate_input(tmp_path, capsys, f'{GOOD}, "ep": false}}\n')
+    res = _estimate_input(tmp_path, capsys, f'{GOOD}, "ep": false, "dp_attention": true}}\n')
     assert "ttft_ms" in res[0], res[0]
 
 

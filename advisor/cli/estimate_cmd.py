@@ -189,6 +189,11 @@ def _parse_line(raw: bytes, n: int) -> dict:
             raise CliInputError(
                 f"line {n}: {key}: {json.dumps(value)} is a boolean; expected {want}"
             )
+        if key in _BOOL_KEYS and value is not None and not isinstance(value, bool):
+            # pydantic would read "yes", 1 or "on" as true: a typo must not switch a layout on
+            raise CliInputError(
+                f"line {n}: {key}: {json.dumps(value)[:40]} is not a boolean; expected true or false"
+            )
     return d
 
 
