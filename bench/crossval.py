@@ -16,7 +16,8 @@ Prints the held-out median/p90 |error| per metric family, the targets, and timin
 
 --write stores data/crossval.yaml: the tables (``held_out``) and, for the leave-one-source-out
 scheme, every held-out prediction (``loso_rows``: id, kind, family, engine, accelerator_family,
-calibrated, measured, predicted), which the prediction intervals are built from.
+calibrated, measured, predicted; attention_dp: true for attention-DP deployments), which the
+prediction intervals are built from.
 
 Every fold's refit starts from the constants' initial values (``calibrate._BOUNDS``), not from
 the full fit, which has seen the held-out rows, and runs until the optimiser converges (scipy's
@@ -131,6 +132,7 @@ def run_scheme(
                 "engine": c.config.engine, "accelerator_family": c.config.gpu.family,
                 "calibrated": c.config.gpu.family in fams and c.config.engine in engines,
                 "measured": float(c.measured), "predicted": float(p),
+                **({"attention_dp": True} if c.config.dp_attention else {}),
             })  # fmt: skip
         print(f"  held out {name}={v}: {len(test)} rows, {time.perf_counter() - t0:.0f} s",
               flush=True)  # fmt: skip

@@ -183,3 +183,15 @@ def test_memory_cli_takes_the_layout_and_refuses_it_for_dense_models():
          "--tp", "2", "--dp-attention"], capture_output=True, text=True,
     )  # fmt: skip
     assert dense.returncode == 2 and "--dp-attention: the model is dense" in dense.stderr
+
+
+def test_an_attention_dp_estimate_takes_its_range_from_that_layouts_held_out_rows():
+    # data/crossval.yaml marks the 74 held-out rows of attention-DP deployments; TensorRT-LLM's
+    # DEP runs on Hopper are more than 10 throughput rows, so the range is theirs.
+    inp = EstimateInput(tp=8, weights="fp8", kv="fp8", isl=1000, osl=1000, concurrency="max",
+                        engine="trtllm", ep=True, dp_attention=True)  # fmt: skip
+    r = estimate(get_model("deepseek-r1"), get_accelerator("h200-sxm"), inp)
+    assert "attention-DP deployments: trtllm on hopper" in r["intervals"]["basis"]
+    plain = estimate(get_model("deepseek-r1"), get_accelerator("h200-sxm"),
+                     inp.model_copy(update={"dp_attention": False}))  # fmt: skip
+    assert "attention-DP" not in plain["intervals"]["basis"]

@@ -343,3 +343,36 @@ def test_e2e_rows_of_other_engines_and_families_give_way_to_ttft_and_tpot():
     own = rows(kind="e2e", ratios=(1.0,) * 10, tag="e")
     iv = estimate_intervals(result, "hopper", 0.8, table=ErrorTable(tuple(ttft_tpot + own), {}))
     assert iv["e2e_ms"] == pytest.approx([1090.0, 1090.0])
+
+
+def test_attention_dp_ranges_come_from_rows_of_that_layout_first():
+    import dataclasses
+
+    # 11 held-out throughput rows of attention-DP deployments came in at 0.6-0.8 x the model
+    # (it runs high for that layout), 11 of the same engine and family at RATIOS. An attention-DP
+    # estimate takes its range from the first: c = 0.8 -> h = 1 and h = 9 of the 11 DP ratios.
+    dp_ratios = (0.60, 0.62, 0.64, 0.66, 0.68, 0.70, 0.72, 0.74, 0.76, 0.78, 0.80)
+    dp = [
+        dataclasses.replace(r, attention_dp=True)
+        for r in rows("throughput", "trtllm", "hopper", dp_ratios, tag="d")
+    ]
+    t = ErrorTable(tuple(rows("throughput", "trtllm", "hopper") + dp), {})
+    iv = interval_factors("throughput", "trtllm", "hopper", 0.8, table=t, attention_dp=True)
+    assert (iv.low, iv.high) == pytest.approx((0.62, 0.78))
+    assert iv.basis.startswith("11 held-out throughput rows (attention-DP deployments: trtllm on")
+    plain = interval_factors("throughput", "trtllm", "hopper", 0.8, table=t)
+    assert plain.rows == 22  # every layout: the DP rows are rows of that engine and family too
+    # Fewer than 10 DP rows: every layout, and the basis says so.
+    few = ErrorTable(tuple(rows("throughput", "trtllm", "hopper") + dp[:5]), {})
+    iv = interval_factors("throughput", "trtllm", "hopper", 0.8, table=few, attention_dp=True)
+    assert iv.rows == 16 and "fewer than 10 held-out attention-DP rows" in iv.basis
+
+
+def test_reader_keeps_the_attention_dp_flag():
+    doc = {"loso_rows": [
+        {"id": "a", "kind": "offline", "engine": "trtllm", "accelerator_family": "hopper",
+         "calibrated": True, "measured": 1.0, "predicted": 1.2, "attention_dp": True},
+        {"id": "b", "kind": "offline", "engine": "trtllm", "accelerator_family": "hopper",
+         "calibrated": True, "measured": 1.0, "predicted": 1.2},
+    ]}  # fmt: skip
+    assert [r.attention_dp for r in rows_from_doc(doc)] == [True, False]

@@ -16,6 +16,10 @@ Which rows (fallback hierarchy, first level with at least ``MIN_ROWS`` rows of k
 3. the same engine (any family),
 4. all rows of kind k.
 
+A deployment with attention data parallelism first looks among the held-out rows that ran that
+layout (``attention_dp`` in ``loso_rows``), at the same levels and then all of them; only with
+fewer than ``MIN_ROWS`` such rows of kind k does it fall back to every layout, and says so.
+
 A calibrated query (its family and its engine both have fitted constants) draws on the rows
 marked ``calibrated`` (their family and engine were in the fit that predicted them).
 
@@ -132,6 +136,7 @@ class ErrorRow:
     accelerator_family: str
     calibrated: bool
     log_ratio: float
+    attention_dp: bool = False
 
 
 @dataclass(frozen=True)
@@ -217,6 +222,7 @@ def rows_from_doc(doc: Mapping) -> list[ErrorRow]:
                 accelerator_family=str(r["accelerator_family"]),
                 calibrated=bool(r["calibrated"]),
                 log_ratio=log_ratio(float(r["measured"]), float(r["predicted"]), kind[1]),
+                attention_dp=r.get("attention_dp") is True,
             )
         )  # fmt: skip
     return _failures_at_the_extremes(out)
@@ -329,8 +335,20 @@ def uncalibrated_widening(
 ALL_ROWS = "all engines and accelerators"
 
 
-def _select(fitted: list[ErrorRow], engine: str, family: str) -> tuple[str, list[float]]:
-    """The first level of the hierarchy with MIN_ROWS rows (else all of them): label, log ratios."""
+def _select(
+    fitted: list[ErrorRow], engine: str, family: str, attention_dp: bool = False
+) -> tuple[str, list[float]]:
+    """The first level of the hierarchy with MIN_ROWS rows (else all of them): label, log ratios.
+
+    ``attention_dp``: the rows of that layout first (the same levels, then all of them).
+    """
+    if attention_dp:
+        dp_rows = [r for r in fitted if r.attention_dp]
+        label, chosen = _select(dp_rows, engine, family)
+        if len(chosen) >= MIN_ROWS:
+            return f"attention-DP deployments: {label}", chosen
+        got = _select(fitted, engine, family)
+        return f"{got[0]}; fewer than {MIN_ROWS} held-out attention-DP rows, any layout", got[1]
     levels = (
         (f"{engine} on {family}", lambda r: r.engine == engine and r.accelerator_family == family),
         (f"{family}, any engine", lambda r: r.accelerator_family == family),
@@ -353,11 +371,13 @@ def interval_factors(
     engine_calibrated: bool = True,
     table: ErrorTable | None = None,
     exclude_id: str | None = None,
+    attention_dp: bool = False,
 ) -> Interval:
     """Multiplicative interval for a ``kind`` prediction of ``engine`` on accelerator ``family``.
 
     ``exclude_id`` leaves one row out (the coverage check scores each row by an interval built
     without it). No rows of the kind: [1, 1] (widened if uncalibrated) with a basis saying so.
+    ``attention_dp``: the prediction is for that layout (``_select``).
     """
     if kind not in KINDS:
         raise ValueError(f"kind {kind!r}; allowed: {', '.join(KINDS)}")
@@ -366,8 +386,8 @@ def interval_factors(
     calibrated = family_calibrated and engine_calibrated
     pool = [r for r in table.rows if r.kind == kind and r.id != exclude_id]
     fitted = [r for r in pool if r.calibrated] or pool
-    label, chosen = _select(fitted, engine, family)
-    matched = bool(chosen) and label != ALL_ROWS
+    label, chosen = _select(fitted, engine, family, attention_dp)
+    matched = bool(chosen) and not label.startswith(ALL_ROWS)
     if chosen:
         lo, hi = quantile_bounds(chosen, confidence)
         basis = f"{len(chosen)} held-out {kind} rows ({label})"
@@ -449,7 +469,8 @@ def estimate_intervals(
     """
     engine = str(result["engine"])
     fam_ok, eng_ok = is_calibrated(engine, family)
-    kw = dict(family_calibrated=fam_ok, engine_calibrated=eng_ok, table=table)
+    kw = dict(family_calibrated=fam_ok, engine_calibrated=eng_ok, table=table,
+              attention_dp=bool(result.get("attention_data_parallel")))  # fmt: skip
     iv = {k: interval_factors(k, engine, family, confidence, **kw) for k in ("ttft", "tpot")}
     ttft, tpot = float(result["ttft_ms"]), float(result["tpot_ms"])
     e = interval_factors("e2e", engine, family, confidence, **kw)
@@ -493,6 +514,7 @@ def coverage(table: ErrorTable, confidence: float = DEFAULT_CONFIDENCE) -> dict[
         iv = _any_kind(
             r.kind, r.engine, r.accelerator_family, confidence, table=table,
             family_calibrated=r.calibrated, engine_calibrated=True, exclude_id=r.id,
+            attention_dp=r.attention_dp,
         )  # fmt: skip
         if iv.rows == 0:
             continue
