@@ -162,12 +162,17 @@ def test_out_of_sample_figures_lead_and_cover_the_current_rows():
     loso = doc["loso_rows"]
     keys = {"id", "kind", "family", "engine", "accelerator_family", "calibrated", "measured",
             "predicted"}  # fmt: skip
-    assert all(set(r) == keys for r in loso)
+    # attention_dp (true only) marks the rows of attention-DP deployments (their ranges)
+    assert all(set(r) - {"attention_dp"} == keys for r in loso)
     assert {r["kind"] for r in loso} <= {"ttft", "tpot", "e2e", "throughput", "decode_b1",
                                          "allreduce", "itl_slope"}  # fmt: skip
-    current = {c.id for c in cases()[0]}
+    items = cases()[0]
+    current = {c.id for c in items}
     held = {r["id"] for r in loso if r["kind"] != "allreduce"}
     assert held <= current and len(held) >= 0.9 * len(current)
+    marked = {r["id"] for r in loso if "attention_dp" in r}
+    assert all(r["attention_dp"] is True for r in loso if "attention_dp" in r)
+    assert marked == {c.id for c in items if c.config.dp_attention} & held
 
 
 def test_validation_in_sample_bounds():
