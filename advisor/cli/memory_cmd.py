@@ -13,7 +13,7 @@ from advisor.cli.common import (
     resolve_gpu,
     resolve_model,
 )
-from advisor.physics.memory import PAGED_BLOCK_SIZES, memory_budget
+from advisor.physics.memory import PAGED_BLOCK_SIZES, memory_budget, moe_spread_blocker
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -51,9 +51,9 @@ def run(args: argparse.Namespace) -> dict:
             f"--pp {args.pp} exceeds the model's {model.num_hidden_layers} layers "
             f"(allowed: 1..{model.num_hidden_layers})"
         )
-    if args.dp_attention and not (model.is_moe and args.tp > 1):
-        why = "the model is dense" if not model.is_moe else "TP=1 leaves nothing to spread"
-        raise CliInputError(f"--dp-attention: {why} (it needs an MoE model and --tp > 1)")
+    blocker = moe_spread_blocker(model, args.tp) if args.dp_attention else None
+    if blocker:
+        raise CliInputError(f"--dp-attention: {blocker} (it needs an MoE model and --tp > 1)")
     b = memory_budget(
         model, gpu, tp=args.tp, pp=args.pp, weights_dtype=args.weights, kv_dtype=args.kv,
         context_tokens=args.context, block_size=int(args.block_size),

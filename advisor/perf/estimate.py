@@ -37,7 +37,7 @@ from advisor.perf.replica import (
     with_draft,
 )
 from advisor.perf.step import StepTimes, decode_step, prefill
-from advisor.physics.memory import memory_budget
+from advisor.physics.memory import memory_budget, moe_spread_blocker
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import DEFAULT_ENGINE, Engine
 
@@ -230,12 +230,11 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             f"rows, {eng.rows_batched} batched, {eng.rows_under_load} at a fixed concurrency or "
             "request rate; its serving overheads are extrapolated"
         )
-    if inp.ep and not r.ep[0]:
-        why = "the model is dense" if not model.is_moe else "TP=1 leaves nothing to spread"
-        notes.append(f"expert parallelism ignored: {why}")
-    if inp.dp_attention and not r.dp_attn[0]:
-        why = "the model is dense" if not model.is_moe else "TP=1 leaves nothing to spread"
-        notes.append(f"attention data parallelism ignored: {why}")
+    blocker = moe_spread_blocker(model, inp.tp)
+    if inp.ep and blocker:
+        notes.append(f"expert parallelism ignored: {blocker}")
+    if inp.dp_attention and blocker:
+        notes.append(f"attention data parallelism ignored: {blocker}")
     pre = prefill(r, isl)
     ttft = float(pre.total[0])
     breakdown = {"prefill": _components(pre)}

@@ -28,6 +28,7 @@ from advisor.physics.memory import (
     kv_bytes_per_token_split,
     linear_dtypes,
     linear_weight_bytes,
+    moe_spread_blocker,
     weight_placement,
 )
 from advisor.physics.params import ParamBreakdown, param_breakdown
@@ -200,7 +201,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     layers = m.num_hidden_layers
     layers_stage = math.ceil(layers / pp)
     share = layers_stage / layers
-    dp_attn = bool(cfg.dp_attention and m.is_moe and tp > 1)
+    spreads = moe_spread_blocker(m, tp) is None
+    dp_attn = cfg.dp_attention and spreads
     placement = weight_placement(m, cfg.weights, tp, pp, cfg.int4_group_size, b, dp_attn)
     expert_bytes = linear_weight_bytes(m, cfg.weights, cfg.int4_group_size, b)[0] / tp * share
     dense_bytes = placement.per_gpu_bytes - expert_bytes
@@ -245,7 +247,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         num_experts=m.num_experts or 0, experts_per_tok=m.num_experts_per_tok or 0,
         linear_active_params=linear_active, head_params=head_params,
         expert_active_params=expert_active,
-        moe_layer_frac=m.num_moe_layers / layers, ep=bool(cfg.ep and m.is_moe and tp > 1),
+        moe_layer_frac=m.num_moe_layers / layers, ep=cfg.ep and spreads,
         dp_attn=dp_attn, attn_active_params=b.attention / tp * share,
         weight_elements=quantized / tp * share if weight_only else 0.0,
         expert_weight_elements=b.moe_experts / tp * share if weight_only else 0.0,

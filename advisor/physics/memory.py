@@ -370,6 +370,26 @@ def _kv_sequence(
     return full * context_tokens + win * windowed
 
 
+def moe_spread_blocker(model: ModelSpec, tp: int) -> str | None:
+    """Why expert or attention data parallelism cannot apply to ``model`` at ``tp``; None if it can.
+
+    Both spread an MoE model's work over its TP GPUs differently from plain TP: EP the experts,
+    attention DP the sequences' attention. A dense model has no experts to gather tokens for, and
+    one GPU has nothing to spread.
+
+    >>> from advisor.catalog import get_model
+    >>> moe_spread_blocker(get_model("llama-3.1-8b"), 2), moe_spread_blocker(get_model("mixtral-8x7b"), 1)
+    ('the model is dense', 'TP=1 leaves nothing to spread')
+    >>> moe_spread_blocker(get_model("mixtral-8x7b"), 2) is None
+    True
+    """
+    if not model.is_moe:
+        return "the model is dense"
+    if tp < 2:
+        return f"TP={tp} leaves nothing to spread"
+    return None
+
+
 def tp_head_split(model: ModelSpec, tp: int) -> tuple[str | None, str]:
     """(why TP cannot split the attention heads or None, how the KV heads are laid out).
 

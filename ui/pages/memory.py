@@ -8,7 +8,12 @@ import streamlit as st
 
 from advisor.catalog import accelerators
 from advisor.charts import memory_charts as mc
-from advisor.physics.memory import DTYPE_BYTES, PAGED_BLOCK_SIZES, article_kv_bytes_per_sequence
+from advisor.physics.memory import (
+    DTYPE_BYTES,
+    PAGED_BLOCK_SIZES,
+    article_kv_bytes_per_sequence,
+    moe_spread_blocker,
+)
 from ui import cache
 from ui.focus import sequences_in_flight, show_focus
 from ui.format import gb, gb_gib, md_escape, small_bytes
@@ -95,7 +100,7 @@ def budget_section(c: SimpleNamespace):
             f"{curve['offload_at']:,} sequences."
         )
 
-    if b.fits and c.model.is_moe and c.tp > 1 and not c.focus.spec.disaggregated:
+    if b.fits and moe_spread_blocker(c.model, c.tp) is None and not c.focus.spec.disaggregated:
         attention_dp_what_if(c, b, kw)
 
     gpus = accelerators()
