@@ -22,6 +22,7 @@ from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.perf.intervals import estimate_intervals
 from advisor.perf.predict import (
     concurrency_tpot,
+    concurrency_ttft,
     offline_step,
     prefill_interruption_s,
     prefill_stall_per_token_s,
@@ -346,6 +347,12 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             breakdown["prefill_interruptions_ms_per_token"] = (tpot - float(step.total[0])) * 1e3
         else:
             tpot = float(step.total[0])
+        if n > 1 and not inp.prefill_elsewhere:
+            # n clients in a closed loop: a new request waits for the iteration in flight and
+            # for prompts queued before it (the TTFT the validation predicts for such rows)
+            wait = float(concurrency_ttft(r, n, isl, osl)[0]) - float(pre.total[0])
+            ttft += wait
+            breakdown["queueing_ms"] = wait * 1e3
         tpot += offload_s
         concurrency = n
         # Little's law: n requests in flight, each done after TTFT + (osl - 1) x TPOT

@@ -114,12 +114,13 @@ def concurrency_throughput(
 ) -> np.ndarray:
     """Output tokens/s with ``n`` sequences always running: n x osl / (TTFT + (osl - 1) x TPOT).
 
-    Little's law with n requests in the system: n / E2E requests/s, osl tokens each.
+    Little's law with n requests in the system: n / E2E requests/s, osl tokens each; TTFT is
+    the closed loop's (``concurrency_ttft``: the wait for the iteration in flight included).
     """
     n = np.asarray(n, dtype=float)
     osl = np.asarray(osl, dtype=float)
     tpot = concurrency_tpot(r, n, isl, osl)
-    ttft = prefill(r, isl).total
+    ttft = concurrency_ttft(r, n, isl, osl)
     return n * osl / (ttft + (osl - 1.0) * tpot)
 
 
