@@ -147,7 +147,10 @@ def breakdown_section(c: SimpleNamespace) -> None:
     st.plotly_chart(lc.breakdown_figure(rows, title), width="stretch")
     st.caption(
         "Compute and memory overlap (roofline): the step shows only the binding one. "
-        "Dequantization appears only when it is not hidden under the weight reads. TPOT bar = "
+        "Dequantization appears only when it is not hidden under the weight reads. TTFT bar = "
+        "the prefill plus queueing: with a fixed number of sequences, the wait for the decode "
+        "iteration in flight and for prompts queued ahead (a closed loop of clients); under a "
+        "request rate, the queueing model's mean wait. TPOT bar = "
         "one decode step at the running batch (plus prefill interruptions per token). Under a "
         "request rate the bar is one decode step at the mean running batch; the TPOT metric is "
         "the queueing model's mean, which also counts prefills interleaved with decoding."
