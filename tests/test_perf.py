@@ -656,3 +656,28 @@ def test_estimate_at_a_fixed_concurrency_reports_the_validated_closed_loop_ttft(
     pre = sum(out["breakdown"]["prefill"].values())
     assert out["breakdown"]["queueing_ms"] > 0
     assert pre + out["breakdown"]["queueing_ms"] == pytest.approx(out["ttft_ms"], rel=1e-9)
+
+
+def test_prompt_only_closed_loop_is_a_wave_every_cycle():
+    # osl = 1: nobody decodes, so the n clients get their token from one prefill iteration and
+    # resend together (hand: the start-up wave, every cycle). 8 prompts of 512 tokens fit the
+    # default 8,192-token budget: one batched prefill of the 8, so TTFT = prefill(512, batch 8).
+    # 4 prompts of 4,096 tokens: 2 per iteration, TTFTs T, T, 2T, 2T -> mean 1.5 T (+ the
+    # request overhead, which runs beside the GPU).
+    from advisor.perf.predict import concurrency_ttft
+    from advisor.perf.step import prefill_busy_and_delay_s
+
+    r = build_replicas(
+        [ReplicaConfig(model=get_model("llama-3.1-8b"), gpu=get_accelerator("h100-sxm"))]
+    )
+    one = np.array([1.0])
+    got = float(concurrency_ttft(r, np.array([8.0]), np.array([512.0]), one)[0])
+    assert got == pytest.approx(float(prefill(r, np.array([512.0]), 8.0).total[0]), rel=1e-9)
+    busy, delay = prefill_busy_and_delay_s(
+        prefill(r, np.array([4096.0]), 2.0).total, r.request_overhead_s
+    )
+    got = float(concurrency_ttft(r, np.array([4.0]), np.array([4096.0]), one)[0])
+    assert got == pytest.approx(float(1.5 * busy[0] + delay[0]), rel=1e-9)
+    # with decoding, the clients drift apart: the steady state, far below a wave of 8
+    steady = float(concurrency_ttft(r, np.array([8.0]), np.array([512.0]), np.array([256.0]))[0])
+    assert steady < float(prefill(r, np.array([512.0]), 8.0).total[0])

@@ -134,7 +134,9 @@ def concurrency_ttft(
     rho = lambda x p, lambda = (n - 1) / E2E0, E2E0 = prefill + (osl - 1) x TPOT(n):
     the new request waits for the iteration in flight (half a step of the n - 1 others on
     average), then for the prompts of other clients that arrived just before it. rho is capped
-    at 0.95: in a closed loop the prompt queue cannot grow without bound.
+    at 0.95: in a closed loop the prompt queue cannot grow without bound. With osl = 1 (prompts
+    only) no request decodes, so the clients resend together after each prefill iteration and
+    every cycle is the start-up wave (``first_wave_ttft_s``).
     Source: Kingman (1961) via physics.queueing.kingman_mean_wait_s; closed-loop arrival rate
     = clients / cycle time (interactive response-time law, Lazowska et al. 1984, ch. 3).
     """
@@ -151,7 +153,15 @@ def concurrency_ttft(
     )
     cycle = first + np.maximum(osl - 1.0, 0.0) * concurrency_tpot(r, n, isl, osl)
     rho = np.minimum(others / cycle * p, 0.95)
-    return first + residual / 2.0 + kingman_mean_wait_s(rho, 1.0, 0.0, p)
+    steady = first + residual / 2.0 + kingman_mean_wait_s(rho, 1.0, 0.0, p)
+    prompts_only = np.broadcast_to(osl <= 1.0, steady.shape)
+    if not prompts_only.any():
+        return steady
+    # osl = 1: nobody decodes, so each request returns with the prefill iteration that took it
+    # and its client resends at once; the n clients stay in step, every cycle a start-up wave
+    iteration, m, delay = first_wave_iteration(r, isl, n, np.zeros(steady.shape))
+    wave = first_wave_ttft_s(iteration, m, np.broadcast_to(n, steady.shape)) + delay
+    return np.where(prompts_only, wave, steady)
 
 
 #: Prompt tokens one prefill iteration takes by default: vLLM's max_num_batched_tokens for its
