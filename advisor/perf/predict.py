@@ -120,12 +120,16 @@ def concurrency_throughput(
     n = np.asarray(n, dtype=float)
     osl = np.asarray(osl, dtype=float)
     tpot = concurrency_tpot(r, n, isl, osl)
-    ttft = concurrency_ttft(r, n, isl, osl)
+    ttft = concurrency_ttft(r, n, isl, osl, tpot)
     return n * osl / (ttft + (osl - 1.0) * tpot)
 
 
 def concurrency_ttft(
-    r: ReplicaArrays, n: np.ndarray, isl: np.ndarray, osl: np.ndarray
+    r: ReplicaArrays,
+    n: np.ndarray,
+    isl: np.ndarray,
+    osl: np.ndarray,
+    tpot_s: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mean time to first token with ``n`` clients in a closed loop (``--max-concurrency n``).
 
@@ -139,6 +143,7 @@ def concurrency_ttft(
     every cycle is the start-up wave (``first_wave_ttft_s``).
     Source: Kingman (1961) via physics.queueing.kingman_mean_wait_s; closed-loop arrival rate
     = clients / cycle time (interactive response-time law, Lazowska et al. 1984, ch. 3).
+    ``tpot_s``: ``concurrency_tpot`` of the same rows, when the caller has it already.
     """
     from advisor.physics.queueing import kingman_mean_wait_s
 
@@ -151,7 +156,9 @@ def concurrency_ttft(
     residual = np.where(
         others > 0, decode_step(r, np.maximum(others, 1.0), isl + osl / 2.0).total, 0.0
     )
-    cycle = first + np.maximum(osl - 1.0, 0.0) * concurrency_tpot(r, n, isl, osl)
+    if tpot_s is None:
+        tpot_s = concurrency_tpot(r, n, isl, osl)
+    cycle = first + np.maximum(osl - 1.0, 0.0) * tpot_s
     rho = np.minimum(others / cycle * p, 0.95)
     steady = first + residual / 2.0 + kingman_mean_wait_s(rho, 1.0, 0.0, p)
     prompts_only = np.broadcast_to(osl <= 1.0, steady.shape)

@@ -138,7 +138,9 @@ def predict_cases(items: list[Case]) -> np.ndarray:
             val = _closed_loop_ttft(sel, r, batch, isl, osl)
         elif kind == "conc_e2e":
             tpot = concurrency_tpot(r, batch, isl, osl)
-            val = _closed_loop_ttft(sel, r, batch, isl, osl) + np.maximum(osl - 1.0, 0.0) * tpot
+            val = (
+                _closed_loop_ttft(sel, r, batch, isl, osl, tpot) + np.maximum(osl - 1.0, 0.0) * tpot
+            )
         elif kind == "conc_tput":
             val = concurrency_throughput(r, batch, isl, osl)
         elif kind in ("load_ttft", "load_itl", "load_e2e", "load_tput"):
@@ -151,11 +153,12 @@ def predict_cases(items: list[Case]) -> np.ndarray:
     return out
 
 
-def _closed_loop_ttft(sel: list[Case], r: ReplicaArrays, n, isl, osl) -> np.ndarray:
+def _closed_loop_ttft(sel: list[Case], r: ReplicaArrays, n, isl, osl, tpot=None) -> np.ndarray:
     """Mean (or median) TTFT of a closed-loop run: the steady state, plus, for a mean over a
     run of stated length, its start-up wave (``predict.first_wave_ttft_s``). A median of a run
-    whose wave is under half its requests is the steady state's."""
-    steady = concurrency_ttft(r, n, isl, osl)
+    whose wave is under half its requests is the steady state's. ``tpot``: the rows'
+    ``concurrency_tpot``, when the caller has it already."""
+    steady = concurrency_ttft(r, n, isl, osl, tpot)
     budget = np.array([c.prefill_budget_tokens for c in sel], dtype=float)
     iteration, m, delay = first_wave_iteration(r, isl, n, budget)
     wave = first_wave_ttft_s(iteration, m, n) + delay
