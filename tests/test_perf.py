@@ -463,6 +463,23 @@ def test_speculative_fixed_concurrency_pays_the_same_prefill_stalls():
     assert spec["throughput_tok_s"] == pytest.approx(3 * 5 / (spec["e2e_ms"] / 1e3), rel=1e-9)
 
 
+def test_speculative_closed_loop_waits_for_the_speculative_iteration():
+    """A new request at n clients waits for half the iteration the n - 1 others run (the residual
+    life of a deterministic iteration). With speculation that iteration is k draft steps and one
+    verify step (Leviathan et al. 2023), not one plain decode step. osl = 4,096 keeps the prompt
+    queue empty (rho ~ 1e-3, Kingman's wait ~ microseconds), so the wait is that half alone."""
+    from advisor.perf.speculative_sweep import step_times
+
+    m, g, d = get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), get_model("llama-3.2-1b")
+    inp = EstimateInput(isl=128, osl=4096, concurrency=3, spec_draft=d, spec_tokens=4)
+    spec = estimate(m, g, inp)
+    cfg = ReplicaConfig(m, g, weights=inp.weights, kv=inp.kv, engine=inp.engine)
+    t = step_times(cfg, d, np.array([2.0]), np.array([4]), 128 + 4096 / 2)
+    iteration_ms = (4 * t["draft_s"][0] + t["verify_s"][0, 0]) * 1e3
+    assert spec["breakdown"]["queueing_ms"] == pytest.approx(0.5 * iteration_ms, rel=1e-3)
+    assert iteration_ms > 2 * t["plain_s"][0] * 1e3  # 4 drafts + a verify: over 2 plain steps
+
+
 def test_fp4_weights_use_fp4_tensor_cores_only_where_they_exist():
     # B200 datasheet: dense FP4 9 PF = 2 x its FP8 4.5 PF. An NVFP4 checkpoint runs W4A4 at the
     # FP4 rate; gpt-oss's MXFP4 experts multiply MXFP8 activations on B200/GB200 (W4A8, the FP8

@@ -124,6 +124,16 @@ def _speculative_tpot(
     return tpot, plain, info
 
 
+def _speculative_iteration_s(
+    cfg: ReplicaConfig, draft: ModelSpec, b: float, ctx: float, k: int
+) -> float:
+    """One speculative iteration at ``b`` sequences: k draft steps, then one verify step."""
+    from advisor.perf.speculative_sweep import step_times  # it imports perf.sweeps -> estimate
+
+    t = step_times(cfg, draft, np.array([max(b, 1.0)]), np.array([k]), ctx)
+    return k * float(t["draft_s"][0]) + float(t["verify_s"][0, 0])
+
+
 def _infeasible(
     base: dict, reasons: list[str], suggestions: list[str], concurrency: int, breakdown: dict
 ) -> dict:
@@ -349,8 +359,18 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             tpot = float(step.total[0])
         if n > 1 and not inp.prefill_elsewhere:
             # n clients in a closed loop: a new request waits for the iteration in flight and
-            # for prompts queued before it (the TTFT the validation predicts for such rows)
-            wait = float(concurrency_ttft(r, n, isl, osl)[0]) - float(pre.total[0])
+            # for prompts queued before it (the TTFT the validation predicts for such rows);
+            # with speculation the iteration is k draft steps and a verify, and the cycle runs
+            # at the speculative TPOT
+            spec_loop = {}
+            if spec is not None:
+                spec_loop = dict(
+                    tpot_s=np.array([tpot]),
+                    iteration_s=np.array([_speculative_iteration_s(
+                        cfg, inp.spec_draft, n - 1.0, isl + osl / 2.0, inp.spec_tokens
+                    )]),
+                )  # fmt: skip
+            wait = float(concurrency_ttft(r, n, isl, osl, **spec_loop)[0]) - float(pre.total[0])
             ttft += wait
             breakdown["queueing_ms"] = wait * 1e3
         tpot += offload_s

@@ -130,6 +130,7 @@ def concurrency_ttft(
     isl: np.ndarray,
     osl: np.ndarray,
     tpot_s: np.ndarray | None = None,
+    iteration_s: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mean time to first token with ``n`` clients in a closed loop (``--max-concurrency n``).
 
@@ -143,7 +144,10 @@ def concurrency_ttft(
     every cycle is the start-up wave (``first_wave_ttft_s``).
     Source: Kingman (1961) via physics.queueing.kingman_mean_wait_s; closed-loop arrival rate
     = clients / cycle time (interactive response-time law, Lazowska et al. 1984, ch. 3).
-    ``tpot_s``: ``concurrency_tpot`` of the same rows, when the caller has it already.
+    ``tpot_s``: ``concurrency_tpot`` of the same rows, when the caller has it already (or the
+    TPOT the deployment really runs at, e.g. with speculative decoding).
+    ``iteration_s``: the iteration the n - 1 others run, where it is not one plain decode step
+    (speculative decoding: k draft steps and one verify step).
     """
     from advisor.physics.queueing import kingman_mean_wait_s
 
@@ -153,9 +157,9 @@ def concurrency_ttft(
     first = prefill(r, isl).total
     p = prefill_interruption_s(r, isl)
     others = np.maximum(n - 1.0, 0.0)
-    residual = np.where(
-        others > 0, decode_step(r, np.maximum(others, 1.0), isl + osl / 2.0).total, 0.0
-    )
+    if iteration_s is None:
+        iteration_s = decode_step(r, np.maximum(others, 1.0), isl + osl / 2.0).total
+    residual = np.where(others > 0, iteration_s, 0.0)
     if tpot_s is None:
         tpot_s = concurrency_tpot(r, n, isl, osl)
     cycle = first + np.maximum(osl - 1.0, 0.0) * tpot_s
