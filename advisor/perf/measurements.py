@@ -356,10 +356,35 @@ def _precision(row: dict, model_id: str) -> tuple[str, int] | str:
     return w
 
 
+#: A random dataset whose lengths are drawn uniformly from int(ratio x L) to L, as the notes state it.
+_RANGE_RATIO = re.compile(r"lengths uniform on \[int\(([0-9.]+) x L\), L\]")
+
+
+def mean_random_length(nominal_tokens: float, range_ratio: float) -> float:
+    """Mean length of a random dataset drawn uniformly from int(ratio x L) to L tokens.
+
+    E[len] = (int(ratio x L) + L) / 2: each length is np.random.randint(int(L x ratio), L + 1),
+    the integers of that range with equal probability.
+    Source: InferenceX utils/bench_serving/benchmark_serving.py ``sample_uniform`` (its copy of
+    vLLM's benchmark_serving.py; read at InferenceX 962bd4c, 1b4c27d and 843c625).
+
+    >>> mean_random_length(1024, 0.8)  # (819 + 1024) / 2
+    921.5
+    >>> mean_random_length(8192, 0.8)  # (6553 + 8192) / 2
+    7372.5
+    """
+    return (int(nominal_tokens * range_ratio) + nominal_tokens) / 2.0
+
+
 def _lengths(row: dict) -> tuple[float | None, float | None]:
-    """Input/output lengths: the columns, else the mean of the notes' token totals."""
+    """Input/output lengths: the columns (their means where the notes state the random range the
+    run drew them from), else the mean of the notes' token totals."""
     isl, osl = _num(row["isl"]), _num(row["osl"])
     if isl is not None and osl is not None:
+        m = _RANGE_RATIO.search(row.get("notes", ""))
+        if m:
+            ratio = float(m.group(1))
+            return mean_random_length(isl, ratio), mean_random_length(osl, ratio)
         return isl, osl
     notes = row.get("notes", "")
     m = re.search(r"(\d+) prompts?:\s*(\d+) input / (\d+) generated", notes)
