@@ -107,13 +107,9 @@ def _speculative_tpot(
     processes b x (k+1) query tokens in one target step, which turns compute-bound at large
     batch. Source: Leviathan et al. 2023; formulas.md "Speculative decoding".
     """
-    from advisor.perf.speculative_sweep import step_times  # it imports perf.sweeps -> estimate
-
-    t = step_times(cfg, draft, np.array([b]), np.array([k]), ctx)
-    draft_step, verify = float(t["draft_s"][0]), float(t["verify_s"][0, 0])
-    plain = float(t["plain_s"][0])
+    iteration, draft_step, verify, plain = _speculative_steps(cfg, draft, b, ctx, k)
     e = float(expected_tokens_per_step(a, k))
-    tpot = (k * draft_step + verify) / e
+    tpot = iteration / e
     info = {
         "expected_tokens_per_step": e,
         "draft_step_ms": draft_step * 1e3,
@@ -124,14 +120,16 @@ def _speculative_tpot(
     return tpot, plain, info
 
 
-def _speculative_iteration_s(
+def _speculative_steps(
     cfg: ReplicaConfig, draft: ModelSpec, b: float, ctx: float, k: int
-) -> float:
-    """One speculative iteration at ``b`` sequences: k draft steps, then one verify step."""
+) -> tuple[float, float, float, float]:
+    """(iteration, draft step, verify step, plain step) in s at ``b`` sequences; one speculative
+    iteration = k draft steps, then one verify step of k + 1 tokens per sequence."""
     from advisor.perf.speculative_sweep import step_times  # it imports perf.sweeps -> estimate
 
     t = step_times(cfg, draft, np.array([max(b, 1.0)]), np.array([k]), ctx)
-    return k * float(t["draft_s"][0]) + float(t["verify_s"][0, 0])
+    draft_step, verify = float(t["draft_s"][0]), float(t["verify_s"][0, 0])
+    return k * draft_step + verify, draft_step, verify, float(t["plain_s"][0])
 
 
 def _infeasible(
@@ -366,9 +364,9 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             if spec is not None:
                 spec_loop = dict(
                     tpot_s=np.array([tpot]),
-                    iteration_s=np.array([_speculative_iteration_s(
+                    iteration_s=np.array([_speculative_steps(
                         cfg, inp.spec_draft, n - 1.0, isl + osl / 2.0, inp.spec_tokens
-                    )]),
+                    )[0]]),
                 )  # fmt: skip
             wait = float(concurrency_ttft(r, n, isl, osl, **spec_loop)[0]) - float(pre.total[0])
             ttft += wait
