@@ -1,7 +1,7 @@
 """Random-dataset lengths of InferenceX runs (advisor/perf/measurements.py ``mean_random_length``).
 
-InferenceX's workflow sets RANDOM_RANGE_RATIO 0.8 (.github/workflows/benchmark-tmpl.yml, March to
-September 2026) and its utils/bench_serving/benchmark_serving.py draws each length with
+InferenceX's workflow sets RANDOM_RANGE_RATIO 0.8 (.github/workflows/benchmark-tmpl.yml, at every
+commit read, March to August 2026) and its utils/bench_serving/benchmark_serving.py draws each length with
 np.random.randint(int(L x 0.8), L + 1): a "1k/1k" run averages (819 + 1024) / 2 = 921.5 tokens
 each way. Expected values below are hand calculations and figures copied from the rows.
 """
