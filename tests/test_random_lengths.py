@@ -1,9 +1,9 @@
 """Random-dataset lengths of InferenceX runs (advisor/perf/measurements.py ``mean_random_length``).
 
-InferenceX's workflow sets RANDOM_RANGE_RATIO 0.8 (.github/workflows/benchmark-tmpl.yml, at every
-commit read, March to August 2026) and its utils/bench_serving/benchmark_serving.py draws each length with
-np.random.randint(int(L x 0.8), L + 1): a "1k/1k" run averages (819 + 1024) / 2 = 921.5 tokens
-each way. Expected values below are hand calculations and figures copied from the rows.
+InferenceX's workflow sets RANDOM_RANGE_RATIO 0.8 (.github/workflows/benchmark-tmpl.yml, at
+every commit read, March to August 2026) and its utils/bench_serving/benchmark_serving.py draws
+each length with np.random.randint(int(L x 0.8), L + 1): a "1k/1k" run averages
+(819 + 1024) / 2 = 921.5 tokens each way. Expected values below are hand calculations and figures copied from the rows.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import pytest
 
-from advisor.perf.measurements import _lengths, cases, load_rows
+from advisor.perf.measurements import _lengths, _num, cases, load_rows
 
 RANGE = "lengths uniform on [int(0.8 x L), L], mean 921.5 for L = 1024"
 
@@ -44,7 +44,7 @@ def test_the_runs_own_figures_agree_with_the_harness_range():
     for r in load_rows():
         if re.search(r"InferenceX/issues/(870|890)", r["source"]):
             key = (r["source"], r["gpu"], r["isl"], r["osl"], r["batch_or_concurrency"])
-            runs[key][r["metric"]] = float(r["value"].replace(",", ""))
+            runs[key][r["metric"]] = _num(r["value"])
     ratios = [
         (1 + (m["e2e_s_mean"] - m["ttft_ms_mean"] / 1e3) / (m["tpot_ms_mean"] / 1e3)) / float(k[3])
         for k, m in runs.items()

@@ -380,13 +380,13 @@ def _lengths(row: dict) -> tuple[float | None, float | None]:
     """Input/output lengths: the columns (their means where the notes state the random range the
     run drew them from), else the mean of the notes' token totals."""
     isl, osl = _num(row["isl"]), _num(row["osl"])
+    notes = row.get("notes", "")
     if isl is not None and osl is not None:
-        m = _RANGE_RATIO.search(row.get("notes", ""))
+        m = _RANGE_RATIO.search(notes)
         if m:
             ratio = float(m.group(1))
             return mean_random_length(isl, ratio), mean_random_length(osl, ratio)
         return isl, osl
-    notes = row.get("notes", "")
     m = re.search(r"(\d+) prompts?:\s*(\d+) input / (\d+) generated", notes)
     if m:
         n, i, o = (float(g) for g in m.groups())
