@@ -128,11 +128,13 @@ def run_scheme(
             profiles.set_active(None)
         for c, p in zip(test, pred, strict=True):
             rows.append({
-                "id": c.id, "kind": COARSE_KIND[c.kind], "family": c.family,
+                "id": c.id, "source": source_key(c.source), "kind": COARSE_KIND[c.kind],
+                "family": c.family,
                 "engine": c.config.engine, "accelerator_family": c.config.gpu.family,
                 "calibrated": c.config.gpu.family in fams and c.config.engine in engines,
                 "measured": float(c.measured), "predicted": float(p),
                 **({"attention_dp": True} if c.config.dp_attention else {}),
+                **({"moe": True} if c.config.model.is_moe else {}),
             })  # fmt: skip
         print(f"  held out {name}={v}: {len(test)} rows, {time.perf_counter() - t0:.0f} s",
               flush=True)  # fmt: skip
@@ -141,7 +143,8 @@ def run_scheme(
         raw = {r["id"]: r for r in load_rows()}
         for p, calibrated in _collective_folds(by):
             rows.append({
-                "id": p.id, "kind": "allreduce", "family": "all-reduce", "engine": "nccl",
+                "id": p.id, "source": source_key(raw[p.id].get("source", "")),
+                "kind": "allreduce", "family": "all-reduce", "engine": "nccl",
                 "accelerator_family": _family_of_row(raw[p.id]),
                 "calibrated": calibrated, "measured": p.measured,
                 "predicted": p.predicted,

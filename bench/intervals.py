@@ -2,10 +2,11 @@
 70-90% of them inside their own 80% interval).
 
 Reads the leave-one-source-out rows of data/crossval.yaml (``loso_rows``, written by
-``bench/crossval.py --write``) and scores every row by the interval built without it, for its
-own kind, engine, accelerator family and calibration state (advisor/perf/intervals.coverage).
-Prints the coverage per kind and overall at each confidence, and the interval factors of a few
-typical queries with their basis.
+``bench/crossval.py --write``) and scores every row by the interval built without its source
+(as for the next deployment, a source the table has not seen), then without the row alone, for its
+own kind, engine, accelerator family, model class (MoE or dense) and calibration state
+(advisor/perf/intervals.coverage). Prints the coverage per kind, per model class and overall at
+each confidence, and the interval factors of a few typical queries with their basis.
 
     .venv/bin/python bench/intervals.py [--confidence 0.8 0.5 0.9]
 """
@@ -22,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from advisor.perf.intervals import (  # noqa: E402
     CROSSVAL_PATH,
     KINDS,
+    LEAVE_OUT,
     coverage,
     factors_for,
     load_table,
@@ -44,17 +46,22 @@ def main() -> None:
     if not table.rows:
         print("no loso_rows: run bench/crossval.py --write first")
         return
-    for c in args.confidence:
-        cov = coverage(table, c)
-        target = "  (target 70-90%)" if c == 0.8 else ""
-        print(f"coverage at {c:.0%}{target}:")
-        for k, v in cov.items():
-            print(f"  {k:<11} {v['rows']:>4} rows  {v['inside_pct']:5.1f}% inside")
+    for leave_out in LEAVE_OUT:
+        print(f"each row scored by the range built without its {leave_out}"
+              + (" (as for a new deployment)" if leave_out == "source" else "") + ":")  # fmt: skip
+        for c in args.confidence:
+            cov = coverage(table, c, leave_out)
+            target = "  (target 70-90%)" if c == 0.8 else ""
+            print(f"  coverage at {c:.0%}{target}:")
+            for k, v in cov.items():
+                print(f"    {k:<13} {v['rows']:>4} rows  {v['inside_pct']:5.1f}% inside")
     print("interval factors at 80% (x the prediction):")
     for engine, family in QUERIES:
-        for k in KINDS:
-            iv = factors_for(k, engine, family, 0.8, table=table)
-            print(f"  {engine:<8} {family:<10} {k:<10} [{iv.low:.2f}, {iv.high:.2f}]  {iv.basis}")
+        for moe in (False, True):
+            for k in KINDS:
+                iv = factors_for(k, engine, family, 0.8, table=table, moe=moe)
+                print(f"  {engine:<8} {family:<10} {'MoE' if moe else 'dense':<5} {k:<10} "
+                      f"[{iv.low:.2f}, {iv.high:.2f}]  {iv.basis}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Prediction intervals (advisor/perf/intervals.py) on hand-made tables of held-out errors.
 
-Every expected value is derived by hand in the comment beside it: numpy's default quantile
-(type 7) at p of n sorted values x_0..x_{n-1} is x_h interpolated at h = (n - 1) p.
+Every expected value is derived by hand in the comment beside it: the quantile at p of n sorted
+values x_(1)..x_(n) (type 6, numpy's "weibull") is x_(h) interpolated in logs at h = p (n + 1),
+clamped to x_(1) and x_(n).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from advisor.perf.intervals import (
 
 #: measured / predicted of 11 held-out TTFT rows (vLLM on Hopper), sorted.
 RATIOS = (0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.4, 2.0)
+#: Their 80% bounds (test_quantiles_of_a_hand_made_table_at_80_and_50_percent).
+LOW_HIGH_80 = (0.5348, 1.8623)
 
 
 def rows(kind="ttft", engine="vllm", family="hopper", ratios=RATIOS, calibrated=True, tag="r"):
@@ -33,14 +36,15 @@ def rows(kind="ttft", engine="vllm", family="hopper", ratios=RATIOS, calibrated=
 def test_quantiles_of_a_hand_made_table_at_80_and_50_percent():
     t = ErrorTable(tuple(rows()), {})
     iv = interval_factors("ttft", "vllm", "hopper", 0.8, table=t)
-    # c = 0.8: p = 0.1 -> h = 10 x 0.1 = 1 -> x_1 = 0.7; p = 0.9 -> h = 9 -> x_9 = 1.4
-    assert (iv.low, iv.high) == pytest.approx((0.7, 1.4))
-    assert iv.of(100.0) == pytest.approx([70.0, 140.0])
+    # c = 0.8: p = 0.1 -> h = 12 x 0.1 = 1.2 -> 0.2 of the way (in logs) from x_(1) = 0.5 to
+    # x_(2) = 0.7: 0.5 x 1.4^0.2 = 0.5348; p = 0.9 -> h = 10.8 -> from x_(10) = 1.4 to
+    # x_(11) = 2.0: 1.4 x (2 / 1.4)^0.8 = 1.8623
+    assert (iv.low, iv.high) == pytest.approx(LOW_HIGH_80, abs=1e-4)
+    assert iv.of(100.0) == pytest.approx([53.48, 186.23], abs=1e-2)
     assert iv.calibrated and iv.rows == 11 and "vllm on hopper" in iv.basis
     iv = interval_factors("ttft", "vllm", "hopper", 0.5, table=t)
-    # c = 0.5: h = 2.5 -> halfway (in logs) between 0.8 and 0.9 = sqrt(0.72) = 0.8485;
-    # h = 7.5 -> between 1.1 and 1.2 = sqrt(1.32) = 1.1489
-    assert (iv.low, iv.high) == pytest.approx((0.8485, 1.1489), abs=1e-4)
+    # c = 0.5: h = 12 x 0.25 = 3 -> x_(3) = 0.8; h = 9 -> x_(9) = 1.2
+    assert (iv.low, iv.high) == pytest.approx((0.8, 1.2))
 
 
 def test_fallback_hierarchy_engine_family_then_family_then_engine_then_all():
@@ -52,50 +56,53 @@ def test_fallback_hierarchy_engine_family_then_family_then_engine_then_all():
         ),
         {},
     )
-    # trtllm on hopper: 3 rows < 10 -> hopper any engine: 14 rows; c = 0.8: h = 1.3 and 11.7.
+    # trtllm on hopper: 3 rows < 10 -> hopper any engine: 14 rows; c = 0.8: h = 1.5 and 13.5.
     # sorted: 0.5, 0.7, 0.8, 0.9, 0.95, 1.0 x4, 1.05, 1.1, 1.2, 1.4, 2.0
-    # x_1 = 0.7, x_2 = 0.8 -> exp(ln0.7 + 0.3 (ln0.8 - ln0.7)) = 0.7 (8/7)^0.3 = 0.7286
-    # x_11 = 1.2, x_12 = 1.4 -> 1.2 (1.4/1.2)^0.7 = 1.3367
+    # halfway (in logs) from x_(1) = 0.5 to x_(2) = 0.7: sqrt(0.35) = 0.5916;
+    # from x_(13) = 1.4 to x_(14) = 2.0: sqrt(2.8) = 1.6733
     iv = interval_factors("ttft", "trtllm", "hopper", 0.8, table=t)
     assert "hopper, any engine" in iv.basis and iv.rows == 14
-    assert (iv.low, iv.high) == pytest.approx((0.7286, 1.3367), abs=1e-4)
+    assert (iv.low, iv.high) == pytest.approx((0.5916, 1.6733), abs=1e-4)
     # vllm on ampere: no ampere vllm rows, ampere only 4 -> vllm any accelerator: the 11 rows
     iv = interval_factors("ttft", "vllm", "ampere", 0.8, table=t)
-    assert "vllm, any accelerator" in iv.basis and (iv.low, iv.high) == pytest.approx((0.7, 1.4))
-    # sglang on ampere: nothing at the first three levels -> all 18 rows; h = 1.7 and 15.3:
-    # sorted ..., x_1 = 0.7, x_2 = 0.8 -> 0.7 (8/7)^0.7 = 0.7686; x_14..x_17 = 3.0 -> 3.0
+    assert "vllm, any accelerator" in iv.basis
+    assert (iv.low, iv.high) == pytest.approx(LOW_HIGH_80, abs=1e-4)
+    # sglang on ampere: nothing at the first three levels -> all 18 rows; h = 1.9 and 17.1:
+    # 0.5 x 1.4^0.9 = 0.6768; x_(15)..x_(18) = 3.0 -> 3.0
     iv = interval_factors("ttft", "sglang", "ampere", 0.8, table=t)
     assert "all engines" in iv.basis and iv.rows == 18
-    assert (iv.low, iv.high) == pytest.approx((0.7686, 3.0), abs=1e-4)
+    assert (iv.low, iv.high) == pytest.approx((0.6768, 3.0), abs=1e-4)
 
 
 def test_uncalibrated_family_is_wider_by_the_leave_one_family_out_spread():
     t = ErrorTable(tuple(rows()), {("gpu", "TTFT"): 35.0, ("gpu", "TTFT/ITL under load"): 20.0})
     iv = interval_factors("ttft", "vllm", "cdna3", 0.8, table=t, family_calibrated=False)
-    # base: the 11 vllm rows, [0.7, 1.4]; w = ln(1.35) x z(0.9) / z(0.95)
+    # base: the 11 vllm rows, [0.5348, 1.8623]; w = ln(1.35) x z(0.9) / z(0.95)
     #   = 0.30010 x 1.28155 / 1.64485 = 0.23382 (the larger P90 of the two TTFT families)
-    # -> [0.7 e^-0.23382, 1.4 e^0.23382] = [0.5541, 1.7687]
+    # -> [0.5348 e^-0.23382, 1.8623 e^0.23382] = [0.4233, 2.3529]
     assert not iv.calibrated
-    assert (iv.low, iv.high) == pytest.approx((0.5541, 1.7687), abs=1e-4)
+    assert (iv.low, iv.high) == pytest.approx((0.4233, 2.3529), abs=1e-4)
     assert "uncalibrated cdna3 family" in iv.basis and "P90 35%" in iv.basis
     # family and engine both uncalibrated: w = sqrt(2) x 0.23382 with an engine P90 of 35% too
     t2 = ErrorTable(t.rows, {("gpu", "TTFT"): 35.0, ("engine", "TTFT"): 35.0})
     iv2 = interval_factors(
         "ttft", "vllm", "cdna3", 0.8, table=t2, family_calibrated=False, engine_calibrated=False
     )
-    assert iv2.high == pytest.approx(1.4 * math.exp(math.sqrt(2) * 0.23382), abs=1e-4)
+    assert iv2.high == pytest.approx(1.8623 * math.exp(math.sqrt(2) * 0.23382), abs=1e-3)
 
 
 def test_uncalibrated_rows_of_their_own_extend_the_interval():
-    # 11 calibrated rows [0.7, 1.4] + 11 rows predicted from priors, measured 2x-4x slower
-    # than predicted (ratios 2.0 .. 4.0 step 0.2): their c = 0.8 quantiles are x_1 = 2.2, x_9 = 3.8
+    # 11 calibrated rows [0.5348, 1.8623] + 11 rows predicted from priors, measured 2x-4x
+    # slower than predicted (ratios 2.0 .. 4.0 step 0.2): their c = 0.8 quantiles are
+    # 2.0 x 1.1^0.2 = 2.0385 (h = 1.2) and 3.8 x (4 / 3.8)^0.8 = 3.9592 (h = 10.8)
     slow = tuple(2.0 + 0.2 * i for i in range(11))
     t = ErrorTable(tuple(rows() + rows(ratios=slow, calibrated=False, tag="u")), {})
     iv = interval_factors("ttft", "vllm", "cdna3", 0.8, table=t, family_calibrated=False)
-    assert (iv.low, iv.high) == pytest.approx((0.7, 3.8))  # no spread in the table: w = 0
+    # the hull, no spread in the table (w = 0): [min(0.5348, 2.0385), max(1.8623, 3.9592)]
+    assert (iv.low, iv.high) == pytest.approx((0.5348, 3.9592), abs=1e-4)
     # a calibrated query ignores them
     iv = interval_factors("ttft", "vllm", "hopper", 0.8, table=t)
-    assert (iv.low, iv.high) == pytest.approx((0.7, 1.4))
+    assert (iv.low, iv.high) == pytest.approx(LOW_HIGH_80, abs=1e-4)
 
 
 def test_reader_maps_case_kinds_and_keeps_failed_predictions():
@@ -127,14 +134,16 @@ def test_reader_maps_case_kinds_and_keeps_failed_predictions():
 
 def test_coverage_scores_each_row_by_an_interval_built_without_it():
     # 21 rows with log ratios 0, 0.01, ..., 0.20 (j / 100). Leaving row j out leaves 20 values;
-    # c = 0.8 -> h = 19 x 0.1 = 1.9 and 17.1. For 3 <= j <= 17 the bounds are 0.019 and 0.181,
-    # j inside. j = 2: remaining 0, 0.01, 0.03 -> low 0.01 + 0.9 x 0.02 = 0.028 > 0.02: outside;
-    # j = 0, 1 likewise below, j = 18..20 above by symmetry. Inside: 15 of 21 = 71.4%.
+    # c = 0.8 -> h = 21 x 0.1 = 2.1 and 18.9. For 3 <= j <= 17 the bounds are 0.011 and 0.189,
+    # j inside. j = 2: remaining 0, 0.01, 0.03 -> low 0.01 + 0.1 x 0.02 = 0.012 <= 0.02: inside;
+    # j = 1: remaining 0, 0.02, 0.03 -> low 0.021 > 0.01: outside, j = 0 too; j = 18 inside and
+    # 19, 20 outside by symmetry. Inside: 17 of 21 = 81.0% (type 7 gave 15 of 21). No sources
+    # given: each row is its own, so leaving its source out is leaving the row out.
     t = ErrorTable(tuple(ErrorRow(f"r{j}", "tpot", "vllm", "hopper", True, j / 100)
                          for j in range(21)), {})  # fmt: skip
     cov = coverage(t, 0.8)
-    assert cov["tpot"]["rows"] == 21
-    assert cov["all"]["inside_pct"] == pytest.approx(100 * 15 / 21)
+    assert cov["tpot"]["rows"] == cov["dense models"]["rows"] == 21 and "MoE models" not in cov
+    assert cov["all"]["inside_pct"] == pytest.approx(100 * 17 / 21)
 
 
 def test_estimate_intervals_combine_ttft_and_tpot_for_e2e():
@@ -142,11 +151,11 @@ def test_estimate_intervals_combine_ttft_and_tpot_for_e2e():
     result = {"engine": "trtllm", "ttft_ms": 100.0, "tpot_ms": 10.0, "e2e_ms": 1090.0,
               "osl": 100, "throughput_tok_s": 500.0}  # fmt: skip
     iv = estimate_intervals(result, "hopper", 0.8, table=t)
-    # TTFT [70, 140] (the 11 rows); TPOT: x_1 = 0.9, x_9 = 1.1 -> [9, 11];
-    # E2E = TTFT + 99 TPOT at each end: [70 + 891, 140 + 1089] = [961, 1229]
-    assert iv["ttft_ms"] == pytest.approx([70.0, 140.0])
+    # TTFT [53.48, 186.23] (the 11 rows); TPOT: h = 1.2 in the five 0.9s, h = 10.8 in the six
+    # 1.1s -> [9, 11]; E2E = TTFT + 99 TPOT at each end: [53.48 + 891, 186.23 + 1089]
+    assert iv["ttft_ms"] == pytest.approx([53.48, 186.23], abs=1e-2)
     assert iv["tpot_ms"] == pytest.approx([9.0, 11.0])
-    assert iv["e2e_ms"] == pytest.approx([961.0, 1229.0])
+    assert iv["e2e_ms"] == pytest.approx([944.48, 1275.23], abs=1e-2)
     assert iv["throughput_tok_s"] == [500.0, 500.0]  # no throughput rows: an empty basis
     assert "no out-of-sample throughput rows" in iv["basis"]
     assert iv["calibrated"] is True  # hopper and trtllm are fitted in data/calibration.yaml
@@ -330,18 +339,21 @@ def test_an_infinite_p90_gives_no_spread_and_the_others_still_do():
     assert (iv.low, iv.high) == pytest.approx((1 / 1.51, 1.51))
 
 
-def test_e2e_rows_of_other_engines_and_families_give_way_to_ttft_and_tpot():
+@pytest.mark.parametrize("moe", [None, False])  # all rows, or all rows of the dense class
+def test_e2e_rows_of_other_engines_and_families_give_way_to_ttft_and_tpot(moe):
     ttft_tpot = rows() + rows(kind="tpot", ratios=(0.9,) * 5 + (1.1,) * 6, tag="p")
     result = {"engine": "trtllm", "ttft_ms": 100.0, "tpot_ms": 10.0, "e2e_ms": 1090.0,
               "osl": 100, "throughput_tok_s": 500.0}  # fmt: skip
     # 10 E2E rows of vLLM on CDNA3 measured at exactly the prediction: only the all-rows level
-    # for TensorRT-LLM on Hopper, so E2E = TTFT + 99 TPOT at each end: [961, 1229] (see above)
+    # for TensorRT-LLM on Hopper, so E2E = TTFT + 99 TPOT at each end: [944.48, 1275.23] (above)
     other = rows(kind="e2e", family="cdna3", ratios=(1.0,) * 10, tag="e")
-    iv = estimate_intervals(result, "hopper", 0.8, table=ErrorTable(tuple(ttft_tpot + other), {}))
-    assert iv["e2e_ms"] == pytest.approx([961.0, 1229.0])
+    table = ErrorTable(tuple(ttft_tpot + other), {})
+    iv = estimate_intervals(result, "hopper", 0.8, table=table, moe=moe)
+    assert iv["e2e_ms"] == pytest.approx([944.48, 1275.23], abs=1e-2)
     # the same rows on Hopper (family level) are used: factor 1 -> [1090, 1090]
     own = rows(kind="e2e", ratios=(1.0,) * 10, tag="e")
-    iv = estimate_intervals(result, "hopper", 0.8, table=ErrorTable(tuple(ttft_tpot + own), {}))
+    table = ErrorTable(tuple(ttft_tpot + own), {})
+    iv = estimate_intervals(result, "hopper", 0.8, table=table, moe=moe)
     assert iv["e2e_ms"] == pytest.approx([1090.0, 1090.0])
 
 
@@ -350,7 +362,8 @@ def test_attention_dp_ranges_come_from_rows_of_that_layout_first():
 
     # 11 held-out throughput rows of attention-DP deployments came in at 0.6-0.8 x the model
     # (it runs high for that layout), 11 of the same engine and family at RATIOS. An attention-DP
-    # estimate takes its range from the first: c = 0.8 -> h = 1 and h = 9 of the 11 DP ratios.
+    # estimate takes its range from the first: c = 0.8 -> h = 1.2 and 10.8 of the 11 DP ratios:
+    # 0.60 x (0.62 / 0.60)^0.2 = 0.6039 and 0.78 x (0.80 / 0.78)^0.8 = 0.7960.
     dp_ratios = (0.60, 0.62, 0.64, 0.66, 0.68, 0.70, 0.72, 0.74, 0.76, 0.78, 0.80)
     dp = [
         dataclasses.replace(r, attention_dp=True)
@@ -358,14 +371,15 @@ def test_attention_dp_ranges_come_from_rows_of_that_layout_first():
     ]
     t = ErrorTable(tuple(rows("throughput", "trtllm", "hopper") + dp), {})
     iv = interval_factors("throughput", "trtllm", "hopper", 0.8, table=t, attention_dp=True)
-    assert (iv.low, iv.high) == pytest.approx((0.62, 0.78))
+    assert (iv.low, iv.high) == pytest.approx((0.6039, 0.7960), abs=1e-4)
     assert iv.basis.startswith("11 held-out throughput rows (attention-DP deployments: trtllm on")
     plain = interval_factors("throughput", "trtllm", "hopper", 0.8, table=t)
     assert plain.rows == 22  # every layout: the DP rows are rows of that engine and family too
     # Fewer than 10 DP rows: every layout, and the basis says so.
     few = ErrorTable(tuple(rows("throughput", "trtllm", "hopper") + dp[:5]), {})
     iv = interval_factors("throughput", "trtllm", "hopper", 0.8, table=few, attention_dp=True)
-    assert iv.rows == 16 and "fewer than 10 held-out attention-DP rows" in iv.basis
+    assert iv.rows == 16
+    assert "fewer than 10 rows or 3 sources of held-out attention-DP deployments" in iv.basis
 
 
 def test_reader_keeps_the_attention_dp_flag():
@@ -376,3 +390,94 @@ def test_reader_keeps_the_attention_dp_flag():
          "calibrated": True, "measured": 1.0, "predicted": 1.2},
     ]}  # fmt: skip
     assert [r.attention_dp for r in rows_from_doc(doc)] == [True, False]
+
+
+def test_moe_and_dense_models_draw_on_rows_of_their_own_class():
+    import dataclasses
+
+    # 11 dense vLLM/Hopper TTFT rows at RATIOS ([0.5348, 1.8623] at 80%) and 11 MoE rows of the
+    # same engine and family measured 2x-4x slower (2.0 .. 4.0 step 0.2: [2.0385, 3.9592], see
+    # test_uncalibrated_rows_of_their_own_extend_the_interval)
+    slow = [dataclasses.replace(r, moe=True)
+            for r in rows(ratios=tuple(2.0 + 0.2 * i for i in range(11)), tag="m")]  # fmt: skip
+    t = ErrorTable(tuple(rows() + slow), {})
+    moe = interval_factors("ttft", "vllm", "hopper", 0.8, table=t, moe=True)
+    assert (moe.low, moe.high) == pytest.approx((2.0385, 3.9592), abs=1e-4)
+    assert moe.basis == "11 held-out ttft rows (MoE models: vllm on hopper)"
+    dense = interval_factors("ttft", "vllm", "hopper", 0.8, table=t, moe=False)
+    assert (dense.low, dense.high) == pytest.approx(LOW_HIGH_80, abs=1e-4)
+    assert "dense models: vllm on hopper" in dense.basis
+    # no class given: one pool of 22; h = 2.3 and 20.7 -> 0.7 x (0.8 / 0.7)^0.3 = 0.7286 and
+    # x_(20) = 3.6, x_(21) = 3.8: 3.6 x (3.8 / 3.6)^0.7 = 3.7389
+    both = interval_factors("ttft", "vllm", "hopper", 0.8, table=t)
+    assert both.rows == 22 and (both.low, both.high) == pytest.approx((0.7286, 3.7389), abs=1e-4)
+    # Fewer than 10 MoE rows: both classes, and the basis says so.
+    few = ErrorTable(tuple(rows() + slow[:5]), {})
+    iv = interval_factors("ttft", "vllm", "hopper", 0.8, table=few, moe=True)
+    assert iv.rows == 16
+    assert "fewer than 10 rows or 3 sources of held-out MoE-model rows, both classes" in iv.basis
+
+
+def test_reader_keeps_the_moe_flag():
+    doc = {"loso_rows": [
+        {"id": "a", "kind": "offline", "engine": "vllm", "accelerator_family": "hopper",
+         "calibrated": True, "measured": 1.0, "predicted": 1.2, "moe": True},
+        {"id": "b", "kind": "offline", "engine": "vllm", "accelerator_family": "hopper",
+         "calibrated": True, "measured": 1.0, "predicted": 1.2},
+    ]}  # fmt: skip
+    assert [r.moe for r in rows_from_doc(doc)] == [True, False]
+
+
+@pytest.mark.parametrize(("model", "cls"), [("qwen3-30b-a3b", "MoE"), ("llama-3.1-8b", "dense")])
+def test_estimate_and_search_ranges_come_from_the_models_class(capsys, model, cls):
+    import json
+
+    from advisor.cli import main
+    from advisor.scenario import Hardware, Scenario
+    from advisor.search.sla import intervals_by_gpu
+
+    # data/crossval.yaml marks the held-out rows of MoE models (bench/crossval.py)
+    assert main(["estimate", "--model", model, "--gpu", "h100-sxm", "--isl", "1024", "--osl", "256",
+                 "--json"]) == 0  # fmt: skip
+    basis = json.loads(capsys.readouterr().out)["intervals"]["basis"]
+    assert f"({cls} models: " in basis
+    sc = Scenario(model=model, hardware=Hardware(gpus=["h100-sxm"]))
+    iv = intervals_by_gpu(sc, ["h100-sxm"])["h100-sxm"]
+    assert all(f"({cls} models: " in v.basis for v in iv.values())
+
+
+def _sourced(rows_, source):
+    import dataclasses
+
+    return [dataclasses.replace(r, source=source) for r in rows_]
+
+
+def test_a_level_needs_rows_from_three_sources():
+    # 11 vLLM/Hopper rows all from one page, 11 TensorRT-LLM/Hopper rows measured at the model
+    # (1.0) from three: vLLM on Hopper has the rows but one source -> Hopper, any engine: 22 rows;
+    # sorted 0.5, 0.7, 0.8, 0.9, 0.95, 1.0 x 12, 1.05, 1.1, 1.2, 1.4, 2.0; h = 2.3 and 20.7:
+    # 0.7 x (0.8 / 0.7)^0.3 = 0.7286 and 1.2 x (1.4 / 1.2)^0.7 = 1.3367
+    ones = rows(engine="trtllm", ratios=(1.0,) * 11, tag="t")
+    t = ErrorTable(tuple(_sourced(rows(), "one page") + _sourced(ones[:4], "a")
+                         + _sourced(ones[4:8], "b") + _sourced(ones[8:], "c")), {})  # fmt: skip
+    iv = interval_factors("ttft", "vllm", "hopper", 0.8, table=t)
+    assert iv.basis == "22 held-out ttft rows (hopper, any engine)"
+    assert (iv.low, iv.high) == pytest.approx((0.7286, 1.3367), abs=1e-4)
+    # a row without a source (an older crossval.yaml) counts as a source of its own
+    assert rows()[0].source == "r0"
+
+
+def test_coverage_leaves_out_the_rows_whole_source():
+    # Source A: 10 rows measured 2x the prediction; B, C, D: 10 rows each at 1.0 (one engine and
+    # family). Leaving one row out, an A row still sees 9 twos among 39: h = 0.9 x 40 = 36 ->
+    # x_(36) = 2.0, inside; a B row sees 29 ones and 10 twos: [1.0, 2.0], inside -> 100%.
+    # Leaving its source out, an A row sees only ones: [1, 1], outside; a B row sees 20 ones
+    # and 10 twos: h = 3.1 -> 1.0 and h = 27.9 -> x_(27) = 2.0, inside -> 30 of 40 = 75%.
+    t = ErrorTable(tuple(
+        ErrorRow(f"{s}{i}", "tpot", "vllm", "hopper", True, math.log(2.0 if s == "A" else 1.0),
+                 source=s)
+        for s in "ABCD" for i in range(10)), {})  # fmt: skip
+    assert coverage(t, 0.8, leave_out="row")["all"]["inside_pct"] == pytest.approx(100.0)
+    assert coverage(t, 0.8)["all"]["inside_pct"] == pytest.approx(75.0)
+    with pytest.raises(ValueError, match="leave_out 'page'; allowed: source, row"):
+        coverage(t, 0.8, leave_out="page")

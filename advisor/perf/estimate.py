@@ -384,7 +384,9 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     }  # fmt: skip
     if spec is not None:
         out["speculative"] = spec
-    out["intervals"] = estimate_intervals(out, gpu.family, inp.confidence, inp.qps is not None)
+    out["intervals"] = estimate_intervals(
+        out, gpu.family, inp.confidence, inp.qps is not None, moe=model.is_moe
+    )
     return out
 
 

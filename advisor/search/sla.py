@@ -28,10 +28,11 @@ TARGETS = (("TTFT", "ttft", "ttft_ms"), ("TPOT", "tpot", "tpot_ms"), ("E2E", "e2
 def intervals_by_gpu(sc, gpu_ids: Sequence[str]) -> dict[str, dict[str, Interval]]:
     """gpu id -> target name -> Interval (factors) at the scenario's engine and confidence."""
     out = {}
+    moe = sc.model_spec().is_moe
     for g in sorted(set(gpu_ids)):
         fam = get_accelerator(g).family
         out[g] = {
-            name: factors_for(kind, sc.options.engine, fam, sc.sla.confidence)
+            name: factors_for(kind, sc.options.engine, fam, sc.sla.confidence, moe=moe)
             for name, kind, _ in TARGETS
         }
     return out
@@ -68,6 +69,7 @@ def confidence_note(sc) -> str:
     return (
         f"A target counts as met only when the upper end of the {c} range of the predicted "
         f"P{sc.sla.percentile} is within it: ranges from the out-of-sample (leave-one-source-out) "
-        "errors of that prediction kind for the engine and accelerator family, wider where "
-        "either is uncalibrated (advisor/perf/intervals.py; sla.confidence)."
+        "errors of that prediction kind for the engine and accelerator family, among models of "
+        "the same class (mixture-of-experts or dense), wider where either is uncalibrated "
+        "(advisor/perf/intervals.py; sla.confidence)."
     )

@@ -64,9 +64,11 @@ def coverage_section() -> None:
         return
     st.caption(
         "Every answer carries a range at the SLA's confidence (80% by default), built from the "
-        "out-of-sample errors above for its kind, engine and accelerator family "
-        "(advisor/perf/intervals.py). Here each held-out measurement is scored against the range "
-        "built without it: at 80% confidence, 70-90% of them should fall inside."
+        "out-of-sample errors above for its kind, engine and accelerator family, among models "
+        "of its class (mixture-of-experts or dense), from levels with at least 10 rows of 3 "
+        "sources (advisor/perf/intervals.py). Here each held-out measurement is scored against "
+        "the range built without its source, as for your deployment, which the table has never "
+        "seen: at 80% confidence, 70-90% of them should fall inside."
     )
     kinds = [k for k in cov[0.8] if k != "uncalibrated" or cov[0.8][k]["rows"] >= 10]
     st.dataframe(
