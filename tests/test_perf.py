@@ -160,10 +160,11 @@ def test_out_of_sample_figures_lead_and_cover_the_current_rows():
 
     doc = yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8"))
     loso = doc["loso_rows"]
-    keys = {"id", "kind", "family", "engine", "accelerator_family", "calibrated", "measured",
-            "predicted"}  # fmt: skip
-    # attention_dp (true only) marks the rows of attention-DP deployments (their ranges)
-    assert all(set(r) - {"attention_dp"} == keys for r in loso)
+    keys = {"id", "source", "kind", "family", "engine", "accelerator_family", "calibrated",
+            "measured", "predicted"}  # fmt: skip
+    # attention_dp and moe (true only) mark the rows of attention-DP deployments and of MoE
+    # models (their ranges draw on them first)
+    assert all(set(r) - {"attention_dp", "moe"} == keys for r in loso)
     assert {r["kind"] for r in loso} <= {"ttft", "tpot", "e2e", "throughput", "decode_b1",
                                          "allreduce", "itl_slope"}  # fmt: skip
     items = cases()[0]
@@ -173,6 +174,14 @@ def test_out_of_sample_figures_lead_and_cover_the_current_rows():
     marked = {r["id"] for r in loso if "attention_dp" in r}
     assert all(r["attention_dp"] is True for r in loso if "attention_dp" in r)
     assert marked == {c.id for c in items if c.config.dp_attention} & held
+    moe = {r["id"] for r in loso if "moe" in r}
+    assert all(r["moe"] is True for r in loso if "moe" in r)
+    assert moe == {c.id for c in items if c.config.model.is_moe} & held
+    # each row names its source as the folds grouped it (the ranges count sources per level)
+    from advisor.perf.measurements import source_key
+
+    by_id = {c.id: source_key(c.source) for c in items}
+    assert all(r["source"] == by_id[r["id"]] for r in loso if r["id"] in by_id)
 
 
 def test_validation_in_sample_bounds():
