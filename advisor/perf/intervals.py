@@ -15,14 +15,14 @@ intervals held 77.6% of the measurements at 80% and 71.2% of the TTFTs (2026-12-
 
 Which rows: first those of the same architecture class (mixture-of-experts or dense, ``moe``
 in ``loso_rows``), then, in that class, the first level of this hierarchy with at least
-``MIN_ROWS`` rows of kind k:
+``MIN_ROWS`` rows of kind k from at least ``MIN_SOURCES`` sources (``source`` in ``loso_rows``):
 
 1. the same engine on the same accelerator family,
 2. the same accelerator family (any engine),
 3. the same engine (any family),
 4. all rows of kind k of the class.
 
-Only when the class has fewer than ``MIN_ROWS`` rows of kind k do the levels run over both
+Only when the class has too few rows (or sources) of kind k do the levels run over both
 classes (ending at all rows of kind k), and the basis says so. Why the class first: the model's
 MoE predictions miss by more than its dense ones (expert routing, grouped GEMMs, MLA), so one
 pool over both gave MoE answers intervals too narrow to hold: held out, 69% of MoE measurements
@@ -30,7 +30,7 @@ fell inside their 80% interval against 81% of dense ones (2026-12-01, bench/inte
 
 A deployment with attention data parallelism first looks among the held-out rows that ran that
 layout (``attention_dp`` in ``loso_rows``), at the same levels and then all of them; only with
-fewer than ``MIN_ROWS`` such rows of kind k does it fall back to every layout, and says so.
+too few such rows (or sources) of kind k does it fall back to every layout, and says so.
 
 A calibrated query (its family and its engine both have fitted constants) draws on the rows
 marked ``calibrated`` (their family and engine were in the fit that predicted them).
@@ -85,9 +85,9 @@ CONFIDENCE_RANGE = (0.5, 0.99)
 MIN_ROWS = 10
 #: Fewest sources (repository + path, or page) a hierarchy level needs. Rows of one source share
 #: its setup and its systematic miss, so one or two sources say little about the next
-#: deployment, which is a new source: scored that way (leave one source out), 80% ranges from
-#: levels of any source count held 72.4% of the held-out measurements, those of E2E 51.4%
-#: (2026-12-01, bench/intervals.py).
+#: deployment, which is a new source. Scored that way (leave one source out, bench/intervals.py,
+#: 2026-12-01), 80% ranges held 67.3% of the held-out measurements (E2E 63.4%) with levels of
+#: any source count and 77.6% with this rule.
 MIN_SOURCES = 3
 #: A failed prediction with no finite row of its kind beyond it counts as this factor off.
 FAILED_FACTOR = 100.0
@@ -426,7 +426,8 @@ def interval_factors(
     """Multiplicative interval for a ``kind`` prediction of ``engine`` on accelerator ``family``.
 
     ``exclude_id`` leaves one row out, ``exclude_source`` every row of one source (the coverage
-    check scores each row by an interval built without it, or without its source). No rows of the kind: [1, 1] (widened if uncalibrated) with a basis saying so.
+    check scores each row by an interval built without it, or without its source). No rows of
+    the kind: [1, 1] (widened if uncalibrated) with a basis saying so.
     ``attention_dp``: the prediction is for that layout; ``moe``: for a mixture-of-experts
     (True) or dense (False) model, None for a pool over both (``_select``).
     """
