@@ -350,8 +350,9 @@ def _sla_inputs() -> SLA:
         "Confidence (%)", 50, 99, step=1, key=_K["sla.confidence"],
         help="A target is met only when the upper end of the predicted percentile's range at "
         "this confidence is within it. The range comes from the model's out-of-sample error on "
-        "published measurements (leave one source out) and is wider for uncalibrated "
-        "accelerators and engines, so they need more headroom to win.",
+        "published measurements (leave one source out), among models of the same class, and is "
+        "wider for uncalibrated accelerators and engines and for mixture-of-experts models, "
+        "where the model misses by more, so they need more headroom to win.",
     )  # fmt: skip
     return _section(
         "SLA",
