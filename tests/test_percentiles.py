@@ -90,3 +90,22 @@ def test_summary_counts_every_representable_row(report):
     assert high["rows"] == 1 and high["failures"] == 1 and high["median_ape_pct"] == 100.0
     row = next(r for r in report["rows"] if r["id"] == "X0001")
     assert row["level"] == "high" and row["error_pct"] == math.inf
+
+
+def test_range_coverage_scores_the_published_percentile_against_the_answers_range(monkeypatch):
+    import advisor.perf.intervals as intervals
+    from advisor.perf.percentiles import percentile_cases, predict_percentiles, range_coverage
+
+    # Every answer's 80% range fixed at [0.5, 1.5] x the prediction. Measured / predicted
+    # (the report fixture's rows): E0051 P99 TTFT 214.7 / 165.5 ms = 1.30, inside; A0053 P99
+    # TPOT 157.8 / 80.1 ms = 1.97, outside; E0461 P50 TTFT 218.8 / 174.3 ms = 1.26, inside;
+    # X0001 predicted unstable, outside.
+    fixed = intervals.Interval(0.5, 1.5, "fixed", 10, True)
+    monkeypatch.setattr(intervals, "factors_for", lambda *a, **k: fixed)
+    rows = [_row("E0051"), _row("A0053"), _row("E0461")]
+    rows.append(dict(_row("E0461"), id="X0001", batch_or_concurrency="request rate 1000 req/s"))
+    cov = range_coverage(predict_percentiles(percentile_cases(rows)[0]))
+    assert {k: (v["rows"], v["inside_pct"]) for k, v in cov.items()} == {
+        "P50": (2, 50.0), "P50 TTFT": (2, 50.0),
+        "P99": (2, 50.0), "P99 TPOT": (1, 0.0), "P99 TTFT": (1, 100.0),
+    }  # fmt: skip

@@ -373,6 +373,38 @@ def tail_ratios(preds: list[PercentilePrediction]) -> list[dict]:
     return out
 
 
+#: The prediction kind of advisor/perf/intervals.py whose range a percentile row's metric
+#: carries in the answers (ITL is predicted by the model's TPOT).
+RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot", "e2e": "e2e"}
+
+
+def range_coverage(preds: list[PercentilePrediction], confidence: float = 0.8) -> dict[str, dict]:
+    """Share of published percentiles inside the range an answer shows beside its prediction.
+
+    The app, the PDF and ``recommend`` put a predicted P99 (or P50) between the prediction x the
+    interval factors of its kind, engine, accelerator family and model class
+    (``intervals.factors_for``), factors measured on mean and median rows. This scores that range
+    against the published percentile itself: the tail's own error (its shape) is in it too. A row
+    predicted unstable is outside. Keys "P50", "P99" (all metrics) and "P99 TTFT"-style per
+    metric: rows and inside_pct.
+    """
+    from advisor.perf.intervals import factors_for
+
+    inside: dict[str, list[bool]] = {}
+    for p in preds:
+        c = p.pc.case
+        iv = factors_for(RANGE_KIND[p.pc.metric], c.config.engine, c.config.gpu.family,
+                         confidence, moe=c.config.model.is_moe)  # fmt: skip
+        ok = p.stable and iv.low * p.predicted_s <= p.pc.measured_s <= iv.high * p.predicted_s
+        label = LABEL_OF[p.pc.quantile]
+        inside.setdefault(label, []).append(ok)
+        inside.setdefault(f"{label} {p.pc.metric.upper()}", []).append(ok)
+    return {
+        k: {"rows": len(v), "inside_pct": 100.0 * sum(v) / len(v)}
+        for k, v in sorted(inside.items())
+    }
+
+
 def _reason_key(reason: str) -> str:
     """Reasons grouped for counting: a load condition without its numbers and metric.
 
@@ -400,6 +432,7 @@ def percentile_report(rows: list[dict] | None = None) -> dict:
         "by_percentile": summarise_percentiles(preds),
         "tail_ratio": {k: error_stats(v) for k, v in sorted(by_metric.items())},
         "tail_ratio_rows": ratios,
+        "range_coverage": range_coverage(preds),
         "failures": [
             {
                 "id": p.pc.id,
@@ -463,6 +496,9 @@ def render_percentiles(rep: dict) -> list[str]:
             f"  {name + ' ratio':<18} {s['rows']:>5} {s['median_ape_pct']:>12.1f}% "
             f"{s['p90_ape_pct']:>9.1f}% {s['bias_pct']:>+7.1f}% {s['failures']:>9}"
         )
+    cov = rep["range_coverage"]
+    lines.append("  inside the 80% range an answer shows beside its predicted percentile:")
+    lines += [f"  {k:<18} {v['rows']:>5} {v['inside_pct']:>12.1f}%" for k, v in cov.items()]
     if rep["failures"]:
         lines.append(
             f"  predicted unstable (failures, counted as 100 % error): {len(rep['failures'])}"

@@ -107,6 +107,24 @@ def percentiles_section() -> None:
         "the stalls other requests' prefills cause show in the measured ITL tail and not in the "
         "prediction. Treat predicted P99 ITL as a lower bound."
     )
+    cov = rep["range_coverage"]
+    if "P99" in cov:
+        per = ", ".join(
+            f"{m} {cov[f'P99 {m}']['inside_pct']:.0f}%"
+            for m in ("TTFT", "TPOT", "ITL", "E2E")
+            if f"P99 {m}" in cov
+        )
+        p50 = (
+            f" and {cov['P50']['inside_pct']:.0f}% of the {cov['P50']['rows']} P50s"
+            if "P50" in cov
+            else ""
+        )
+        st.caption(
+            f"The 80% range shown beside a predicted percentile (measured on means and medians) "
+            f"held {cov['P99']['inside_pct']:.0f}% of these {cov['P99']['rows']} published P99s "
+            f"({per}){p50}: a tail misses by more than a mean, so read a P99 range as narrower "
+            "than the tail's own uncertainty."
+        )
     ttft99 = rep["by_percentile"]["by_metric"].get("TTFT P99 low")
     if ttft99 and ttft99["bias_pct"] < -20:
         st.warning(
