@@ -26,9 +26,12 @@ RATIOS = (0.5, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.2, 1.4, 2.0)
 LOW_HIGH_80 = (0.5348, 1.8623)
 
 
-def rows(kind="ttft", engine="vllm", family="hopper", ratios=RATIOS, calibrated=True, tag="r"):
+def rows(
+    kind="ttft", engine="vllm", family="hopper", ratios=RATIOS, calibrated=True, tag="r", **fields
+):
+    """Held-out rows at ``ratios``; ``fields`` sets the other ErrorRow fields (moe, source...)."""
     return [
-        ErrorRow(f"{tag}{i}", kind, engine, family, calibrated, math.log(x))
+        ErrorRow(f"{tag}{i}", kind, engine, family, calibrated, math.log(x), **fields)
         for i, x in enumerate(ratios)
     ]
 
@@ -358,17 +361,12 @@ def test_e2e_rows_of_other_engines_and_families_give_way_to_ttft_and_tpot(moe):
 
 
 def test_attention_dp_ranges_come_from_rows_of_that_layout_first():
-    import dataclasses
-
     # 11 held-out throughput rows of attention-DP deployments came in at 0.6-0.8 x the model
     # (it runs high for that layout), 11 of the same engine and family at RATIOS. An attention-DP
     # estimate takes its range from the first: c = 0.8 -> h = 1.2 and 10.8 of the 11 DP ratios:
     # 0.60 x (0.62 / 0.60)^0.2 = 0.6039 and 0.78 x (0.80 / 0.78)^0.8 = 0.7960.
     dp_ratios = (0.60, 0.62, 0.64, 0.66, 0.68, 0.70, 0.72, 0.74, 0.76, 0.78, 0.80)
-    dp = [
-        dataclasses.replace(r, attention_dp=True)
-        for r in rows("throughput", "trtllm", "hopper", dp_ratios, tag="d")
-    ]
+    dp = rows("throughput", "trtllm", "hopper", dp_ratios, tag="d", attention_dp=True)
     t = ErrorTable(tuple(rows("throughput", "trtllm", "hopper") + dp), {})
     iv = interval_factors("throughput", "trtllm", "hopper", 0.8, table=t, attention_dp=True)
     assert (iv.low, iv.high) == pytest.approx((0.6039, 0.7960), abs=1e-4)
@@ -382,24 +380,22 @@ def test_attention_dp_ranges_come_from_rows_of_that_layout_first():
     assert "fewer than 10 rows or 3 sources of held-out attention-DP deployments" in iv.basis
 
 
-def test_reader_keeps_the_attention_dp_flag():
+@pytest.mark.parametrize("flag", ["attention_dp", "moe"])
+def test_reader_keeps_the_true_only_flags(flag):
     doc = {"loso_rows": [
         {"id": "a", "kind": "offline", "engine": "trtllm", "accelerator_family": "hopper",
-         "calibrated": True, "measured": 1.0, "predicted": 1.2, "attention_dp": True},
+         "calibrated": True, "measured": 1.0, "predicted": 1.2, flag: True},
         {"id": "b", "kind": "offline", "engine": "trtllm", "accelerator_family": "hopper",
          "calibrated": True, "measured": 1.0, "predicted": 1.2},
     ]}  # fmt: skip
-    assert [r.attention_dp for r in rows_from_doc(doc)] == [True, False]
+    assert [getattr(r, flag) for r in rows_from_doc(doc)] == [True, False]
 
 
 def test_moe_and_dense_models_draw_on_rows_of_their_own_class():
-    import dataclasses
-
     # 11 dense vLLM/Hopper TTFT rows at RATIOS ([0.5348, 1.8623] at 80%) and 11 MoE rows of the
     # same engine and family measured 2x-4x slower (2.0 .. 4.0 step 0.2: [2.0385, 3.9592], see
     # test_uncalibrated_rows_of_their_own_extend_the_interval)
-    slow = [dataclasses.replace(r, moe=True)
-            for r in rows(ratios=tuple(2.0 + 0.2 * i for i in range(11)), tag="m")]  # fmt: skip
+    slow = rows(ratios=tuple(2.0 + 0.2 * i for i in range(11)), tag="m", moe=True)
     t = ErrorTable(tuple(rows() + slow), {})
     moe = interval_factors("ttft", "vllm", "hopper", 0.8, table=t, moe=True)
     assert (moe.low, moe.high) == pytest.approx((2.0385, 3.9592), abs=1e-4)
@@ -416,16 +412,6 @@ def test_moe_and_dense_models_draw_on_rows_of_their_own_class():
     iv = interval_factors("ttft", "vllm", "hopper", 0.8, table=few, moe=True)
     assert iv.rows == 16
     assert "fewer than 10 rows or 3 sources of held-out MoE-model rows, both classes" in iv.basis
-
-
-def test_reader_keeps_the_moe_flag():
-    doc = {"loso_rows": [
-        {"id": "a", "kind": "offline", "engine": "vllm", "accelerator_family": "hopper",
-         "calibrated": True, "measured": 1.0, "predicted": 1.2, "moe": True},
-        {"id": "b", "kind": "offline", "engine": "vllm", "accelerator_family": "hopper",
-         "calibrated": True, "measured": 1.0, "predicted": 1.2},
-    ]}  # fmt: skip
-    assert [r.moe for r in rows_from_doc(doc)] == [True, False]
 
 
 @pytest.mark.parametrize(("model", "cls"), [("qwen3-30b-a3b", "MoE"), ("llama-3.1-8b", "dense")])
@@ -446,20 +432,14 @@ def test_estimate_and_search_ranges_come_from_the_models_class(capsys, model, cl
     assert all(f"({cls} models: " in v.basis for v in iv.values())
 
 
-def _sourced(rows_, source):
-    import dataclasses
-
-    return [dataclasses.replace(r, source=source) for r in rows_]
-
-
 def test_a_level_needs_rows_from_three_sources():
     # 11 vLLM/Hopper rows all from one page, 11 TensorRT-LLM/Hopper rows measured at the model
     # (1.0) from three: vLLM on Hopper has the rows but one source -> Hopper, any engine: 22 rows;
     # sorted 0.5, 0.7, 0.8, 0.9, 0.95, 1.0 x 12, 1.05, 1.1, 1.2, 1.4, 2.0; h = 2.3 and 20.7:
     # 0.7 x (0.8 / 0.7)^0.3 = 0.7286 and 1.2 x (1.4 / 1.2)^0.7 = 1.3367
-    ones = rows(engine="trtllm", ratios=(1.0,) * 11, tag="t")
-    t = ErrorTable(tuple(_sourced(rows(), "one page") + _sourced(ones[:4], "a")
-                         + _sourced(ones[4:8], "b") + _sourced(ones[8:], "c")), {})  # fmt: skip
+    ones = [rows(engine="trtllm", ratios=(1.0,) * n, tag=f"t{src}", source=src)
+            for src, n in (("a", 4), ("b", 4), ("c", 3))]  # fmt: skip
+    t = ErrorTable(tuple(rows(source="one page") + ones[0] + ones[1] + ones[2]), {})
     iv = interval_factors("ttft", "vllm", "hopper", 0.8, table=t)
     assert iv.basis == "22 held-out ttft rows (hopper, any engine)"
     assert (iv.low, iv.high) == pytest.approx((0.7286, 1.3367), abs=1e-4)
