@@ -32,9 +32,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import multiprocessing
+import os
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import numpy as np
@@ -104,40 +107,69 @@ def _family_of_row(row: dict) -> str:
     return get_accelerator(gid).family if gid else "?"
 
 
+#: The rows the folds split, set before the worker processes fork (they inherit it unpickled).
+_ITEMS: list[Case] = []
+
+
+def _fold(name: str, v: str, warm: dict | None, max_evals: int, prior_weight: float):
+    """Refit without group ``v`` of scheme ``name``; its rows' held-out predictions."""
+    t0 = time.perf_counter()
+    key = SCHEMES[name]
+    train = [c for c in _ITEMS if key(c) != v]
+    test = [c for c in _ITEMS if key(c) == v]
+    doc = fit(train, max_nfev=max_evals, warm=warm, prior_weight=prior_weight)
+    fams = set(doc["families"])
+    engines = {e for e, p in doc["engines"].items() if p.get("rows")}
+    profiles.set_active(doc)
+    try:
+        pred = predict_cases(test)
+    finally:
+        profiles.set_active(None)
+    rows = []
+    for c, p in zip(test, pred, strict=True):
+        rows.append({
+            "id": c.id, "source": source_key(c.source), "kind": COARSE_KIND[c.kind],
+            "family": c.family,
+            "engine": c.config.engine, "accelerator_family": c.config.gpu.family,
+            "calibrated": c.config.gpu.family in fams and c.config.engine in engines,
+            "measured": float(c.measured), "predicted": float(p),
+            **({"attention_dp": True} if c.config.dp_attention else {}),
+            **({"moe": True} if c.config.model.is_moe else {}),
+        })  # fmt: skip
+    return rows, time.perf_counter() - t0
+
+
 def run_scheme(
     name: str,
     items: list[Case],
     warm: dict | None,
     max_evals: int,
     prior_weight: float = PRIOR_WEIGHT,
+    jobs: int = 1,
 ) -> list[dict]:
-    """Held-out predictions of one scheme, one dict per row (loso_rows' schema)."""
-    key = SCHEMES[name]
-    rows: list[dict] = []
-    for v in sorted({key(c) for c in items}):
-        t0 = time.perf_counter()
-        train = [c for c in items if key(c) != v]
-        test = [c for c in items if key(c) == v]
-        doc = fit(train, max_nfev=max_evals, warm=warm, prior_weight=prior_weight)
-        fams = set(doc["families"])
-        engines = {e for e, p in doc["engines"].items() if p.get("rows")}
-        profiles.set_active(doc)
-        try:
-            pred = predict_cases(test)
-        finally:
-            profiles.set_active(None)
-        for c, p in zip(test, pred, strict=True):
-            rows.append({
-                "id": c.id, "source": source_key(c.source), "kind": COARSE_KIND[c.kind],
-                "family": c.family,
-                "engine": c.config.engine, "accelerator_family": c.config.gpu.family,
-                "calibrated": c.config.gpu.family in fams and c.config.engine in engines,
-                "measured": float(c.measured), "predicted": float(p),
-                **({"attention_dp": True} if c.config.dp_attention else {}),
-                **({"moe": True} if c.config.model.is_moe else {}),
-            })  # fmt: skip
-        print(f"  held out {name}={v}: {len(test)} rows, {time.perf_counter() - t0:.0f} s",
-              flush=True)  # fmt: skip
+    """Held-out predictions of one scheme, one dict per row (loso_rows' schema).
+
+    The folds are independent fits: ``jobs`` worker processes run them side by side, and the
+    rows come back in the order of the groups, whatever order the folds finish in.
+    """
+    global _ITEMS
+    _ITEMS = items
+    groups = sorted({SCHEMES[name](c) for c in items})
+    args = [(name, v, warm, max_evals, prior_weight) for v in groups]
+    done: dict[str, list[dict]] = {}
+    if jobs > 1:
+        ctx = multiprocessing.get_context("fork")  # workers inherit _ITEMS and the loaded data
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+            futures = {pool.submit(_fold, *a): a[1] for a in args}
+            for fut in as_completed(futures):
+                v = futures[fut]
+                done[v], seconds = fut.result()
+                print(f"  held out {name}={v}: {len(done[v])} rows, {seconds:.0f} s", flush=True)
+    else:
+        for a in args:
+            done[a[1]], seconds = _fold(*a)
+            print(f"  held out {name}={a[1]}: {len(done[a[1]])} rows, {seconds:.0f} s", flush=True)
+    rows: list[dict] = [r for v in groups for r in done[v]]
     if name in ("source", "accelerator_family"):
         by = (lambda r: source_key(r.get("source", ""))) if name == "source" else _family_of_row
         raw = {r["id"]: r for r in load_rows()}
@@ -219,6 +251,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-evals", type=int, default=300,
                     help="cap on each fold's evaluations (it stops on convergence)")  # fmt: skip
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="folds fitted side by side in worker processes (default: the CPUs)",
+    )
     ap.add_argument("--all", action="store_true", help="also leave one gpu / model family out")
     ap.add_argument("--schemes", default=None,
                     help=f"comma-separated subset of {', '.join(SCHEMES)} (default: "
@@ -234,6 +272,8 @@ def main() -> None:
                     help="start every fold's refit from the full fit (which has seen the held-out "
                     "rows): a quicker check with a few --max-evals; not for --write")  # fmt: skip
     args = ap.parse_args()
+    if not 1 <= args.jobs <= 64:
+        ap.error(f"--jobs: {args.jobs} is outside 1-64")
     if args.markdown:
         import yaml
 
@@ -266,7 +306,9 @@ def main() -> None:
             ap.error(f"--schemes: unknown {', '.join(unknown)} (allowed: {', '.join(SCHEMES)})")
     for name in chosen:
         t0 = time.perf_counter()
-        rows = run_scheme(name, items, warm if args.warm else None, args.max_evals, weight)
+        rows = run_scheme(
+            name, items, warm if args.warm else None, args.max_evals, weight, args.jobs
+        )
         seconds[name] = round(time.perf_counter() - t0, 1)
         tables[name] = table(rows)
         if name == "source":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,8 @@ _BOUNDS = {
     "moe_efficiency": (0.2, 1.0, 0.8),
     "collective_efficiency": (0.2, 1.2, 0.8),
 }
+#: Relative finite-difference step of the Jacobian (scipy's ``diff_step``).
+DIFF_STEP = 1e-3
 MIN_ROWS = 3  # a constant is fitted only when at least this many rows depend on it
 
 
@@ -214,6 +217,91 @@ def _start(params: list[tuple[str, str, str]], warm: dict | None) -> np.ndarray:
     return np.array(x0)
 
 
+def dependence(items: list[Case], params: list[tuple[str, str, str]]) -> np.ndarray:
+    """Which constants each row's prediction can depend on (rows x params, bool).
+
+    A row reads the global constants, its accelerator family's and its engine's. A family
+    without fitted constants borrows the mean eta_mem of the fitted ones
+    (``profiles.family_efficiency``; its compute etas are priors), an engine without them its
+    donor's (``profiles.FALLBACK``): such rows depend on every family's eta_mem, or on the
+    donor's constants.
+    The finite-difference Jacobian perturbs together the constants no row shares, so this must
+    over-approximate; ``tests/test_calibrate_jacobian.py`` holds it against a dense Jacobian.
+    """
+    fams = {k for s, k, _ in params if s == "families"}
+    engs = {k for s, k, _ in params if s == "engines"}
+    out = np.zeros((len(items), len(params)), dtype=bool)
+    for i, c in enumerate(items):
+        fam, eng = c.config.gpu.family, c.config.engine
+        eng = eng if eng in engs else profiles.FALLBACK.get(eng, eng)
+        for j, (section, key, name) in enumerate(params):
+            out[i, j] = (
+                section == "global"
+                or (section == "families" and key == fam)
+                or (section == "families" and fam not in fams and name == "eta_mem")
+                or (section == "engines" and key == eng)
+            )
+    return out
+
+
+def column_groups(structure: np.ndarray) -> list[list[int]]:
+    """Columns no row shares, greedily grouped (first fit): one perturbation per group.
+
+    Source: Curtis, Powell & Reid (1974), "On the estimation of sparse Jacobian matrices",
+    J. Inst. Maths Applics 13: columns with disjoint row sets are differenced together.
+
+    >>> column_groups(np.array([[1, 0, 1], [0, 1, 1]], dtype=bool))
+    [[0, 1], [2]]
+    """
+    groups: list[list[int]] = []
+    rows_of: list[np.ndarray] = []
+    for j in range(structure.shape[1]):
+        for g, used in zip(groups, rows_of, strict=True):
+            if not (used & structure[:, j]).any():
+                g.append(j)
+                used |= structure[:, j]
+                break
+        else:
+            groups.append([j])
+            rows_of.append(structure[:, j].copy())
+    return groups
+
+
+def grouped_jacobian(
+    fun: Callable[[np.ndarray], np.ndarray],
+    x: np.ndarray,
+    f0: np.ndarray,
+    structure: np.ndarray,
+    bounds: tuple[np.ndarray, np.ndarray],
+    rel_step: float,
+) -> np.ndarray:
+    """Forward-difference Jacobian, one evaluation per group of columns no row shares.
+
+        J[:, j] = (f(x + h_j e_j) - f(x)) / h_j   on the rows column j can touch (0 elsewhere)
+        h_j = rel_step * max(1, |x_j|), stepped backwards where x_j + h_j crosses its bound
+
+    Source: scipy.optimize.least_squares' '2-point' differencing (``_numdiff.approx_derivative``,
+    the same steps), grouped after Curtis, Powell & Reid (1974).
+
+    >>> f = lambda z: np.array([z[0] ** 2, 3 * z[1], z[0] + z[1]])
+    >>> s = np.array([[1, 0], [0, 1], [1, 1]], dtype=bool)
+    >>> x = np.array([1.0, 2.0])
+    >>> J = grouped_jacobian(f, x, f(x), s, (np.zeros(2), np.full(2, 10.0)), 1e-6)
+    >>> np.round(J, 4).tolist()
+    [[2.0, 0.0], [0.0, 3.0], [1.0, 1.0]]
+    """
+    from scipy.optimize._numdiff import approx_derivative
+
+    groups = np.empty(structure.shape[1], dtype=int)
+    for g, cols in enumerate(column_groups(structure)):
+        groups[cols] = g
+    jac = approx_derivative(
+        fun, x, method="2-point", rel_step=rel_step, f0=f0, bounds=bounds,
+        sparsity=(structure, groups),
+    )  # fmt: skip
+    return np.asarray(jac.toarray())
+
+
 def fit(
     items: list[Case] | None = None,
     max_nfev: int = 60,
@@ -240,15 +328,30 @@ def fit(
     # Scale so every parameter moves on a comparable step (overheads are ~1e-3 s).
     scale = np.where(hi < 1e-1, hi, 1.0)
 
+    last: dict[str, np.ndarray] = {}
+
     def fun(z: np.ndarray) -> np.ndarray:
         profiles.set_active(_doc(params, z * scale))
         data = _residuals(items, weights)
-        return np.concatenate([data, prior_weight * prior_deviations(params, z * scale)])
+        last["z"], last["f"] = (
+            z.copy(),
+            np.concatenate([data, prior_weight * prior_deviations(params, z * scale)]),
+        )
+        return last["f"]
+
+    # Rows below the data residuals are the priors: each depends on its own constant only.
+    structure = np.vstack([dependence(items, params), np.eye(len(params), dtype=bool)])
+    bounds = (lo / scale, hi / scale)
+
+    def jac(z: np.ndarray) -> np.ndarray:
+        # least_squares evaluates fun at z just before asking for the Jacobian there
+        f0 = last["f"] if "z" in last and np.array_equal(last["z"], z) else fun(z)
+        return grouped_jacobian(fun, z, f0.copy(), structure, bounds, DIFF_STEP)
 
     try:
         res = least_squares(
-            fun, x0 / scale, bounds=(lo / scale, hi / scale), loss="soft_l1", f_scale=0.1,
-            max_nfev=max_nfev, diff_step=1e-3,
+            fun, x0 / scale, jac=jac, bounds=bounds, loss="soft_l1", f_scale=0.1,
+            max_nfev=max_nfev,
         )  # fmt: skip
         doc = _doc(params, res.x * scale)
     finally:
