@@ -378,7 +378,14 @@ def mean_random_length(nominal_tokens: float, range_ratio: float) -> float:
 
 def _lengths(row: dict) -> tuple[float | None, float | None]:
     """Input/output lengths: the columns (their means where the notes state the random range the
-    run drew them from), else the mean of the notes' token totals."""
+    run drew them from), else the mean of the notes' token totals.
+
+    >>> _lengths({"isl": "", "osl": "", "notes": "10 prompts: 6101 input / 4210 generated"})
+    (610.1, 421.0)
+    >>> _lengths({"isl": "", "osl": "", "notes": "152612 input / 160347 output tokens over 300 "
+    ...           "completed requests (mean 508.7 / 534.5)"})  # 152612 / 300, 160347 / 300
+    (508.70666666666665, 534.49)
+    """
     isl, osl = _num(row["isl"]), _num(row["osl"])
     notes = row.get("notes", "")
     if isl is not None and osl is not None:
@@ -390,6 +397,11 @@ def _lengths(row: dict) -> tuple[float | None, float | None]:
     m = re.search(r"(\d+) prompts?:\s*(\d+) input / (\d+) generated", notes)
     if m:
         n, i, o = (float(g) for g in m.groups())
+        return i / n, o / n
+    # bench_serving's result JSON copied as totals over the completed requests
+    m = re.search(r"(\d+) input / (\d+) output tokens over (\d+) (?:completed )?requests", notes)
+    if m:
+        i, o, n = (float(g) for g in m.groups())
         return i / n, o / n
     n = re.search(r"--num-prompts?\s+(\d+)", notes)
     m = re.search(r"(\d+) input / (\d+) generated", notes)
