@@ -36,6 +36,7 @@ _BOUNDS = {
     "eta_compute_fp8": (0.15, 0.98, 0.5),
     "step_overhead_s": (0.0, 0.03, 2e-3),
     "layer_overhead_s": (0.0, 3e-4, 2e-5),
+    "kernel_dispatch_s": (0.0, 2e-4, 1e-5),
     "seq_overhead_s": (0.0, 2e-4, 5e-6),
     # up to 150 ms: SGLang's first token on 8-GPU MoE models at concurrency 1 (sgl-cookbook: 90-150 ms
     # on B200 for DeepSeek-R1 and Qwen3-235B prompts of ~600 tokens whose GEMMs take a few ms)
@@ -95,6 +96,7 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
             params.append(("engines", eng, "seq_overhead_s"))
         if eng_ttft[eng] >= 1:
             params.append(("engines", eng, "request_overhead_s"))
+            params.append(("engines", eng, "kernel_dispatch_s"))
         if eng != "trtllm":  # TensorRT-LLM is the reference the family etas are measured on
             params.append(("engines", eng, "mem_efficiency"))
             if eng_batched[eng] >= MIN_ROWS:
@@ -121,6 +123,7 @@ PRIOR_LINEAR = {  # name -> (centre, width), seconds
     "seq_overhead_s": (5e-6, 3e-5),
     "request_overhead_s": (10e-3, 20e-3),
     "layer_overhead_s": (profiles.DEFAULT_LAYER_OVERHEAD_S, 4e-5),
+    "kernel_dispatch_s": (0.0, 4e-5),
 }
 #: Weight of the priors against the data, chosen by leave-one-source-out cross-validation
 #: (bench/crossval.py --prior-weight): of 0 (no prior), 0.3, 0.6, 0.8 and 1.0, 0.8 gave the

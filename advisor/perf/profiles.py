@@ -133,6 +133,9 @@ class EngineProfile:
     mem_efficiency: float = 1.0
     #: Fixed time per transformer layer and pass (kernel launch and ramp; perf.step)
     layer_overhead_s: float = DEFAULT_LAYER_OVERHEAD_S
+    #: Host time to dispatch one kernel of an eager pass (a prefill; physics.dispatch): the
+    #: pass takes at least kernels x this. 0 before calibration (no floor).
+    kernel_dispatch_s: float = 0.0
     #: One-shot/two-shot all-reduce kernels over NVLink/xGMI peer memory (TensorRT-LLM, vLLM and
     #: SGLang ship them); a plain PyTorch server only has NCCL's ring/tree/NVLS.
     custom_allreduce: bool = True
@@ -297,7 +300,7 @@ def engine_profile(engine: str) -> EngineProfile:
     if fitted:
         for k in (
             "step_overhead_s", "seq_overhead_s", "request_overhead_s", "efficiency",
-            "mem_efficiency", "layer_overhead_s",
+            "mem_efficiency", "layer_overhead_s", "kernel_dispatch_s",
         ):  # fmt: skip
             if k in fitted:
                 base[k] = float(fitted[k])

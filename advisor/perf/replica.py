@@ -31,6 +31,7 @@ from advisor.physics.memory import (
     moe_spread_blocker,
     weight_placement,
 )
+from advisor.physics.dispatch import kernels_per_layer
 from advisor.physics.params import ParamBreakdown, param_breakdown
 from advisor.physics.roofline import attention_width
 
@@ -148,6 +149,9 @@ class ReplicaArrays:
     pp_link_latency: np.ndarray
     step_overhead_s: np.ndarray
     layer_overhead_s: np.ndarray
+    #: host time per kernel of an eager pass (a prefill), and the kernels of one layer
+    kernel_dispatch_s: np.ndarray
+    kernels_per_layer: np.ndarray
     seq_overhead_s: np.ndarray
     request_overhead_s: np.ndarray
     max_num_seqs: np.ndarray
@@ -231,6 +235,10 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     e_dtype, o_dtype = linear_dtypes(m, cfg.weights)
     quantized = b.moe_experts if e_dtype != o_dtype else b.linear_layers
     weight_only = path == "wo" or (path in native and not native[path])
+    # GEMMs whose activations are quantized on the fly (their weights on native tensor cores)
+    act_quant = tuple(
+        bool(native.get(COMPUTE_PATH.get(d, "16"))) for d in (e_dtype, o_dtype)
+    )
     if attention_path(m, cfg.kv, g) == "fp8":
         attn_peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8  # type: ignore[operator]
     else:
@@ -269,6 +277,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
         step_overhead_s=eng.step_overhead_s if ov.step_overhead_s is None else ov.step_overhead_s,
         layer_overhead_s=eng.layer_overhead_s,
+        kernel_dispatch_s=eng.kernel_dispatch_s,
+        kernels_per_layer=kernels_per_layer(m, tp, *act_quant),
         seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
         max_num_seqs=eng.max_num_seqs,

@@ -31,6 +31,7 @@ import numpy as np
 
 from advisor.catalog import interconnects
 from advisor.perf.replica import ReplicaArrays, kv_bytes_per_sequence
+from advisor.physics.dispatch import eager_pass_s
 from advisor.physics.roofline import expected_experts_touched, expected_max_load
 
 #: Weight-only dequantization: ops per weight per pass on the vector (non-tensor) units, and the
@@ -444,8 +445,12 @@ def prefill(
     stage = cmp_ + mem + dq + comm
     steps = chunks + r.pp - 1.0
     bubble = (r.pp - 1.0) * stage
-    overhead = r.request_overhead_s + r.step_overhead_s + layer_overhead_s(r, steps)
-    total = pipeline_time_s(stage, p2p, chunks, r.pp) + overhead
+    # The eager pass takes the GPU's work or the host's dispatch of its kernels, the longer.
+    gpu = pipeline_time_s(stage, p2p, chunks, r.pp)
+    kernels = r.kernels_per_layer * r.layers_stage * steps
+    host_wait = eager_pass_s(gpu, kernels, r.kernel_dispatch_s) - gpu
+    overhead = r.request_overhead_s + r.step_overhead_s + layer_overhead_s(r, steps) + host_wait
+    total = gpu + overhead
     # p2p on the critical path: pp - 1 transfers, plus any link-bound stall of later chunks
     link_stall = (chunks - 1.0) * np.maximum(p2p - stage, 0.0)
     return StepTimes(
