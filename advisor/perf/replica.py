@@ -22,6 +22,7 @@ from advisor.perf.profiles import (
     moe_efficiency,
 )
 from advisor.physics.collectives import achievable_fraction_for
+from advisor.physics.dispatch import kernels_per_layer
 from advisor.physics.memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     activation_reserve_bytes,
@@ -31,7 +32,6 @@ from advisor.physics.memory import (
     moe_spread_blocker,
     weight_placement,
 )
-from advisor.physics.dispatch import kernels_per_layer
 from advisor.physics.params import ParamBreakdown, param_breakdown
 from advisor.physics.roofline import attention_width
 
@@ -236,9 +236,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     quantized = b.moe_experts if e_dtype != o_dtype else b.linear_layers
     weight_only = path == "wo" or (path in native and not native[path])
     # GEMMs whose activations are quantized on the fly (their weights on native tensor cores)
-    act_quant = tuple(
-        bool(native.get(COMPUTE_PATH.get(d, "16"))) for d in (e_dtype, o_dtype)
-    )
+    act_quant = tuple(bool(native.get(COMPUTE_PATH.get(d, "16"))) for d in (e_dtype, o_dtype))
     if attention_path(m, cfg.kv, g) == "fp8":
         attn_peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8  # type: ignore[operator]
     else:

@@ -70,10 +70,8 @@ def kernels_per_layer(
     36.51
     """
     k, g = KERNELS, GEMMS
-    if model.is_mla:
-        attn_kind = "mla" if model.q_lora_rank else "mla_no_q_lora"
-    else:
-        attn_kind = "gqa"
+    mla = "mla" if model.q_lora_rank else "mla_no_q_lora"
+    attn_kind = mla if model.is_mla else "gqa"
     attn = k[attn_kind] + (k["qk_norm"] if model.qk_norm and not model.is_mla else 0)
     shared = bool(model.num_shared_experts)
     q_dense, q_exp = float(quantized_dense), float(quantized_experts)
