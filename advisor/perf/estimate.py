@@ -206,6 +206,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         "engine_profile": {
             "name": eng.name, "calibrated": eng.fitted, "step_overhead_ms": eng.step_overhead_s * 1e3,
             "layer_overhead_us": eng.layer_overhead_s * 1e6,
+            "kernel_dispatch_us": eng.kernel_dispatch_s * 1e6,
             "seq_overhead_us": eng.seq_overhead_s * 1e6, "request_overhead_ms": eng.request_overhead_s * 1e3,
             "efficiency": eng.efficiency, "mem_efficiency": eng.mem_efficiency,
             "calibrated_batched": eng.calibrated_batched,

@@ -1065,7 +1065,8 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
         from advisor.perf.profiles import ENGINES, engine_profile
 
         rows = [("Engine", "step overhead μs", "per-layer μs", "per-sequence μs",
-                 "per-request ms", "× compute", "× memory")]  # fmt: skip
+                 "per-request ms", "prefill dispatch μs/kernel", "× compute",
+                 "× memory")]  # fmt: skip
         for eng in ENGINES:  # the profiles the model uses (fitted values, else defaults)
             pr = engine_profile(eng)
             mark = " (this scenario)" if eng == ctx.scenario.options.engine else ""
@@ -1074,8 +1075,9 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
                          _fmt(pr.layer_overhead_s * 1e6, ".1f"),
                          _fmt(pr.seq_overhead_s * 1e6, ".2f"),
                          _fmt(pr.request_overhead_s * 1e3, ".1f"),
+                         _fmt(pr.kernel_dispatch_s * 1e6, ".1f"),
                          _fmt(pr.efficiency, ".3f"), _fmt(pr.mem_efficiency, ".3f")))  # fmt: skip
-        doc.table(rows, (40, 25, 22, 25, 24, 21, 21), align="RIGHT")
+        doc.table(rows, (36, 22, 20, 22, 22, 22, 17, 17), align="RIGHT")
         g = cal.get("global") or {}
         doc.para(
             "Every engine: attention kernels at "
