@@ -50,6 +50,11 @@ _BOUNDS = {
 #: Relative finite-difference step of the Jacobian (scipy's ``diff_step``).
 DIFF_STEP = 1e-3
 MIN_ROWS = 3  # a constant is fitted only when at least this many rows depend on it
+#: Engines whose prefill runs eagerly in Python, kernel by kernel (physics/dispatch.py): SGLang
+#: and TensorRT-LLM's PyTorch backend capture CUDA graphs for decode batches only. vLLM V1
+#: compiles its forward (torch.compile, piecewise graphs) and the TensorRT engines run a C++
+#: runtime: no host floor is fitted for them.
+EAGER_PREFILL = ("sglang", "trtllm")
 
 
 def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
@@ -96,7 +101,8 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
             params.append(("engines", eng, "seq_overhead_s"))
         if eng_ttft[eng] >= 1:
             params.append(("engines", eng, "request_overhead_s"))
-            params.append(("engines", eng, "kernel_dispatch_s"))
+            if eng in EAGER_PREFILL:
+                params.append(("engines", eng, "kernel_dispatch_s"))
         if eng != "trtllm":  # TensorRT-LLM is the reference the family etas are measured on
             params.append(("engines", eng, "mem_efficiency"))
             if eng_batched[eng] >= MIN_ROWS:
