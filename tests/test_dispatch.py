@@ -66,3 +66,41 @@ def test_sglang_deepseek_first_token_barely_grows_with_the_prompt():
     gpu_only = prefill(dataclasses.replace(r, kernel_dispatch_s=np.zeros(2)),
                        np.array([610.0, 4194.0])).total  # fmt: skip
     assert float(gpu_only[1] / gpu_only[0]) > 1.3
+
+
+def test_a_prefill_the_host_sets_barely_scales_with_the_prompt_length():
+    # The same 960-kernel pass as above at 50 us per kernel: at 128 tokens the host's 48 ms set
+    # the time, so a prompt 1.25 x longer or shorter takes the same time (elasticity 0). Without
+    # the floor an 8,192-token prompt's GEMMs scale with it (1) and causal attention's L^2 term
+    # adds its share: 2 x L^2 x 128 x 64 heads x 80 layers = 8.8e13 flops against
+    # 2 x 70e9 x L = 1.15e15 for the GEMMs, ~8%, slower kernels included: 1.0-1.35.
+    from advisor.perf.step import prefill_length_elasticity
+
+    r = _replica("llama-3.1-70b", "h100-sxm", 4, "bf16")
+    host = dataclasses.replace(r, kernel_dispatch_s=np.array([50e-6]))
+    none = dataclasses.replace(r, kernel_dispatch_s=np.array([0.0]))
+    assert float(prefill_length_elasticity(host, np.array([128.0]))[0]) == pytest.approx(
+        0.0, abs=0.05
+    )
+    assert 1.0 <= float(prefill_length_elasticity(none, np.array([8192.0]))[0]) <= 1.35
+
+
+def test_a_fixed_prefill_does_not_spread_with_the_prompt_lengths():
+    # One request at a time (rate ~0), exponential prompt lengths (cv 1), prefill 40 ms. If
+    # prefill is linear in the prompt (elasticity 1) its P99 is the exponential's: 40 ms x
+    # ln 100 = 184.2 ms. If a host floor sets it (elasticity 0) every prompt takes 40 ms. At
+    # elasticity 0.5 its cv is 0.5: gamma(shape 4, scale 10 ms), P99 = 83.7 ms (scipy's ppf).
+    from scipy.stats import gamma
+
+    from advisor.physics.queueing import ServiceModel, latency_under_load
+
+    p99 = {}
+    for e in (1.0, 0.5, 0.0):
+        sm = ServiceModel(0.010, 0.0, 0.040, 64, prefill_elasticity=e)
+        res = latency_under_load(sm, 1e-9, 2, isl_tokens=1000, isl_cv=1.0)
+        p99[e] = float(res.ttft.p99_s[0])
+    assert p99[1.0] == pytest.approx(0.040 * np.log(100), rel=0.01)
+    assert p99[0.5] == pytest.approx(gamma.ppf(0.99, 4, scale=0.010), rel=0.02)
+    assert p99[0.0] == pytest.approx(0.040, rel=1e-6)
+    with pytest.raises(ValueError, match="prefill_elasticity: got 4.0, allowed 0-3"):
+        ServiceModel(0.010, 0.0, 0.040, 64, prefill_elasticity=4.0)

@@ -111,7 +111,9 @@ def simulate(
     arr = np.cumsum(rng.exponential(1.0 / arrival_rate_per_s, n_requests))
     isl = _lengths(rng, isl_tokens, isl_cv, n_requests)
     osl = _lengths(rng, osl_tokens, osl_cv, n_requests)
-    pre_i = float(service.prefill_s[candidate]) * isl / float(isl_tokens)
+    # each prompt's prefill scales with its length by the prefill's elasticity (1: linear)
+    elast = float(service.prefill_elasticity[candidate])
+    pre_i = float(service.prefill_s[candidate]) * (isl / float(isl_tokens)) ** elast
     m_float = float(service.max_running[candidate])
     m_slots = _MAX_INT_SLOTS if not math.isfinite(m_float) else int(m_float)
 

@@ -411,6 +411,35 @@ def prefill_busy_and_delay_s(
     return total - delay, delay
 
 
+#: Relative change of the prompt length the prefill's elasticity is measured over (x / 1.25).
+ELASTICITY_STEP = 1.25
+
+
+def prefill_length_elasticity(r: ReplicaArrays, prompt_tokens: np.ndarray) -> np.ndarray:
+    """How a prompt's prefill busy time scales with its length at the mean prompt.
+
+        e = ln(P(k L) / P(L / k)) / ln(k^2),   k = ELASTICITY_STEP,
+        P = prefill total - request overhead (``prefill_busy_and_delay_s``)
+
+    1 for a pass linear in the prompt (its GEMMs), near 0 where a length-independent part
+    sets the time (the host dispatching an eager pass's kernels, per-step overheads), above 1
+    where attention's quadratic term dominates. The queueing model spreads each request's
+    prefill as ``P (L_i / L)^e`` (``physics.queueing.ServiceModel.prefill_elasticity``): a
+    prefill that a host floor sets does not double for a prompt twice as long. Clipped to
+    [0, 3]. Source: central difference of ln P in ln L (the log-log slope, a power-law fit
+    through two points).
+    """
+    isl = np.asarray(prompt_tokens, dtype=float)
+    k = ELASTICITY_STEP
+    hi, _ = prefill_busy_and_delay_s(prefill(r, isl * k).total, r.request_overhead_s)
+    lo, _ = prefill_busy_and_delay_s(
+        prefill(r, np.maximum(isl / k, 1.0)).total, r.request_overhead_s
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.log(hi / lo) / np.log(isl * k / np.maximum(isl / k, 1.0))
+    return np.clip(np.where(np.isfinite(e), e, 1.0), 0.0, 3.0)
+
+
 #: Prompt chunk size the pipeline streams through the stages (TensorRT-LLM/vLLM chunked
 #: prefill default token budgets are 2048-8192; 2048 keeps pipeline fill short).
 PIPELINE_CHUNK_TOKENS = 2048.0

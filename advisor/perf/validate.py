@@ -26,7 +26,12 @@ from advisor.perf.predict import (
     with_first_wave,
 )
 from advisor.perf.replica import ReplicaArrays, build_replicas, max_running
-from advisor.perf.step import decode_step, prefill, prefill_busy_and_delay_s
+from advisor.perf.step import (
+    decode_step,
+    prefill,
+    prefill_busy_and_delay_s,
+    prefill_length_elasticity,
+)
 
 FAMILIES = (
     "batch-1 decode",
@@ -100,6 +105,7 @@ def service_for(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray):
         max_running=cap,
         decode_step_fn=PiecewiseLinearStep(STEP_GRID, tab),
         request_delay_s=delay,
+        prefill_elasticity=prefill_length_elasticity(r, isl),
     )
 
 

@@ -23,8 +23,11 @@ admission to its last token; the waiting queue is FIFO.
   plus per-token work), ``compute_per_seq`` the compute-bound floor (decode FLOPs per token /
   achievable FLOP/s); the step is the larger of the memory and compute times (roofline,
   formulas.md). A callable ``decode_step_fn(b)`` may replace the linear form.
-* Prefill of a request takes ``prefill_s * isl_i / isl`` (linear in tokens; batched prefills of k
-  prompts take the sum: prefill is compute-bound so batching saves little).
+* Prefill of a request takes ``prefill_s * (isl_i / isl) ** e`` with ``e`` the prefill's length
+  elasticity (``prefill_elasticity``; 1: linear in tokens, the GEMMs; near 0 where a fixed floor
+  such as the host's kernel dispatch sets the time). Its coefficient of variation is then
+  ``e * isl_cv`` (first order in the length's spread). Batched prefills of k prompts take the
+  sum: prefill is compute-bound so batching saves little.
 * Policies (``policy=``):
 
   - ``"continuous"`` (Orca, Yu et al. 2022 OSDI, iteration-level scheduling; vLLM's pre-chunked
@@ -163,6 +166,10 @@ class ServiceModel:
       batch per candidate (float array ``[n]``, >= 1) and returns the step time per candidate
       (array ``[n]``); it must be non-decreasing in the batch. ``decode_step_base_s`` and
       ``decode_step_per_seq_s`` are then ignored (pass 0).
+    * ``prefill_elasticity`` -- d ln(prefill) / d ln(prompt length) at the mean prompt, in
+      [0, 3]: 1 for a pass linear in the prompt (default), below 1 where a length-independent
+      part (host dispatch, fixed overheads) weighs, above where attention's quadratic term does.
+      The prefill's spread across requests is ``e * isl_cv`` of its mean.
     * ``request_delay_s`` -- per-request front-end time (tokenisation, HTTP, admission) added to
       TTFT and E2E but not to the server's busy time: it runs in the engine's API and tokenizer
       processes beside the GPU (vLLM's AsyncLLM front-end process, SGLang's TokenizerManager).
@@ -182,6 +189,7 @@ class ServiceModel:
     compute_per_seq_s: ArrayLike | None = None
     decode_step_fn: Callable[[np.ndarray], np.ndarray] | None = field(default=None, compare=False)
     request_delay_s: ArrayLike = 0.0
+    prefill_elasticity: ArrayLike = 1.0
 
     def __post_init__(self) -> None:
         base = _as_array("decode_step_base_s", self.decode_step_base_s, low=0.0)
@@ -219,6 +227,15 @@ class ServiceModel:
         delay = np.broadcast_to(delay, (n,)).astype(float)
         delay.setflags(write=False)
         object.__setattr__(self, "request_delay_s", delay)
+        elast = _as_array("prefill_elasticity", self.prefill_elasticity, low=0.0)
+        if np.any(elast > 3.0):
+            raise ValueError(
+                f"prefill_elasticity: got {float(elast.max())!r}, allowed 0-3 (d ln prefill / "
+                "d ln prompt length)"
+            )
+        elast = np.broadcast_to(elast, (n,)).astype(float)
+        elast.setflags(write=False)
+        object.__setattr__(self, "prefill_elasticity", elast)
         if self.decode_step_fn is None and np.any(
             (arrays[0] + arrays[1] + arrays[4]) <= 0.0
         ):  # pragma: no branch
@@ -257,6 +274,7 @@ class ServiceModel:
             self.max_running[i : i + 1],
             self.compute_per_seq_s[i : i + 1],
             request_delay_s=self.request_delay_s[i : i + 1],
+            prefill_elasticity=self.prefill_elasticity[i : i + 1],
         )
 
 
@@ -923,6 +941,7 @@ def chunked_wait_moments(
     isl_cv: np.ndarray,
     busy_decode_s: np.ndarray,
     running_seqs: np.ndarray,
+    prefill_elasticity: ArrayLike = 1.0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Chunked prefill: wait before the first token beyond the prefill itself.
 
@@ -931,7 +950,9 @@ def chunked_wait_moments(
     D); its wait has E[W] = lambda E[S^2] / (2 (1 - rho)) (Pollaczek-Khinchine) and E[W^2] from
     Takacs; the arrival also waits half an iteration of residual and its own ceil(isl / chunk)
     decode steps: X = W + L / 2 + (ceil(isl / chunk) D). Gamma-distributed prompt lengths give
-    E[S^2] = S^2 (1 + cv^2), E[S^3] = S^3 (1 + cv^2)(1 + 2 cv^2).
+    E[S^2] = S^2 (1 + cv_S^2), E[S^3] = S^3 (1 + cv_S^2)(1 + 2 cv_S^2), where S varies with the
+    prompt through e P + (isl / chunk) D (e: the prefill's length elasticity), so
+    cv_S = cv (e P + (isl / chunk) D) / S.
 
     Source: Sarathi-Serve (Agrawal et al. 2024 OSDI) for the policy; Kleinrock vol. 1,
     eqs. 5.105 and 5.114 for the M/G/1 wait moments.
@@ -954,8 +975,12 @@ def chunked_wait_moments(
     s_util = pre + isl / chunk * d_dec
     rho_prefill = lam * s_util
     s_own = pre + np.ceil(isl / chunk) * d_dec
-    es2 = s_util**2 * (1.0 + cv_i**2)
-    es3 = s_util**3 * (1.0 + cv_i**2) * (1.0 + 2.0 * cv_i**2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv_s = np.where(
+            s_util > 0, cv_i * (prefill_elasticity * pre + isl / chunk * d_dec) / s_util, 0.0
+        )
+    es2 = s_util**2 * (1.0 + cv_s**2)
+    es3 = s_util**3 * (1.0 + cv_s**2) * (1.0 + 2.0 * cv_s**2)
     wq, wq2 = pollaczek_khinchine_wait_moments(lam, s_util, es2, es3)
     wq = np.where(np.isfinite(wq), wq, 0.0)
     wq2 = np.where(np.isfinite(wq2), wq2, 0.0)
@@ -1126,7 +1151,8 @@ def ttft_quantile_s(
     TTFT_q = max(P + x_q, P_q). x_q = 0 if q <= p0, else the gamma quantile (q - p0) / (1 - p0)
     of the positive part, whose mean and variance are W / (1 - p0) and E[W^2] / (1 - p0) -
     mean^2 (the prompt-length spread is in W's variance). P_q is the quantile of the request's
-    own prefill, gamma with mean P and cv ``prefill_cv`` (the prompt lengths' cv): TTFT >= own
+    own prefill, gamma with mean P and cv ``prefill_cv`` (the prompt lengths' cv times the
+    prefill's length elasticity): TTFT >= own
     prefill, so its quantile is at least P_q. At light load (no wait in 99 % of arrivals) the
     first term alone would put the P99 at the mean prefill, whatever the prompt spread.
 
@@ -1209,7 +1235,8 @@ def latency_under_load(
     mr = service.max_running
     pre = service.prefill_s
     nd = osl - 1.0  # decode steps per request
-    ep2 = pre**2 * (1.0 + cv_i**2)  # E[P^2]
+    cv_p = cv_i * service.prefill_elasticity  # the prefill's spread across prompts
+    ep2 = pre**2 * (1.0 + cv_p**2)  # E[P^2]
     step = service.decode_step_s
 
     per_tok_max = service.per_token_at_max_batch_s()
@@ -1239,14 +1266,14 @@ def latency_under_load(
             )
         elif policy == "chunked":
             ex, vx, p_zero_x, rho_prefill = chunked_wait_moments(
-                lam, pre, isl, chunk, cv_i, dec.busy_decode_s, nrun
+                lam, pre, isl, chunk, cv_i, dec.busy_decode_s, nrun, service.prefill_elasticity
             )
         else:  # static
             ex, vx, p_zero_x, tau, var_tpot_static, nrun = static_batch_terms(
                 service, lam, pre, ep2, nd, mr
             )
         ttft_mean = pre + ex + ew
-        y_var = np.maximum(vx + vw + (pre * cv_i) ** 2, 0.0)
+        y_var = np.maximum(vx + vw + (pre * cv_p) ** 2, 0.0)
         p_zero = p_zero_x * (1.0 - c_wait)
 
         # 4. spread of TPOT and E2E
@@ -1280,7 +1307,7 @@ def latency_under_load(
     d = service.request_delay_s
     ttft = _stats(
         ttft_mean + d,
-        *(ttft_quantile_s(pre, ex + ew, y_var, p_zero, q, cv_i) + d for q in QUANTILES),
+        *(ttft_quantile_s(pre, ex + ew, y_var, p_zero, q, cv_p) + d for q in QUANTILES),
     )
     # static batching has no stalls: a request's TPOT is step(its batch) <= step(M)
     tpot_cap = step(np.where(np.isfinite(mr), mr, 1e9)) if policy == "static" else np.inf

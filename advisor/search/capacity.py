@@ -58,7 +58,7 @@ def max_rate_at_sla(sc, st, k: int, checks_targets, include: float | None = None
     g = GRID_POINTS
     tab = np.repeat(st.step_tab_s[k : k + 1], g, axis=0)
     sm = service(tab, np.full(g, st.prefill_s[k]), np.full(g, st.max_running[k]),
-                 st.r.request_overhead_s[k])  # fmt: skip
+                 st.r.request_overhead_s[k], st.prefill_elasticity[k])  # fmt: skip
     probe = latency_under_load(sm, np.full(g, 1e-9), float(wl.osl_tokens),
                                isl_tokens=float(wl.isl_tokens))  # fmt: skip
     cap = float(probe.capacity_req_per_s[0])

@@ -249,7 +249,7 @@ def pool_services(st: ShapeTable, pre_k: np.ndarray, dec_k: np.ndarray):
     """
     tiny = np.full((pre_k.size, st.step_tab_s.shape[1]), 1e-6)
     sm_pre = service(tiny, st.prefill_s[pre_k], np.full(pre_k.size, np.inf),
-                     st.r.request_overhead_s[pre_k])  # fmt: skip
+                     st.r.request_overhead_s[pre_k], st.prefill_elasticity[pre_k])  # fmt: skip
     sm_dec = service(st.step_tab_s[dec_k], np.zeros(dec_k.size), st.max_running[dec_k], 0.0)
     return sm_pre, sm_dec
 

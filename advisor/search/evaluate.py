@@ -31,7 +31,12 @@ from advisor.catalog import models
 from advisor.perf.closed_loop import closed_loop_load
 from advisor.perf.predict import prefill_interruption_s
 from advisor.perf.replica import ReplicaArrays, build_replicas, max_running, with_draft
-from advisor.perf.step import decode_step, prefill, prefill_busy_and_delay_s
+from advisor.perf.step import (
+    decode_step,
+    prefill,
+    prefill_busy_and_delay_s,
+    prefill_length_elasticity,
+)
 from advisor.physics.queueing import (
     LoadResult,
     PiecewiseLinearStep,
@@ -61,6 +66,8 @@ class ShapeTable:
     draft_row: np.ndarray  # [n] index into draft arrays (-1 when no speculation)
     tokens_per_step: float
     context_tokens: float
+    #: [n] d ln(prefill) / d ln(prompt) at the mean prompt (step.prefill_length_elasticity)
+    prefill_elasticity: np.ndarray = field(default_factory=lambda: np.ones(0))
     row_of: dict[Shape, int] = field(default_factory=dict)  # shape -> row (filled on init)
 
     def __post_init__(self) -> None:
@@ -151,6 +158,7 @@ def _build(
     plain = decode_step(rr, b, ctx).total.reshape(n, g)
     tab = plain.copy()
     pre = prefill(r, np.full(n, isl)).total
+    elasticity = prefill_length_elasticity(r, np.full(n, isl))
     if spec.any():
         si = np.nonzero(spec)[0]
         srows = np.repeat(si, g)
@@ -165,7 +173,19 @@ def _build(
         # the draft's prompt pass: GPU time only (the request's overheads are in ``pre``)
         pre[si] += prefill_interruption_s(draft, np.full(nd, isl))[draft_row[si]]
     return (
-        ShapeTable(kept, r, tab, plain, pre, np.maximum(cap, 1.0), draft, draft_row, e_tok, ctx),
+        ShapeTable(
+            kept,
+            r,
+            tab,
+            plain,
+            pre,
+            np.maximum(cap, 1.0),
+            draft,
+            draft_row,
+            e_tok,
+            ctx,
+            elasticity,
+        ),
         rejected,
     )
 
@@ -187,13 +207,18 @@ def interp_step(tab: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def service(
-    tab: np.ndarray, prefill_s: np.ndarray, mr: np.ndarray, request_overhead_s: np.ndarray | float
+    tab: np.ndarray,
+    prefill_s: np.ndarray,
+    mr: np.ndarray,
+    request_overhead_s: np.ndarray | float,
+    elasticity: np.ndarray | float = 1.0,
 ) -> ServiceModel:
     """Queueing ServiceModel over candidate rows (decode step from the interpolated table).
 
     ``prefill_s`` is a prompt's prefill alone, the engine's per-request overhead included; that
     overhead (tokenisation, HTTP, admission) delays the first token but runs beside the GPU, so
-    the server is busy for ``prefill_s - request_overhead_s`` only.
+    the server is busy for ``prefill_s - request_overhead_s`` only. ``elasticity``: how the
+    prefill scales with the prompt's length (``ShapeTable.prefill_elasticity``).
     """
     busy, delay = prefill_busy_and_delay_s(prefill_s, request_overhead_s)
     return ServiceModel(
@@ -203,6 +228,7 @@ def service(
         max_running=mr,
         decode_step_fn=PiecewiseLinearStep(GRID, tab),
         request_delay_s=delay,
+        prefill_elasticity=elasticity,
     )
 
 
@@ -237,6 +263,7 @@ def _subset(sm: ServiceModel, rows: np.ndarray) -> ServiceModel:
         max_running=sm.max_running[rows],
         decode_step_fn=PiecewiseLinearStep(fn.batches, fn.step_s[rows]),
         request_delay_s=sm.request_delay_s[rows],
+        prefill_elasticity=sm.prefill_elasticity[rows],
     )
 
 
@@ -265,7 +292,8 @@ def _evaluate_aggregated(scenario: Scenario, st: ShapeTable, pairs=None) -> Eval
     else:
         idx, dp = (np.asarray(x, dtype=int) for x in pairs)
     sm = service(
-        st.step_tab_s[idx], st.prefill_s[idx], st.max_running[idx], st.r.request_overhead_s[idx]
-    )
+        st.step_tab_s[idx], st.prefill_s[idx], st.max_running[idx],
+        st.r.request_overhead_s[idx], st.prefill_elasticity[idx],
+    )  # fmt: skip
     res, rate = load(scenario, sm, dp.astype(float))
     return Evaluated(idx, dp, st.r.gpus[idx].astype(int) * dp, rate, res)
