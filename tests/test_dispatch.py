@@ -51,6 +51,12 @@ def test_the_floor_applies_only_when_the_host_is_slower_than_the_gpu():
     long_host, long_none = prefill(host, np.array([8192.0])), prefill(none, np.array([8192.0]))
     assert float(long_none.total[0]) - fixed > 0.048
     assert float(long_host.total[0]) == float(long_none.total[0])
+    # The wait shows as its own component of the breakdown: 48 ms less the GPU's work, and 0
+    # where the GPU is the slower one.
+    gpu = float(prefill(none, np.array([128.0])).total[0]) - fixed
+    assert short.component_dict()["host"] == pytest.approx((0.048 - gpu) * 1e3)
+    assert long_host.component_dict()["host"] == 0.0
+    assert sum(short.component_dict().values()) == pytest.approx(float(short.total[0]) * 1e3)
 
 
 def test_sglang_deepseek_first_token_barely_grows_with_the_prompt():

@@ -26,6 +26,7 @@ COMPONENTS: tuple[tuple[str, str, str], ...] = (
     ("communication", "communication", "#009E73"),
     ("overhead", "engine overhead", "#7F7F7F"),
     ("bubble", "pipeline bubble", "#56B4E9"),
+    ("host", "host dispatch (eager prefill)", "#8C564B"),
 )
 
 

@@ -22,6 +22,7 @@ COMPONENT_COLOURS: dict[str, str] = {
     "dequant": "#CC79A7",
     "overhead": "#7F7F7F",
     "bubble": "#D55E00",
+    "host": "#8C564B",
     "queueing": "#56B4E9",
     "prefill interruptions": "#F0E442",
 }
@@ -32,6 +33,7 @@ COMPONENT_LABELS: dict[str, str] = {
     "dequant": "dequantization",
     "overhead": "engine overhead",
     "bubble": "pipeline bubble",
+    "host": "host dispatch (eager prefill)",
     "queueing": "queueing",
     "prefill interruptions": "prefill interruptions",
 }

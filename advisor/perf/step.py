@@ -53,6 +53,9 @@ class StepTimes:
     communication: np.ndarray
     overhead: np.ndarray
     bubble: np.ndarray
+    #: an eager pass's wait for the host to dispatch its kernels beyond the GPU's own work
+    #: (physics/dispatch.py); 0 for CUDA-graph decode steps
+    host: np.ndarray
     total: np.ndarray
     # Diagnostics (not additive): the raw roofline terms before overlap, per stage.
     compute_raw: np.ndarray
@@ -64,7 +67,15 @@ class StepTimes:
         """The additive components of candidate ``i``, in ms."""
         return {
             k: float(np.asarray(getattr(self, k)).reshape(-1)[i]) * 1e3
-            for k in ("compute", "memory", "dequant", "communication", "overhead", "bubble")
+            for k in (
+                "compute",
+                "memory",
+                "dequant",
+                "communication",
+                "overhead",
+                "bubble",
+                "host",
+            )  # fmt: skip
         }
 
 
@@ -380,7 +391,7 @@ def decode_step(
     total = pipeline_time_s(cmp_ + mem + dq + comm, p2p, 1.0, pp) + overhead
     return StepTimes(
         compute=pp * cmp_, memory=pp * mem, dequant=pp * dq, communication=communication,
-        overhead=overhead, bubble=np.zeros_like(total), total=total,
+        overhead=overhead, bubble=np.zeros_like(total), host=np.zeros_like(total), total=total,
         compute_raw=flops / r.peak_flops, memory_raw=nbytes / r.hbm_bw, bytes_per_gpu=nbytes,
         flops_per_gpu=flops,
     )  # fmt: skip
@@ -478,13 +489,13 @@ def prefill(
     gpu = pipeline_time_s(stage, p2p, chunks, r.pp)
     kernels = r.kernels_per_layer * r.layers_stage * steps
     host_wait = eager_pass_s(gpu, kernels, r.kernel_dispatch_s) - gpu
-    overhead = r.request_overhead_s + r.step_overhead_s + layer_overhead_s(r, steps) + host_wait
-    total = gpu + overhead
+    overhead = r.request_overhead_s + r.step_overhead_s + layer_overhead_s(r, steps)
+    total = gpu + (overhead + host_wait)
     # p2p on the critical path: pp - 1 transfers, plus any link-bound stall of later chunks
     link_stall = (chunks - 1.0) * np.maximum(p2p - stage, 0.0)
     return StepTimes(
         compute=chunks * cmp_, memory=chunks * mem, dequant=chunks * dq,
         communication=chunks * comm + (r.pp - 1) * p2p + link_stall, overhead=overhead,
-        bubble=bubble, total=total, compute_raw=flops / r.peak_flops,
+        bubble=bubble, host=host_wait, total=total, compute_raw=flops / r.peak_flops,
         memory_raw=nbytes / r.hbm_bw, bytes_per_gpu=nbytes * steps, flops_per_gpu=flops * chunks,
     )  # fmt: skip

@@ -15,7 +15,7 @@ from advisor.perf.replica import ReplicaArrays, ReplicaConfig, max_running
 from advisor.perf.step import StepTimes, decode_step, prefill
 from advisor.physics.roofline import ridge_point_flops_per_byte
 
-COMPONENTS = ("compute", "memory", "dequant", "communication", "overhead", "bubble")
+COMPONENTS = ("compute", "memory", "dequant", "communication", "overhead", "bubble", "host")
 
 
 def replica_config(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> ReplicaConfig:
