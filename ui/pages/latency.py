@@ -148,7 +148,9 @@ def breakdown_section(c: SimpleNamespace) -> None:
     st.plotly_chart(lc.breakdown_figure(rows, title), width="stretch")
     st.caption(
         "Compute and memory overlap (roofline): the step shows only the binding one. "
-        "Dequantization appears only when it is not hidden under the weight reads. TTFT bar = "
+        "Dequantization appears only when it is not hidden under the weight reads. Host "
+        "dispatch: an eager prefill (SGLang, TensorRT-LLM's PyTorch backend) waits for the CPU "
+        "to issue its kernels when the GPU's work is the shorter. TTFT bar = "
         "the prefill plus queueing: with a fixed number of sequences, the wait for the decode "
         "iteration in flight and for prompts queued ahead (a closed loop of clients); under a "
         "request rate, the queueing model's mean wait. TPOT bar = "
