@@ -1,0 +1,67 @@
+"""How much the grouped Jacobian saves the calibration fit (and the cross-validation's folds).
+
+Times one finite-difference Jacobian of the fit's residuals over every representable row, at the
+constants' initial values, two ways: scipy's dense differencing (one evaluation per constant)
+and ``calibrate.grouped_jacobian`` (one per group of constants no row shares). Prints the
+constants, the groups, the seconds of each and their ratio, and the largest difference between
+the two Jacobians (0: the grouping only skips evaluations, it changes no derivative). Compare
+the ratio across machines, not the seconds.
+
+    .venv/bin/python bench/bench_calibrate.py
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from advisor.perf import calibrate, profiles  # noqa: E402
+from advisor.perf.measurements import cases  # noqa: E402
+
+
+def main() -> None:
+    from scipy.optimize._numdiff import approx_derivative
+
+    items, _ = cases()
+    params = calibrate._parameters(items)
+    fam = Counter(c.family for c in items)
+    weights = np.array([fam[c.family] ** -0.25 for c in items])
+    lo = np.array([calibrate._BOUNDS[p[2]][0] for p in params])
+    hi = np.array([calibrate._BOUNDS[p[2]][1] for p in params])
+    scale = np.where(hi < 1e-1, hi, 1.0)
+    bounds = (lo / scale, hi / scale)
+    x0 = calibrate._start(params, None) / scale
+
+    def fun(z: np.ndarray) -> np.ndarray:
+        profiles.set_active(calibrate._doc(params, z * scale))
+        try:
+            return calibrate._residuals(items, weights)
+        finally:
+            profiles.set_active(None)
+
+    structure = calibrate.dependence(items, params)
+    groups = calibrate.column_groups(structure)
+    f0 = fun(x0)
+    t0 = time.perf_counter()
+    dense = approx_derivative(
+        fun, x0, method="2-point", rel_step=calibrate.DIFF_STEP, f0=f0, bounds=bounds
+    )
+    t_dense = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    grouped = calibrate.grouped_jacobian(fun, x0, f0, structure, bounds, calibrate.DIFF_STEP)
+    t_grouped = time.perf_counter() - t0
+    print(f"{len(items)} rows, {len(params)} constants, {len(groups)} groups")
+    print(f"dense Jacobian:   {len(params):3d} evaluations, {t_dense:6.1f} s")
+    print(f"grouped Jacobian: {len(groups):3d} evaluations, {t_grouped:6.1f} s")
+    print(f"ratio dense / grouped: {t_dense / t_grouped:.1f}x")
+    print(f"largest |dense - grouped|: {float(np.abs(dense - grouped).max()):.3g}")
+
+
+if __name__ == "__main__":
+    main()
