@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor.perf import calibrate, profiles  # noqa: E402
+from advisor.perf import calibrate  # noqa: E402
 from advisor.perf.measurements import cases  # noqa: E402
 
 
@@ -29,24 +28,11 @@ def main() -> None:
     from scipy.optimize._numdiff import approx_derivative
 
     items, _ = cases()
-    params = calibrate._parameters(items)
-    fam = Counter(c.family for c in items)
-    weights = np.array([fam[c.family] ** -0.25 for c in items])
-    lo = np.array([calibrate._BOUNDS[p[2]][0] for p in params])
-    hi = np.array([calibrate._BOUNDS[p[2]][1] for p in params])
-    scale = np.where(hi < 1e-1, hi, 1.0)
-    bounds = (lo / scale, hi / scale)
-    x0 = calibrate._start(params, None) / scale
-
-    def fun(z: np.ndarray) -> np.ndarray:
-        profiles.set_active(calibrate._doc(params, z * scale))
-        try:
-            return calibrate._residuals(items, weights)
-        finally:
-            profiles.set_active(None)
-
-    structure = calibrate.dependence(items, params)
+    prob = calibrate.problem(items)
+    fun, bounds, x0 = prob.residuals, prob.bounds, prob.start()
+    structure = prob.dependence()
     groups = calibrate.column_groups(structure)
+    params = prob.params
     f0 = fun(x0)
     t0 = time.perf_counter()
     dense = approx_derivative(

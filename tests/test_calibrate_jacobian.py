@@ -8,13 +8,11 @@ would silently mix two columns; the dense forward-difference Jacobian of scipy
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 import pytest
 from scipy.optimize._numdiff import approx_derivative
 
-from advisor.perf import calibrate, profiles
+from advisor.perf import calibrate
 from advisor.perf.measurements import cases
 
 
@@ -23,35 +21,20 @@ def problem():
     items, _ = cases()
     # Every 7th row: every engine and family with rows, plus families and engines with too few
     # rows for constants of their own (they borrow: the cross-dependencies under test).
-    sample = items[::7]
-    params = calibrate._parameters(sample)
-    fam = Counter(c.family for c in sample)
-    weights = np.array([fam[c.family] ** -0.25 for c in sample])
-    lo = np.array([calibrate._BOUNDS[p[2]][0] for p in params])
-    hi = np.array([calibrate._BOUNDS[p[2]][1] for p in params])
-    scale = np.where(hi < 1e-1, hi, 1.0)
-
-    def fun(z):
-        profiles.set_active(calibrate._doc(params, z * scale))
-        try:
-            return calibrate._residuals(sample, weights)
-        finally:
-            profiles.set_active(None)
-
-    return sample, params, fun, (lo / scale, hi / scale), scale
+    prob = calibrate.problem(items[::7])
+    return prob.items, prob.params, prob.residuals, prob.bounds, prob
 
 
-def _points(params, bounds, scale):
-    x0 = calibrate._start(params, None) / scale
+def _points(prob):
     rng = np.random.default_rng(12)
-    lo, hi = bounds
-    return [x0, lo + (hi - lo) * rng.uniform(0.1, 0.9, size=len(x0))]
+    lo, hi = prob.bounds
+    return [prob.start(), lo + (hi - lo) * rng.uniform(0.1, 0.9, size=len(lo))]
 
 
 def test_the_grouped_jacobian_equals_the_dense_one_at_the_start_and_elsewhere(problem):
-    sample, params, fun, bounds, scale = problem
-    structure = calibrate.dependence(sample, params)
-    for x in _points(params, bounds, scale):
+    sample, params, fun, bounds, prob = problem
+    structure = prob.dependence()
+    for x in _points(prob):
         f0 = fun(x)
         dense = approx_derivative(
             fun, x, method="2-point", rel_step=calibrate.DIFF_STEP, f0=f0, bounds=bounds
@@ -63,8 +46,8 @@ def test_the_grouped_jacobian_equals_the_dense_one_at_the_start_and_elsewhere(pr
 
 
 def test_the_grouping_saves_most_evaluations_and_each_row_reads_its_own_constants(problem):
-    sample, params, _, _, _ = problem
-    structure = calibrate.dependence(sample, params)
+    sample, params, _, _, prob = problem
+    structure = prob.dependence()
     groups = calibrate.column_groups(structure)
     # a row reads 3 global + up to 3 family + up to 7 engine constants: 13 groups at least
     assert len(groups) <= len(params) / 2, (len(groups), len(params))

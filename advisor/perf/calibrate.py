@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -311,6 +312,50 @@ def grouped_jacobian(
     return np.asarray(jac.toarray())
 
 
+@dataclass(frozen=True)
+class Problem:
+    """The fit's least-squares problem over ``items``, in scaled coordinates z = x / scale.
+
+    Each row weighs n_family^(-1/4), so a family's total weight in the squared loss grows as
+    sqrt(n_family): 227 offline rows count more than 9 TTFT rows, but do not drown them. Every
+    constant is scaled by its upper bound where that is below 0.1 (overheads are ~1e-3 s), so
+    all move on comparable steps.
+    """
+
+    items: list[Case]
+    params: list[tuple[str, str, str]]
+    weights: np.ndarray
+    scale: np.ndarray
+    bounds: tuple[np.ndarray, np.ndarray]
+
+    def start(self, warm: dict | None = None) -> np.ndarray:
+        """Scaled initial values (``_start``: the warm document's, else ``_BOUNDS``')."""
+        return _start(self.params, warm) / self.scale
+
+    def residuals(self, z: np.ndarray) -> np.ndarray:
+        """Weighted log errors of every row with the constants ``z * scale``."""
+        profiles.set_active(_doc(self.params, z * self.scale))
+        try:
+            return _residuals(self.items, self.weights)
+        finally:
+            profiles.set_active(None)
+
+    def dependence(self) -> np.ndarray:
+        """Rows x constants each row's prediction can depend on (:func:`dependence`)."""
+        return dependence(self.items, self.params)
+
+
+def problem(items: list[Case]) -> Problem:
+    """The least-squares problem the fit solves over ``items``."""
+    params = _parameters(items)
+    fam_count = Counter(c.family for c in items)
+    weights = np.array([fam_count[c.family] ** -0.25 for c in items])
+    lo = np.array([_BOUNDS[p[2]][0] for p in params])
+    hi = np.array([_BOUNDS[p[2]][1] for p in params])
+    scale = np.where(hi < 1e-1, hi, 1.0)
+    return Problem(items, params, weights, scale, (lo / scale, hi / scale))
+
+
 def fit(
     items: list[Case] | None = None,
     max_nfev: int = 60,
@@ -326,22 +371,13 @@ def fit(
     from scipy.optimize import least_squares
 
     items = list(cases()[0] if items is None else items)
-    params = _parameters(items)
-    fam_count = Counter(c.family for c in items)
-    # Each row weighs n_family^(-1/4), so a family's total weight in the squared loss grows as
-    # sqrt(n_family): 227 offline rows count more than 9 TTFT rows, but do not drown them.
-    weights = np.array([fam_count[c.family] ** -0.25 for c in items])
-    lo = np.array([_BOUNDS[p[2]][0] for p in params])
-    hi = np.array([_BOUNDS[p[2]][1] for p in params])
-    x0 = _start(params, warm)
-    # Scale so every parameter moves on a comparable step (overheads are ~1e-3 s).
-    scale = np.where(hi < 1e-1, hi, 1.0)
-
+    prob = problem(items)
+    params, scale, bounds = prob.params, prob.scale, prob.bounds
     last: dict[str, np.ndarray] = {}
 
     def fun(z: np.ndarray) -> np.ndarray:
         profiles.set_active(_doc(params, z * scale))
-        data = _residuals(items, weights)
+        data = _residuals(items, prob.weights)
         last["z"], last["f"] = (
             z.copy(),
             np.concatenate([data, prior_weight * prior_deviations(params, z * scale)]),
@@ -349,8 +385,7 @@ def fit(
         return last["f"]
 
     # Rows below the data residuals are the priors: each depends on its own constant only.
-    structure = np.vstack([dependence(items, params), np.eye(len(params), dtype=bool)])
-    bounds = (lo / scale, hi / scale)
+    structure = np.vstack([prob.dependence(), np.eye(len(params), dtype=bool)])
 
     def jac(z: np.ndarray) -> np.ndarray:
         # least_squares evaluates fun at z just before asking for the Jacobian there
@@ -359,7 +394,7 @@ def fit(
 
     try:
         res = least_squares(
-            fun, x0 / scale, jac=jac, bounds=bounds, loss="soft_l1", f_scale=0.1,
+            fun, prob.start(warm), jac=jac, bounds=bounds, loss="soft_l1", f_scale=0.1,
             max_nfev=max_nfev,
         )  # fmt: skip
         doc = _doc(params, res.x * scale)
