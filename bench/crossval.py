@@ -26,8 +26,9 @@ held-out figures then owe nothing to the full fit. The folds are independent: ``
 worker processes (default: the CPUs) fit them side by side, and each fit's Jacobian perturbs
 together the constants no row shares (``calibrate.grouped_jacobian``); the three schemes take
 ~27 minutes on 2 cores for 1,621 rows and the prefill dispatch constants (on the 1,464 rows
-before them, 9 minutes instead of 43 before both, with the same predictions to 1e-12). ``--warm --max-evals 12`` starts from the full fit instead, a quicker check that
-``--write`` refuses (on 2026-11-30 it read within 0.4 points of the converged run in every
+before them, 9 minutes instead of 43 before both, with the same predictions to 1e-12).
+``--warm --max-evals 12`` starts from the full fit instead, a quicker check that ``--write``
+refuses (on 2026-11-30 it read within 0.4 points of the converged run in every
 column).
 """
 

@@ -376,8 +376,7 @@ def fit(
     last: dict[str, np.ndarray] = {}
 
     def fun(z: np.ndarray) -> np.ndarray:
-        profiles.set_active(_doc(params, z * scale))
-        data = _residuals(items, prob.weights)
+        data = prob.residuals(z)
         last["z"], last["f"] = (
             z.copy(),
             np.concatenate([data, prior_weight * prior_deviations(params, z * scale)]),

@@ -43,6 +43,10 @@ DEQUANT_ROWS_PER_PASS = 64.0
 VECTOR_TO_TENSOR_RATIO = 1.0 / 8.0  # H100: 134 TF fp16 vector vs 989 TF tensor (~1/7.4)
 
 
+#: The additive components of a step, in the order the breakdowns list them.
+COMPONENTS = ("compute", "memory", "dequant", "communication", "overhead", "bubble", "host")
+
+
 @dataclass(frozen=True)
 class StepTimes:
     """Times in seconds, arrays of shape [n]. ``total`` = sum of the additive components."""
@@ -65,18 +69,7 @@ class StepTimes:
 
     def component_dict(self, i: int = 0) -> dict[str, float]:
         """The additive components of candidate ``i``, in ms."""
-        return {
-            k: float(np.asarray(getattr(self, k)).reshape(-1)[i]) * 1e3
-            for k in (
-                "compute",
-                "memory",
-                "dequant",
-                "communication",
-                "overhead",
-                "bubble",
-                "host",
-            )  # fmt: skip
-        }
+        return {k: float(np.asarray(getattr(self, k)).reshape(-1)[i]) * 1e3 for k in COMPONENTS}
 
 
 def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.ndarray:
@@ -439,6 +432,19 @@ def prefill_length_elasticity(r: ReplicaArrays, prompt_tokens: np.ndarray) -> np
     prefill that a host floor sets does not double for a prompt twice as long. Clipped to
     [0, 3]. Source: central difference of ln P in ln L (the log-log slope, a power-law fit
     through two points).
+
+    Hand check: Llama-3.1-8B on one H100 issues 10 kernels a layer, 320 a pass; at 1 ms a
+    kernel the host needs 0.32 s, far above the GPU's ~10 ms for 410-640 tokens, so both
+    prompts take the same time and e = ln(1) / ln(1.5625) = 0.
+
+    >>> import dataclasses
+    >>> from advisor.catalog import get_accelerator, get_model
+    >>> from advisor.perf.replica import ReplicaConfig, build_replicas
+    >>> r = build_replicas([ReplicaConfig(model=get_model("llama-3.1-8b"),
+    ...     gpu=get_accelerator("h100-sxm"), tp=1, weights="bf16", kv="bf16", engine="sglang")])
+    >>> host = dataclasses.replace(r, kernel_dispatch_s=np.array([1e-3]))
+    >>> float(prefill_length_elasticity(host, np.array([512.0]))[0])
+    0.0
     """
     isl = np.asarray(prompt_tokens, dtype=float)
     k = ELASTICITY_STEP

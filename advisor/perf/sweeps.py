@@ -12,10 +12,8 @@ from advisor.catalog import get_interconnect
 from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.perf.estimate import EstimateInput
 from advisor.perf.replica import ReplicaArrays, ReplicaConfig, max_running
-from advisor.perf.step import StepTimes, decode_step, prefill
+from advisor.perf.step import COMPONENTS, StepTimes, decode_step, prefill
 from advisor.physics.roofline import ridge_point_flops_per_byte
-
-COMPONENTS = ("compute", "memory", "dequant", "communication", "overhead", "bubble", "host")
 
 
 def replica_config(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> ReplicaConfig:

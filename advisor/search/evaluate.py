@@ -67,7 +67,7 @@ class ShapeTable:
     tokens_per_step: float
     context_tokens: float
     #: [n] d ln(prefill) / d ln(prompt) at the mean prompt (step.prefill_length_elasticity)
-    prefill_elasticity: np.ndarray = field(default_factory=lambda: np.ones(0))
+    prefill_elasticity: np.ndarray
     row_of: dict[Shape, int] = field(default_factory=dict)  # shape -> row (filled on init)
 
     def __post_init__(self) -> None:
