@@ -76,6 +76,28 @@ def test_latency_engine_line_states_the_fitted_collective_efficiency():
     assert f"All-reduces run at {ce:.0%} of their nccl-tests speed" in line
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_latency_engine_line_states_the_prefill_dispatch_floor_only_where_fitted(engine):
+    # data/calibration.yaml fits a host-dispatch time per kernel only for the engines that run a
+    # prefill eagerly (calibrate.EAGER_PREFILL: SGLang, not vLLM); an engine without one must not
+    # read "at least 0.0 us per kernel".
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "data" / "calibration.yaml").read_text(encoding="utf-8"))
+    fitted = doc["engines"][engine].get("kernel_dispatch_s")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["eng"] = engine
+    at.run()
+    at.switch_page("ui/pages/latency.py").run()
+    line = next(i.value for i in at.info if "Engine profile" in i.value)
+    assert f"Engine profile **{engine}**" in line
+    assert "0.0 µs per kernel" not in line
+    if fitted:
+        assert f"a prefill at least {fitted * 1e6:.1f} µs per kernel" in line
+    else:
+        assert "no host-dispatch floor under a prefill" in line
+
+
 def test_speculative_speedup_follows_the_sliders():
     at = _page("ui/pages/speculative.py")
     before = _metrics(at)["Speedup per token"]

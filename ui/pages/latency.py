@@ -69,10 +69,16 @@ def profile_section(c: SimpleNamespace) -> None:
         else "defaults, NOT calibrated"
     )
     fam = "calibrated" if p["family_calibrated"] else "priors (not calibrated)"
+    dispatch = (
+        f"a prefill at least {p['kernel_dispatch_us']:.1f} µs per kernel (host dispatch of an "
+        "eager pass)"
+        if p["kernel_dispatch_us"] > 0
+        else "no host-dispatch floor under a prefill (this engine does not run it kernel by "
+        "kernel from Python)"
+    )
     st.info(
         f"Engine profile **{p['name']}** ({cal}): step overhead {p['step_overhead_ms']:.2f} ms, "
-        f"{p['layer_overhead_us']:.1f} µs per layer, a prefill at least "
-        f"{p['kernel_dispatch_us']:.1f} µs per kernel (host dispatch of an eager pass), "
+        f"{p['layer_overhead_us']:.1f} µs per layer, {dispatch}, "
         f"{p['seq_overhead_us']:.2f} µs per running sequence, request overhead "
         f"{p['request_overhead_ms']:.1f} ms, kernel efficiency ×{p['efficiency']:.2f} compute, "
         f"×{p['mem_efficiency']:.2f} memory, "
