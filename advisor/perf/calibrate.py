@@ -7,10 +7,12 @@ rows without drowning them), and writes
 ``data/calibration.yaml`` with the constants, the residuals per family and the rows used.
 
 Constants (few, physical): per accelerator family with data, eta_mem, eta_compute_16 and
-eta_compute_fp8 (fp8 only where fp8 rows exist); per engine, step_overhead_s, seq_overhead_s,
+eta_compute_fp8 (fp8 only where fp8 rows exist) and the fp8/fp4 routed experts' kernel
+efficiency (where such MoE rows exist); per engine, step_overhead_s, seq_overhead_s,
 request_overhead_s, layer_overhead_s, and efficiency multipliers on the compute and memory etas
 (TensorRT-LLM is the reference at 1.0; a multiplier is fitted only where the engine has rows
-that pin it). Each constant has a prior (``PRIOR_WIDTH_LOG``, ``PRIOR_LINEAR``) whose penalty
+that pin it); globally, the attention kernels', the 16-bit routed experts' and the all-reduces'
+fraction of it. Each constant has a prior (``PRIOR_WIDTH_LOG``, ``PRIOR_LINEAR``) whose penalty
 joins the loss with ``PRIOR_WEIGHT``: a maximum a posteriori fit.
 """
 
@@ -28,7 +30,7 @@ import yaml
 from advisor.catalog.files import write_atomic
 from advisor.perf import profiles
 from advisor.perf.measurements import Case, cases
-from advisor.perf.replica import COMPUTE_PATH
+from advisor.perf.replica import COMPUTE_PATH, low_precision_experts
 
 #: (name, lower, upper, initial) per parameter kind.
 _BOUNDS = {
@@ -46,6 +48,7 @@ _BOUNDS = {
     "mem_efficiency": (0.5, 1.3, 1.0),
     "attention_efficiency": (0.2, 1.5, 0.75),
     "moe_efficiency": (0.2, 1.0, 0.8),
+    "moe_efficiency_lowp": (0.2, 1.0, 0.8),
     "collective_efficiency": (0.2, 1.2, 0.8),
 }
 #: Relative finite-difference step of the Jacobian (scipy's ``diff_step``).
@@ -81,6 +84,11 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
     params: list[tuple[str, str, str]] = [("global", "attention", "attention_efficiency")]
     if sum(c.config.model.is_moe for c in items) >= MIN_ROWS:
         params.append(("global", "moe", "moe_efficiency"))
+    fam_lowp: Counter = Counter(
+        c.config.gpu.family
+        for c in items
+        if c.config.model.is_moe and low_precision_experts(c.config.model, c.config.weights)
+    )
     if sum(c.config.tp > 1 for c in items) >= MIN_ROWS:
         params.append(("global", "collective", "collective_efficiency"))
     for fam, n in sorted(fam_rows.items()):
@@ -91,6 +99,8 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
             params.append(("families", fam, "eta_compute_16"))
         if fam_fp8[fam] >= MIN_ROWS:
             params.append(("families", fam, "eta_compute_fp8"))
+        if fam_lowp[fam] >= MIN_ROWS:
+            params.append(("families", fam, "moe_efficiency_lowp"))
     for eng, n in sorted(eng_rows.items()):
         if n < MIN_ROWS:
             continue
@@ -124,7 +134,8 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
 #: multipliers, a few ms for per-step and tens of ms for per-request overheads.
 PRIOR_WIDTH_LOG = {"eta_mem": 0.3, "eta_compute_16": 0.3, "eta_compute_fp8": 0.3,
                    "efficiency": 0.2, "mem_efficiency": 0.2, "attention_efficiency": 0.5,
-                   "moe_efficiency": 0.5, "collective_efficiency": 0.5}  # fmt: skip
+                   "moe_efficiency": 0.5, "moe_efficiency_lowp": 0.5,
+                   "collective_efficiency": 0.5}  # fmt: skip
 PRIOR_LINEAR = {  # name -> (centre, width), seconds
     "step_overhead_s": (2e-3, 3e-3),
     "seq_overhead_s": (5e-6, 3e-5),
@@ -146,7 +157,7 @@ def _prior_centre(section: str, key: str, name: str) -> float:
         return profiles.prior_compute_etas(key)[name == "eta_compute_fp8"]
     if name == "attention_efficiency":
         return profiles.DEFAULT_ATTENTION_EFFICIENCY
-    if name == "moe_efficiency":
+    if name in ("moe_efficiency", "moe_efficiency_lowp"):
         return 0.8
     if name in PRIOR_LINEAR:
         return PRIOR_LINEAR[name][0]

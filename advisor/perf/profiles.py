@@ -244,13 +244,27 @@ DEFAULT_ATTENTION_EFFICIENCY = 0.75
 #: unevenly filled matrices (per-expert token counts), so they can reach a lower fraction of peak
 #: and bandwidth than one dense GEMM (Gale et al. 2023, MegaBlocks, MLSys: block-sparse MoE
 #: kernels below dense cuBLAS throughput). Fitted when MoE rows exist; 1.0 (no penalty) before.
+#: Fp8/fp4 experts get their own value per accelerator family (``moe_efficiency_lowp`` in the
+#: family's section): their grouped GEMMs also load a scale per weight block (DeepSeek's
+#: 128 x 128 FP8 blocks, MXFP4's 32-element groups), and how mature those kernels are differs
+#: by vendor (DeepGEMM and CUTLASS on NVIDIA; Triton and AITER block-FP8 MoE on ROCm). One
+#: shared value left Qwen3-235B BF16 on B200 20-30% too slow at 16 clients while SGLang's
+#: DeepSeek FP8 on MI300X ran 2-3x slower than predicted; the fit puts the fp8/fp4 value near
+#: the 16-bit one on NVIDIA families and well below it on CDNA3 (data/calibration.yaml).
 DEFAULT_MOE_EFFICIENCY = 1.0
 
 
 @cache
-def moe_efficiency() -> float:
-    """Fitted fraction of the dense GEMM efficiency the routed-expert kernels reach."""
-    fitted = (_calibration().get("global") or {}).get("moe_efficiency")
+def moe_efficiency(low_precision: bool = False, family: str | None = None) -> float:
+    """Fitted fraction of the dense GEMM efficiency the routed-expert kernels reach.
+
+    ``low_precision``: experts in fp8 or fp4 (``replica.low_precision_experts``) on accelerator
+    ``family``: that family's fitted value, else (no such rows on it) the 16-bit one.
+    """
+    g = _calibration().get("global") or {}
+    fam = ((_calibration().get("families") or {}).get(family) or {}) if family else {}
+    fitted = fam.get("moe_efficiency_lowp") if low_precision else None
+    fitted = g.get("moe_efficiency") if fitted is None else fitted
     return float(fitted) if fitted is not None else DEFAULT_MOE_EFFICIENCY
 
 

@@ -198,6 +198,20 @@ def pp_link_for(cfg: ReplicaConfig, catalog_links: dict[str, Interconnect]) -> I
     return cfg.intra_link or catalog_links[cfg.gpu.scale_up_link]
 
 
+def low_precision_experts(model: ModelSpec, weights: str) -> bool:
+    """The routed experts run fp8 or fp4 GEMMs (block- or micro-scaled weights), not 16-bit.
+
+    Weight-only int8/int4 experts dequantize to 16-bit tiles, so they count as 16-bit.
+
+    >>> from advisor.catalog import get_model
+    >>> low_precision_experts(get_model("deepseek-v3"), "fp8"), low_precision_experts(get_model("mixtral-8x7b"), "bf16")
+    (True, False)
+    >>> low_precision_experts(get_model("gpt-oss-120b"), "mxfp4")  # MXFP4 experts, bf16 attention
+    True
+    """
+    return COMPUTE_PATH.get(linear_dtypes(model, weights)[0], "16") in ("fp8", "fp4")
+
+
 def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object]:
     m, g = cfg.model, cfg.gpu
     b = _breakdown(m)
@@ -280,7 +294,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
         max_num_seqs=eng.max_num_seqs,
-        attn_eff=attention_efficiency(), moe_eff=moe_efficiency(),
+        attn_eff=attention_efficiency(), moe_eff=moe_efficiency(low_precision_experts(m, cfg.weights), g.family),
         comm_eff=collective_efficiency(), gpus=tp * pp,
     )  # fmt: skip
 

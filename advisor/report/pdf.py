@@ -1079,10 +1079,17 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
                          _fmt(pr.efficiency, ".3f"), _fmt(pr.mem_efficiency, ".3f")))  # fmt: skip
         doc.table(rows, (36, 22, 20, 22, 22, 22, 17, 17), align="RIGHT")
         g = cal.get("global") or {}
+        lowp = ", ".join(
+            f"{_fmt(v['moe_efficiency_lowp'], '.2f')} on {fam}"
+            for fam, v in sorted((cal.get("families") or {}).items())
+            if "moe_efficiency_lowp" in v
+        )
         doc.para(
             "Every engine: attention kernels at "
             f"{_fmt(g.get('attention_efficiency'), '.2f')} of the GEMM efficiency, routed-expert "
-            f"(MoE) kernels at {_fmt(g.get('moe_efficiency'), '.2f')}, and all-reduces / "
+            f"(MoE) kernels at {_fmt(g.get('moe_efficiency'), '.2f')} with 16-bit experts"
+            + (f" and, with fp8/fp4 experts, {lowp} (the 16-bit value elsewhere)" if lowp else "")
+            + ", and all-reduces / "
             f"all-to-alls at {_fmt(g.get('collective_efficiency'), '.2f')} of their nccl-tests "
             "speed (a collective inside the engine waits for the slowest rank and shares the GPU "
             "with the GEMMs).",
