@@ -98,6 +98,26 @@ def test_latency_engine_line_states_the_prefill_dispatch_floor_only_where_fitted
         assert "no host-dispatch floor under a prefill" in line
 
 
+@pytest.mark.parametrize(("dep", "lowp"), [("h100-sxm.tp2.pp1.dp1.fp8.fp8", True),
+                                           ("h100-sxm.tp2.pp1.dp1.fp16.fp16", False)])  # fmt: skip
+def test_latency_engine_line_states_the_routed_experts_efficiency(dep, lowp):
+    # Mixtral-8x7B in fp8 runs fp8 expert GEMMs, in fp16 16-bit ones: data/calibration.yaml fits
+    # the two efficiencies apart (hopper's own fp8/fp4 value where the family has one).
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "data" / "calibration.yaml").read_text(encoding="utf-8"))
+    g, fam = doc["global"], doc["families"]["hopper"]
+    want = fam.get("moe_efficiency_lowp", g["moe_efficiency"]) if lowp else g["moe_efficiency"]
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["m"] = "mixtral-8x7b"
+    at.query_params["dep"] = dep
+    at.run()
+    at.switch_page("ui/pages/latency.py").run()
+    line = next(i.value for i in at.info if "Engine profile" in i.value)
+    kind = "fp8/fp4" if lowp else "16-bit"
+    assert f"Routed-expert (MoE) kernels at {want:.0%} of that efficiency ({kind} experts" in line
+
+
 def test_speculative_speedup_follows_the_sliders():
     at = _page("ui/pages/speculative.py")
     before = _metrics(at)["Speedup per token"]

@@ -32,6 +32,7 @@ from advisor.perf.profiles import collective_efficiency, engine_profile, family_
 from advisor.perf.replica import (
     ReplicaConfig,
     build_replicas,
+    low_precision_experts,
     max_running,
     pp_link_for,
     tp_link_for,
@@ -215,6 +216,10 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             "eta_mem": eff.eta_mem, "eta_compute_16": eff.eta_compute_16,
             "eta_compute_fp8": eff.eta_compute_fp8, "family_calibrated": eff.fitted,
             "collective_efficiency": collective_efficiency(),
+            # the routed experts' kernels (MoE models only): fraction of the GEMM efficiency,
+            # fitted apart for fp8/fp4 experts (profiles.moe_efficiency)
+            "moe_efficiency": float(r.moe_eff[0]) if model.is_moe else None,
+            "low_precision_experts": low_precision_experts(model, inp.weights) if model.is_moe else None,
         },
         "tp_link": tp_link_for(cfg, interconnects()).id if inp.tp > 1 else None,
         "pp_link": pp_link_for(cfg, interconnects()).id if inp.pp > 1 else None,

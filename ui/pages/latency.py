@@ -76,6 +76,12 @@ def profile_section(c: SimpleNamespace) -> None:
         else "no host-dispatch floor under a prefill (this engine does not run it kernel by "
         "kernel from Python)"
     )
+    moe = (
+        f" Routed-expert (MoE) kernels at {p['moe_efficiency']:.0%} of that efficiency "
+        f"({'fp8/fp4' if p['low_precision_experts'] else '16-bit'} experts, fitted)."
+        if p.get("moe_efficiency") is not None
+        else ""
+    )
     st.info(
         f"Engine profile **{p['name']}** ({cal}): step overhead {p['step_overhead_ms']:.2f} ms, "
         f"{p['layer_overhead_us']:.1f} µs per layer, {dispatch}, "
@@ -84,7 +90,7 @@ def profile_section(c: SimpleNamespace) -> None:
         f"×{p['mem_efficiency']:.2f} memory, "
         f"max {p['max_num_seqs']:,} running sequences. {c.gpu.family} efficiencies ({fam}): "
         f"HBM {p['eta_mem']:.0%}, 16-bit compute {p['eta_compute_16']:.0%}, "
-        f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet. All-reduces run at "
+        f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet.{moe} All-reduces run at "
         f"{p['collective_efficiency']:.0%} of their nccl-tests speed (fitted on the engines' "
         f"multi-GPU rows)."
     )
