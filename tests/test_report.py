@@ -253,6 +253,24 @@ def test_report_leads_with_the_out_of_sample_errors(default_report):
     )
 
 
+def test_report_lists_each_familys_fp8_fp4_expert_efficiency(default_report):
+    # data/calibration.yaml fits the fp8/fp4 routed experts' kernel efficiency per accelerator
+    # family (CDNA3 has one; CDNA4 has no such rows and uses the 16-bit experts' value).
+    import yaml
+
+    from advisor.catalog.loader import DATA_DIR
+
+    _, _, pdf, _ = default_report
+    flat = _flat(_text(pdf)[1])
+    cal = yaml.safe_load((DATA_DIR / "calibration.yaml").read_text(encoding="utf-8"))
+    fams, moe = cal["families"], cal["global"]["moe_efficiency"]
+    c3 = fams["cdna3"]
+    assert (f"cdna3 {c3['eta_mem']:.3f} {c3['eta_compute_16']:.3f} {c3['eta_compute_fp8']:.3f} "
+            f"{c3['moe_efficiency_lowp']:.3f}") in flat  # fmt: skip
+    assert "moe_efficiency_lowp" not in fams["cdna4"]
+    assert f"{fams['cdna4']['eta_compute_fp8']:.3f} {moe:.3f} (16-bit)" in flat
+
+
 def test_report_states_the_fitted_collective_efficiency(default_report):
     # The all-reduce component of every multi-GPU latency uses the fitted in-engine collective
     # efficiency (data/calibration.yaml global.collective_efficiency); the assumptions say it.

@@ -1057,11 +1057,17 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
             "η = achieved fraction of datasheet HBM bandwidth / dense tensor peak.",
             8.5,
         )
-        rows = [("GPU family", "η memory", "η compute 16-bit", "η compute fp8")]
+        g = cal.get("global") or {}
+        # fp8/fp4 routed experts: the family's own fitted fraction, else the 16-bit experts' one
+        rows = [("GPU family", "η memory", "η compute 16-bit", "η compute fp8",
+                 "fp8/fp4 MoE kernels ×")]  # fmt: skip
         for fam, v in (cal.get("families") or {}).items():
+            lowp = v.get("moe_efficiency_lowp")
             rows.append((fam, _fmt(v.get("eta_mem"), ".3f"), _fmt(v.get("eta_compute_16"), ".3f"),
-                         _fmt(v.get("eta_compute_fp8"), ".3f")))  # fmt: skip
-        doc.table(rows, (45, 45, 45, 43), align="RIGHT")
+                         _fmt(v.get("eta_compute_fp8"), ".3f"),
+                         _fmt(lowp, ".3f") if lowp is not None
+                         else _fmt(g.get("moe_efficiency"), ".3f") + " (16-bit)"))  # fmt: skip
+        doc.table(rows, (34, 34, 38, 36, 36), align="RIGHT")
         from advisor.perf.profiles import ENGINES, engine_profile
 
         rows = [("Engine", "step overhead μs", "per-layer μs", "per-sequence μs",
@@ -1078,18 +1084,11 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
                          _fmt(pr.kernel_dispatch_s * 1e6, ".1f"),
                          _fmt(pr.efficiency, ".3f"), _fmt(pr.mem_efficiency, ".3f")))  # fmt: skip
         doc.table(rows, (36, 22, 20, 22, 22, 22, 17, 17), align="RIGHT")
-        g = cal.get("global") or {}
-        lowp = ", ".join(
-            f"{_fmt(v['moe_efficiency_lowp'], '.2f')} on {fam}"
-            for fam, v in sorted((cal.get("families") or {}).items())
-            if "moe_efficiency_lowp" in v
-        )
         doc.para(
             "Every engine: attention kernels at "
             f"{_fmt(g.get('attention_efficiency'), '.2f')} of the GEMM efficiency, routed-expert "
-            f"(MoE) kernels at {_fmt(g.get('moe_efficiency'), '.2f')} with 16-bit experts"
-            + (f" and, with fp8/fp4 experts, {lowp} (the 16-bit value elsewhere)" if lowp else "")
-            + ", and all-reduces / "
+            f"(MoE) kernels at {_fmt(g.get('moe_efficiency'), '.2f')} with 16-bit experts (with "
+            "fp8/fp4 experts, the family's value in the table above), and all-reduces / "
             f"all-to-alls at {_fmt(g.get('collective_efficiency'), '.2f')} of their nccl-tests "
             "speed (a collective inside the engine waits for the slowest rank and shares the GPU "
             "with the GEMMs).",
