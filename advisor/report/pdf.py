@@ -1057,18 +1057,18 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
             "η = achieved fraction of datasheet HBM bandwidth / dense tensor peak.",
             8.5,
         )
-        g = cal.get("global") or {}
-        # fp8/fp4 routed experts: the family's own fitted fraction, else the 16-bit experts' one
+        from advisor.perf.profiles import ENGINES, engine_profile, moe_efficiency
+
+        # fp8/fp4 routed experts: the value the model uses (profiles.moe_efficiency), labelled
+        # where the family has none of its own and the 16-bit experts' one serves
         rows = [("GPU family", "η memory", "η compute 16-bit", "η compute fp8",
                  "fp8/fp4 MoE kernels ×")]  # fmt: skip
         for fam, v in (cal.get("families") or {}).items():
-            lowp = v.get("moe_efficiency_lowp")
+            own = "" if "moe_efficiency_lowp" in v else " (16-bit)"
             rows.append((fam, _fmt(v.get("eta_mem"), ".3f"), _fmt(v.get("eta_compute_16"), ".3f"),
                          _fmt(v.get("eta_compute_fp8"), ".3f"),
-                         _fmt(lowp, ".3f") if lowp is not None
-                         else _fmt(g.get("moe_efficiency"), ".3f") + " (16-bit)"))  # fmt: skip
+                         _fmt(moe_efficiency(True, fam), ".3f") + own))  # fmt: skip
         doc.table(rows, (34, 34, 38, 36, 36), align="RIGHT")
-        from advisor.perf.profiles import ENGINES, engine_profile
 
         rows = [("Engine", "step overhead μs", "per-layer μs", "per-sequence μs",
                  "per-request ms", "prefill dispatch μs/kernel", "× compute",
@@ -1084,6 +1084,7 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
                          _fmt(pr.kernel_dispatch_s * 1e6, ".1f"),
                          _fmt(pr.efficiency, ".3f"), _fmt(pr.mem_efficiency, ".3f")))  # fmt: skip
         doc.table(rows, (36, 22, 20, 22, 22, 22, 17, 17), align="RIGHT")
+        g = cal.get("global") or {}
         doc.para(
             "Every engine: attention kernels at "
             f"{_fmt(g.get('attention_efficiency'), '.2f')} of the GEMM efficiency, routed-expert "
