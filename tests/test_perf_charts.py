@@ -36,7 +36,7 @@ def test_breakdown_figure_draws_estimates_components():
     fig = lc.breakdown_figure(rows, "T")
     assert fig.layout.title.text == "T" and fig.layout.template == TEMPLATE
     drawn = {(t.y[0], t.name): t.x[0] for t in fig.data}
-    assert drawn[("TPOT", "memory (HBM reads)")] == e["breakdown"]["decode_step"]["memory"]
+    assert drawn[("TPOT", "memory (weights + KV reads)")] == e["breakdown"]["decode_step"]["memory"]
     assert drawn[("TTFT", "compute")] == e["breakdown"]["prefill"]["compute"]
     # TTFT components sum to estimate's TTFT (prefill alone at concurrency, no queueing)
     ttft = sum(v for (n, _), v in drawn.items() if n == "TTFT")
@@ -114,3 +114,23 @@ def test_out_of_sample_table_reads_the_crossval_file():
     assert groups[0] == "one source at a time"
     assert "one accelerator family at a time" in groups
     assert all(r["rows"] > 0 and 0 <= r["median_ape_pct"] <= r["p90_ape_pct"] for r in oos["rows"])
+
+
+def test_latency_and_compare_charts_draw_a_component_alike():
+    """A step component has one colour and one legend label on the Latency page's breakdown and
+    on Compare's (they used to differ: the pipeline bubble was vermillion on one and sky blue,
+    the queueing colour, on the other; memory was "HBM reads" on one, which a GDDR card has not).
+    A pipeline-parallel 405B on PCIe L40S draws every step component but host dispatch."""
+    from advisor.charts import compare_charts as cc
+
+    e = estimate(
+        get_model("llama-3.1-405b"), get_accelerator("l40s"),
+        EstimateInput(tp=4, pp=4, weights="int4", concurrency=8),
+    )  # fmt: skip
+    latency = {t.name: t.marker.color for t in lc.breakdown_figure(lc.breakdown_rows(e), "L").data}
+    compare = {t.name: t.marker.color for t in cc.latency_breakdown_figure({"A": e}).data}
+    shared = set(latency) & set(compare)
+    assert {"pipeline bubble", "memory (weights + KV reads)", "dequantization"} <= shared
+    assert all(latency[n] == compare[n] for n in shared)
+    # the bubble does not take the colour the Latency page gives queueing
+    assert latency["pipeline bubble"] != lc.COMPONENT_COLOURS["queueing"]

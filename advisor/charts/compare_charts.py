@@ -13,20 +13,15 @@ from plotly.subplots import make_subplots
 
 from advisor.catalog import accelerators
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.charts.theme import PALETTE, escape, styled
+from advisor.charts.theme import PALETTE, STEP_COMPONENTS, escape, styled
 from advisor.perf.estimate import EstimateInput, estimate
 from advisor.scenario import Scenario
 from advisor.search.results import Deployment
 
-#: Step-time components in drawing order, with the colours used on every compare chart.
-COMPONENTS: tuple[tuple[str, str, str], ...] = (
-    ("compute", "compute", "#0072B2"),
-    ("memory", "memory (weights + KV reads)", "#E69F00"),
-    ("dequant", "dequantization", "#CC79A7"),
-    ("communication", "communication", "#009E73"),
-    ("overhead", "engine overhead", "#7F7F7F"),
-    ("bubble", "pipeline bubble", "#56B4E9"),
-    ("host", "host dispatch (eager prefill)", "#8C564B"),
+#: Step-time components drawn on the compare charts (theme.STEP_COMPONENTS without the
+#: latencies under load, which a step breakdown does not have).
+COMPONENTS: tuple[tuple[str, str, str], ...] = tuple(
+    c for c in STEP_COMPONENTS if c[0] not in ("queueing", "prefill interruptions")
 )
 
 

@@ -12,31 +12,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from advisor.charts.theme import PALETTE, log_ticks, styled
+from advisor.charts.theme import PALETTE, STEP_COMPONENTS, log_ticks, styled
 
-#: Fixed colours of the step components, the same in every latency chart.
-COMPONENT_COLOURS: dict[str, str] = {
-    "compute": "#0072B2",
-    "memory": "#E69F00",
-    "communication": "#009E73",
-    "dequant": "#CC79A7",
-    "overhead": "#7F7F7F",
-    "bubble": "#D55E00",
-    "host": "#8C564B",
-    "queueing": "#56B4E9",
-    "prefill interruptions": "#F0E442",
-}
-COMPONENT_LABELS: dict[str, str] = {
-    "compute": "compute",
-    "memory": "memory (HBM reads)",
-    "communication": "communication",
-    "dequant": "dequantization",
-    "overhead": "engine overhead",
-    "bubble": "pipeline bubble",
-    "host": "host dispatch (eager prefill)",
-    "queueing": "queueing",
-    "prefill interruptions": "prefill interruptions",
-}
+#: Colours and legend labels of the step components (theme.STEP_COMPONENTS, shared with Compare).
+COMPONENT_COLOURS: dict[str, str] = {k: colour for k, _, colour in STEP_COMPONENTS}
+COMPONENT_LABELS: dict[str, str] = {k: label for k, label, _ in STEP_COMPONENTS}
 
 
 def _vline_trace(x: float, y0: float, y1: float, name: str, colour: str, dash: str) -> go.Scatter:

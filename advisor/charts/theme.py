@@ -34,6 +34,22 @@ MEMORY_COLOURS: dict[str, str] = {
     "overflow": "#D55E00",
 }
 
+#: Step-time components (key, legend label, colour) in drawing order: one table for the Latency
+#: and Compare charts and the PDF, so a component looks and reads the same everywhere. "memory"
+#: says what is read, not where: the L40S and other GDDR cards have no HBM. Queueing and prefill
+#: interruptions are latencies under load, not parts of a step (the Latency page only).
+STEP_COMPONENTS: tuple[tuple[str, str, str], ...] = (
+    ("compute", "compute", "#0072B2"),
+    ("memory", "memory (weights + KV reads)", "#E69F00"),
+    ("dequant", "dequantization", "#CC79A7"),
+    ("communication", "communication", "#009E73"),
+    ("overhead", "engine overhead", "#7F7F7F"),
+    ("bubble", "pipeline bubble", "#D55E00"),
+    ("host", "host dispatch (eager prefill)", "#8C564B"),
+    ("queueing", "queueing", "#56B4E9"),
+    ("prefill interruptions", "prefill interruptions", "#F0E442"),
+)
+
 #: Fixed colours for the links the interconnect page compares.
 LINK_COLOURS: dict[str, str] = {
     "pcie": "#D55E00",
