@@ -135,7 +135,7 @@ def roofline_figure(
     y_lo = float(np.min(np.minimum(peak, x * bw))) / 1e12
     fig.add_trace(_vline_trace(ridge, y_lo, peak / 1e12 * 1.5, f"ridge {ridge:,.0f} FLOP/B",
                                PALETTE[5], "dash"))  # fmt: skip
-    fig.update_xaxes(type="log", dtick=1, tickformat=",", title_text="arithmetic intensity (FLOP per byte of HBM traffic)")  # fmt: skip
+    fig.update_xaxes(type="log", dtick=1, tickformat=",", title_text="arithmetic intensity (FLOP per byte of memory traffic)")  # fmt: skip
     fig.update_yaxes(type="log", dtick=1, tickformat=",", title_text="attainable TFLOP/s per GPU")
     fig.update_layout(legend={"orientation": "h", "y": -0.25})
     return styled(fig, title, height=480)

@@ -448,7 +448,7 @@ def write(doc: dict, path: Path | None = None) -> dict:
     }
     header = (
         "# Fitted by `python -m advisor calibrate` (advisor/perf/calibrate.py); do not edit by hand.\n"
-        "# families: eta_* = achieved fraction of datasheet HBM bandwidth / dense tensor peak.\n"
+        "# families: eta_* = achieved fraction of datasheet memory bandwidth / dense tensor peak.\n"
         "# engines: overheads in seconds per decode iteration / per running sequence per iteration /\n"
         "#          per request (first token); efficiency multiplies the compute etas,\n"
         "#          mem_efficiency eta_mem (TensorRT-LLM is the reference at 1.0).\n"

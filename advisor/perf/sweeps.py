@@ -71,7 +71,7 @@ def batch_sweep(r: ReplicaArrays, context_tokens: float, batches: np.ndarray) ->
 
 
 def intensity(s: StepTimes) -> float:
-    """Arithmetic intensity (FLOP per byte of HBM traffic) of a step's busiest GPU."""
+    """Arithmetic intensity (FLOP per byte of memory traffic) of a step's busiest GPU."""
     return float(s.flops_per_gpu[0] / s.bytes_per_gpu[0])
 
 

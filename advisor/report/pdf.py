@@ -1054,7 +1054,7 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
         doc.para(
             f"Fitted by '{clean(cal.get('generated_by', '?'), 80)}' on "
             f"{clean(cal.get('generated_on', '?'), 40)} from {clean(cal.get('source', '?'), 120)}. "
-            "η = achieved fraction of datasheet HBM bandwidth / dense tensor peak.",
+            "η = achieved fraction of datasheet memory bandwidth / dense tensor peak.",
             8.5,
         )
         from advisor.perf.profiles import ENGINES, engine_profile, moe_efficiency

@@ -233,7 +233,7 @@ def _calibration_notes(sc: Scenario) -> list[str]:
         if not family_efficiency(g.family).fitted:
             out.append(
                 f"{g.name}: no published serving measurements in data/ for the {g.family} family; "
-                "its efficiencies are priors (measured matmul FLOPS / HBM fraction), so expect "
+                "its efficiencies are priors (measured matmul FLOPS, a typical memory-bandwidth fraction), so expect "
                 "larger errors than the validation table shows"
             )
     eng = engine_profile(sc.options.engine)

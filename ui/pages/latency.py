@@ -89,7 +89,7 @@ def profile_section(c: SimpleNamespace) -> None:
         f"{p['request_overhead_ms']:.1f} ms, kernel efficiency ×{p['efficiency']:.2f} compute, "
         f"×{p['mem_efficiency']:.2f} memory, "
         f"max {p['max_num_seqs']:,} running sequences. {c.gpu.family} efficiencies ({fam}): "
-        f"HBM {p['eta_mem']:.0%}, 16-bit compute {p['eta_compute_16']:.0%}, "
+        f"memory bandwidth {p['eta_mem']:.0%}, 16-bit compute {p['eta_compute_16']:.0%}, "
         f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet.{moe} All-reduces run at "
         f"{p['collective_efficiency']:.0%} of their nccl-tests speed (fitted on the engines' "
         f"multi-GPU rows)."
@@ -193,7 +193,7 @@ def roofline_section(c: SimpleNamespace) -> None:
         width="stretch",
     )  # fmt: skip
     left.caption(
-        f"Achievable peak {pts['peak_flops_per_s'] / 1e12:,.0f} TFLOP/s and HBM "
+        f"Achievable peak {pts['peak_flops_per_s'] / 1e12:,.0f} TFLOP/s and memory bandwidth "
         f"{pts['bandwidth_bytes_per_s'] / 1e12:.2f} TB/s per GPU (datasheet × calibrated "
         f"efficiency): ridge at {pts['ridge_flops_per_byte']:,.0f} FLOP/byte. Left of it a step "
         "is memory-bound, right of it compute-bound."
