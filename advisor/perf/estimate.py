@@ -12,6 +12,7 @@ running batch follows from Little's law).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 import numpy as np
@@ -30,6 +31,7 @@ from advisor.perf.predict import (
 )
 from advisor.perf.profiles import collective_efficiency, engine_profile, family_efficiency
 from advisor.perf.replica import (
+    ReplicaArrays,
     ReplicaConfig,
     build_replicas,
     low_precision_experts,
@@ -39,7 +41,7 @@ from advisor.perf.replica import (
     with_draft,
 )
 from advisor.perf.step import StepTimes, decode_step, prefill
-from advisor.physics.memory import memory_budget, moe_spread_blocker
+from advisor.physics.memory import MemoryBudget, memory_budget, moe_spread_blocker
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import DEFAULT_ENGINE, Engine
 
@@ -168,11 +170,96 @@ def context_warnings(model: ModelSpec, isl: int, osl: int) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class _Deployment:
+    """What ``estimate`` runs: one replica's arrays (with its draft's, when speculating), its
+    memory budget, and the sequences its KV budget and engine hold at isl + osl tokens."""
+
+    cfg: ReplicaConfig
+    r: ReplicaArrays
+    draft: ReplicaArrays | None
+    mem: MemoryBudget
+    cap: float
+    isl: float
+    osl: float
+
+
+@dataclass
+class _Load:
+    """What one load mode yields: mean TTFT and TPOT (s), output tokens/s of all replicas, the
+    running sequences, notes, and result fields of that mode (percentiles, KV offload...)."""
+
+    ttft_s: float
+    tpot_s: float
+    throughput_tok_s: float
+    concurrency: float
+    notes: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+    speculative: dict | None = None
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """A load the deployment cannot run as asked: why, and the concurrency that was asked."""
+
+    reasons: list[str]
+    concurrency: int
+
+
 def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     """Predict latency and throughput of one deployment; infeasible ones come back with reasons.
 
+    Steps: the replica and its memory budget (``_deployment``); what every result carries
+    (``_header``); whether it fits; the load mode's means (``_at_request_rate``,
+    ``_static_batch``, ``_offline``, ``_closed_loop``); E2E = TTFT + (osl - 1) x TPOT; the
+    intervals from the held-out error (``perf.intervals.estimate_intervals``).
     Every result carries ``warnings`` (e.g. a sequence longer than the trained context).
     """
+    dep = _deployment(model, gpu, inp)
+    base = _header(model, gpu, inp, dep)
+    reasons = list(dep.mem.reasons)
+    if dep.mem.fits and dep.cap < 1:
+        reasons.append(f"no {int(dep.isl + dep.osl)}-token sequence fits in the KV budget")
+    if reasons:
+        return _infeasible(base, reasons, dep.mem.suggestions, 0, {})
+
+    pre = prefill(dep.r, dep.isl)
+    breakdown = {"prefill": _components(pre)}
+    if inp.qps is not None:
+        load = _at_request_rate(dep, inp, float(pre.total[0]), breakdown)
+    elif inp.batching == "static":
+        load = _static_batch(dep, inp, breakdown)
+    elif inp.concurrency == "max":
+        load = _offline(dep, inp, float(pre.total[0]), breakdown)
+    else:
+        load = _closed_loop(dep, inp, float(pre.total[0]), breakdown)
+    if isinstance(load, dict):  # unstable at the request rate: the result says why
+        return {**base, **load}
+    if isinstance(load, _Refusal):
+        return _infeasible(base, load.reasons, dep.mem.suggestions, load.concurrency, breakdown)
+
+    base.update(load.extra)
+    e2e = load.ttft_s + (dep.osl - 1) * load.tpot_s
+    gpus = inp.tp * inp.pp * inp.dp
+    out = {
+        **base, "fits": True, "reasons": [], "suggestions": [],
+        "ttft_ms": load.ttft_s * 1e3, "tpot_ms": load.tpot_s * 1e3, "e2e_ms": e2e * 1e3,
+        "throughput_tok_s": load.throughput_tok_s,
+        "throughput_tok_s_per_gpu": load.throughput_tok_s / gpus,
+        "concurrency": load.concurrency, "breakdown": breakdown,
+        "notes": _serving_notes(model, inp) + load.notes,
+    }  # fmt: skip
+    if load.speculative is not None:
+        out["speculative"] = load.speculative
+    out["intervals"] = estimate_intervals(
+        out, gpu.family, inp.confidence, inp.qps is not None, moe=model.is_moe
+    )
+    return out
+
+
+def _deployment(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> _Deployment:
+    """One replica of the deployment (a draft model's beside it when speculating) and its
+    memory budget at isl + osl tokens; cap = min(KV budget / KV per sequence, max_num_seqs)."""
     intra = get_interconnect(inp.link) if inp.link else None
     inter = get_interconnect(inp.inter_link) if inp.inter_link else None
     cfg = ReplicaConfig(
@@ -181,8 +268,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         ep=inp.ep, dp_attention=inp.dp_attention,
     )  # fmt: skip
     r = build_replicas([cfg])
-    isl, osl = float(inp.isl), float(inp.osl)
-    ctx_max = isl + osl
+    ctx_max = float(inp.isl + inp.osl)
     draft_tp, d = 1, None
     if inp.spec_draft is not None:
         from advisor.perf.speculative_sweep import draft_config
@@ -195,13 +281,20 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         context_tokens=int(ctx_max), suggest=True, draft=inp.spec_draft, draft_tp=draft_tp,
         attention_dp=bool(r.dp_attn[0]),
     )  # fmt: skip
+    cap = float(np.minimum(max_running(r, ctx_max), r.max_num_seqs)[0])
+    return _Deployment(cfg, r, d, mem, cap, float(inp.isl), float(inp.osl))
+
+
+def _header(model: ModelSpec, gpu: Accelerator, inp: EstimateInput, dep: _Deployment) -> dict:
+    """What every result carries, feasible or not: the deployment, the engine profile and
+    accelerator efficiencies it runs with, its links, memory budget and context warnings."""
+    r, mem, cfg = dep.r, dep.mem, dep.cfg
     eng = engine_profile(inp.engine)
     eff = family_efficiency(gpu.family)
-    gpus = inp.tp * inp.pp * inp.dp
-    cap = float(np.minimum(max_running(r, ctx_max), r.max_num_seqs)[0])
-    base = {
+    return {
         "model": model.id, "gpu": gpu.id, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,
-        "gpus": gpus, "weights": inp.weights, "kv": inp.kv, "isl": inp.isl, "osl": inp.osl,
+        "gpus": inp.tp * inp.pp * inp.dp, "weights": inp.weights, "kv": inp.kv,
+        "isl": inp.isl, "osl": inp.osl,
         "engine": inp.engine, "expert_parallel": bool(r.ep[0]),
         "attention_data_parallel": bool(r.dp_attn[0]),
         "engine_profile": {
@@ -223,7 +316,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         },
         "tp_link": tp_link_for(cfg, interconnects()).id if inp.tp > 1 else None,
         "pp_link": pp_link_for(cfg, interconnects()).id if inp.pp > 1 else None,
-        "max_concurrency": int(cap),
+        "max_concurrency": int(dep.cap),
         "warnings": context_warnings(model, inp.isl, inp.osl),
         "memory": {
             "weights_gb_per_gpu": mem.weights_bytes_per_gpu / 1e9,
@@ -232,12 +325,12 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
             "kv_bytes_per_token": mem.kv_bytes_per_token,
         },
     }  # fmt: skip
-    reasons = list(mem.reasons)
-    if mem.fits and cap < 1:
-        reasons.append(f"no {int(ctx_max)}-token sequence fits in the KV budget")
-    if reasons:
-        return _infeasible(base, reasons, mem.suggestions, 0, {})
 
+
+def _serving_notes(model: ModelSpec, inp: EstimateInput) -> list[str]:
+    """What a feasible result says first: an engine not calibrated under load, and MoE options
+    the model's shapes make the engine ignore (``physics.memory.moe_spread_blocker``)."""
+    eng = engine_profile(inp.engine)
     notes: list[str] = []
     if not eng.calibrated_under_load and (inp.qps is not None or inp.concurrency != 1):
         notes.append(
@@ -250,150 +343,160 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         notes.append(f"expert parallelism ignored: {blocker}")
     if inp.dp_attention and blocker:
         notes.append(f"attention data parallelism ignored: {blocker}")
-    pre = prefill(r, isl)
-    ttft = float(pre.total[0])
-    breakdown = {"prefill": _components(pre)}
-    spec = None
-    if inp.qps is not None:
-        from advisor.perf.validate import service_for
-        from advisor.physics.queueing import latency_under_load
+    return notes
 
-        rate = inp.qps / inp.dp
-        res = latency_under_load(
-            service_for(r, np.array([isl]), np.array([osl])), rate, osl, isl_tokens=isl,
-            policy=inp.batching,
-        )  # fmt: skip
-        stable = bool(res.stable[0])
-        if not stable:
-            cap_rate = float(res.capacity_req_per_s[0]) * inp.dp
-            return {
-                **base, "fits": True, "stable": False,
-                "reasons": [f"{inp.qps:g} req/s exceeds the capacity of about {cap_rate:.3g} req/s "
-                            f"({inp.dp} replica(s)); the queue grows without bound"],
-                "ttft_ms": math.inf, "tpot_ms": math.inf, "e2e_ms": math.inf,
-                "throughput_tok_s": cap_rate * osl, "throughput_tok_s_per_gpu": cap_rate * osl / gpus,
-                "concurrency": int(cap), "breakdown": breakdown, "suggestions": [],
-            }  # fmt: skip
-        b = float(res.running_mean[0])
-        ttft = float(res.ttft.mean_s[0])
-        tpot = float(res.tpot.mean_s[0])
-        step = decode_step(r, max(b, 1.0), isl + osl / 2.0)
-        breakdown["decode_step"] = _components(step)
-        breakdown["queueing_ms"] = (ttft - float(pre.total[0])) * 1e3
-        throughput = inp.qps * osl
-        percentiles = {
-            "ttft_ms": {
-                f"p{q}": float(getattr(res.ttft, f"p{q}_s")[0]) * 1e3 for q in (50, 90, 95, 99)
-            },
-            "tpot_ms": {
-                f"p{q}": float(getattr(res.tpot, f"p{q}_s")[0]) * 1e3 for q in (50, 90, 95, 99)
-            },
-        }
-        base["percentiles"] = percentiles
-        concurrency = b
-    elif inp.batching == "static":
-        # Static batching: the whole batch prefills together (that gives the first token), then
-        # decodes osl - 1 steps in lockstep; nobody joins until the longest finishes (Orca's
-        # "scheduling delay").
-        n = cap if inp.concurrency == "max" else float(inp.concurrency or 1)
-        if n > cap or n < 1:
-            reasons.append(
-                f"a static batch of {int(n)} exceeds the {int(cap)} sequences the KV budget holds"
-            )
-            return _infeasible(base, reasons, mem.suggestions, int(n), breakdown)
-        pre = prefill(r, isl, n)
-        ttft = float(pre.total[0])
-        breakdown["prefill"] = _components(pre)
-        step = decode_step(r, n, isl + osl / 2.0)
-        breakdown["decode_step"] = _components(step)
-        tpot = float(step.total[0])
-        concurrency = n
-        throughput = float(static_throughput(r, n, isl, osl)[0]) * inp.dp
-        notes.append(f"static batching: {int(n)} prompts prefill together, then decode in lockstep")
-    elif inp.concurrency == "max":
-        b_arr, step = offline_step(r, np.array([isl]), np.array([osl]))
-        concurrency = float(b_arr[0])
-        tpot = float(step.total[0])
-        breakdown["decode_step"] = _components(step)
-        throughput = concurrency / tpot * inp.dp
-        notes.append(
-            f"offline: {int(concurrency)} sequences running, each iteration also prefills "
-            f"{concurrency * isl / osl:.0f} prompt tokens of the requests that replace finished ones"
+
+def _at_request_rate(
+    dep: _Deployment, inp: EstimateInput, prefill_s: float, breakdown: dict
+) -> _Load | dict:
+    """Poisson arrivals at qps / dp per replica: the queueing model's steady-state means and
+    percentiles (``physics.queueing.latency_under_load``); the running batch b from Little's
+    law, the decode step at b, throughput = qps x osl. Above capacity: the fields of an
+    unstable result (latencies inf, throughput at capacity) with the reason."""
+    from advisor.perf.validate import service_for
+    from advisor.physics.queueing import latency_under_load
+
+    isl, osl = dep.isl, dep.osl
+    res = latency_under_load(
+        service_for(dep.r, np.array([isl]), np.array([osl])), inp.qps / inp.dp, osl,
+        isl_tokens=isl, policy=inp.batching,
+    )  # fmt: skip
+    if not bool(res.stable[0]):
+        cap_rate = float(res.capacity_req_per_s[0]) * inp.dp
+        gpus = inp.tp * inp.pp * inp.dp
+        return {
+            "fits": True, "stable": False,
+            "reasons": [f"{inp.qps:g} req/s exceeds the capacity of about {cap_rate:.3g} req/s "
+                        f"({inp.dp} replica(s)); the queue grows without bound"],
+            "ttft_ms": math.inf, "tpot_ms": math.inf, "e2e_ms": math.inf,
+            "throughput_tok_s": cap_rate * osl, "throughput_tok_s_per_gpu": cap_rate * osl / gpus,
+            "concurrency": int(dep.cap), "breakdown": breakdown, "suggestions": [],
+        }  # fmt: skip
+    b = float(res.running_mean[0])
+    ttft = float(res.ttft.mean_s[0])
+    breakdown["decode_step"] = _components(decode_step(dep.r, max(b, 1.0), isl + osl / 2.0))
+    breakdown["queueing_ms"] = (ttft - prefill_s) * 1e3
+    percentiles = {
+        name: {f"p{q}": float(getattr(stats, f"p{q}_s")[0]) * 1e3 for q in (50, 90, 95, 99)}
+        for name, stats in (("ttft_ms", res.ttft), ("tpot_ms", res.tpot))
+    }
+    return _Load(ttft, float(res.tpot.mean_s[0]), inp.qps * osl, b,
+                 extra={"percentiles": percentiles})  # fmt: skip
+
+
+def _static_batch(dep: _Deployment, inp: EstimateInput, breakdown: dict) -> _Load | _Refusal:
+    """Static batching: the whole batch of n prefills together (that gives the first token),
+    then decodes osl - 1 steps in lockstep; nobody joins until the longest finishes (Orca's
+    "scheduling delay"). TTFT = prefill(n), TPOT = step(n), throughput from
+    ``predict.static_throughput``. A batch above the KV budget's cap: the reason."""
+    n = dep.cap if inp.concurrency == "max" else float(inp.concurrency or 1)
+    if n > dep.cap or n < 1:
+        return _Refusal(
+            [
+                f"a static batch of {int(n)} exceeds the {int(dep.cap)} sequences the KV budget holds"
+            ],
+            int(n),
         )
+    isl, osl = dep.isl, dep.osl
+    pre = prefill(dep.r, isl, n)
+    breakdown["prefill"] = _components(pre)
+    step = decode_step(dep.r, n, isl + osl / 2.0)
+    breakdown["decode_step"] = _components(step)
+    return _Load(
+        float(pre.total[0]), float(step.total[0]),
+        float(static_throughput(dep.r, n, isl, osl)[0]) * inp.dp, n,
+        notes=[f"static batching: {int(n)} prompts prefill together, then decode in lockstep"],
+    )  # fmt: skip
+
+
+def _offline(dep: _Deployment, inp: EstimateInput, prefill_s: float, breakdown: dict) -> _Load:
+    """All requests queued (``concurrency="max"``): as many sequences as the KV cache and the
+    engine hold, each iteration also prefilling the replacements' prompts
+    (``predict.offline_step``); throughput = batch / step x dp."""
+    b_arr, step = offline_step(dep.r, np.array([dep.isl]), np.array([dep.osl]))
+    b, tpot = float(b_arr[0]), float(step.total[0])
+    breakdown["decode_step"] = _components(step)
+    return _Load(
+        prefill_s, tpot, b / tpot * inp.dp, b,
+        notes=[f"offline: {int(b)} sequences running, each iteration also prefills "
+               f"{b * dep.isl / dep.osl:.0f} prompt tokens of the requests that replace finished ones"],
+    )  # fmt: skip
+
+
+def _closed_loop(
+    dep: _Deployment, inp: EstimateInput, prefill_s: float, breakdown: dict
+) -> _Load | _Refusal:
+    """n sequences kept running (n clients in a closed loop, or a decode pool).
+
+    TPOT = step(n) + prefill stalls of the n - 1 others' replacements
+    (``predict.concurrency_tpot``; with speculation k draft steps and a verify per E tokens,
+    the draft's prefill stalling too; a decode pool never stalls); + KV offload over PCIe where
+    n exceeds the KV budget (``kv_offload_time_s``). TTFT = prefill (+ the draft's) + the wait
+    for the iteration in flight and the prompts queued before it (``predict.concurrency_ttft``).
+    Throughput by Little's law: n x osl / (TTFT + (osl - 1) x TPOT) x dp.
+    """
+    r, d, isl, osl, cfg = dep.r, dep.draft, dep.isl, dep.osl, dep.cfg
+    ctx = isl + osl / 2.0
+    n = float(inp.concurrency or 1)
+    notes: list[str] = []
+    extra: dict = {}
+    offload_s = 0.0
+    if n > dep.cap:
+        offload = _kv_offload(cfg, r, n, isl + osl, ctx)
+        if offload is None:
+            return _Refusal(
+                [f"--concurrency {int(n)} exceeds the {int(dep.cap)} sequences of "
+                 f"{int(isl + osl)} tokens the KV budget holds, and offloading the overflow to "
+                 "host memory does not help here (use --concurrency max, more TP, or lower-bit KV)"],
+                int(n),
+            )  # fmt: skip
+        offload_s = offload["offload_ms_per_step"] / 1e3
+        extra["kv_offload"] = offload
+        notes.append(offload["note"])
+    step = decode_step(r, n, ctx)
+    breakdown["decode_step"] = _components(step)
+    if offload_s:
+        breakdown["decode_step"]["kv_offload"] = offload_s * 1e3
+    ttft, spec = prefill_s, None
+    if inp.spec_draft is not None and d is not None:
+        tpot, _, spec = _speculative_tpot(
+            cfg, inp.spec_draft, n, ctx, inp.spec_tokens, inp.spec_acceptance
+        )
+        # the draft also prefills the prompt before it can propose (as the search counts it)
+        draft_pre = float(prefill_interruption_s(d, isl)[0])
+        ttft += draft_pre
+        breakdown["prefill"]["draft"] = draft_pre * 1e3
+        if n > 1:  # the other requests' replacements stall the batch, draft pass included
+            p_s = float(prefill_interruption_s(r, isl)[0]) + draft_pre
+            stall = float(prefill_stall_per_token_s(n, osl, p_s))
+            tpot += stall
+            breakdown["prefill_interruptions_ms_per_token"] = stall * 1e3
+    elif inp.prefill_elsewhere:
+        tpot = float(step.total[0])
+        notes.append("decode pool: prompts are prefilled on the other pool, so decode "
+                     "never stalls for them")  # fmt: skip
+    elif n > 1:
+        tpot = float(concurrency_tpot(r, n, isl, osl)[0])
+        breakdown["prefill_interruptions_ms_per_token"] = (tpot - float(step.total[0])) * 1e3
     else:
-        n = float(inp.concurrency or 1)
-        offload_s = 0.0
-        if n > cap:
-            offload = _kv_offload(cfg, r, n, ctx_max, isl + osl / 2.0)
-            if offload is None:
-                reasons.append(
-                    f"--concurrency {int(n)} exceeds the {int(cap)} sequences of {int(ctx_max)} "
-                    "tokens the KV budget holds, and offloading the overflow to host memory does "
-                    "not help here (use --concurrency max, more TP, or lower-bit KV)"
-                )
-                return _infeasible(base, reasons, mem.suggestions, int(n), breakdown)
-            offload_s = offload["offload_ms_per_step"] / 1e3
-            base["kv_offload"] = offload
-            notes.append(offload["note"])
-        step = decode_step(r, n, isl + osl / 2.0)
-        breakdown["decode_step"] = _components(step)
-        if offload_s:
-            breakdown["decode_step"]["kv_offload"] = offload_s * 1e3
-        if inp.spec_draft is not None and d is not None:
-            tpot, _, spec = _speculative_tpot(
-                cfg, inp.spec_draft, n, isl + osl / 2.0, inp.spec_tokens, inp.spec_acceptance
-            )
-            # the draft also prefills the prompt before it can propose (as the search counts it)
-            draft_pre = float(prefill_interruption_s(d, isl)[0])
-            ttft += draft_pre
-            breakdown["prefill"]["draft"] = draft_pre * 1e3
-            if n > 1:  # the other requests' replacements stall the batch, draft pass included
-                p_s = float(prefill_interruption_s(r, isl)[0]) + draft_pre
-                stall = float(prefill_stall_per_token_s(n, osl, p_s))
-                tpot += stall
-                breakdown["prefill_interruptions_ms_per_token"] = stall * 1e3
-        elif inp.prefill_elsewhere:
-            tpot = float(step.total[0])
-            notes.append("decode pool: prompts are prefilled on the other pool, so decode "
-                         "never stalls for them")  # fmt: skip
-        elif n > 1:
-            tpot = float(concurrency_tpot(r, n, isl, osl)[0])
-            breakdown["prefill_interruptions_ms_per_token"] = (tpot - float(step.total[0])) * 1e3
-        else:
-            tpot = float(step.total[0])
-        if n > 1 and not inp.prefill_elsewhere:
-            # n clients in a closed loop: a new request waits for the iteration in flight and
-            # for prompts queued before it (the TTFT the validation predicts for such rows);
-            # with speculation the iteration is k draft steps and a verify, and the cycle runs
-            # at the speculative TPOT
-            spec_loop = {}
-            if spec is not None:
-                spec_loop = dict(
-                    tpot_s=np.array([tpot]),
-                    iteration_s=np.array([_speculative_steps(
-                        cfg, inp.spec_draft, n - 1.0, isl + osl / 2.0, inp.spec_tokens
-                    )[0]]),
-                )  # fmt: skip
-            wait = float(concurrency_ttft(r, n, isl, osl, **spec_loop)[0]) - float(pre.total[0])
-            ttft += wait
-            breakdown["queueing_ms"] = wait * 1e3
-        tpot += offload_s
-        concurrency = n
-        # Little's law: n requests in flight, each done after TTFT + (osl - 1) x TPOT
-        throughput = n * osl / (ttft + (osl - 1) * tpot) * inp.dp
-    e2e = ttft + (osl - 1) * tpot
-    out = {
-        **base, "fits": True, "reasons": [], "suggestions": [],
-        "ttft_ms": ttft * 1e3, "tpot_ms": tpot * 1e3, "e2e_ms": e2e * 1e3,
-        "throughput_tok_s": throughput, "throughput_tok_s_per_gpu": throughput / gpus,
-        "concurrency": concurrency, "breakdown": breakdown, "notes": notes,
-    }  # fmt: skip
-    if spec is not None:
-        out["speculative"] = spec
-    out["intervals"] = estimate_intervals(
-        out, gpu.family, inp.confidence, inp.qps is not None, moe=model.is_moe
-    )
-    return out
+        tpot = float(step.total[0])
+    if n > 1 and not inp.prefill_elsewhere:
+        # the TTFT the validation predicts for such rows; with speculation the iteration in
+        # flight is k draft steps and a verify, and the cycle runs at the speculative TPOT
+        spec_loop = {}
+        if spec is not None:
+            spec_loop = dict(
+                tpot_s=np.array([tpot]),
+                iteration_s=np.array([_speculative_steps(
+                    cfg, inp.spec_draft, n - 1.0, ctx, inp.spec_tokens
+                )[0]]),
+            )  # fmt: skip
+        wait = float(concurrency_ttft(r, n, isl, osl, **spec_loop)[0]) - prefill_s
+        ttft += wait
+        breakdown["queueing_ms"] = wait * 1e3
+    tpot += offload_s
+    throughput = n * osl / (ttft + (osl - 1) * tpot) * inp.dp
+    return _Load(ttft, tpot, throughput, n, notes=notes, extra=extra, speculative=spec)
 
 
 #: Pinned host-to-device copies reach ~80% of the raw PCIe rate (CUDA samples bandwidthTest:
