@@ -7,6 +7,8 @@ fp16, the speculative speedup at the operating batch, and the cost/GPU trade-off
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from advisor.search.evaluate import interp_step
@@ -33,7 +35,7 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
     disagg = best_i >= t.na
     pool = "Decode pool: " if disagg else ""
     if disagg:
-        out.extend(_disaggregated_lines(sc, t, best_i, ratio, b))
+        out.extend(_disaggregated_lines(sc, t, best_i, ratio, b, lat, metric))
     from advisor.perf.step import decode_step
 
     step = decode_step(st.r.take(np.array([k])), b, st.context_tokens)
@@ -167,8 +169,10 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
-def _disaggregated_lines(sc, t, best_i: int, ratio, b: float) -> list[str]:
-    """Why a disaggregated pair wins: its pools, the KV move, the best aggregated alternative."""
+def _disaggregated_lines(sc, t, best_i: int, ratio, b: float, lat, metric: str) -> list[str]:
+    """Why a disaggregated pair wins: its pools, the KV move, the best aggregated alternative
+    (and, where that costs the same on as many GPUs, the latency that broke the tie: the
+    ranking's last key, ``recommend._rank_key``)."""
     st, dg, j = t.st, t.dg, best_i - t.na
     ps, ds = st.shapes[int(dg.pre_shape[j])], st.shapes[int(dg.dec_shape[j])]
     pdp, ddp = int(dg.pre_dp[j]), int(dg.dec_dp[j])
@@ -190,14 +194,26 @@ def _disaggregated_lines(sc, t, best_i: int, ratio, b: float) -> list[str]:
     ]
     agg = np.nonzero(ratio[: t.na] <= 1.0)[0]
     if agg.size:
-        a = agg[np.lexsort((t.gpus[agg], t.cost[agg]))[0]]
+        a = agg[np.lexsort((lat[agg], t.gpus[agg], t.cost[agg]))[0]]
         s = st.shapes[int(t.ev.shape_idx[a])]
-        out.append(
+        what = (
             f"The cheapest aggregated deployment meeting the SLA ({int(t.ev.dp[a])} x TP={s.tp}, "
-            f"PP={s.pp}, {s.weights}{', speculative' if s.spec else ''}) costs "
-            f"${float(t.cost[a]):.3f}/M tokens on {int(t.gpus[a])} GPUs vs "
-            f"${float(t.cost[best_i]):.3f} on {int(t.gpus[best_i])}."
+            f"PP={s.pp}, {s.weights}{', speculative' if s.spec else ''})"
         )
+        tie = int(t.gpus[a]) == int(t.gpus[best_i]) and math.isclose(
+            float(t.cost[a]), float(t.cost[best_i]), rel_tol=1e-9
+        )
+        if tie:
+            out.append(
+                f"{what} costs the same, ${float(t.cost[a]):.3f}/M tokens on {int(t.gpus[a])} "
+                f"GPUs; the disaggregated pair ranks first on its lower {metric} "
+                f"({float(lat[best_i]):.1f} ms vs {float(lat[a]):.1f} ms)."
+            )
+        else:
+            out.append(
+                f"{what} costs ${float(t.cost[a]):.3f}/M tokens on {int(t.gpus[a])} GPUs vs "
+                f"${float(t.cost[best_i]):.3f} on {int(t.gpus[best_i])}."
+            )
     else:
         out.append("No aggregated deployment meets the SLA at this load.")
     return out
