@@ -295,3 +295,34 @@ def test_pdf_range_that_excludes_its_estimate_says_which_way_the_model_errs():
     assert d.range_text("TPOT", 34.3) == " (80% range 27.7-33.8 ms; the model runs high here)"
     assert d.range_text("TTFT", 369.5) == " (80% range 227.6-678.4 ms)"
     assert d.range_text("TPOT") == " (80% range 27.7-33.8 ms)"
+
+
+def test_report_without_a_recommendation_draws_the_closest_miss_it_names():
+    # Reported: with no deployment meeting the SLA, the summary named the closest miss (TP=8 on
+    # 8 x L40S) while the memory chart drew Llama 3.1 405B at TP=1, PP=1 (217 GB of weights on a
+    # 48 GB GPU), a deployment the report never discussed, and the latency chart was missing.
+    # Now both charts are the closest miss's, as the app's focus puts it (ui/focus.py).
+    from advisor.scenario import SLA, Hardware, Options, Workload
+
+    s = Scenario(
+        model="llama-3.1-405b", hardware=Hardware(gpus=["l40s"], gpus_per_node=8),
+        options=Options(weight_dtypes=["int4"], kv_dtypes=["fp16", "fp8"]),
+        workload=Workload(isl_tokens=600, osl_tokens=400, arrival_rate_per_s=0.2),
+        sla=SLA(ttft_ms=2000, tpot_ms=50),
+    )  # fmt: skip
+    rec = recommend(s)
+    assert rec.best is None and rec.near_misses
+    closest = rec.near_misses[0].deployment
+    pdf = build_report(s, recommendation=rec, sensitivities=False, charts=CHARTS)
+    flat = _flat(_text(pdf)[1])
+    # the memory chart is drawn for the closest miss's TP and PP
+    from advisor.report.pdf import _Context, _memory_figure
+
+    ctx = _Context(s, rec, None, None, [], described=closest, closest_miss=closest)
+    title = _memory_figure(ctx).layout.title.text
+    assert f"TP={closest.tp}, PP={closest.pp}" in title and closest.tp > 1
+    if CHARTS:
+        assert "the charts show the closest miss, " + _flat(closest.description) in flat
+        info = last_build_info()
+        assert info["missing_charts"] == []  # memory, latency (of the closest miss), Pareto
+        assert info["images"] == 3

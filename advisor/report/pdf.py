@@ -367,6 +367,9 @@ class _Context:
     focused: bool = False
     #: The search's Deployment the report describes (the charts are drawn for it).
     described: Any = None
+    #: The closest near miss the charts draw when nothing meets the SLA and nothing is in
+    #: focus (the deployment the summary's "closest:" names, as the app puts it in focus).
+    closest_miss: Any = None
 
 
 def build_report(
@@ -416,8 +419,11 @@ def build_report(
         best_obj = focus
     best = deployment(best_obj, scenario.sla.percentile) if best_obj is not None else None
     alts = _alternatives(rec, best) if focus is None or items else []  # "why they lost" to it
+    near = list(_pick(rec, "near_misses", default=None) or []) if rec is not None else []
+    closest = near[0].deployment if best_obj is None and near else None
     ctx = _Context(scenario, rec, rec_note, best, alts, focus_note=clean(focus_note, 800),
-                   focused=focus is not None and not items, described=best_obj)  # fmt: skip
+                   focused=focus is not None and not items, described=best_obj or closest,
+                   closest_miss=closest)  # fmt: skip
 
     subtitle = clean(client_t or scenario.name, 60)
     doc = _Doc(subtitle)
@@ -768,7 +774,8 @@ def _memory_figure(ctx: _Context):
     from advisor.charts import memory_charts as mc
     from advisor.physics.memory import memory_budget
 
-    s, d = ctx.scenario, ctx.best
+    s = ctx.scenario
+    d = ctx.best or (deployment(ctx.closest_miss, s.sla.percentile) if ctx.closest_miss else None)
     model = s.model_spec()
     gid = d.gpu if d else s.hardware.gpus[0]
     gpu = accelerators()[gid]
@@ -839,6 +846,9 @@ def _charts_section(doc: _Doc, ctx: _Context) -> None:
     ):
         doc.add_page()  # the heading goes with its first chart, never alone at a page's foot
     doc.h1(f"Charts: {clean(ctx.scenario.name, 80)}" if ctx.compared else "Charts")
+    if ctx.closest_miss is not None:
+        doc.para("No deployment meets the SLA: the charts show the closest miss, "
+                 + clean(ctx.closest_miss.description, 400) + ".", 9.5, colour=GREY)  # fmt: skip
     embedded = [_embed(doc, ctx, title, build) for title, build in _figure_builders(ctx)]
     if not any(embedded):
         doc.para("No chart could be embedded; see 'Missing charts' at the end.", 9.5, colour=GREY)
