@@ -466,8 +466,11 @@ def _closed_loop(
         draft_pre = float(prefill_interruption_s(d, isl)[0])
         ttft += draft_pre
         breakdown["prefill"]["draft"] = draft_pre * 1e3
-        if n > 1:  # the other requests' replacements stall the batch, draft pass included
-            p_s = float(prefill_interruption_s(r, isl)[0]) + draft_pre
+        if n > 1:  # the other requests' replacements stall the batch, draft pass included;
+            # a decode pool's prompts are prefilled on the other pool: only the draft's pass
+            # over each new prompt (it builds the draft's KV there) stalls it
+            target_pre = 0.0 if inp.prefill_elsewhere else float(prefill_interruption_s(r, isl)[0])
+            p_s = target_pre + draft_pre
             stall = float(prefill_stall_per_token_s(n, osl, p_s))
             tpot += stall
             breakdown["prefill_interruptions_ms_per_token"] = stall * 1e3
