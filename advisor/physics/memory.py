@@ -608,16 +608,7 @@ def memory_budget(
     >>> b.fits, b.max_concurrent_sequences, b.max_concurrent_sequences_contiguous
     (True, 121, 121)
     """
-    if tp < 1 or pp < 1:
-        raise ValueError(f"tp={tp}, pp={pp}; both must be >= 1")
-    if context_tokens < 1:
-        raise ValueError(f"context_tokens={context_tokens}; must be >= 1")
-    if block_size not in PAGED_BLOCK_SIZES:
-        raise ValueError(f"block_size={block_size}; allowed: {PAGED_BLOCK_SIZES}")
-    if not 0.05 <= gpu_memory_utilization <= 1.0:
-        raise ValueError(f"gpu_memory_utilization={gpu_memory_utilization}; allowed: 0.05..1.0")
-    if pp > model.num_hidden_layers:
-        raise ValueError(f"pp={pp} exceeds the model's {model.num_hidden_layers} layers")
+    _check_budget_args(model, tp, pp, context_tokens, block_size, gpu_memory_utilization)
     max_len = max_model_len or model.max_position_embeddings
     max_len = max(max_len, context_tokens)
 
@@ -653,29 +644,11 @@ def memory_budget(
     n_paged = max(0, math.floor(kv_budget / paged_seq_gpu)) if kv_budget > 0 else 0
     n_contig = max(0, math.floor(kv_budget / contig_seq_gpu)) if kv_budget > 0 else 0
 
-    reasons: list[str] = []
-    where = f"{weights_dtype}, TP={tp}{' (attention DP)' if attention_dp else ''}, PP={pp}"
-    usable_txt = (
-        f"{_gb(usable)} usable ({gpu_memory_utilization:.2f} x {_gb(gpu.memory_bytes)} "
-        f"on {gpu.name})"
-    )
-    with_draft = f" + draft {draft.id} {_gb(draft_w)}" if draft is not None else ""
-    if placement.per_gpu_bytes + draft_w > usable:
-        reasons.append(
-            f"weights need {_gb(placement.per_gpu_bytes)}{with_draft} per GPU ({where}); "
-            f"the GPU has {usable_txt}"
-        )
-    elif kv_budget <= 0:
-        reasons.append(
-            f"weights {_gb(placement.per_gpu_bytes)}{with_draft} + activation reserve "
-            f"{_gb(reserve)} per GPU leave no room for the KV cache in {usable_txt}"
-        )
-    elif n_paged == 0:
-        reasons.append(
-            f"one {context_tokens}-token sequence needs {_gb(paged_seq_gpu)} of KV cache per GPU"
-            f"{' (target + draft)' if draft is not None else ''}; only {_gb(kv_budget)} is left "
-            "after weights and activations"
-        )
+    reasons = _budget_reasons(
+        gpu, placement.per_gpu_bytes, draft, draft_w, reserve, usable, kv_budget, n_paged,
+        paged_seq_gpu, context_tokens, f"{weights_dtype}, TP={tp}"
+        f"{' (attention DP)' if attention_dp else ''}, PP={pp}", gpu_memory_utilization,
+    )  # fmt: skip
     fits = not reasons
 
     suggestions: list[str] = []
@@ -685,38 +658,10 @@ def memory_budget(
             gpu_memory_utilization, max_batched_tokens, int4_group_size, draft, draft_tp,
         )  # fmt: skip
 
-    assumptions = [
-        f"usable memory = {gpu_memory_utilization:.2f} x {gpu.memory_bytes / 2**30:.1f} GiB "
-        "(vLLM gpu_memory_utilization)",
-        f"activation reserve for {max_batched_tokens} batched tokens + runtime overhead "
-        f"{DEFAULT_RUNTIME_OVERHEAD_BYTES / 2**30:.1f} GiB",
-        placement.note,
-        "quantized weights: linear layers only; embeddings, lm_head and norms stay 16-bit",
-        f"contiguous allocation reserves {max_len} tokens per sequence",
-    ]
-    if draft is not None:
-        assumptions.append(
-            f"speculative draft {draft.id} at TP={draft_tp} on the same GPUs: "
-            f"{_gb(draft_w)} of weights and {_gb(draft_kv(context_tokens))} of KV per sequence"
-        )
-    e_dtype, o_dtype = linear_dtypes(model, weights_dtype)
-    if e_dtype != o_dtype and model.is_moe:
-        assumptions.append(
-            f"routed experts in {e_dtype} as the checkpoint ships them; attention, router, "
-            f"shared layers in {o_dtype}"
-        )
-    if weights_dtype in ("mxfp4", "nvfp4"):
-        block = MXFP4_BLOCK_SIZE if weights_dtype == "mxfp4" else NVFP4_BLOCK_SIZE
-        assumptions.append(
-            f"{weights_dtype}: 4-bit elements + one 8-bit scale per {block} weights"
-            + (" + one fp32 scale per matrix" if weights_dtype == "nvfp4" else "")
-        )
-    if weights_dtype == "int4":
-        assumptions.append(
-            f"int4 with one fp16 scale and a 4-bit zero per {int4_group_size} weights"
-        )
-    if not model.is_mla and tp > model.num_key_value_heads and tp_head_split(model, tp)[1]:
-        assumptions.append(tp_head_split(model, tp)[1])
+    assumptions = _budget_assumptions(
+        model, gpu, tp, weights_dtype, max_len, gpu_memory_utilization, max_batched_tokens,
+        int4_group_size, placement.note, draft, draft_tp, draft_w, draft_kv(context_tokens),
+    )  # fmt: skip
 
     return MemoryBudget(
         params=pb.total,
@@ -742,6 +687,95 @@ def memory_budget(
         draft_weights_bytes_per_gpu=draft_w,
         draft_kv_bytes_per_sequence_per_gpu=draft_kv(context_tokens),
     )
+
+
+def _check_budget_args(
+    model: ModelSpec, tp: int, pp: int, context_tokens: int, block_size: int,
+    gpu_memory_utilization: float,
+) -> None:  # fmt: skip
+    """ValueError naming the argument, its value and the allowed range."""
+    if tp < 1 or pp < 1:
+        raise ValueError(f"tp={tp}, pp={pp}; both must be >= 1")
+    if context_tokens < 1:
+        raise ValueError(f"context_tokens={context_tokens}; must be >= 1")
+    if block_size not in PAGED_BLOCK_SIZES:
+        raise ValueError(f"block_size={block_size}; allowed: {PAGED_BLOCK_SIZES}")
+    if not 0.05 <= gpu_memory_utilization <= 1.0:
+        raise ValueError(f"gpu_memory_utilization={gpu_memory_utilization}; allowed: 0.05..1.0")
+    if pp > model.num_hidden_layers:
+        raise ValueError(f"pp={pp} exceeds the model's {model.num_hidden_layers} layers")
+
+
+def _budget_reasons(
+    gpu: Accelerator, weights_b: float, draft: ModelSpec | None, draft_w: float, reserve: float,
+    usable: float, kv_budget: float, n_paged: int, paged_seq_gpu: float, context_tokens: int,
+    where: str, gpu_memory_utilization: float,
+) -> list[str]:  # fmt: skip
+    """Why the deployment does not fit, first cause only (empty when it fits):
+
+    weights + draft > usable;  else KV budget = usable - weights - draft - reserve <= 0;
+    else not one paged sequence of ``context_tokens`` in the KV budget.
+    """
+    usable_txt = (
+        f"{_gb(usable)} usable ({gpu_memory_utilization:.2f} x {_gb(gpu.memory_bytes)} "
+        f"on {gpu.name})"
+    )
+    with_draft = f" + draft {draft.id} {_gb(draft_w)}" if draft is not None else ""
+    if weights_b + draft_w > usable:
+        return [f"weights need {_gb(weights_b)}{with_draft} per GPU ({where}); "
+                f"the GPU has {usable_txt}"]  # fmt: skip
+    if kv_budget <= 0:
+        return [f"weights {_gb(weights_b)}{with_draft} + activation reserve {_gb(reserve)} per "
+                f"GPU leave no room for the KV cache in {usable_txt}"]  # fmt: skip
+    if n_paged == 0:
+        return [
+            f"one {context_tokens}-token sequence needs {_gb(paged_seq_gpu)} of KV cache per GPU"
+            f"{' (target + draft)' if draft is not None else ''}; only {_gb(kv_budget)} is left "
+            "after weights and activations"
+        ]
+    return []
+
+
+def _budget_assumptions(
+    model: ModelSpec, gpu: Accelerator, tp: int, weights_dtype: str, max_len: int,
+    gpu_memory_utilization: float, max_batched_tokens: int, int4_group_size: int,
+    placement_note: str, draft: ModelSpec | None, draft_tp: int, draft_w: float,
+    draft_kv_bytes: float,
+) -> list[str]:  # fmt: skip
+    """What the budget assumes, in the words the Memory page and the PDF show."""
+    assumptions = [
+        f"usable memory = {gpu_memory_utilization:.2f} x {gpu.memory_bytes / 2**30:.1f} GiB "
+        "(vLLM gpu_memory_utilization)",
+        f"activation reserve for {max_batched_tokens} batched tokens + runtime overhead "
+        f"{DEFAULT_RUNTIME_OVERHEAD_BYTES / 2**30:.1f} GiB",
+        placement_note,
+        "quantized weights: linear layers only; embeddings, lm_head and norms stay 16-bit",
+        f"contiguous allocation reserves {max_len} tokens per sequence",
+    ]
+    if draft is not None:
+        assumptions.append(
+            f"speculative draft {draft.id} at TP={draft_tp} on the same GPUs: "
+            f"{_gb(draft_w)} of weights and {_gb(draft_kv_bytes)} of KV per sequence"
+        )
+    e_dtype, o_dtype = linear_dtypes(model, weights_dtype)
+    if e_dtype != o_dtype and model.is_moe:
+        assumptions.append(
+            f"routed experts in {e_dtype} as the checkpoint ships them; attention, router, "
+            f"shared layers in {o_dtype}"
+        )
+    if weights_dtype in ("mxfp4", "nvfp4"):
+        block = MXFP4_BLOCK_SIZE if weights_dtype == "mxfp4" else NVFP4_BLOCK_SIZE
+        assumptions.append(
+            f"{weights_dtype}: 4-bit elements + one 8-bit scale per {block} weights"
+            + (" + one fp32 scale per matrix" if weights_dtype == "nvfp4" else "")
+        )
+    if weights_dtype == "int4":
+        assumptions.append(
+            f"int4 with one fp16 scale and a 4-bit zero per {int4_group_size} weights"
+        )
+    if not model.is_mla and tp > model.num_key_value_heads and tp_head_split(model, tp)[1]:
+        assumptions.append(tp_head_split(model, tp)[1])
+    return assumptions
 
 
 def _suggestions(
