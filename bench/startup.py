@@ -7,9 +7,10 @@ pools growing). If such a cost explains the misses, the mean and the P99 of the 
 the same c:
 
     from the mean:  c_mean = (measured mean - predicted mean) x R / n
-    from the P99:   c_p99  = measured P99 - slowest predicted first-wave TTFT
+    from the P99:   c_p99  = measured P99 - predicted P99
 
-(the P99 of a run whose first wave holds more than 1% of its requests is a first-wave request).
+(the predicted P99 is ``percentiles.predict_percentiles``': where the first wave holds more than
+1% of the run's requests, a first-wave TTFT, which the cost shifts by c).
 A steady-state error instead would move the mean by the same fraction as the median and leave
 c_mean and c_p99 unrelated. Prints one line per run with a published mean and P99 TTFT and a
 stated request count, the two estimates, the run's median error where published, and a summary.
@@ -30,9 +31,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from advisor.perf.measurements import cases, load_rows  # noqa: E402
-from advisor.perf.percentiles import percentile_cases  # noqa: E402
-from advisor.perf.predict import first_wave_iteration, first_wave_ttfts_s  # noqa: E402
-from advisor.perf.replica import build_replicas  # noqa: E402
+from advisor.perf.percentiles import percentile_cases, predict_percentiles  # noqa: E402
 from advisor.perf.validate import predict_cases  # noqa: E402
 
 #: Columns that identify one benchmark run (its rows differ only in metric and value).
@@ -44,15 +43,6 @@ def _run(row: dict) -> tuple:
     return tuple(row[k] for k in RUN_COLUMNS)
 
 
-def _slowest_wave_s(c) -> float:
-    """Slowest first-wave TTFT the model predicts for the run of closed-loop case ``c`` (s)."""
-    r = build_replicas([c.config])
-    iteration, m, delay = first_wave_iteration(
-        r, np.array([c.isl]), np.array([c.batch]), np.array([c.prefill_budget_tokens])
-    )
-    return float(first_wave_ttfts_s(float(iteration[0]), float(m[0]), c.batch)[-1] + delay[0])
-
-
 def main() -> None:
     rows = {r["id"]: r for r in load_rows()}
     all_cases, _ = cases()
@@ -61,9 +51,9 @@ def main() -> None:
     medians = {_run(rows[c.id]): c for c in all_cases
                if c.kind == "conc_ttft" and c.statistic == "median"}  # fmt: skip
     p99 = defaultdict(list)
-    for pc in percentile_cases()[0]:
-        if pc.metric == "ttft" and pc.quantile == 0.99:
-            p99[_run(rows[pc.id])].append(pc)
+    tails = [pc for pc in percentile_cases()[0] if pc.metric == "ttft" and pc.quantile == 0.99]
+    for pp in predict_percentiles(tails):
+        p99[_run(rows[pp.pc.id])].append(pp)
     pred = predict_cases(means)
     med_pred = dict(zip(medians, predict_cases(list(medians.values())), strict=True))
     print(f"{'id':<6} {'engine':<7} {'gpu':<9} {'model':<16} {'n':>4} {'R':>5} {'mean ms':>8} "
@@ -74,7 +64,7 @@ def main() -> None:
         if not p99.get(run):
             continue
         c_mean = (c.measured - p) * c.requests / c.batch
-        c_p99 = p99[run][0].measured_s - _slowest_wave_s(c)
+        c_p99 = p99[run][0].pc.measured_s - p99[run][0].predicted_s
         med = medians.get(run)
         med_err = med_pred[run] / med.measured - 1 if med is not None else None
         out.append((c.batch / c.requests, c_mean, c_p99, p / c.measured - 1, med_err))
