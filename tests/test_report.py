@@ -318,7 +318,8 @@ def test_report_without_a_recommendation_draws_the_closest_miss_it_names():
     # the memory chart is drawn for the closest miss's TP and PP
     from advisor.report.pdf import _Context, _memory_figure
 
-    ctx = _Context(s, rec, None, None, [], described=closest, closest_miss=closest)
+    ctx = _Context(s, rec, None, None, [], described=closest)
+    assert ctx.closest_miss is closest
     title = _memory_figure(ctx).layout.title.text
     assert f"TP={closest.tp}, PP={closest.pp}" in title and closest.tp > 1
     if CHARTS:

@@ -365,11 +365,14 @@ class _Context:
     focus_note: str = ""
     #: The report describes that deployment (False: it cannot run; the recommendation follows).
     focused: bool = False
-    #: The search's Deployment the report describes (the charts are drawn for it).
+    #: The search's Deployment the report describes (the charts are drawn for it); when nothing
+    #: meets the SLA and nothing is in focus, the closest near miss, which the summary names.
     described: Any = None
-    #: The closest near miss the charts draw when nothing meets the SLA and nothing is in
-    #: focus (the deployment the summary's "closest:" names, as the app puts it in focus).
-    closest_miss: Any = None
+
+    @property
+    def closest_miss(self) -> Any:
+        """The near miss the charts draw for want of a recommendation (None if there is one)."""
+        return self.described if self.best is None else None
 
 
 def build_report(
@@ -419,11 +422,10 @@ def build_report(
         best_obj = focus
     best = deployment(best_obj, scenario.sla.percentile) if best_obj is not None else None
     alts = _alternatives(rec, best) if focus is None or items else []  # "why they lost" to it
-    near = list(_pick(rec, "near_misses", default=None) or []) if rec is not None else []
+    near = _pick(rec, "near_misses", default=None) or []
     closest = near[0].deployment if best_obj is None and near else None
     ctx = _Context(scenario, rec, rec_note, best, alts, focus_note=clean(focus_note, 800),
-                   focused=focus is not None and not items, described=best_obj or closest,
-                   closest_miss=closest)  # fmt: skip
+                   focused=focus is not None and not items, described=best_obj or closest)  # fmt: skip
 
     subtitle = clean(client_t or scenario.name, 60)
     doc = _Doc(subtitle)
@@ -775,7 +777,7 @@ def _memory_figure(ctx: _Context):
     from advisor.physics.memory import memory_budget
 
     s = ctx.scenario
-    d = ctx.best or (deployment(ctx.closest_miss, s.sla.percentile) if ctx.closest_miss else None)
+    d = ctx.best or (deployment(ctx.described, s.sla.percentile) if ctx.described else None)
     model = s.model_spec()
     gid = d.gpu if d else s.hardware.gpus[0]
     gpu = accelerators()[gid]
