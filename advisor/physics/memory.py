@@ -658,9 +658,10 @@ def memory_budget(
             gpu_memory_utilization, max_batched_tokens, int4_group_size, draft, draft_tp,
         )  # fmt: skip
 
+    draft_kv_seq = draft_kv(context_tokens)
     assumptions = _budget_assumptions(
         model, gpu, tp, weights_dtype, max_len, gpu_memory_utilization, max_batched_tokens,
-        int4_group_size, placement.note, draft, draft_tp, draft_w, draft_kv(context_tokens),
+        int4_group_size, placement.note, draft, draft_tp, draft_w, draft_kv_seq,
     )  # fmt: skip
 
     return MemoryBudget(
@@ -685,7 +686,7 @@ def memory_budget(
         suggestions=suggestions,
         assumptions=assumptions,
         draft_weights_bytes_per_gpu=draft_w,
-        draft_kv_bytes_per_sequence_per_gpu=draft_kv(context_tokens),
+        draft_kv_bytes_per_sequence_per_gpu=draft_kv_seq,
     )
 
 
