@@ -165,3 +165,33 @@ def test_a_share_link_reopens_the_same_deployment_and_a_bad_one_warns():
     text = _plain(" ".join(w.value for w in bad.warning))
     assert "tp3x" in text and "e.g. tp4" in text and "kept the recommended deployment" in text
     assert _banner(bad).endswith("recommended")
+
+
+def _shown(at: AppTest) -> str:
+    """Every text, caption, metric and table cell the page rendered."""
+    parts = [e.value for kind in ("markdown", "caption", "info", "warning", "error", "success")
+             for e in getattr(at, kind)]  # fmt: skip
+    parts += [f"{m.label} {m.value}" for m in at.metric]
+    parts += [df.value.to_string() for df in at.dataframe]
+    parts += [t.value.to_string() for t in at.table]
+    return _plain(" ".join(str(p) for p in parts))
+
+
+def test_a_deployment_that_cannot_serve_the_load_says_why_and_quotes_no_infinite_price():
+    # Llama 3.1 70B int4 on one MI300X at 5 requests/s of 2,000-token prompts: one prefill is
+    # 2 x 70.6e9 x 2,000 = 282 TFLOP, >= 216 ms at the datasheet's 1,307 TFLOP/s, so the prompts
+    # alone need 5 x 0.216 = 1.08 s of GPU time per second: the queue grows without bound.
+    dep = "mi300x.tp1.pp1.dp1.int4.fp16"
+    at = _app({"m": "llama-3.1-70b", "g": "mi300x", "eng": "vllm", "in": "2000", "out": "300",
+               "rate": "5", "ttft": "800", "tpot": "60", "dep": dep})  # fmt: skip
+    for page in ["recommendation", "latency", "compare"]:
+        at.switch_page(f"ui/pages/{page}.py").run()
+        assert not at.exception, (page, at.exception)
+        shown = _shown(at)
+        assert not re.search(r"\$\s*inf|\binf\b|\bnan\b", shown, re.I), (page, shown[:3000])
+        if page != "compare":
+            assert "prefilling the arriving prompts alone takes all of the GPUs' time" in _banner(
+                at
+            )
+    at.switch_page("ui/pages/recommendation.py").run()
+    assert "No cost per token: this deployment cannot serve the offered load" in _shown(at)

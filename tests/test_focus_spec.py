@@ -196,3 +196,18 @@ def test_cli_recommend_evaluates_a_deployment_and_refuses_a_bad_one(capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert exc.value.code == 2 and len(err) == 1
     assert "--deployment" in err[0] and "'fp7'" in err[0] and "int8" in err[0]
+
+
+def test_cli_recommend_words_a_deployment_that_cannot_serve_the_load(capsys):
+    # The test_focus.py case: 70B int4 on one MI300X, 5 requests/s of 2,000-token prompts, each
+    # prefill >= 216 ms at the datasheet's 1,307 TFLOP/s (282 TFLOP): 1.08 s of GPU time a second.
+    from advisor.cli import main
+
+    assert main(["recommend", "--model", "llama-3.1-70b", "--gpu", "mi300x", "--engine", "vllm",
+                 "--isl", "2000", "--osl", "300", "--qps", "5", "--ttft-p99-ms", "800",
+                 "--tpot-p99-ms", "60", "--deployment", "mi300x.tp1.pp1.dp1.int4.fp16"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    tail = out[out.index("deployment mi300x.tp1.pp1.dp1.int4.fp16") :]
+    assert tail.startswith("deployment mi300x.tp1.pp1.dp1.int4.fp16: misses the SLA: unstable at "
+                           "the offered load: prefilling the arriving prompts alone")  # fmt: skip
+    assert "inf" not in tail.replace("weights int4", "")

@@ -7,6 +7,7 @@ and from the inputs themselves (client name, SLA target).
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -327,3 +328,27 @@ def test_report_without_a_recommendation_draws_the_closest_miss_it_names():
         info = last_build_info()
         assert info["missing_charts"] == []  # memory, latency (of the closest miss), Pareto
         assert info["images"] == 3
+
+
+def test_a_focus_that_cannot_serve_the_load_says_why_without_infinite_numbers():
+    # Llama 3.1 70B int4 on one MI300X at 5 requests/s of 2,000-token prompts: each prefill is
+    # 2 x 70.6e9 x 2,000 = 282 TFLOP, >= 216 ms at the datasheet's 1,307 TFLOP/s, so the prompts
+    # alone need 1.08 s of GPU time per second (test_focus.py has the same case in the app).
+    from advisor.search.deployment_spec import parse_spec
+    from advisor.search.focus import evaluate_spec
+
+    s = Scenario.model_validate({
+        "model": "llama-3.1-70b", "hardware": {"gpus": ["mi300x"]}, "options": {"engine": "vllm"},
+        "workload": {"isl_tokens": 2000, "osl_tokens": 300, "arrival_rate_per_s": 5},
+        "sla": {"ttft_ms": 800, "tpot_ms": 60},
+    })  # fmt: skip
+    focus = evaluate_spec(s, parse_spec("mi300x.tp1.pp1.dp1.int4.fp16")).deployment
+    assert focus is not None and not focus.stable
+    _, text = _text(build_report(s, focus=focus, focus_note="chosen by hand", sensitivities=False))
+    flat = _flat(text)
+    assert "Deployment in focus: 1 x (TP=1, PP=1) on mi300x, weights int4, KV fp16" in flat
+    assert ("Unstable at the offered load: prefilling the arriving prompts alone takes all of the "
+            "GPUs' time; its queue grows without bound") in flat  # fmt: skip
+    assert "cannot serve the offered load: its queue grows without bound" in flat  # budget
+    assert "not computed" not in flat and "n/a USD" not in flat
+    assert not re.search(r"\binf\b|\$inf|\bnan\b", flat, re.I), flat[:2000]

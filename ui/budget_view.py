@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from advisor.search.budget import ITEMS, budget, other_text, usd
+from advisor.search.budget import ITEMS, budget, other_text, per_token_text, usd
 from advisor.search.results import Deployment
 from ui.format import md_escape
 
@@ -42,9 +42,7 @@ def budget_section(scenario, d: Deployment | None, which: str = "recommended") -
     rows.append({"item": "Total", "USD per month": usd(b.monthly_usd), "how": ""})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
     st.caption(
-        f"{usd(b.usd_per_million_tokens)} per million output tokens "
-        f"({b.output_tokens_per_month / 1e6:,.0f} M tokens a month at "
-        f"{b.requests_per_s:,.3g} requests/s). {other_text(b)}Every price and assumption is "
+        f"{per_token_text(b)}{other_text(b)}Every price and assumption is "
         "editable in the sidebar under Cost."
     )
     with st.expander("Budget assumptions and price sources"):

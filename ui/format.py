@@ -122,7 +122,8 @@ def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = N
     parts, notes = [], []
     for name in ("TTFT", "TPOT", "E2E"):
         got = iv.get(f"{name.lower()}_ms")
-        if isinstance(got, list | tuple) and len(got) == 2 and None not in got:
+        bounded = isinstance(got, list | tuple) and len(got) == 2 and None not in got
+        if bounded and all(math.isfinite(x) for x in got):
             parts.append(f"P{pct} {name} {latency(got[0])}–{latency(got[1])}")
             point = (points_ms or {}).get(name)
             side = side_of_range(point, got[0], got[1]) if point is not None else ""

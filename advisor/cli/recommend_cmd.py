@@ -294,6 +294,8 @@ def _focus_lines(f: dict) -> list[str]:
         return [head + "does not fit: " + "; ".join(f["reasons"])]
     d = f["deployment"]
     verdict = "meets the SLA" if d["meets_sla"] else "misses the SLA: " + "; ".join(f["fails"])
+    if not d["stable"]:  # no steady state: no cost per token and no percentiles to print
+        return [head + verdict, f"  {d['description']}: GPUs {d['gpus']}"]
     lines = [head + verdict, f"  {d['description']}: GPUs {d['gpus']}; "
              f"${d['usd_per_million_tokens']:.3f} per 1M output tokens"]  # fmt: skip
     for m in ("ttft_ms", "tpot_ms", "e2e_ms"):

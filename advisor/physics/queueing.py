@@ -120,6 +120,25 @@ REASONS: tuple[str, ...] = (
     "decode_saturated",  # even with unlimited KV slots, decode work per second >= 1
 )
 OK, PREFILL_SATURATED, KV_CAPACITY, DECODE_SATURATED = range(4)
+#: What each reason code means, for people (the code stays in JSON and CSV output).
+REASON_TEXT: dict[str, str] = {
+    "ok": "stable",
+    "prefill_saturated": "prefilling the arriving prompts alone takes all of the GPUs' time",
+    "kv_capacity": "it needs more sequences at once than its KV cache or the engine's running "
+    "limit holds",
+    "decode_saturated": "the output tokens asked for per second exceed what decoding can produce",
+}
+
+
+def unstable_text(reason: str | None) -> str:
+    """'unstable at the offered load: <why>' for a reason code of ``REASONS``.
+
+    >>> unstable_text("prefill_saturated")
+    "unstable at the offered load: prefilling the arriving prompts alone takes all of the GPUs' time"
+    """
+    why = REASON_TEXT.get(reason or "", reason or "the queue grows without bound")
+    return f"unstable at the offered load: {why}"
+
 
 #: Quantiles reported in :class:`LatencyStats`.
 QUANTILES: tuple[float, ...] = (0.50, 0.90, 0.95, 0.99)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from advisor.catalog.quality import quality_lines
@@ -35,6 +36,10 @@ def budget_rows(b: Budget) -> list[tuple[str, str, str]]:
     if b.usd_per_user_month is not None:
         rows.append(("Per user per month", usd(b.usd_per_user_month),
                      f"{usd(b.monthly_usd)} / {b.users:,} concurrent users"))  # fmt: skip
+    if not math.isfinite(b.usd_per_million_tokens):
+        rows.append(("Per request or token", "none",
+                     "cannot serve the offered load: its queue grows without bound"))  # fmt: skip
+        return rows
     rows += [
         ("Per 1,000 requests", usd(b.usd_per_thousand_requests),
          f"{b.requests_per_s:,.3g} requests/s"),

@@ -6,6 +6,7 @@ Each function returns a plotly Figure, or None when the data or the builder is n
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from advisor.scenario import Scenario
@@ -35,9 +36,12 @@ def latency_rows(best: Any, scenario: Scenario) -> dict[str, dict[str, float]]:
         rows[f"One target decode step at batch {batch:.0f} (speculative)"] = step
         return rows
     mean = best.tpot_mean_ms
-    if mean is not None and best.kind != "disaggregated" and mean > sum(step.values()):
+    # an unstable deployment has no steady mean TPOT (inf): its step is shown alone
+    steady = mean is not None and math.isfinite(mean)
+    if steady and best.kind != "disaggregated" and mean > sum(step.values()):
         step["prefill interruptions"] = mean - sum(step.values())
-    rows[f"Mean TPOT: decode step at batch {batch:.0f}"] = step
+    label = "Mean TPOT: decode step" if steady else "One decode step (no steady TPOT)"
+    rows[f"{label} at batch {batch:.0f}"] = step
     return rows
 
 
@@ -53,8 +57,11 @@ def latency_figure(rec: Any, scenario: Scenario, deployment: Any = None):
 
     pct = scenario.sla.percentile
     p = lambda x: getattr(x, f"p{pct}")  # noqa: E731
-    title = (f"Where the time goes, means (P{pct} TTFT {p(best.ttft_ms):,.0f} ms, "
-             f"P{pct} TPOT {p(best.tpot_ms):,.1f} ms)")  # fmt: skip
+    if getattr(best, "stable", True):
+        title = (f"Where the time goes, means (P{pct} TTFT {p(best.ttft_ms):,.0f} ms, "
+                 f"P{pct} TPOT {p(best.tpot_ms):,.1f} ms)")  # fmt: skip
+    else:  # its queue grows without bound: no percentile to quote
+        title = "Where the time goes, means (unstable at the offered load: no percentiles)"
     return lc.breakdown_figure(latency_rows(best, scenario), title)
 
 

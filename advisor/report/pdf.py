@@ -26,12 +26,14 @@ from fpdf.enums import XPos, YPos
 import advisor
 from advisor.catalog import accelerators, interconnects, models
 from advisor.catalog.loader import measurement_rows
+from advisor.physics.queueing import unstable_text
 from advisor.report import fonts, images
 from advisor.report.budget_pdf import budget_section, quality_section
 from advisor.report.client_profile_pdf import client_profile_section
 from advisor.report.deploy_pdf import deploy_appendix
 from advisor.report.text import NAME_LIMIT, NOTES_LIMIT, clean, latin1
 from advisor.scenario import Scenario
+from advisor.search.budget import plural
 
 TITLE = "LLM serving recommendation"
 BRAND = "Inference Architect"
@@ -96,6 +98,9 @@ class Deployment:
     running: float | None = None
     headroom: float | None = None
     meets_sla: bool | None = None
+    #: False when the offered load makes its queue grow without bound (no percentiles exist).
+    stable: bool = True
+    unstable_reason: str | None = None
     #: The search's intervals of the SLA percentiles (search/sla.percentile_intervals), or None.
     intervals: dict | None = None
 
@@ -184,6 +189,8 @@ def deployment(obj: Any, percentile: int = 99) -> Deployment:
         running=_num(_pick(obj, "running_batch")),
         headroom=_num(_pick(obj, "headroom")),
         meets_sla=None if meets is None else bool(meets),
+        stable=bool(_pick(obj, "stable", default=True)),
+        unstable_reason=_pick(obj, "unstable_reason"),
         intervals=iv if isinstance(iv := _pick(obj, "intervals"), dict) else None,
     )
 
@@ -664,10 +671,16 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
         doc.para(
             f"Headroom: {d.headroom:.1f}× the offered load before the deployment saturates.", 9
         )
+    if not d.stable:  # no steady state: no percentile, throughput or cost per token exists
+        why = unstable_text(d.unstable_reason)
+        doc.bullets([f"{why[:1].upper()}{why[1:]}; its queue grows without bound, so it has no "
+                     "latency percentiles, steady throughput or cost per token to quote"])  # fmt: skip
+        _explanation(doc, ctx)
+        return
     facts = _sla_lines(s, d)
     facts.append(
         f"Throughput {_fmt(d.throughput_tok_s, ',.0f', 'output tokens/s')} on "
-        f"{d.gpus if d.gpus is not None else d.tp * d.pp * d.dp} GPUs"
+        + plural(d.gpus if d.gpus is not None else d.tp * d.pp * d.dp, "GPU")
         + (
             f" ({d.throughput_tok_s / d.gpus:,.0f} per GPU)"
             if d.throughput_tok_s and d.gpus
@@ -678,6 +691,11 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
     facts.append(f"Cost {_fmt(d.usd_per_mtok, ',.3f')} USD per million output tokens "
                  f"({s.cost.mode} pricing)")  # fmt: skip
     doc.bullets(facts)
+    _explanation(doc, ctx)
+
+
+def _explanation(doc: _Doc, ctx: _Context) -> None:
+    """The alternatives that lost and the search's reasons for its pick."""
     expl = _pick(ctx.rec, "explanation", default="")
     if ctx.alternatives:
         doc.h2("The top alternatives and why they lost")
@@ -929,9 +947,9 @@ def _compare_section(doc: _Doc, ctx: _Context, ranking: Sequence[_Answer],
             continue
         acc = gpus[d.gpu].name + ("" if a.row.calibrated else " (not calibrated)")
         lat = (f"P{pct} {getattr(d.ttft_ms, f'p{pct}'):,.0f} / "
-               f"{getattr(d.tpot_ms, f'p{pct}'):,.1f} ms")  # fmt: skip
+               f"{getattr(d.tpot_ms, f'p{pct}'):,.1f} ms") if d.stable else "unstable"  # fmt: skip
         table.append((str(i), a.label, f"{cmp.short_shape(d)} on {acc}", str(d.gpus),
-                      f"{d.usd_per_million_tokens:,.3f}", f"{monthly_usd(a.scenario, d):,.0f}",
+                      _fmt(d.usd_per_million_tokens, ",.3f"), f"{monthly_usd(a.scenario, d):,.0f}",
                       lat, "met" if a.row.meets_sla else "missed"))  # fmt: skip
         if not a.row.meets_sla:
             why.append(f"{a.label}: {clean(a.row.why, 400)}")

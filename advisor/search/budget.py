@@ -89,12 +89,34 @@ class Budget(BaseModel):
 
 
 def usd(x: float) -> str:
-    """Dollars for people: cents below $100, whole dollars with separators above.
+    """Dollars for people: cents below $100, whole dollars with separators above; a cost per
+    token of a deployment that serves nothing is infinite, shown as the latencies show it (∞).
 
-    >>> usd(19.754), usd(3950.83), usd(1_234_567.0)
-    ('$19.75', '$3,951', '$1,234,567')
+    >>> usd(19.754), usd(3950.83), usd(1_234_567.0), usd(math.inf), usd(math.nan)
+    ('$19.75', '$3,951', '$1,234,567', '∞', 'n/a')
     """
+    if not math.isfinite(x):
+        return "n/a" if math.isnan(x) else ("∞" if x > 0 else "-∞")
     return f"${x:,.2f}" if x < 100 else f"${x:,.0f}"
+
+
+def per_token_text(b: Budget) -> str:
+    """The cost per million output tokens and the volume it is spread over; for a deployment
+    that cannot serve the offered load (nothing to divide by), why it has none.
+
+    >>> per_token_text(Budget.model_construct(usd_per_million_tokens=2.148,
+    ...     output_tokens_per_month=2.759e9, requests_per_s=5.0))
+    '$2.15 per million output tokens (2,759 M tokens a month at 5 requests/s). '
+    >>> per_token_text(Budget.model_construct(usd_per_million_tokens=math.inf,
+    ...     output_tokens_per_month=0.0, requests_per_s=0.0))[:60]
+    'No cost per token: this deployment cannot serve the offered '
+    """
+    if not math.isfinite(b.usd_per_million_tokens):
+        return ("No cost per token: this deployment cannot serve the offered load (its queue "
+                "grows without bound), so the monthly cost buys no steady output. ")  # fmt: skip
+    return (f"{usd(b.usd_per_million_tokens)} per million output tokens "
+            f"({b.output_tokens_per_month / 1e6:,.0f} M tokens a month at "
+            f"{b.requests_per_s:,.3g} requests/s). ")  # fmt: skip
 
 
 def other_text(b: Budget) -> str:

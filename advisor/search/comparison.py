@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from advisor.catalog import accelerators
 from advisor.perf.profiles import family_efficiency
+from advisor.physics.queueing import unstable_text
 from advisor.scenario import Scenario
 from advisor.search.budget import monthly_usd
 from advisor.search.results import Deployment, Recommendation
@@ -78,7 +79,7 @@ def _why(d: Deployment, fails: Sequence[str] | None) -> str:
     if fails:
         return "; ".join(fails)
     if not d.stable:
-        return f"unstable at the offered load ({d.unstable_reason})"
+        return unstable_text(d.unstable_reason)
     return f"misses the SLA (worst target at {d.sla_ratio:.2f}x)"
 
 
@@ -150,12 +151,18 @@ def table_rows(c: Compared) -> dict[str, str]:
     out["Deployment"] = f"{short_shape(d)} ({c.source})"
     out["Accelerator"] = gpus[d.gpu].name + ("" if c.calibrated else " (not calibrated)")
     out["GPUs"] = f"{d.gpus} on {d.nodes} node{'s' if d.nodes != 1 else ''}"
-    out["Cost per M output tokens"] = f"${d.usd_per_million_tokens:,.3f}"
+    out["Cost per M output tokens"] = (
+        f"${d.usd_per_million_tokens:,.3f}"
+        if math.isfinite(d.usd_per_million_tokens)
+        else "none: it cannot serve the offered load"
+    )
     out["Cost per month"] = f"${monthly_usd(c.scenario, d):,.0f}"
     out["Load"] = load_text(c.scenario)
     for name, p in (("TTFT", d.ttft_ms), ("TPOT", d.tpot_ms), ("End to end", d.e2e_ms)):
         out[f"{name} P50 / P{hi}"] = f"{_ms(p.p50)} / {_ms(getattr(p, f'p{hi}'))}"
-    out["Throughput"] = f"{d.throughput_tok_s:,.0f} output tokens/s"
+    out["Throughput"] = (
+        f"{d.throughput_tok_s:,.0f} output tokens/s" if d.stable else "no steady state (unstable)"
+    )
     out["Headroom"] = (
         f"{d.headroom:.1f}× the offered load" if math.isfinite(d.headroom) else "unbounded"
     )

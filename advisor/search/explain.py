@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from advisor.physics.queueing import unstable_text
 from advisor.search.evaluate import interp_step
 from advisor.search.results import DecisionMatrix
 from advisor.search.space import Shape
@@ -234,7 +235,7 @@ def compare_with_article_shape(sc, best, shaped) -> str:
     often tie on cost and the ranking falls back to GPUs, then latency."""
     head = f"the article's shape ({shaped.description}) "
     if not shaped.stable:
-        return head + f"is unstable at this load ({shaped.unstable_reason})"
+        return head + "is " + unstable_text(shaped.unstable_reason)
     if not shaped.meets_sla:
         return head + f"misses the SLA (worst target at {shaped.sla_ratio:.2f}x)"
     c_s = round(shaped.usd_per_million_tokens, 3)

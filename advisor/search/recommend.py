@@ -18,7 +18,7 @@ from collections import Counter
 import numpy as np
 
 from advisor.physics.params import param_breakdown
-from advisor.physics.queueing import QUANTILES, REASONS, latency_under_load
+from advisor.physics.queueing import QUANTILES, REASONS, latency_under_load, unstable_text
 from advisor.scenario import Scenario
 from advisor.search.capacity import capacity_plan
 from advisor.search.cost import usd_per_gpu_hour, usd_per_million_tokens
@@ -276,7 +276,7 @@ def misses(sc: Scenario, checks, i: int, d: Deployment) -> list[str]:
     """Why candidate ``i`` (deployment ``d``, not meeting the SLA) misses it, one line per
     target; or its utilisation above the cap; or that it is unstable at the offered load."""
     if not d.stable:
-        return [f"unstable at the offered load ({d.unstable_reason})"]
+        return [unstable_text(d.unstable_reason)]
     return _fails(sc, checks, i) or [
         f"utilisation {1 / d.headroom:.0%} above the {sc.options.max_utilisation:.0%} cap"
         if d.headroom > 0

@@ -8,6 +8,7 @@ import streamlit as st
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.charts.recommend_charts import pareto_figure
+from advisor.physics.queueing import unstable_text
 from advisor.search.decision_matrix import ARTICLE_NAME
 from ui.budget_view import budget_section
 from ui.cache import keys, recommend_for, scenario_key
@@ -96,10 +97,15 @@ def matrix_section(rec) -> None:
         st.caption(dm.note)
     if dm.article_shaped is not None:
         a = dm.article_shaped
+        verdict = (
+            ("meets the SLA" if a.meets_sla else "misses the SLA")
+            + f", {usd(a.usd_per_million_tokens)} per million tokens"
+            if a.stable
+            else f"misses the SLA: {unstable_text(a.unstable_reason)}"
+        )
         st.caption(
             f"The article's shape as evaluated: {a.description}: {plural(a.gpus, 'GPU')}, "
-            f"{'meets' if a.meets_sla else 'misses'} the SLA, "
-            f"{usd(a.usd_per_million_tokens)} per million tokens."
+            f"{verdict}."
         )
 
 
