@@ -41,12 +41,22 @@ def _target_ms(scenario, metric: str) -> float | None:
     return None
 
 
+def _after_headline(reason: str, scenario) -> str:
+    """The search's reason without the words the headline already says, as a sentence:
+    "no deployment meets <SLA> at the offered load; closest: X (...)" -> "Closest: X (...). "."""
+    said = f"no deployment meets {scenario.sla.describe()} at the offered load"
+    rest = reason[len(said) :].lstrip("; ") if reason.startswith(said) else reason
+    rest = rest.strip().rstrip(".")
+    return f"{rest[:1].upper()}{rest[1:]}. " if rest else ""
+
+
 def best_section(rec, scenario) -> None:
     pct = scenario.sla.percentile
     b = rec.best
     if b is None:
         st.error(
-            f"**No deployment meets the SLA ({rec.sla}).** {rec.no_best_reason or ''} "
+            f"**No deployment meets the SLA ({md_escape(rec.sla)}) at the offered load.** "
+            f"{md_escape(_after_headline(rec.no_best_reason or '', scenario))}"
             "The closest misses are listed below: relax the target, add GPUs or allow other "
             "dtypes in the sidebar."
         )
