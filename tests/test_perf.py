@@ -707,3 +707,25 @@ def test_prompt_only_closed_loop_is_a_wave_every_cycle():
     # with decoding, the clients drift apart: the steady state, far below a wave of 8
     steady = float(concurrency_ttft(r, np.array([8.0]), np.array([512.0]), np.array([256.0]))[0])
     assert steady < float(prefill(r, np.array([512.0]), 8.0).total[0])
+
+
+def test_a_host_bound_prefill_says_so_and_where_it_ends():
+    # SGLang prefills eagerly (physics/dispatch.py): below the crossover the host's kernel
+    # dispatch sets the prefill, so the model's first token does not follow the prompt, which
+    # published runs do (sgl-cookbook Qwen3-235B on 8 x B200: 65-92 ms at 610 tokens, 115-147 ms
+    # at 4,194). The note must say so, and its crossover must be where the TTFT starts to move.
+    import re
+
+    def est(isl: int, engine: str = "sglang") -> dict:
+        return estimate(get_model("qwen3-235b-a22b"), get_accelerator("b200"),
+                        EstimateInput(tp=8, weights="bf16", kv="bf16", isl=isl, osl=500,
+                                      concurrency=1, engine=engine))  # fmt: skip
+
+    notes = [n for n in est(600)["notes"] if n.startswith("prefill set by the host")]
+    assert len(notes) == 1 and "65-92 ms at 610 tokens" in notes[0]
+    until = int(re.search(r"up to about ([\d,]+) tokens", notes[0]).group(1).replace(",", ""))
+    assert 600 < until < 131_072
+    assert est(until - 100)["ttft_ms"] == pytest.approx(est(600)["ttft_ms"], rel=1e-9)
+    assert est(2 * until)["ttft_ms"] > 1.2 * est(600)["ttft_ms"]
+    # vLLM compiles its forward (no dispatch floor): no such note
+    assert not [n for n in est(600, "vllm")["notes"] if "set by the host" in n]

@@ -40,7 +40,7 @@ from advisor.perf.replica import (
     tp_link_for,
     with_draft,
 )
-from advisor.perf.step import StepTimes, decode_step, prefill
+from advisor.perf.step import StepTimes, decode_step, host_bound_prompt_tokens, prefill
 from advisor.physics.memory import MemoryBudget, memory_budget, moe_spread_blocker
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import DEFAULT_ENGINE, Engine
@@ -247,7 +247,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         "throughput_tok_s": load.throughput_tok_s,
         "throughput_tok_s_per_gpu": load.throughput_tok_s / gpus,
         "concurrency": load.concurrency, "breakdown": breakdown,
-        "notes": _serving_notes(model, inp) + load.notes,
+        "notes": _serving_notes(model, inp) + _host_bound_notes(dep, pre) + load.notes,
     }  # fmt: skip
     if load.speculative is not None:
         out["speculative"] = load.speculative
@@ -344,6 +344,30 @@ def _serving_notes(model: ModelSpec, inp: EstimateInput) -> list[str]:
     if inp.dp_attention and blocker:
         notes.append(f"attention data parallelism ignored: {blocker}")
     return notes
+
+
+#: A host wait shorter than this is noise, not a prefill the host sets.
+HOST_BOUND_MIN_S = 1e-3
+
+
+def _host_bound_notes(dep: _Deployment, pre: StepTimes) -> list[str]:
+    """Where the host's dispatch sets the prefill: TTFT then does not follow the prompt length
+    up to the crossover (``step.host_bound_prompt_tokens``), while published SGLang first tokens
+    do (sgl-cookbook Qwen3-235B on 8 x B200, rows C0003, S0002, C0081, E0154)."""
+    host = float(pre.host[0])
+    if host < HOST_BOUND_MIN_S:
+        return []
+    gpu = float(pre.total[0] - pre.overhead[0]) - host
+    until = float(host_bound_prompt_tokens(dep.r)[0])
+    return [
+        f"prefill set by the host: the CPU takes {(gpu + host) * 1e3:.1f} ms to issue the "
+        f"kernels of this {dep.isl:,.0f}-token prefill, longer than the GPU's {gpu * 1e3:.1f} ms "
+        f"of work, so the predicted first token is the same for any prompt up to about "
+        f"{until:,.0f} tokens. Published SGLang first tokens do grow with the prompt there "
+        "(sgl-cookbook, Qwen3-235B on 8 x B200: 65-92 ms at 610 tokens, 115-147 ms at 4,194, "
+        "which this model predicts alike): expect shorter first tokens than shown for short "
+        "prompts and longer ones near that length"
+    ]
 
 
 def _at_request_rate(

@@ -505,3 +505,42 @@ def prefill(
         bubble=bubble, host=host_wait, total=total, compute_raw=flops / r.peak_flops,
         memory_raw=nbytes / r.hbm_bw, bytes_per_gpu=nbytes * steps, flops_per_gpu=flops * chunks,
     )  # fmt: skip
+
+
+def host_bound_prompt_tokens(r: ReplicaArrays, max_tokens: float = 131_072.0) -> np.ndarray:
+    """Longest prompt whose prefill the host's kernel dispatch still sets (0 where none does).
+
+        L* = max { L : N_kernels x t_dispatch > T_gpu(L) }   (bisection on ``prefill(r, L).host``)
+
+    Below L* the predicted prefill does not grow with the prompt (``eager_pass_s`` takes the
+    host's time); above it the GPU's work sets it. ``max_tokens`` where the host still binds at
+    that length. Source: ``physics.dispatch.eager_pass_s``; bisection on the monotone GPU time.
+
+    Hand check: Llama-3.1-8B on one H100 issues 10 kernels a layer, 320 a pass; at 1 ms a kernel
+    the host needs 0.32 s. The GEMMs alone, 2 x 8.03e9 x L FLOP at the calibrated ~0.8 x 989
+    TFLOP/s, take that long at L = 0.32 x 791e12 / 16.06e9 = 15,800 tokens; causal attention adds
+    to the GPU's time, so the crossover comes somewhat earlier.
+
+    >>> import dataclasses
+    >>> from advisor.catalog import get_accelerator, get_model
+    >>> from advisor.perf.replica import ReplicaConfig, build_replicas
+    >>> r = build_replicas([ReplicaConfig(model=get_model("llama-3.1-8b"),
+    ...     gpu=get_accelerator("h100-sxm"), tp=1, weights="bf16", kv="bf16", engine="sglang")])
+    >>> n = float(host_bound_prompt_tokens(dataclasses.replace(r, kernel_dispatch_s=np.array([1e-3])))[0])
+    >>> 10_000 < n < 15_800
+    True
+    >>> float(host_bound_prompt_tokens(dataclasses.replace(r, kernel_dispatch_s=np.array([0.0])))[0])
+    0.0
+    """
+    lo = np.zeros(r.n)
+    hi = np.full(r.n, float(max_tokens))
+    bound_at_max = prefill(r, hi).host > 0
+    if not (prefill(r, np.ones(r.n)).host > 0).any():
+        return lo
+    lo = np.ones(r.n)
+    for _ in range(40):  # 2^-40 of the range: well under a token
+        mid = (lo + hi) / 2.0
+        bound = prefill(r, mid).host > 0
+        lo, hi = np.where(bound, mid, lo), np.where(bound, hi, mid)
+    first_bound = prefill(r, np.ones(r.n)).host > 0
+    return np.where(bound_at_max, float(max_tokens), np.where(first_bound, np.floor(lo), 0.0))
