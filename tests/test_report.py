@@ -347,6 +347,8 @@ def test_a_focus_that_cannot_serve_the_load_says_why_without_infinite_numbers():
     _, text = _text(build_report(s, focus=focus, focus_note="chosen by hand", sensitivities=False))
     flat = _flat(text)
     assert "Deployment in focus: 1 x (TP=1, PP=1) on mi300x, weights int4, KV fp16" in flat
+    # capacity <= 1 / 0.216 s = 4.6 requests/s < 5: below the offered load, said as such
+    assert re.search(r"It saturates at 0\.\d× the offered load\.", flat) and "Headroom" not in flat
     assert ("Unstable at the offered load: prefilling the arriving prompts alone takes all of the "
             "GPUs' time; its queue grows without bound") in flat  # fmt: skip
     assert "cannot serve the offered load: its queue grows without bound" in flat  # budget

@@ -532,15 +532,13 @@ def host_bound_prompt_tokens(r: ReplicaArrays, max_tokens: float = 131_072.0) ->
     >>> float(host_bound_prompt_tokens(dataclasses.replace(r, kernel_dispatch_s=np.array([0.0])))[0])
     0.0
     """
-    lo = np.zeros(r.n)
-    hi = np.full(r.n, float(max_tokens))
+    lo, hi = np.ones(r.n), np.full(r.n, float(max_tokens))
+    bound_at_one = prefill(r, lo).host > 0
+    if not bound_at_one.any():
+        return np.zeros(r.n)
     bound_at_max = prefill(r, hi).host > 0
-    if not (prefill(r, np.ones(r.n)).host > 0).any():
-        return lo
-    lo = np.ones(r.n)
     for _ in range(40):  # 2^-40 of the range: well under a token
         mid = (lo + hi) / 2.0
         bound = prefill(r, mid).host > 0
         lo, hi = np.where(bound, mid, lo), np.where(bound, hi, mid)
-    first_bound = prefill(r, np.ones(r.n)).host > 0
-    return np.where(bound_at_max, float(max_tokens), np.where(first_bound, np.floor(lo), 0.0))
+    return np.where(bound_at_max, float(max_tokens), np.where(bound_at_one, np.floor(lo), 0.0))

@@ -669,7 +669,10 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
     doc.para(d.sentence()[:1].upper() + d.sentence()[1:] + ".", 10)
     if d.headroom is not None:
         doc.para(
-            f"Headroom: {d.headroom:.1f}× the offered load before the deployment saturates.", 9
+            f"Headroom: {d.headroom:.1f}× the offered load before the deployment saturates."
+            if d.headroom >= 1
+            else f"It saturates at {d.headroom:.1f}× the offered load.",
+            9,
         )
     if not d.stable:  # no steady state: no percentile, throughput or cost per token exists
         why = unstable_text(d.unstable_reason)
