@@ -123,7 +123,7 @@ def _deployment(gpus: int, usd_per_million: float):
 @pytest.mark.parametrize(
     ("second", "reason"),
     [
-        ((2, 2.0970), "it comes later in the list"),
+        ((2, 2.0970), "it is the same deployment, and comes later in the list"),
         ((4, 2.0970), "it needs more GPUs (4 vs 2)"),
         ((2, 2.0972), "it costs less than a tenth of a cent more"),
     ],
@@ -139,6 +139,14 @@ def test_a_tie_at_the_shown_cost_is_called_a_tie(second, reason):
     assert "next cheapest" not in v
     assert v.endswith(f" B meets its SLA at the same cost ($2.097 per million output tokens); "
                       f"it ranks second because {reason}.")  # fmt: skip
+
+
+def test_an_equal_but_different_deployment_ranks_by_its_place_in_the_list():
+    # same cost and GPUs, another shape (TP=2 fp8 vs TP=2 int4): nothing but the order decides
+    a = cmp.Compared("A", bank("h100-sxm"), _deployment(2, 2.097), "recommended", True, "", True)
+    other = _deployment(2, 2.097).model_copy(update={"description": "2 x TP=1", "weights": "int4"})
+    b = cmp.Compared("B", bank("h100-sxm"), other, "recommended", True, "", True)
+    assert cmp.verdict([a, b]).endswith("it ranks second because it comes later in the list.")
 
 
 def test_a_dearer_second_is_the_next_cheapest():

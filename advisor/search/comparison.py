@@ -201,6 +201,8 @@ def verdict(rows: Sequence[Compared]) -> str:
             why_second = "it costs less than a tenth of a cent more"
         elif nxt.gpus > d.gpus:
             why_second = f"it needs more GPUs ({nxt.gpus} vs {d.gpus})"
+        elif str(nxt.spec or nxt.description) == str(d.spec or d.description):
+            why_second = "it is the same deployment, and comes later in the list"
         else:
             why_second = "it comes later in the list"
         tail = (
