@@ -91,6 +91,16 @@ class _Table:
         )
 
 
+def unmet_head(sla_text: str) -> str:
+    """The words a "nothing meets the SLA" reason starts with (``no_best_reason``; the
+    Recommendation page's headline says them itself and shows only the rest).
+
+    >>> unmet_head("P99 TPOT ≤ 50 ms")
+    'no deployment meets P99 TPOT ≤ 50 ms at the offered load'
+    """
+    return f"no deployment meets {sla_text} at the offered load"
+
+
 def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list]:
     """Worst (upper end of the predicted percentile's interval / target) per candidate, and the
     checks: (name, predicted percentile s, target ms, upper factor) per stated target."""
@@ -365,7 +375,7 @@ def _recommend(sc: Scenario) -> Recommendation:
                 break
         if best is None:
             closest = near[0] if near else None
-            reason = f"no deployment meets {sc.sla.describe()} at the offered load" + (
+            reason = unmet_head(sc.sla.describe()) + (
                 f"; closest: {closest.deployment.description} ({'; '.join(closest.fails)})"
                 if closest
                 else ""

@@ -10,6 +10,7 @@ from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.charts.recommend_charts import pareto_figure
 from advisor.physics.queueing import unstable_text
 from advisor.search.decision_matrix import ARTICLE_NAME
+from advisor.search.recommend import unmet_head
 from ui.budget_view import budget_section
 from ui.cache import keys, recommend_for, scenario_key
 from ui.client_profile import pdf_kw
@@ -44,7 +45,7 @@ def _target_ms(scenario, metric: str) -> float | None:
 def _after_headline(reason: str, scenario) -> str:
     """The search's reason without the words the headline already says, as a sentence:
     "no deployment meets <SLA> at the offered load; closest: X (...)" -> "Closest: X (...). "."""
-    said = f"no deployment meets {scenario.sla.describe()} at the offered load"
+    said = unmet_head(scenario.sla.describe())
     rest = reason[len(said) :].lstrip("; ") if reason.startswith(said) else reason
     rest = rest.strip().rstrip(".")
     return f"{rest[:1].upper()}{rest[1:]}. " if rest else ""
