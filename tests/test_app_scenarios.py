@@ -198,6 +198,11 @@ def test_recommendation_page_says_when_nothing_meets_the_sla():
     metrics = {m.label: m.value for m in at.metric}
     assert "Throughput per GPU" not in metrics and metrics["Meets the SLA"] == "no"
     assert any("closest near miss" in w.value for w in at.warning)
+    # and why, where the winner's reasons would be: 10 us per token is below any decode step
+    why = next(m.value.replace("\\", "") for m in at.markdown
+               if m.value.startswith("**Why no deployment meets the SLA**"))  # fmt: skip
+    assert "- No deployment reaches P99 TPOT ≤ 0.01 ms at 80% confidence: the lowest is " in why
+    assert "- The search tried up to " in why
 
 
 def test_pareto_figure_hover_names_the_deployment():

@@ -165,6 +165,10 @@ def test_sla_nothing_can_meet_is_explained(capsys):
     assert code == 0 and r["best"] is None
     assert "no deployment meets P99 TPOT" in r["no_best_reason"] and r["near_misses"]
     assert non_finite(r) == []
+    assert r["explanation"][0].startswith("No deployment reaches P99 TPOT ≤ 0.001 ms")
+    assert main(["recommend", "--model", "llama-3.1-8b", "--tpot-p99-ms", "0.001"]) == 0
+    out = capsys.readouterr().out
+    assert "why no deployment meets the SLA:\n  - No deployment reaches P99 TPOT" in out
 
 
 @pytest.mark.parametrize("acceptance", ["0", "1"])

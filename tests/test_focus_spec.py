@@ -166,6 +166,12 @@ def test_the_pdf_describes_the_deployment_in_focus():
     # without a focus, the same report says what the search found (nothing meets 5 ms)
     plain = _pdf_first_page(build_report(sc, recommendation=rec, charts=False))
     assert "No recommendation" in plain and "Deployment in focus" not in plain
+    # both say why nothing meets it, in the search's words, not "why this deployment"
+    flat = [" ".join(t.split()) for t in (text, plain)]
+    for t in flat:
+        assert "Why no deployment meets the SLA" in t and "Why this deployment" not in t
+        assert "No deployment reaches P99 TPOT ≤ 5 ms at 80% confidence" in t
+    assert "Why the search recommends its pick" not in flat[0]
 
 
 def test_a_pdf_whose_focus_does_not_fit_says_so_then_gives_the_recommendation():

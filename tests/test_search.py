@@ -358,3 +358,74 @@ def test_context_beyond_the_model_maximum_is_a_result_with_the_reason():
     sc = Scenario(model="llama-2-70b", workload=Workload(isl_tokens=4000, osl_tokens=200))
     rec = recommend(sc)
     assert rec.best is None and "maximum context of 4,096" in rec.no_best_reason
+
+
+# --- why nothing meets the SLA (explain.unmet_lines) -------------------------------------------
+
+
+def _line(rec, start: str) -> str:
+    return next(x for x in rec.explanation if x.startswith(start))
+
+
+def test_unmet_names_the_lowest_tpot_and_it_is_the_closest_miss():
+    # 0.5 ms per token for a 70B model in fp16: reading its 141 GB of weights over 8 H100s'
+    # 8 x 3.35 TB/s takes 5.3 ms per step (hand bound), so no deployment of one node reaches it.
+    r = recommend(_sc(model="llama-3.1-70b", sla=SLA(percentile=99, tpot_ms=0.5, ttft_ms=None)))
+    assert r.best is None
+    line = _line(r, "No deployment reaches P99 TPOT ≤ 0.5 ms at 80% confidence: the lowest is ")
+    lowest = float(line.split("the lowest is ")[1].split(" ms")[0].replace(",", ""))
+    assert lowest > 5.3  # the weight-read bound above
+    # with one target, the search's closest miss (smallest violation) is the same deployment
+    # at the same figure: two computations, one number
+    closest = r.near_misses[0]
+    assert closest.deployment.description in line
+    assert f"up to {lowest:.1f} ms" in closest.fails[0]
+    assert r.explanation[-1].startswith("The search tried up to 8 GPUs (1 node of 8) of h100-sxm")
+
+
+def test_unmet_when_nothing_sustains_the_load_gives_the_largest_capacity():
+    # 40 requests/s of 2,000-token prompts to a 70B model on 8 H100s: each prefill is
+    # 2 x 70.6e9 x 2,000 = 2.82e14 FLOP; at the fp8 peak of 8 x 1,979 TFLOP/s the prompts alone
+    # allow at most 56 requests/s, and decode and efficiency take more (hand bound).
+    sc = _sc(model="llama-3.1-70b", workload=Workload(isl_tokens=2000, osl_tokens=300,
+                                                     arrival_rate_per_s=40.0))  # fmt: skip
+    r = recommend(sc)
+    assert r.best is None
+    line = r.explanation[0]
+    assert line.startswith("None of the ") and "sustains the offered load" in line
+    cap = float(line.split("could sustain is ")[1].split(" requests/s")[0])
+    assert 0 < cap < 56
+    times = float(line.split("requests/s is ")[1].split("×")[0])
+    assert times == pytest.approx(40 / cap, abs=0.06)
+
+
+def test_unmet_utilisation_cap_line_says_which_cap_would_do():
+    sc = _sc(model="llama-3.1-70b",
+             workload=Workload(isl_tokens=2000, osl_tokens=300, arrival_rate_per_s=12.0),
+             sla=SLA(percentile=99, ttft_ms=3000, tpot_ms=60),
+             options=Options(max_utilisation=0.3))  # fmt: skip
+    r = recommend(sc)
+    assert r.best is None
+    line = next(x for x in r.explanation if "utilisation cap" in x)
+    assert "would run above the 30% utilisation cap" in line
+    lightest = int(line.split("most lightly loaded at ")[1].split("%")[0])
+    # the sentence's claim: at a cap just above that utilisation, the search finds one
+    looser = sc.model_copy(update={"options": Options(max_utilisation=(lightest + 1) / 100)})
+    assert recommend(looser).best is not None
+
+
+def test_unmet_says_when_a_lower_confidence_accepts_the_prediction():
+    # Kimi K2 with SGLang on MI355X (uncalibrated: wide ranges); a 2 s TTFT target is met by the
+    # prediction but not by the upper end of its 80% range
+    sc = Scenario.model_validate({
+        "model": "kimi-k2", "hardware": {"gpus": ["mi355x"]},
+        "workload": {"isl_tokens": 4000, "osl_tokens": 800, "arrival_rate_per_s": 3},
+        "sla": {"ttft_ms": 2000, "tpot_ms": 60}, "options": {"engine": "sglang"},
+    })  # fmt: skip
+    r = recommend(sc)
+    line = _line(r, "No deployment reaches P99 TTFT ≤ 2,000 ms at 80% confidence")
+    assert line.endswith("the upper end of its 80% range is not, and at 50% confidence it is met.")
+    half = sc.model_copy(update={"sla": sc.sla.model_copy(update={"confidence": 0.5})})
+    assert any(
+        x.startswith("P99 TTFT ≤ 2,000 ms is within reach") for x in recommend(half).explanation
+    )

@@ -265,7 +265,7 @@ def render(r: dict) -> str:
         what = "weights" if q["tensor"] == "weights" else "KV cache"
         parts = ([] if q["measured"] else ["not measured for this model"]) + q["notes"]
         lines.append(f"quality, {what} {q['dtype']}: " + "; ".join(parts))
-    lines.append("why:")
+    lines.append("why:" if b is not None else "why no deployment meets the SLA:")
     lines += [f"  - {x}" for x in r["explanation"]]
     dm = r["decision_matrix"]
     shape = f" (read as {dm['article_shape']} per replica)" if dm.get("article_shape") else ""

@@ -655,6 +655,7 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
             or ("no deployment meets the SLA within the hardware")
         )
         doc.para("No recommendation: " + clean(reason, 600), 10.5, bold=True, colour=(170, 40, 0))
+        _explanation(doc, ctx)
         return
     head = "Deployment in focus" if ctx.focused else "Recommended deployment"
     doc.para(f"{head}: " + clean(d.description, 400), 10.5, bold=True)
@@ -704,7 +705,10 @@ def _explanation(doc: _Doc, ctx: _Context) -> None:
         doc.h2("The top alternatives and why they lost")
         doc.bullets([f"{clean(a, 300)}: {clean(why, 400)}" for a, why in ctx.alternatives], 9)
     if expl:
-        doc.h2("Why the search recommends its pick" if ctx.focused else "Why this deployment")
+        unmet = ctx.rec is not None and _pick(ctx.rec, "best") is None
+        doc.h2("Why no deployment meets the SLA" if unmet
+               else "Why the search recommends its pick" if ctx.focused
+               else "Why this deployment")  # fmt: skip
         lines = list(expl) if isinstance(expl, list | tuple) else [str(expl)]
         doc.bullets([clean(x, 600) for x in lines[:8]], 9)
 

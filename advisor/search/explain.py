@@ -165,6 +165,105 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
     return warning, verdict
 
 
+def unmet_lines(sc, t, checks, describe) -> list[str]:
+    """Why no deployment meets the SLA, from the evaluated arrays.
+
+    Per stated target: how many of the deployments that sustain the offered load meet it at
+    the stated confidence, or, if none, the lowest upper end any reaches (and its prediction);
+    then whether the targets are met one at a time but never together, how many deployments
+    meet every latency target but break the utilisation cap, how many cannot sustain the load,
+    and the bounds the sidebar put on the search. ``checks``: ``recommend._sla``'s (name,
+    predicted percentile s per candidate, target ms, upper factor per candidate);
+    ``describe(i)``: candidate i's description.
+    """
+    pct, conf = sc.sla.percentile, f"{sc.sla.confidence:.0%}"
+    stable = np.asarray(t.stable, dtype=bool)
+    n, n_stable = int(t.n), int(stable.sum())
+    out: list[str] = []
+    if n_stable == 0:
+        cap = np.where(np.isfinite(t.cap), t.cap, 0.0)
+        i = int(np.argmax(cap))
+        most = (
+            f" The most any could sustain is {cap[i]:,.3g} requests/s, on {describe(i)}; the "
+            f"offered "
+            f"{float(t.rate[i]):,.3g} requests/s is {float(t.rate[i]) / cap[i]:,.1f}× that."
+            if cap[i] > 0
+            else ""
+        )
+        out.append(
+            f"None of the {n:,} deployments searched sustains the offered load: each one's "
+            f"queue would grow without bound.{most}"
+        )
+        return out + [_search_bounds(sc)]
+    together = stable.copy()
+    reachable = []
+    for name, v, target, factor in checks:
+        point_ms = np.asarray(v, dtype=float) * 1e3
+        high_ms = point_ms * np.asarray(factor, dtype=float)
+        ok = stable & (high_ms <= target)
+        together &= ok
+        reachable.append(bool(ok.any()))
+        if ok.any():
+            out.append(
+                f"P{pct} {name} ≤ {target:,g} ms is within reach: {int(ok.sum()):,} of the "
+                f"{n_stable:,} deployments that sustain the load meet it at {conf} confidence."
+            )
+            continue
+        i = int(np.flatnonzero(stable)[np.argmin(high_ms[stable])])
+        out.append(
+            f"No deployment reaches P{pct} {name} ≤ {target:,g} ms at {conf} confidence: the "
+            f"lowest is {high_ms[i]:,.1f} ms ({point_ms[i]:,.1f} ms predicted), on {describe(i)}"
+            + (
+                f"; that prediction is within the target, the upper end of its {conf} range is "
+                f"not{_at_half(sc, t, i, name, point_ms[i], target)}."
+                if point_ms[i] <= target
+                else "."
+            )
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        util = np.where(t.cap > 0, t.rate / t.cap, np.inf)
+    if together.any():
+        lightest = float(util[together].min())
+        out.append(
+            f"{int(together.sum()):,} deployments meet every latency target but would run above "
+            f"the {sc.options.max_utilisation:.0%} utilisation cap (the most lightly loaded at "
+            f"{lightest:.0%}): more GPUs, as more replicas, would take the load."
+        )
+    elif len(checks) > 1 and all(reachable):
+        out.append("Each target is met by some deployment, but none meets them all together.")
+    if n_stable < n:
+        out.append(
+            f"{n - n_stable:,} of the {n:,} deployments searched cannot sustain the offered "
+            "load at all."
+        )
+    return out + [_search_bounds(sc)]
+
+
+def _at_half(sc, t, i: int, name: str, point_ms: float, target_ms: float) -> str:
+    """ ", and at 50% confidence it is met" when the sidebar's lowest confidence would accept
+    candidate i's prediction on target ``name``, else ""."""
+    from advisor.search.sla import sla_checks
+
+    if sc.sla.confidence <= 0.5:
+        return ""
+    half = sc.model_copy(update={"sla": sc.sla.model_copy(update={"confidence": 0.5})})
+    gpu = t.st.shapes[int(t.shape_of[i])].gpu
+    factor = next(float(f[0]) for n, _, f in sla_checks(half, [gpu]) if n == name)
+    return ", and at 50% confidence it is met" if point_ms * factor <= target_ms else ""
+
+
+def _search_bounds(sc) -> str:
+    """What the sidebar let the search try: GPUs, dtypes, speculative decoding."""
+    h, o = sc.hardware, sc.options
+    gpus = h.gpus_per_node * h.nodes
+    return (
+        f"The search tried up to {gpus:,} GPU{'s' if gpus != 1 else ''} ({h.nodes:,} "
+        f"node{'s' if h.nodes != 1 else ''} of {h.gpus_per_node}) of {', '.join(h.gpus)}, "
+        f"weights in {', '.join(o.weight_dtypes)}, KV cache in {', '.join(o.kv_dtypes)}, "
+        f"speculative decoding {'on' if o.speculative else 'off'}."
+    )
+
+
 def _n(count: int, noun: str) -> str:
     """'1 prefill replica', '4 prefill replicas'."""
     return f"{count} {noun}" + ("" if count == 1 else "s")

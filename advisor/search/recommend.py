@@ -26,7 +26,7 @@ from advisor.search.decision_matrix import article_answer
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import evaluate_disaggregated
 from advisor.search.evaluate import build_shapes, evaluate_aggregated, interp_step, service
-from advisor.search.explain import agreement, confidence_lines, explain
+from advisor.search.explain import agreement, confidence_lines, explain, unmet_lines
 from advisor.search.pareto import pareto_min_min
 from advisor.search.results import (
     PCT,
@@ -419,7 +419,13 @@ def _recommend(sc: Scenario) -> Recommendation:
 
     with phase("explain"):
         cap = capacity_plan(sc, t, best_i, checks) if best_i is not None else None
-        explanation = explain(sc, t, best_i, ratio, lat, metric) if best_i is not None else []
+        explanation = (
+            explain(sc, t, best_i, ratio, lat, metric)
+            if best_i is not None
+            else unmet_lines(
+                sc, t, checks, lambda i: _deployment(sc, t, i, ratio, False).description
+            )
+        )
         warning = confidence_lines(sc, t, best_i)[0] if best_i is not None else None
         dm = agreement(
             sc, t, best, ans, params, ratio, lambda i: _deployment(sc, t, i, ratio, False)

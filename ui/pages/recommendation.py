@@ -84,8 +84,10 @@ def best_section(rec, scenario) -> None:
 
 
 def why_section(rec) -> None:
-    if rec.best is not None:
-        st.markdown("**Why**\n\n" + "\n".join(f"- {line}" for line in rec.explanation))
+    if not rec.explanation:
+        return
+    head = "Why" if rec.best is not None else "Why no deployment meets the SLA"
+    st.markdown(f"**{head}**\n\n" + "\n".join(f"- {md_escape(x)}" for x in rec.explanation))
 
 
 def matrix_section(rec) -> None:
