@@ -184,7 +184,7 @@ def unmet_lines(sc, t, checks, describe) -> list[str]:
         cap = np.where(np.isfinite(t.cap), t.cap, 0.0)
         i = int(np.argmax(cap))
         most = (
-            f" The most any could sustain is {cap[i]:,.3g} requests/s, on {describe(i)}; the "
+            f" The most any could sustain is {cap[i]:,.3g} requests/s, with {describe(i)}; the "
             f"offered "
             f"{float(t.rate[i]):,.3g} requests/s is {float(t.rate[i]) / cap[i]:,.1f}× that."
             if cap[i] > 0
@@ -212,7 +212,7 @@ def unmet_lines(sc, t, checks, describe) -> list[str]:
         i = int(np.flatnonzero(stable)[np.argmin(high_ms[stable])])
         out.append(
             f"No deployment reaches P{pct} {name} ≤ {target:,g} ms at {conf} confidence: the "
-            f"lowest is {high_ms[i]:,.1f} ms ({point_ms[i]:,.1f} ms predicted), on {describe(i)}"
+            f"lowest is {high_ms[i]:,.1f} ms ({point_ms[i]:,.1f} ms predicted), with {describe(i)}"
             + (
                 f"; that prediction is within the target, the upper end of its {conf} range is "
                 f"not{_at_half(sc, t, i, name, point_ms[i], target)}."
