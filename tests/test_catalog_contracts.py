@@ -86,6 +86,7 @@ MODEL_IDS = {
     "glm-4.5",
     "mistral-small-24b",
     "qwen3-coder-480b-a35b",
+    "minimax-m2",
 }
 
 CATALOGS: dict[str, tuple[str, type[BaseModel]]] = {

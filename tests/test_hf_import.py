@@ -613,6 +613,7 @@ ISSUE17_FIXTURES = [
     "llama-4-scout",
     "llama-4-maverick",
     "qwen3-coder-480b-a35b",
+    "minimax-m2",
 ]
 # Fields a config.json does not carry: identity, notes and the publisher's headline counts.
 _NOT_FROM_CONFIG = {
@@ -741,5 +742,23 @@ def test_glm4_moe_counts() -> None:
 def test_unsupported_family_lists_the_new_ones_too() -> None:
     with pytest.raises(HFConfigError) as exc:
         model_from_hf_config({"model_type": "phi3", "architectures": ["Phi3ForCausalLM"]})
-    for fam in ("qwen3", "qwen3_moe", "gpt_oss", "llama4", "gemma3", "glm4_moe"):
+    for fam in ("qwen3", "qwen3_moe", "gpt_oss", "llama4", "gemma3", "glm4_moe", "minimax_m2"):
         assert fam in str(exc.value)
+
+
+def test_minimax_m2_counts_by_hand() -> None:
+    # SGLang's MiniMax-M2 page: 230B total, 10B active. By hand from config.json: per layer
+    # attention 3072 x (6144 + 2 x 1024) + 6144 x 3072 = 44.04e6, experts 256 x 3 x 3072 x
+    # 1536 = 3.624e9, router 3072 x 256 = 0.79e6; x 62 layers = 227.46e9; embedding and
+    # output 2 x 200064 x 3072 = 1.229e9: 228.69e9 with the norms. Active: 62 x (44.04e6 + 8 x
+    # 3 x 3072 x 1536 + 0.79e6) = 9.80e9, + 0.615e9 output layer = 10.4e9 ("10B").
+    from advisor.physics.params import param_breakdown
+
+    spec = model_from_hf_config(_load("minimax-m2"))
+    b = param_breakdown(spec)
+    assert b.total == pytest.approx(228.69e9, rel=1e-3)
+    assert b.active - b.embedding == pytest.approx(10.42e9, rel=2e-3)
+    assert spec.num_moe_layers == 62 and spec.num_shared_experts == 0
+    shared = _load("minimax-m2") | {"shared_intermediate_size": 1536}
+    with pytest.raises(HFConfigError, match="'shared_intermediate_size'=1536"):
+        model_from_hf_config(shared)

@@ -66,6 +66,7 @@ _MODEL_TYPES: dict[str, str] = {
     "gemma3": "gemma3",
     "gemma3_text": "gemma3",
     "glm4_moe": "glm4_moe",
+    "minimax_m2": "minimax_m2",
 }
 
 #: ``architectures[i]`` -> family.
@@ -86,6 +87,7 @@ _ARCHITECTURES: dict[str, str] = {
     "Gemma3ForConditionalGeneration": "gemma3",
     "Gemma3ForCausalLM": "gemma3",
     "Glm4MoeForCausalLM": "glm4_moe",
+    "MiniMaxM2ForCausalLM": "minimax_m2",
 }
 
 #: The transformers configuration class whose defaults apply, per family.
@@ -103,6 +105,7 @@ _HF_CLASS: dict[str, str] = {
     "llama4": "Llama4TextConfig (configuration_llama4.py)",
     "gemma3": "Gemma3TextConfig (configuration_gemma3.py)",
     "glm4_moe": "Glm4MoeConfig (configuration_glm4_moe.py)",
+    "minimax_m2": "MiniMaxM2Config (the checkpoint's configuration_minimax_m2.py, via auto_map)",
 }
 
 DEFAULT_MAX_BYTES = 1_000_000
@@ -1228,6 +1231,46 @@ def _map_glm4_moe(r: _Reader) -> dict[str, Any]:
     return out
 
 
+def _map_minimax_m2(r: _Reader) -> dict[str, Any]:
+    # MiniMaxM2ForCausalLM (MiniMax-M2, M2.1, M2.5): every layer is MoE, num_local_experts
+    # experts of width intermediate_size, top num_experts_per_tok with sigmoid routing and no
+    # shared expert (shared_intermediate_size 0); GQA with QK norm (qk_norm_type per_layer: over
+    # the whole Q and K projections), partial RoPE (rotary_dim), untied embeddings. Its config
+    # class ships with the checkpoint (auto_map), so no size has a library default here: each is
+    # required. The MTP modules (use_mtp, num_mtp_modules) are not counted, as DeepSeek's are not.
+    r.req_int("num_key_value_heads", field="num_key_value_heads")
+    layers, hidden, vocab, heads, kv = _gqa_block(r, None)
+    _, shared = r.opt_int("shared_intermediate_size", lo=0, hi=1_048_576)
+    if shared not in (_ABSENT, None, 0):
+        raise HFConfigError(
+            f"{_PREFIX}: 'shared_intermediate_size'={shared} is not supported for minimax_m2; "
+            "allowed: 0 (no shared expert)"
+        )
+    width = r.req_int("intermediate_size", field="intermediate_size")
+    out = {
+        "num_hidden_layers": layers,
+        "hidden_size": hidden,
+        "intermediate_size": width,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv,
+        "head_dim": r.req_int("head_dim", field="head_dim"),
+        "vocab_size": vocab,
+        "max_position_embeddings": r.req_int(
+            "max_position_embeddings", field="max_position_embeddings"
+        ),
+        "tie_word_embeddings": r.flag("tie_word_embeddings", "tie_word_embeddings", False),
+        "attention_bias": r.flag("attention_bias", "attention_bias", False),
+        "qk_norm": r.flag("qk_norm", "use_qk_norm", False),
+        "norms_per_layer": 2,
+        "num_experts": r.req_int("num_local_experts", field="num_experts"),
+        "num_experts_per_tok": r.req_int("num_experts_per_tok", field="num_experts_per_tok"),
+        "moe_intermediate_size": width,
+    }
+    r.note("moe_intermediate_size", "MiniMax-M2 expert width = intermediate_size")
+    r.note("norms_per_layer", "input_layernorm + post_attention_layernorm (RMSNorm)")
+    return out
+
+
 _MAPPERS = {
     "llama": _map_llama,
     "mistral": _map_mistral,
@@ -1242,4 +1285,5 @@ _MAPPERS = {
     "llama4": _map_llama4,
     "gemma3": _map_gemma3,
     "glm4_moe": _map_glm4_moe,
+    "minimax_m2": _map_minimax_m2,
 }

@@ -187,6 +187,7 @@ ModelFamily = Literal[
     "llama4",
     "gemma3",
     "glm4_moe",
+    "minimax_m2",
 ]
 MODEL_FAMILIES: tuple[str, ...] = get_args(ModelFamily)
 

@@ -63,6 +63,9 @@ MODEL_IDS = {
     "deepseek-v3": "deepseek-v3",
     "deepseek-v3-0324": "deepseek-v3",
     "deepseek-v3.1": "deepseek-v3",
+    # MiniMax-M2.1 and M2.5: the M2 architecture (SGLang's MiniMax-M2 page serves all three)
+    "minimax-m2.1": "minimax-m2",
+    "minimax-m2.5": "minimax-m2",
 }
 #: Names that look like a catalog model but are not its architecture.
 MODEL_NOT_SAME = {
@@ -71,7 +74,7 @@ MODEL_NOT_SAME = {
 }
 #: Checkpoints published in one precision: the weights when the row does not say.
 NATIVE_WEIGHTS = {
-    "deepseek-v3": "fp8", "deepseek-r1": "fp8", "kimi-k2": "fp8",
+    "deepseek-v3": "fp8", "deepseek-r1": "fp8", "kimi-k2": "fp8", "minimax-m2": "fp8",
     "gpt-oss-20b": "mxfp4", "gpt-oss-120b": "mxfp4",
 }  # fmt: skip
 #: GPU name (upper case, vendor prefix removed) -> catalog id; first match wins, so the more
