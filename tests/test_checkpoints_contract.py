@@ -85,3 +85,14 @@ def test_unconfirmed_or_unloadable_checkpoints_are_quantized_first():
     # Qwen's fine-grained FP8 card names transformers, SGLang and vLLM, not TensorRT-LLM.
     assert choose("qwen3-32b", "fp8", "sglang").repo == "Qwen/Qwen3-32B-FP8"
     assert not choose("qwen3-32b", "fp8", "trtllm").published
+
+
+def test_remote_code_names_a_listed_model_with_evidence():
+    raw = copy.deepcopy(_raw())
+    raw["remote_code"]["qwen9-xl"] = raw["remote_code"]["minimax-m2"]
+    with pytest.raises(CatalogError, match=r"remote_code\.qwen9-xl: not a model of 'models'"):
+        load_checkpoint_table(raw)
+    raw = copy.deepcopy(_raw())
+    raw["remote_code"]["minimax-m2"] = "published commands pass it"  # no URL or commit
+    with pytest.raises(CatalogError, match="remote_code"):
+        load_checkpoint_table(raw)

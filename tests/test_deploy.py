@@ -280,3 +280,18 @@ def test_pdf_appendix_has_the_launch_command():
     assert "Appendix: launch command" in text
     assert "python3 -m sglang.launch_server" in text  # the scenario's engine
     assert f"--mem-fraction-static {_arg(want, '--mem-fraction-static')}" in text
+
+
+@pytest.mark.parametrize(("engine", "flag"), [("vllm", "--trust-remote-code"),
+                                              ("sglang", "--trust-remote-code"),
+                                              ("trtllm", "--trust_remote_code")])  # fmt: skip
+def test_models_with_their_own_code_get_the_trust_flag(engine, flag):
+    # MiniMax-M2's config.json names its own config class (auto_map configuration_minimax_m2):
+    # the sgl-cookbook launch passes --trust-remote-code (data/checkpoints.yaml remote_code);
+    # each engine spells the flag as its list does (data/engine-flags)
+    sc = Scenario(model="minimax-m2", hardware=Hardware(gpus=["h200-sxm"]))
+    b = deploy_bundle(sc, parse_spec("h200-sxm.tp4.pp1.dp1.fp8.fp8"), engine)
+    cmd = b.launch.servers[0].commands[-1]
+    assert (flag, None) in cmd.args and not launch_problems(b.launch)
+    llama = deploy_bundle(Scenario(), parse_spec("h100-sxm.tp4.pp1.dp1.fp8.fp8"), engine)
+    assert all(f != flag for c in llama.launch.servers[0].commands for f, _ in c.args)

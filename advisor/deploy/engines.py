@@ -34,7 +34,7 @@ import yaml
 from advisor.catalog import models
 from advisor.deploy.checkpoints import Checkpoint, choose
 from advisor.deploy.settings import Plan, PoolSettings
-from advisor.deploy.tables import images
+from advisor.deploy.tables import checkpoints, images
 
 PORT = 8000
 #: Port the SGLang/TensorRT-LLM multi-node rendezvous and disaggregation bootstrap use.
@@ -107,10 +107,17 @@ def _kv(engine: str, kv: str) -> str | None:
     return table[engine].get(kv)
 
 
+def _remote_code(plan, flag: str = "--trust-remote-code") -> list[tuple[str, str | None]]:
+    """The engine's trust flag when the model's repository ships its own code
+    (data/checkpoints.yaml ``remote_code``): without it the server refuses to load the config."""
+    return [(flag, None)] if plan.model.id in checkpoints()["remote_code"] else []
+
+
 def _weight_args(plan, ck) -> list[tuple[str, str | None]]:
     """Flags for weights the checkpoint does not carry as served (vLLM and SGLang spell them
-    alike): quantize at load (``--quantization``), or run in fp32 (``--dtype float32``)."""
-    args: list[tuple[str, str | None]] = []
+    alike): quantize at load (``--quantization``), or run in fp32 (``--dtype float32``); and
+    the trust flag of a model with its own code (``_remote_code``)."""
+    args: list[tuple[str, str | None]] = _remote_code(plan)
     if ck.online_quantization:
         args.append(("--quantization", ck.online_quantization))
     if plan.spec.weights == "fp32":
@@ -323,6 +330,7 @@ def trtllm(plan: Plan) -> Launch:
             ("--kv_cache_free_gpu_memory_fraction", f"{p.free_gpu_memory_fraction}"),
             ("--enable_chunked_prefill", None),
             ("--extra_llm_api_options", f"{CONFIG_DIR}/{name}"),
+            *_remote_code(plan, "--trust_remote_code"),
             ("--host", "0.0.0.0"), ("--port", str(PORT)),
         ]  # fmt: skip
         nodes = _nodes(p, plan)

@@ -51,9 +51,18 @@ class CheckpointTable(BaseModel):
 
     formats: dict[Annotated[str, Field(min_length=2, max_length=40)], list[Engine]]
     models: dict[Annotated[str, Field(pattern=SLUG)], dict[WeightDType, CheckpointEntry]]
+    #: Models whose repositories name their own code (config.json auto_map), so a server must
+    #: be told to run it (--trust-remote-code): model -> the evidence (a published command).
+    remote_code: dict[
+        Annotated[str, Field(pattern=SLUG)],
+        Annotated[str, Field(min_length=20, max_length=600, pattern=_SOURCE)],
+    ] = {}
 
     @model_validator(mode="after")
     def _formats_known(self) -> CheckpointTable:
+        for model in self.remote_code:
+            if model not in self.models:
+                raise ValueError(f"remote_code.{model}: not a model of 'models'")
         for model, table in self.models.items():
             for dtype, entry in table.items():
                 if entry.format not in self.formats:
