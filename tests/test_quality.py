@@ -45,6 +45,23 @@ def test_not_measured_for_this_model():
     assert "78.54 vs 78.67" in lines[0] and "arXiv:2411.02355" in lines[0]
 
 
+def test_the_models_own_release_is_the_reference_not_unmeasured(capsys):
+    # deepseek-ai/DeepSeek-V3 config.json: quantization_config quant_method fp8 (block 128 x 128):
+    # serving its FP8 weights is the released model; a further int4 quantization is not measured
+    q = quality_for("deepseek-v3", "fp8", "fp8")
+    assert q[0]["measured"] and "publisher's own fp8 release" in q[0]["finding"]
+    assert q[1]["tensor"] == "kv" and q[1]["finding"] != q[0]["finding"]  # the KV is still fp8
+    assert quality_for("deepseek-v3", "int4", "fp16")[0]["finding"] == NOT_MEASURED
+    # gpt-oss's MXFP4 experts are its release too; Llama 3.1 70B's fp8 is a quantization
+    assert "release" in quality_for("gpt-oss-120b", "mxfp4", "fp16")[0]["finding"]
+    assert "release" not in quality_for("llama-3.1-70b", "fp8", "fp16")[0]["finding"]
+    from advisor.cli import main
+
+    assert main(["recommend", "--model", "minimax-m2", "--gpu", "h200-sxm", "--weights", "fp8",
+                 "--kv", "fp16", "--no-disaggregated"]) == 0  # fmt: skip
+    assert "quality, weights fp8: the publisher's own fp8 release" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("bad", "match"),
     [

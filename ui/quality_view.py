@@ -49,7 +49,7 @@ def quality_section(scenario, d: Deployment | None) -> None:
             what = "Weights" if q["tensor"] == "weights" else "KV cache"
             st.markdown(f"**{what} {q['dtype']}**"
                         + ("" if q["measured"] else ": *not measured for this model*"))  # fmt: skip
-            for n in q["notes"]:
+            for n in q["notes"] or ([q["finding"]] if q["measured"] else []):
                 st.caption(md_escape(n))
         if quantized and len(allowed) > 1:
             st.caption("Exclude a weight dtype from the search (edits the sidebar's list):")

@@ -502,6 +502,12 @@ def model_from_hf_config(
         r = _Reader(cfg, family, source.strip())
         fields = _MAPPERS[family](r)
 
+    quant = cfg.get("quantization_config")
+    if isinstance(quant, dict) and quant.get("quant_method") == "fp8":
+        # the checkpoint's own FP8 weights (DeepSeek-V3, Kimi K2, MiniMax-M2): the reference
+        fields["released_weights_dtype"] = "fp8"
+        r.note("released_weights_dtype", "quantization_config.quant_method fp8")
+
     name_or_path = cfg.get("_name_or_path")
     if name_or_path is not None and not isinstance(name_or_path, str):
         raise HFConfigError(

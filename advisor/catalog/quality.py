@@ -12,6 +12,8 @@ from advisor.catalog.specs import QualityNote
 
 #: Said wherever no source measured the dtype's effect on the model.
 NOT_MEASURED = "not measured for this model"
+#: The publisher's own checkpoint is in this dtype (DeepSeek-V3's block FP8): nothing was lost.
+RELEASED = "the publisher's own {dtype} release, the reference model (not a quantization of it)"
 
 
 @cache
@@ -91,6 +93,15 @@ def notes_for(model_id: str, kind: str, dtype: str) -> list[QualityNote]:
     return own + [n for n in notes if "*" in n.models]
 
 
+def _released(model_id: str) -> str | None:
+    """The model's own released weight dtype (ModelSpec.released_weights), None if 16-bit or
+    not a catalog model (an uploaded config.json)."""
+    from advisor.catalog import models
+
+    spec = models().get(model_id)
+    return spec.released_weights if spec is not None else None
+
+
 def quality_for(model_id: str, weights: str, kv: str) -> list[dict]:
     """Per quantized dtype of a deployment (16/32-bit weights and 16-bit KV are the reference:
     left out): ``{"tensor", "dtype", "measured", "finding", "notes"}``: ``measured`` False when
@@ -103,6 +114,10 @@ def quality_for(model_id: str, weights: str, kv: str) -> list[dict]:
     out = []
     for kind, dtype in (("weights", weights), ("kv", kv)):
         if dtype not in ("fp8", "int8", "int4", "mxfp4", "nvfp4"):
+            continue
+        if kind == "weights" and dtype == _released(model_id):
+            out.append({"tensor": kind, "dtype": dtype, "measured": True,
+                        "finding": RELEASED.format(dtype=dtype), "notes": []})  # fmt: skip
             continue
         found = notes_for(model_id, kind, dtype)
         out.append({"tensor": kind, "dtype": dtype,
@@ -118,6 +133,8 @@ def quality_lines(model_id: str, weights: str, kv: str, brief: bool = False) -> 
 
     >>> quality_lines("mistral-7b", "int4", "fp16")
     ['Weights int4: not measured for this model.']
+    >>> quality_lines("deepseek-v3", "fp8", "fp16")
+    ["Weights fp8: the publisher's own fp8 release, the reference model (not a quantization of it)."]
     """
     lines = []
     for q in quality_for(model_id, weights, kv):
@@ -125,5 +142,7 @@ def quality_lines(model_id: str, weights: str, kv: str, brief: bool = False) -> 
         found = notes_for(model_id, q["tensor"], q["dtype"])
         notes = [f"{finding(n)} [{cite(n)}]" for n in found] if brief else q["notes"]
         parts = ([] if q["measured"] else [NOT_MEASURED]) + notes
+        if not parts:  # the model's own release: nothing to measure against
+            parts = [q["finding"]]
         lines.append(head + "; ".join(parts) + ("." if not notes else ""))
     return lines

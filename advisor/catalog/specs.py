@@ -244,6 +244,10 @@ class ModelSpec(BaseModel):
     #: Dtype the published checkpoint stores the routed experts in when it differs from the
     #: rest of the model (gpt-oss: MXFP4 experts, bf16 attention, router and embeddings).
     expert_weights_dtype: Literal["mxfp4", "nvfp4"] | None = None
+    #: Dtype the publisher released every linear layer's weights in, when not 16-bit
+    #: (DeepSeek-V3's block-FP8 checkpoint: quantization_config quant_method fp8). Serving in it
+    #: is the reference model, not a quantization of it.
+    released_weights_dtype: Literal["fp8"] | None = None
 
     # Multi-head latent attention (DeepSeek-V2/V3).
     q_lora_rank: Annotated[int, Field(ge=1, le=65536)] | None = None
@@ -340,6 +344,19 @@ class ModelSpec(BaseModel):
     @property
     def is_moe(self) -> bool:
         return self.num_experts is not None
+
+    @property
+    def released_weights(self) -> str | None:
+        """The weight dtype of the publisher's own checkpoint when it is not 16-bit (fp8 for
+        DeepSeek-V3, mxfp4 for gpt-oss's experts), else None: that dtype is the reference model.
+
+        >>> from advisor.catalog import get_model
+        >>> get_model("deepseek-v3").released_weights, get_model("gpt-oss-120b").released_weights
+        ('fp8', 'mxfp4')
+        >>> get_model("llama-3.1-70b").released_weights is None
+        True
+        """
+        return self.released_weights_dtype or self.expert_weights_dtype
 
     @property
     def is_mla(self) -> bool:

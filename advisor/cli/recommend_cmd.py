@@ -264,6 +264,7 @@ def render(r: dict) -> str:
     for q in r.get("quality") or []:
         what = "weights" if q["tensor"] == "weights" else "KV cache"
         parts = ([] if q["measured"] else ["not measured for this model"]) + q["notes"]
+        parts = parts or [q["finding"]]  # the model's own release
         lines.append(f"quality, {what} {q['dtype']}: " + "; ".join(parts))
     lines.append("why:" if b is not None else "why no deployment meets the SLA:")
     lines += [f"  - {x}" for x in r["explanation"]]

@@ -72,11 +72,6 @@ MODEL_NOT_SAME = {
     "deepseek-v3.2": "DeepSeek sparse attention (DSA), not DeepSeek-V3's dense MLA",
     "deepseek-v3.2-exp": "DeepSeek sparse attention (DSA), not DeepSeek-V3's dense MLA",
 }
-#: Checkpoints published in one precision: the weights when the row does not say.
-NATIVE_WEIGHTS = {
-    "deepseek-v3": "fp8", "deepseek-r1": "fp8", "kimi-k2": "fp8", "minimax-m2": "fp8",
-    "gpt-oss-20b": "mxfp4", "gpt-oss-120b": "mxfp4",
-}  # fmt: skip
 #: GPU name (upper case, vendor prefix removed) -> catalog id; first match wins, so the more
 #: specific patterns come first (H200 before H20, H100 NVL/PCIe before H100).
 GPU_PATTERNS = (
@@ -346,10 +341,12 @@ def _precision(row: dict, model_id: str) -> tuple[str, int] | str:
     """(weights dtype, int4 group) or the reason the row's precision is not modelled."""
     raw = row["precision_weights"].strip()
     text = re.sub(r"\s*\(.*$", "", raw).strip().lower()  # "FP8 (native checkpoint)" -> "fp8"
+    # a checkpoint published in one precision (ModelSpec.released_weights): the weights when
+    # the row does not say
+    native = get_model(model_id).released_weights or ""
     if not text:
-        text = _model_weights_hint(row["model"]) or NATIVE_WEIGHTS.get(model_id, "bf16")
+        text = _model_weights_hint(row["model"]) or native or "bf16"
     if text == "fp4":  # "FP4" without the format: the checkpoint's own (gpt-oss: MXFP4)
-        native = NATIVE_WEIGHTS.get(model_id, "")
         text = native if native.endswith("fp4") else "nvfp4"
     if text in ("float32", "fp32"):
         return "weights precision fp32 not modelled in serving"
