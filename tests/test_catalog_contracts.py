@@ -416,8 +416,9 @@ def test_published_active_params_below_total():
 
 
 def _stated_precision(value: float) -> float:
-    """The unit of the last digit a headline figure states: 17e9 -> 1e9, 116.83e9 -> 1e7."""
-    unit = 10.0**15
+    """The unit of the last digit a headline figure states: 17e9 -> 1e9, 116.83e9 -> 1e7. A
+    headline in billions states the billion at least: "10B" claims 9.5-10.5B, not 5-15B."""
+    unit = 10.0**9
     while unit >= 1 and abs(value / unit - round(value / unit)) > 1e-9:
         unit /= 10
     return unit
@@ -434,6 +435,8 @@ def test_stated_precision_of_headline_figures():
     assert _stated_precision(116.83e9) == pytest.approx(1e7)
     assert _stated_precision(17.0e9) == pytest.approx(1e9)
     assert _stated_precision(3.3e9) == pytest.approx(1e8)
+    assert _stated_precision(10.0e9) == pytest.approx(1e9)  # "10B", not 10B units
+    assert _stated_precision(230.0e9) == pytest.approx(1e9)
 
 
 NEW_MODELS = sorted(

@@ -19,6 +19,7 @@ from advisor.physics.memory import (
     weight_placement,
 )
 from advisor.physics.params import param_breakdown
+from tests.test_catalog_contracts import _allowed
 
 
 @pytest.mark.parametrize("model_id", sorted(models()))
@@ -34,9 +35,11 @@ def test_param_count_within_1pct_of_published(model_id):
         # gpt-oss card: the active count leaves out the input embedding (a lookup).
         active = b.active - (b.embedding if m.published_active_excludes_embedding else 0)
         active -= b.lm_head if m.published_active_excludes_lm_head else 0
-        assert abs(active / m.published_active_params - 1) < 0.02, (
+        # 2%, or 1% beyond the headline's rounding ("10B active" claims 9.5-10.5B)
+        published = m.published_active_params
+        assert abs(active - published) <= max(0.02 * published, _allowed(published)), (
             active,
-            m.published_active_params,
+            published,
         )
 
 

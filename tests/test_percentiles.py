@@ -64,8 +64,8 @@ def test_lengths_from_a_bench_serving_json_total():
 
 
 def test_unrepresentable_rows_say_why_and_other_metrics_are_not_percentiles():
-    s = percentile_case(_row("S0027"))  # MiniMax-M2.5 P99 TTFT: model not in the catalog
-    assert isinstance(s, Skipped) and "MiniMax-M2.5" in s.reason
+    s = percentile_case(_row("A0744"))  # Kimi-K2.5 P99 TTFT: model not in the catalog
+    assert isinstance(s, Skipped) and "Kimi-K2.5" in s.reason
     assert percentile_case(_row("S0001")) is None  # output throughput: not a percentile
 
 
@@ -74,7 +74,7 @@ def report():
     # E0051, A0053 and E0461 as published; E0461 again at 1000 req/s, far above the capacity
     # of 8 x H200 for ~510/530-token requests of a 405B model: predicted unstable, it must
     # still be counted (as a failure).
-    rows = [_row("E0051"), _row("A0053"), _row("E0461"), _row("S0027")]
+    rows = [_row("E0051"), _row("A0053"), _row("E0461"), _row("A0744")]
     rows.append(dict(_row("E0461"), id="X0001", batch_or_concurrency="request rate 1000 req/s"))
     return percentile_report(rows)
 
