@@ -885,12 +885,7 @@ def _map_deepseek_v3(r: _Reader) -> dict[str, Any]:
     first_k = r.int_with_default("first_k_dense_layers", "first_k_dense_replace", 3)
     # DeepSeek's remote-code config has moe_layer_freq (MoE on every k-th layer); transformers'
     # DeepseekV3 has no such knob (every layer after the first k is MoE), nor has ModelSpec.
-    k, freq = r.opt_int("moe_layer_freq", lo=1, hi=1024)
-    if freq not in (_ABSENT, None, 1):
-        raise HFConfigError(
-            f"{_PREFIX}: {k!r}={freq} is not supported; allowed: 1 (every layer after "
-            "first_k_dense_replace is MoE)"
-        )
+    _only(r, "moe_layer_freq", 1, "1 (every layer after first_k_dense_replace is MoE)", 1, 1024)
 
     # MLA ranks and head dims (required); q_lora_rank: DeepseekV3Config default 1536, null means
     # queries are not compressed (DeepSeek-V2-Lite style).
@@ -953,6 +948,17 @@ def _gqa_block(r: _Reader, kv_default: int | None) -> tuple[int, int, int, int, 
     kv = _kv_heads_none_means_heads(r, heads, "num_key_value_heads", missing_default=kv_default)
     _check_gqa(r, heads, kv, "num_attention_heads", "num_key_value_heads")
     return layers, hidden, vocab, heads, kv
+
+
+def _only(
+    r: _Reader, key: str, value: int, rule: str, lo: int, hi: int, family: str | None = None
+) -> None:
+    """Refuse an integer setting the spec cannot represent: absent, null or ``value`` pass;
+    another integer in [lo, hi] is refused naming the key, the value and ``rule``."""
+    k, got = r.opt_int(key, lo=lo, hi=hi)
+    if got not in (_ABSENT, None, value):
+        scope = f" for {family}" if family else ""
+        raise HFConfigError(f"{_PREFIX}: {k!r}={got} is not supported{scope}; allowed: {rule}")
 
 
 def _no_sliding(r: _Reader, family: str) -> None:
@@ -1246,12 +1252,7 @@ def _map_minimax_m2(r: _Reader) -> dict[str, Any]:
     # required. The MTP modules (use_mtp, num_mtp_modules) are not counted, as DeepSeek's are not.
     r.req_int("num_key_value_heads", field="num_key_value_heads")
     layers, hidden, vocab, heads, kv = _gqa_block(r, None)
-    _, shared = r.opt_int("shared_intermediate_size", lo=0, hi=1_048_576)
-    if shared not in (_ABSENT, None, 0):
-        raise HFConfigError(
-            f"{_PREFIX}: 'shared_intermediate_size'={shared} is not supported for minimax_m2; "
-            "allowed: 0 (no shared expert)"
-        )
+    _only(r, "shared_intermediate_size", 0, "0 (no shared expert)", 0, 1_048_576, "minimax_m2")
     width = r.req_int("intermediate_size", field="intermediate_size")
     out = {
         "num_hidden_layers": layers,

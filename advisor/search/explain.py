@@ -220,10 +220,8 @@ def unmet_lines(sc, t, checks, describe) -> list[str]:
                 else "."
             )
         )
-    with np.errstate(divide="ignore", invalid="ignore"):
-        util = np.where(t.cap > 0, t.rate / t.cap, np.inf)
     if together.any():
-        lightest = float(util[together].min())
+        lightest = float(t.util[together].min())
         out.append(
             f"{int(together.sum()):,} deployments meet every latency target but would run above "
             f"the {sc.options.max_utilisation:.0%} utilisation cap (the most lightly loaded at "

@@ -75,6 +75,9 @@ class _Table:
         self.gpus = cat(ev.gpus, dg.gpus if dg else None).astype(int)
         self.rate = cat(ev.rate, dg.rate if dg else None)
         self.cap = cat(res.capacity_req_per_s * ev.dp, dg.capacity_req_per_s if dg else None)
+        # offered / sustainable rate (inf where nothing is sustainable): the headroom check's
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.util = np.where(self.cap > 0, self.rate / self.cap, np.inf)
         self.running = cat(res.running_mean, dg.running_mean if dg else None)
         self.tpot_mean = cat(res.tpot.mean_s, dg.tpot_mean_s if dg else None)
         shape_of = cat(ev.shape_idx, dg.dec_shape if dg else None)
@@ -115,9 +118,7 @@ def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list]:
     for _, v, target, factor in checks:
         ratio = np.maximum(ratio, v * factor * 1e3 / target)
     # Headroom: the offered rate may use at most max_utilisation of the sustainable rate.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        util = np.where(t.cap > 0, t.rate / t.cap, np.inf)
-    ratio = np.maximum(ratio, util / sc.options.max_utilisation)
+    ratio = np.maximum(ratio, t.util / sc.options.max_utilisation)
     ratio = np.where(t.stable, ratio, np.inf)
     return ratio, checks
 
