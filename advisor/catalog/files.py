@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Callable
@@ -215,3 +216,85 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise FileWriteError(f"cannot write: {exc.strerror or exc}") from None
+
+
+def replaceable_entries(
+    folder: str | os.PathLike[str], replaceable: Callable[[str], bool]
+) -> list[os.DirEntry]:
+    """The folder's entries, all regular files ``replaceable(name)`` accepts, or FileWriteError
+    naming the others (checked before any work, and again by :func:`replace_folder`).
+
+    >>> replaceable_entries("/proc/self", lambda name: False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    advisor.catalog.files.FileWriteError: holds entries that are not earlier output (...
+    """
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        raise FileWriteError(f"cannot read the folder: {exc.strerror or exc}") from None
+    foreign = [
+        e.name for e in entries if not (e.is_file(follow_symlinks=False) and replaceable(e.name))
+    ]
+    if foreign:
+        shown = ", ".join(repr(n[:60]) for n in foreign[:5]) + (" ..." if len(foreign) > 5 else "")
+        raise FileWriteError(
+            f"holds entries that are not earlier output ({shown}); the folder is replaced as a "
+            "whole, so give an empty folder or one holding only an earlier output"
+        )
+    return entries
+
+
+def replace_folder(
+    folder: str | os.PathLike[str], files: dict[str, bytes], replaceable: Callable[[str], bool]
+) -> Path:
+    """Make the existing ``folder`` hold exactly ``files``, as a whole or not at all.
+
+    The files are written (and synced) into a temporary sibling folder, which is then renamed
+    into place; the old folder is renamed aside first and deleted last, so a failed write (a
+    full disk) leaves the old set untouched and a reader never sees old and new files mixed.
+    Every entry already in the folder must be a regular file that ``replaceable(name)`` accepts
+    (an earlier output of the same kind); anything else is refused, never deleted. Returns the
+    real path written (a symbolic link to the folder is followed, and keeps pointing at it).
+    """
+    real = Path(os.path.realpath(folder))
+    entries = replaceable_entries(real, replaceable)
+    try:
+        mode = stat.S_IMODE(os.stat(real).st_mode)
+    except OSError as exc:
+        raise FileWriteError(f"cannot read the folder: {exc.strerror or exc}") from None
+    old_modes = {e.name: stat.S_IMODE(e.stat(follow_symlinks=False).st_mode) for e in entries}
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        staged = tempfile.mkdtemp(dir=real.parent, prefix=f".{real.name[:40]}.new-")
+    except OSError as exc:
+        raise FileWriteError(f"cannot write beside the folder: {exc.strerror or exc}") from None
+    try:
+        for name, data in files.items():
+            fd = os.open(os.path.join(staged, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+                os.fchmod(f.fileno(), old_modes.get(name, 0o666 & ~umask))
+        os.chmod(staged, mode)
+        aside = tempfile.mkdtemp(dir=real.parent, prefix=f".{real.name[:40]}.old-")
+    except OSError as exc:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise FileWriteError(
+            f"cannot write: {exc.strerror or exc}; the folder is unchanged"
+        ) from None
+    try:
+        os.replace(real, aside)  # rename(2) replaces the empty directory ``aside``
+        os.replace(staged, real)
+    except OSError as exc:
+        if not os.path.exists(real):
+            os.replace(aside, real)  # put the old folder back
+        shutil.rmtree(staged, ignore_errors=True)
+        shutil.rmtree(aside, ignore_errors=True)
+        raise FileWriteError(
+            f"cannot swap: {exc.strerror or exc}; the folder is unchanged"
+        ) from None
+    shutil.rmtree(aside, ignore_errors=True)
+    return real

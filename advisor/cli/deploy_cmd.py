@@ -3,8 +3,9 @@
 Takes ``--scenario FILE.json`` or the same flags as ``recommend`` (its parser is reused), and
 deploys ``--deployment SPEC`` or else the recommendation. ``--engine`` picks the engine the files
 are for (vllm, sglang, trtllm); with the recommend flags it is also the engine profile the search
-uses, so the memory budget and the flags describe the same engine. ``--out DIR`` writes every
-file into an existing folder; the chosen ``--format`` is printed either way.
+uses, so the memory budget and the flags describe the same engine. ``--out DIR`` makes an
+existing folder (empty, or holding an earlier bundle) hold exactly the bundle, swapped in as a
+whole; the chosen ``--format`` is printed either way.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from advisor.catalog.files import FileWriteError, replace_folder, replaceable_entries
 from advisor.cli import CliInputError, choice_of, recommend_cmd, shown
-from advisor.cli.common import writable_out_path, write_out
 
 TARGETS = ("vllm", "sglang", "trtllm")
 
@@ -41,7 +42,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
             action.help += "engine if it is one of them, else vllm)"
     p.add_argument("--format", type=choice_of(list(FORMATS), "format"), default="command",
                    help="what to print: command (launch.sh), compose or k8s")  # fmt: skip
-    p.add_argument("--out", default=None, help="existing folder to write every file into")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="existing folder, empty or holding an earlier bundle, "
+        "that the bundle replaces as a whole",
+    )
     return p
 
 
@@ -55,7 +61,28 @@ def _out_dir(value: str | None) -> Path | None:
         ok = False
     if not value.strip() or not ok:
         raise CliInputError(f"--out {shown(value)}: not an existing folder (e.g. --out deploy/)")
+    try:  # before the search: a folder the bundle cannot replace is refused first
+        replaceable_entries(path, _earlier_bundle_file)
+    except FileWriteError as exc:
+        raise CliInputError(f"--out {shown(value)}: {exc}") from None
     return path
+
+
+def _earlier_bundle_file(name: str) -> bool:
+    """A name a deploy bundle writes (any engine), so an earlier bundle may be replaced."""
+    return name in ("launch.sh", "README.md", "docker-compose.yaml", "kubernetes.yaml",
+                    "disagg-config.yaml") or name.endswith("-options.yaml")  # fmt: skip
+
+
+def _write_bundle(out: Path, files: dict[str, str]) -> list[str]:
+    """The bundle replaces the folder's content as a whole (catalog.files.replace_folder): a
+    failed write (a full disk) keeps the earlier bundle, never a mix of old and new files."""
+    data = {name: text.encode("utf-8") for name, text in files.items()}
+    try:
+        replace_folder(out, data, lambda name: name in data or _earlier_bundle_file(name))
+    except FileWriteError as exc:
+        raise CliInputError(f"--out {shown(str(out))}: {exc}") from None
+    return [str(out / name) for name in files]
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -83,10 +110,7 @@ def run(args: argparse.Namespace) -> dict:
         raise RuntimeError("; ".join(b.problems))
     written = []
     if out is not None and b.files:
-        for name, text in b.files.items():
-            path = writable_out_path(str(out / name), "deploy/")
-            write_out(path, text.encode("utf-8"))
-            written.append(str(path))
+        written = _write_bundle(out, b.files)
     return {"engine": target, "deployment": str(spec), "format": args.format,
             "files": written, "reasons": b.reasons, "text": b.text(args.format)}  # fmt: skip
 
