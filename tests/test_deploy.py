@@ -9,6 +9,7 @@ physics.memory.memory_budget, an independent path to the same KV bytes per GPU.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -20,6 +21,7 @@ from advisor.deploy.bundle import deploy_bundle
 from advisor.deploy.engines import LAUNCHERS
 from advisor.deploy.flags import command_problems, launch_problems
 from advisor.deploy.settings import plan
+from advisor.deploy.tables import releases
 from advisor.examples import EXAMPLES
 from advisor.physics.memory import activation_reserve_bytes, memory_budget
 from advisor.scenario import Hardware, Options, Scenario
@@ -62,10 +64,13 @@ def _arg(cmd, flag):
     return values[0]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+RELEASES = [(e, v) for e in ENGINES for v in releases()[e].releases]
+
+
+@pytest.mark.parametrize(("engine", "version"), RELEASES)
 @pytest.mark.parametrize(("sc", "text"), CASES, ids=[t for _, t in CASES])
-def test_every_flag_is_in_the_engines_list_and_yaml_parses(sc, text, engine):
-    b = deploy_bundle(sc, parse_spec(text), engine)
+def test_every_flag_is_in_the_engines_list_and_yaml_parses(sc, text, engine, version):
+    b = deploy_bundle(sc, parse_spec(text), engine, version)
     if b.reasons:  # the engine cannot run it: then a reason names the alternative
         assert all("nearest" in r or "does not fit" in r for r in b.reasons), b.reasons
         return
@@ -144,13 +149,33 @@ def test_published_checkpoint_or_quantize_first():
 
 def test_engines_that_cannot_say_so_with_the_nearest_alternative():
     sc = Scenario(options=Options(speculative=True))
-    b = deploy_bundle(sc, parse_spec("h100-sxm.tp4.pp1.dp1.fp8.fp8.spec"), "vllm")
+    b = deploy_bundle(sc, parse_spec("h100-sxm.tp4.pp1.dp1.fp8.fp8.spec"), "vllm", "0.11.0")
     assert b.files == {} and "draft model" in b.reasons[0] and "nearest" in b.reasons[0]
+    # vLLM 0.34.0 runs a draft model: SpeculativeConfig.method "draft_model"
+    # (vllm/config/speculative.py of the 0.34.0 wheel)
+    b = deploy_bundle(sc, parse_spec("h100-sxm.tp4.pp1.dp1.fp8.fp8.spec"), "vllm")
+    spec = json.loads(_arg(b.launch.servers[0].commands[0], "--speculative-config"))
+    assert spec["method"] == "draft_model" and spec["num_speculative_tokens"] >= 1
     b = deploy_bundle(Scenario(hardware=Hardware(gpus=["mi300x"])),
                       parse_spec("mi300x.tp2.pp1.dp1.fp8.fp8"), "trtllm")  # fmt: skip
     assert "AMD" in b.reasons[0] and "nearest" in b.reasons[0]
     b = deploy_bundle(Scenario(), parse_spec("h100-sxm.tp1.pp1.dp1.fp16.fp16"), "sglang")
     assert b.files == {} and "do not fit" in b.reasons[0]  # 141 GB of weights on one H100
+
+
+def test_flags_are_checked_per_release():
+    # --speculative-config's "draft_model" came after 0.11; --max-running-requests is SGLang's in
+    # every listed release; vLLM 0.34.0's native multi-node flags (--nnodes, --node-rank,
+    # vllm/engine/arg_utils.py of the 0.34.0 wheel) are not in 0.11.0's parser
+    assert not command_problems("vllm", [("--nnodes", "2")], "0.34.0")
+    assert command_problems("vllm", [("--nnodes", "2")], "0.11.0")
+    for v in ("0.5.5", "0.5.18", "0.5.23"):
+        assert not command_problems("sglang", [("--max-running-requests", "8")], v)
+    # an SGLang ROCm tag that was never published is not offered (github:SemiAnalysisAI/
+    # InferenceX PR 307 used v0.5.5.post3-rocm700-mi30x)
+    tags = [i.image for r in releases()["sglang"].releases.values() for i in r.images]
+    assert "lmsysorg/sglang:v0.5.5-rocm700-mi30x" not in tags
+    assert releases()["vllm"].default == "0.34.0" and releases()["sglang"].default == "0.5.23"
 
 
 def test_flag_check_catches_unknown_flags_and_choices():
@@ -160,7 +185,7 @@ def test_flag_check_catches_unknown_flags_and_choices():
     la = LAUNCHERS["vllm"](plan(Scenario(), parse_spec("h100-sxm.tp4.pp1.dp1.fp8.fp8")))
     la.servers[0].commands[0].args.append(("--no-such-flag", None))
     assert launch_problems(la) == [
-        "vllm: flag --no-such-flag is not in data/engine-flags/vllm.yaml"
+        "vllm 0.34.0: flag --no-such-flag is not in data/engine-flags/vllm-0.34.0.yaml"
     ]
 
 
@@ -170,7 +195,7 @@ def test_compose_structure():
     assert set(doc) == {"services"} and len(doc["services"]) == 2  # DP = 2
     gpus = []
     for svc in doc["services"].values():
-        assert svc["image"] == "vllm/vllm-openai:v0.11.0" and svc["shm_size"]
+        assert svc["image"] == "vllm/vllm-openai:v0.34.0" and svc["shm_size"]
         assert {"test", "interval", "retries"} <= set(svc["healthcheck"])
         dev = svc["deploy"]["resources"]["reservations"]["devices"][0]
         assert dev["capabilities"] == ["gpu"] and len(dev["device_ids"]) == 4  # TP = 4
@@ -193,8 +218,10 @@ def test_kubernetes_structure(gpu, resource):
     assert spec["replicas"] == 3  # DP
     assert spec["selector"]["matchLabels"] == spec["template"]["metadata"]["labels"]
     c = spec["template"]["spec"]["containers"][0]
-    assert c["image"] == {"h100-sxm": "lmsysorg/sglang:v0.5.5",
-                          "mi300x": "lmsysorg/sglang:v0.5.5-rocm700-mi30x"}[gpu]  # fmt: skip
+    # the newest release with an official image for the GPU (data/engine-images.yaml): SGLang
+    # 0.5.23 on NVIDIA; on MI300X 0.5.18, whose ROCm tags live in lmsysorg/sglang-rocm
+    assert c["image"] == {"h100-sxm": "lmsysorg/sglang:v0.5.23",
+                          "mi300x": "lmsysorg/sglang-rocm:v0.5.18-rocm724-mi30x-20260825"}[gpu]  # fmt: skip
     assert c["resources"]["limits"] == {resource: "2"}  # TP = 2
     assert c["readinessProbe"]["httpGet"]["path"] == "/health"
     assert {"name": "shm", "mountPath": "/dev/shm"} in c["volumeMounts"]
@@ -250,6 +277,8 @@ def test_cli_deploy(tmp_path):
     assert r.returncode == 2 and "--out" in r.stderr
     r = _cli("--deployment", "h100-sxm.tp4.pp1.dp2.fp9.fp8")
     assert r.returncode == 2 and "--deployment" in r.stderr
+    r = _cli("--engine", "sglang", "--engine-version", "0.4.0")
+    assert r.returncode == 2 and "--engine-version '0.4.0'" in r.stderr and "0.5.23" in r.stderr
 
 
 @pytest.mark.parametrize("engine", ["sglang", "trtllm"])

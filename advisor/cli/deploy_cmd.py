@@ -42,6 +42,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
             action.help += "engine if it is one of them, else vllm)"
     p.add_argument("--format", type=choice_of(list(FORMATS), "format"), default="command",
                    help="what to print: command (launch.sh), compose or k8s")  # fmt: skip
+    p.add_argument("--engine-version", default=None,
+                   help="engine release the flags and image are for (default: the newest listed "
+                        "with an image for the GPU; vllm 0.34.0/0.11.0, sglang 0.5.23/0.5.18/"
+                        "0.5.5, trtllm 1.1.0)")  # fmt: skip
     p.add_argument(
         "--out",
         default=None,
@@ -49,6 +53,18 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "that the bundle replaces as a whole",
     )
     return p
+
+
+def _version(engine: str, value: str | None) -> str | None:
+    from advisor.deploy.tables import releases
+
+    if value is None:
+        return None
+    allowed = list(releases()[engine].releases)
+    if value.strip() not in allowed:
+        raise CliInputError(f"--engine-version {shown(value)}: {engine} releases listed are "
+                            f"{', '.join(allowed)}")  # fmt: skip
+    return value.strip()
 
 
 def _out_dir(value: str | None) -> Path | None:
@@ -95,6 +111,7 @@ def run(args: argparse.Namespace) -> dict:
     if target is None:
         engine = scenario.options.engine
         target = engine if engine in TARGETS else "vllm"
+    version = _version(target, args.engine_version)
     spec = args.deployment
     if spec is None:
         from advisor.search.recommend import recommend
@@ -105,13 +122,14 @@ def run(args: argparse.Namespace) -> dict:
                     "reasons": ["no deployment meets the SLA: nothing to deploy (give "
                                 "--deployment SPEC to deploy one anyway)"], "text": ""}  # fmt: skip
         spec = best.spec
-    b = deploy_bundle(scenario, spec, target)
+    b = deploy_bundle(scenario, spec, target, version)
     if b.problems:  # a flag outside the engine's list is a bug here, never written
         raise RuntimeError("; ".join(b.problems))
     written = []
     if out is not None and b.files:
         written = _write_bundle(out, b.files)
-    return {"engine": target, "deployment": str(spec), "format": args.format,
+    return {"engine": target, "version": b.launch.version if b.launch else version,
+            "deployment": str(spec), "format": args.format,
             "files": written, "reasons": b.reasons, "text": b.text(args.format)}  # fmt: skip
 
 

@@ -17,7 +17,7 @@ from advisor.deploy.engines import LAUNCHERS, Launch
 from advisor.deploy.flags import launch_problems
 from advisor.deploy.manifests import compose, kubernetes
 from advisor.deploy.settings import Plan, plan
-from advisor.deploy.tables import ENGINES, engine_flags, images
+from advisor.deploy.tables import ENGINES, engine_flags, releases
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 
@@ -68,8 +68,8 @@ def launch_script(la: Launch, p: Plan) -> str:
 
 
 def _readme(la: Launch, p: Plan) -> str:
-    fl = engine_flags(la.engine)
-    img = images().get(la.engine, {}).get(p.gpu.vendor, {})
+    fl = engine_flags(la.engine, la.version)
+    img = releases()[la.engine].image(la.version, p.gpu.id, p.gpu.vendor)
     out = [f"# {la.engine}: {p.spec.describe()}", "", f"Deployment: `{p.spec}`", ""]
     out += [f"- {n}" for n in la.notes]
     if la.checkpoint and la.checkpoint.prepare:
@@ -78,20 +78,26 @@ def _readme(la: Launch, p: Plan) -> str:
         out.append(f"- No published {p.spec.weights} checkpoint listed: {la.engine} quantizes "
                    f"{la.checkpoint.repo} at load (--quantization "
                    f"{la.checkpoint.online_quantization}).")  # fmt: skip
-    out += ["", f"Flags checked against data/engine-flags/{la.engine}.yaml ({la.engine} "
-            f"{fl['version']}; {'; '.join(fl['source'])}).",
-            f"Image: {la.image} ({img.get('source', '')})."]  # fmt: skip
+    out += ["", f"Flags checked against data/engine-flags/{la.engine}-{la.version}.yaml "
+            f"({la.engine} {fl['version']}; {'; '.join(fl['source'])}).",
+            f"Image: {la.image} ({img.source if img else ''})."]  # fmt: skip
     return "\n".join(out) + "\n"
 
 
-def deploy_bundle(scenario: Scenario, spec: DeploymentSpec, engine: str) -> Bundle:
-    """Every file to run ``spec`` for ``scenario`` on ``engine`` (see the module docstring)."""
+def deploy_bundle(
+    scenario: Scenario, spec: DeploymentSpec, engine: str, version: str | None = None
+) -> Bundle:
+    """Every file to run ``spec`` for ``scenario`` on ``engine`` at release ``version`` (default:
+    the newest listed with an image for the GPU; see the module docstring)."""
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r}; allowed: {', '.join(ENGINES)}")
+    if version is not None and version not in releases()[engine].releases:
+        raise ValueError(f"{engine} version {version!r}; allowed: "
+                         f"{', '.join(releases()[engine].releases)}")  # fmt: skip
     p = plan(scenario, spec)
     if not p.feasible:
         return Bundle(engine, p, None, reasons=list(p.reasons))
-    la = LAUNCHERS[engine](p)
+    la = LAUNCHERS[engine](p, version)
     if not la.supported:
         return Bundle(engine, p, la, reasons=list(la.unsupported))
     files = {"launch.sh": launch_script(la, p), **la.files,

@@ -12,7 +12,8 @@ Sources of the launch forms (the engines' docs for the pinned versions):
   prefill server, then the request to a decode server; multi-node: a Ray cluster (``ray start``),
   ``--distributed-executor-backend ray`` (docs/serving/distributed_serving.md). vLLM 0.11.0's V1
   engine refuses a separate draft model ("Draft model speculative decoding is not supported yet",
-  vllm/engine/arg_utils.py).
+  vllm/engine/arg_utils.py); 0.34.0 runs one (SpeculativeConfig method "draft_model",
+  vllm/config/speculative.py).
 - SGLang: ``python -m sglang.launch_server``; ``--disaggregation-mode prefill|decode`` with a
   transfer backend and the sglang-router in PD mode (docs/advanced_features/pd_disaggregation.md);
   multi-node: ``--dist-init-addr --nnodes --node-rank`` on every node; a draft model with
@@ -34,7 +35,7 @@ import yaml
 from advisor.catalog import models
 from advisor.deploy.checkpoints import Checkpoint, choose
 from advisor.deploy.settings import Plan, PoolSettings
-from advisor.deploy.tables import checkpoints, images
+from advisor.deploy.tables import checkpoints, releases
 
 PORT = 8000
 #: Port the SGLang/TensorRT-LLM multi-node rendezvous and disaggregation bootstrap use.
@@ -86,6 +87,7 @@ class Launch:
     engine: str
     image: str | None
     checkpoint: Checkpoint | None
+    version: str = ""  # the engine release (data/engine-images.yaml) flags and image are for
     servers: list[Server] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)  # steps before the servers (quantize, ray)
     files: dict[str, str] = field(default_factory=dict)  # extra config files: name -> text
@@ -155,12 +157,17 @@ def _common_notes(plan: Plan, ck: Checkpoint) -> list[str]:
     return notes
 
 
-def _unsupported_common(engine: str, plan: Plan) -> list[str]:
+def _unsupported_common(engine: str, version: str, plan: Plan) -> list[str]:
     out = []
-    vendor = plan.gpu.vendor
-    if vendor not in images().get(engine, {}):
-        alt = "vLLM or SGLang (ROCm images)" if vendor == "AMD" else "the vendor's own stack"
-        out.append(f"{engine} has no official image for {vendor} GPUs ({plan.gpu.id}); "
+    vendor, gpu = plan.gpu.vendor, plan.gpu.id
+    rel = releases()[engine]
+    if rel.image(version, gpu, vendor) is None:
+        other = rel.version_for(gpu, vendor)
+        if rel.image(other, gpu, vendor) is not None:
+            alt = f"{engine} {other} (it has one)"
+        else:
+            alt = "vLLM or SGLang (ROCm images)" if vendor == "AMD" else "the vendor's own stack"
+        out.append(f"{engine} {version} has no official image listed for {vendor} {gpu}; "
                    f"nearest: {alt}")  # fmt: skip
     if _kv(engine, plan.spec.kv) is None:
         out.append(f"{engine} has no {plan.spec.kv} KV cache; nearest: fp8 KV (a new "
@@ -168,13 +175,15 @@ def _unsupported_common(engine: str, plan: Plan) -> list[str]:
     return out
 
 
-def _start(plan: Plan, engine: str) -> tuple[Launch, Checkpoint]:
+def _start(plan: Plan, engine: str, version: str | None) -> tuple[Launch, Checkpoint]:
     ck = choose(plan.model.id, plan.spec.weights, engine)
-    img = images().get(engine, {}).get(plan.gpu.vendor, {}).get("image")
-    la = Launch(engine=engine, image=img, checkpoint=ck)
+    rel = releases()[engine]
+    version = version or rel.version_for(plan.gpu.id, plan.gpu.vendor)
+    img = rel.image(version, plan.gpu.id, plan.gpu.vendor)
+    la = Launch(engine=engine, image=img and img.image, checkpoint=ck, version=version)
     if ck.prepare:
         la.setup.append(f"# first: {ck.prepare}")
-    la.unsupported += _unsupported_common(engine, plan)
+    la.unsupported += _unsupported_common(engine, version, plan)
     la.notes += _common_notes(plan, ck)
     return la, ck
 
@@ -182,15 +191,16 @@ def _start(plan: Plan, engine: str) -> tuple[Launch, Checkpoint]:
 # -- vLLM --------------------------------------------------------------------------------------
 
 
-def vllm(plan: Plan) -> Launch:
-    la, ck = _start(plan, "vllm")
-    if plan.spec.speculative:
+def vllm(plan: Plan, version: str | None = None) -> Launch:
+    la, ck = _start(plan, "vllm", version)
+    if plan.spec.speculative and la.version == "0.11.0":
         la.unsupported.append(
             "vLLM 0.11.0 (V1 engine) refuses a separate draft model: 'Draft model speculative "
             "decoding is not supported yet' (vllm/engine/arg_utils.py); nearest: "
             f'--speculative-config \'{{"method": "ngram", "num_speculative_tokens": '
             f'{plan.spec_tokens}, "prompt_lookup_max": 4}}\' (no draft model; a different '
-            "acceptance rate), or SGLang / TensorRT-LLM with the draft model"
+            "acceptance rate), vLLM 0.34.0 (--engine-version 0.34.0: it runs a draft model), or "
+            "SGLang / TensorRT-LLM with the draft model"
         )
     if la.unsupported:
         return la
@@ -205,6 +215,10 @@ def vllm(plan: Plan) -> Launch:
             ("--kv-cache-dtype", _kv("vllm", plan.spec.kv)),
         ]  # fmt: skip
         args += _weight_args(plan, ck)
+        if p.speculative:
+            spec = {"method": "draft_model", "model": _draft_repo(plan.draft_model),
+                    "num_speculative_tokens": plan.spec_tokens}  # fmt: skip
+            args.append(("--speculative-config", json.dumps(spec, separators=(",", ":"))))
         if p.role in ("prefill", "decode"):
             cfg = {"kv_connector": "NixlConnector", "kv_role": "kv_both"}
             args.append(("--kv-transfer-config", json.dumps(cfg, separators=(",", ":"))))
@@ -236,8 +250,8 @@ def vllm(plan: Plan) -> Launch:
 # -- SGLang ------------------------------------------------------------------------------------
 
 
-def sglang(plan: Plan) -> Launch:
-    la, ck = _start(plan, "sglang")
+def sglang(plan: Plan, version: str | None = None) -> Launch:
+    la, ck = _start(plan, "sglang", version)
     if la.unsupported:
         return la
     for p in plan.pools:
@@ -315,8 +329,8 @@ def _trt_options(plan: Plan, p: PoolSettings) -> dict:
     return opts
 
 
-def trtllm(plan: Plan) -> Launch:
-    la, ck = _start(plan, "trtllm")
+def trtllm(plan: Plan, version: str | None = None) -> Launch:
+    la, ck = _start(plan, "trtllm", version)
     if la.unsupported:
         return la
     urls: dict[str, list[str]] = {}

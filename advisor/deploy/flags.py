@@ -1,7 +1,7 @@
 """Check generated commands and TensorRT-LLM option files against the engines' flag lists.
 
-The lists (data/engine-flags/) are the argument definitions of each engine's server parser at
-the version its image pins, copied from the engine's source; a flag not in the list, or a value
+The lists (data/engine-flags/<engine>-<version>.yaml) are the argument definitions of each
+engine release's server parser, read from that release's wheel (scripts/extract_engine_flags.py); a flag not in the list, or a value
 outside the flag's choices, is a problem to report, never written silently.
 """
 
@@ -13,23 +13,28 @@ from advisor.deploy.engines import Launch
 from advisor.deploy.tables import engine_flags
 
 
-def command_problems(engine: str, args: list[tuple[str, str | None]]) -> list[str]:
-    """Flags of ``args`` the engine does not define, or values outside their choices.
+def command_problems(
+    engine: str, args: list[tuple[str, str | None]], version: str | None = None
+) -> list[str]:
+    """Flags of ``args`` the engine release does not define, or values outside their choices.
 
-    >>> command_problems("vllm", [("--tensor-parallel-size", "4"), ("--tp", "4")])
-    ['vllm: flag --tp is not in data/engine-flags/vllm.yaml']
-    >>> command_problems("vllm", [("--kv-cache-dtype", "int8")])[0][:48]
-    'vllm: --kv-cache-dtype int8 is not one of auto, '
+    >>> command_problems("vllm", [("--tensor-parallel-size", "4"), ("--tp", "4")], "0.34.0")
+    ['vllm 0.34.0: flag --tp is not in data/engine-flags/vllm-0.34.0.yaml']
+    >>> command_problems("vllm", [("--kv-cache-dtype", "int8")], "0.11.0")[0][:55]
+    'vllm 0.11.0: --kv-cache-dtype int8 is not one of auto, '
     """
-    known = engine_flags(engine)["flags"]
+    fl = engine_flags(engine, version)
+    known, version = fl["flags"], fl["version"]
     out = []
     for flag, value in args:
         if flag not in known:
-            out.append(f"{engine}: flag {flag} is not in data/engine-flags/{engine}.yaml")
+            out.append(f"{engine} {version}: flag {flag} is not in "
+                       f"data/engine-flags/{engine}-{version}.yaml")  # fmt: skip
             continue
         choices = (known[flag] or {}).get("choices")
         if choices and value is not None and value not in choices:
-            out.append(f"{engine}: {flag} {value} is not one of {', '.join(map(str, choices))}")
+            out.append(f"{engine} {version}: {flag} {value} is not one of "
+                       f"{', '.join(map(str, choices))}")  # fmt: skip
     return out
 
 
@@ -37,7 +42,7 @@ def _option_problems(doc: dict, schema: dict, where: str) -> list[str]:
     out = []
     for key, value in doc.items():
         if key not in schema:
-            out.append(f"trtllm: option {where}{key} is not in data/engine-flags/trtllm.yaml")
+            out.append(f"trtllm: option {where}{key} is not in the release's flag list")
             continue
         spec = schema[key] or {}
         if isinstance(value, dict):
@@ -53,9 +58,9 @@ def launch_problems(la: Launch) -> list[str]:
     for s in la.servers:
         for c in s.commands:
             if c.engine_flags:
-                out += command_problems(la.engine, c.args)
+                out += command_problems(la.engine, c.args, la.version or None)
     if la.engine == "trtllm":
-        schema = engine_flags("trtllm")["extra_options"]
+        schema = engine_flags("trtllm", la.version or None)["extra_options"]
         for name, text in la.files.items():
             if name.endswith("-options.yaml"):
                 out += _option_problems(yaml.safe_load(text), schema, "")

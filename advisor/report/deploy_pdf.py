@@ -40,10 +40,11 @@ def deploy_appendix(doc: Any, scenario: Scenario, deployment: Any) -> None:
     engine = own if own in ENGINES else "vllm"
     b = deploy_bundle(scenario, spec, engine)
     doc.h1("Appendix: launch command")
+    version = f" {b.launch.version}" if b.launch else ""
     doc.para(
         f"{LABELS[engine]} launch of {clean(str(spec), 200)}: the flags carry the memory fraction, "
         "maximum sequences and model length the memory budget above assumed; every flag is "
-        f"checked against {LABELS[engine]}'s server flags (data/engine-flags/{engine}.yaml). "
+        f"checked against {LABELS[engine]}{version}'s server flags (data/engine-flags/). "
         "`python -m advisor deploy` writes these with Docker Compose and Kubernetes files, for "
         "vLLM, SGLang and TensorRT-LLM.",
         9,

@@ -5,13 +5,19 @@ from __future__ import annotations
 import streamlit as st
 
 from advisor.deploy.bundle import deploy_bundle, zip_bytes
-from advisor.deploy.tables import ENGINES, engine_flags
+from advisor.deploy.tables import ENGINES, engine_flags, releases
 from ui.focus import show_focus
 from ui.format import md_escape
 from ui.state import current, guarded
 
 LABELS = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 LANGUAGE = {".sh": "bash", ".yaml": "yaml", ".md": "markdown"}
+
+
+def _gpu(spec) -> tuple[str, str]:
+    from advisor.catalog import accelerators
+
+    return spec.gpu, accelerators()[spec.gpu].vendor
 
 
 def section() -> None:
@@ -22,17 +28,25 @@ def section() -> None:
         "Engine", ENGINES, index=ENGINES.index(own) if own in ENGINES else 0,
         format_func=LABELS.get, horizontal=True, key="deploy.engine",
     )  # fmt: skip
-    b = deploy_bundle(scenario, f.spec, engine)
+    rel = releases()[engine]
+    versions = list(rel.releases)
+    version = st.selectbox(
+        "Engine release", versions, index=versions.index(rel.version_for(*_gpu(f.spec))),
+        key=f"deploy.version.{engine}",
+        help="The release the flags are checked against and the image is pinned to; the "
+        "default is the newest with an official image for the GPU.",
+    )  # fmt: skip
+    b = deploy_bundle(scenario, f.spec, engine, version)
     if b.reasons:
         for why in b.reasons:
             st.warning(f"{LABELS[engine]} cannot run {md_escape(str(f.spec))}: {md_escape(why)}")
         return
     for problem in b.problems:  # never expected: a flag outside the engine's list
         st.error(md_escape(problem))
-    fl = engine_flags(engine)
+    fl = engine_flags(engine, version)
     st.caption(
         f"Every flag is checked against {LABELS[engine]} {fl['version']}'s server flags "
-        f"(data/engine-flags/{engine}.yaml, from {md_escape('; '.join(fl['source']))}). Memory "
+        f"(data/engine-flags/{engine}-{version}.yaml, from {md_escape('; '.join(fl['source']))}). Memory "
         "fraction, max sequences and max model length are the values the memory budget of the "
         "recommendation assumed."
     )
