@@ -132,13 +132,18 @@ def sequences_in_flight(scenario: Scenario, f: InFocus, page_value: int | None) 
     """Sequences in flight on one (decode) replica of the deployment in focus, and how the
     number was obtained (shown to the user).
 
-    Set on the page; else the search's mean running batch per replica at the scenario's load
+    Set on the page as requests in flight over the whole deployment (the busiest replica's
+    share, as ``perf.estimate`` spreads them); else the search's mean running batch per replica at the scenario's load
     (the queueing model; closed loop for concurrent users). When the deployment does not fit,
     Little's law on the SLA target over its replicas stands in, and the text says so.
     """
-    if page_value is not None:
-        return page_value, "set on this page"
     d, w, dp = f.deployment, scenario.workload, f.spec.dp
+    if page_value is not None:
+        if dp == 1:
+            return page_value, "set on the Memory page"
+        return math.ceil(page_value / dp), (
+            f"{page_value:,} requests in flight set on the Memory page, over {dp:,} replicas"
+        )
     load = (
         f"{w.arrival_rate_per_s:g} req/s" if w.arrival_rate_per_s is not None
         else f"{w.concurrent_users:,} users thinking {w.think_time_s:g} s"

@@ -317,7 +317,13 @@ def _workload_inputs() -> Workload:
     else:
         u1, u2 = st.columns(2)
         u1.number_input(
-            "Concurrent users", 1, 1_000_000, step=1, key=_K["workload.concurrent_users"]
+            "Concurrent users",
+            1,
+            1_000_000,
+            step=1,
+            key=_K["workload.concurrent_users"],
+            help="users over the whole deployment (all its DP replicas), each sending a "
+            "request, waiting for the answer, then thinking",
         )
         u2.number_input("Think time (s)", 0.0, 3600.0, step=5.0, format="%g",
                         key=_K["workload.think_time_s"], help=THINK_TIME_HELP)  # fmt: skip

@@ -69,7 +69,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--kv", type=choice_of(KV_DTYPES, "KV dtype"), default="fp16")
     p.add_argument("--isl", type=int_in(1, 10_000_000), help="input (prompt) tokens")
     p.add_argument("--osl", type=int_in(1, 1_000_000), help="output tokens")
-    p.add_argument("--concurrency", type=_concurrency, default=None, help="N or max")
+    p.add_argument(
+        "--concurrency", type=_concurrency, default=None,
+        help="N: requests in flight over the whole deployment (N clients in a closed loop, "
+        "spread evenly over the --dp replicas); max: every replica's KV cache full",
+    )  # fmt: skip
     p.add_argument("--qps", type=float_in(0, 1e7, lo_open=True), default=None, help="requests/s")
     p.add_argument("--link", help="intra-node interconnect id (default: the GPU's own)")
     p.add_argument("--inter-link", dest="inter_link", help="inter-node interconnect id")
@@ -266,6 +270,15 @@ def run(args: argparse.Namespace) -> dict | Streamed:
     return Streamed("results", _results(_open_input(args.input), MAX_INPUT_BYTES, profile))
 
 
+def _in_flight(r: dict) -> str:
+    """The load: requests in flight over the deployment, and per replica when DP > 1."""
+    n = r["concurrency"]
+    total = f"{n:,.0f} requests in flight" if float(n).is_integer() else f"{n:,.1f} in flight"
+    if r["dp"] == 1:
+        return total
+    return f"{total} over {r['dp']} replicas ({r['running_per_replica']:,.1f} per replica)"
+
+
 def render(r: dict) -> str:
     head = (
         f"{r['model']} on {r['gpus']} x {r['gpu']} (TP={r['tp']} PP={r['pp']} DP={r['dp']}"
@@ -290,7 +303,7 @@ def render(r: dict) -> str:
         f"TPOT {r['tpot_ms']:.2f} ms{rng('tpot_ms', '.2f')}   "
         f"E2E {r['e2e_ms']:.0f} ms{rng('e2e_ms', '.0f')}",
         f"  throughput {r['throughput_tok_s']:.0f} output tok/s{rng('throughput_tok_s', '.0f')} "
-        f"({r['throughput_tok_s_per_gpu']:.0f} per GPU) at {r['concurrency']:.1f} running sequences",
+        f"({r['throughput_tok_s_per_gpu']:.0f} per GPU) with {_in_flight(r)}",
     ]
     if not iv["calibrated"]:
         what = [x for x, ok in ((r["gpu"], iv["family_calibrated"]),

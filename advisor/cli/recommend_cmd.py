@@ -63,7 +63,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--users",
         type=int_in(1, 1_000_000),
         default=None,
-        help="concurrent users instead of --qps (closed loop)",
+        help="concurrent users over the whole deployment (all its DP replicas), instead of "
+        "--qps (closed loop)",
     )
     p.add_argument(
         "--think-time-s",

@@ -3,7 +3,8 @@
 The CLI's ``estimate`` and the app's single-deployment pages call ``estimate``; the search calls
 the same step-time functions on many candidates at once, so both give the same numbers.
 
-Load modes: a fixed number of running sequences (``concurrency``), as many as the KV cache
+Load modes: a fixed number of requests in flight (``concurrency``: N clients in a closed loop,
+the total over the deployment, spread evenly over its DP replicas), as many as the KV cache
 holds (``concurrency="max"``: offline throughput, as trtllm-bench and MLPerf Offline measure),
 or Poisson arrivals at ``qps`` requests/s (steady-state means from the queueing model; the
 running batch follows from Little's law).
@@ -60,6 +61,8 @@ class EstimateInput(BaseModel):
     kv: Literal["fp16", "bf16", "fp8", "int8"] = "fp16"
     isl: Annotated[int, Field(ge=1, le=10_000_000)] = 1024
     osl: Annotated[int, Field(ge=1, le=1_000_000)] = 256
+    #: Requests in flight over the whole deployment (N clients in a closed loop), spread as
+    #: evenly as whole requests go over the ``dp`` replicas; "max": every replica's KV cache full.
     concurrency: Annotated[int, Field(ge=1, le=1_000_000)] | Literal["max"] | None = 1
     qps: Annotated[float, Field(gt=0, le=1e7)] | None = None
     link: str | None = None
@@ -187,7 +190,8 @@ class _Deployment:
 @dataclass
 class _Load:
     """What one load mode yields: mean TTFT and TPOT (s), output tokens/s of all replicas, the
-    running sequences, notes, and result fields of that mode (percentiles, KV offload...)."""
+    mean running sequences per replica (and in flight over all of them when not that times DP),
+    notes, and result fields of that mode (percentiles, KV offload...)."""
 
     ttft_s: float
     tpot_s: float
@@ -196,6 +200,7 @@ class _Load:
     notes: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
     speculative: dict | None = None
+    in_flight: float | None = None
 
 
 @dataclass(frozen=True)
@@ -227,12 +232,10 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     breakdown = {"prefill": _components(pre)}
     if inp.qps is not None:
         load = _at_request_rate(dep, inp, float(pre.total[0]), breakdown)
-    elif inp.batching == "static":
-        load = _static_batch(dep, inp, breakdown)
-    elif inp.concurrency == "max":
+    elif inp.concurrency == "max" and inp.batching != "static":
         load = _offline(dep, inp, float(pre.total[0]), breakdown)
     else:
-        load = _closed_loop(dep, inp, float(pre.total[0]), breakdown)
+        load = _over_replicas(dep, inp, float(pre.total[0]), breakdown)
     if isinstance(load, dict):  # unstable at the request rate: the result says why
         return {**base, **load}
     if isinstance(load, _Refusal):
@@ -240,14 +243,15 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
 
     base.update(load.extra)
     e2e = load.ttft_s + (dep.osl - 1) * load.tpot_s
+    in_flight = load.concurrency * inp.dp if load.in_flight is None else load.in_flight
     gpus = inp.tp * inp.pp * inp.dp
     out = {
         **base, "fits": True, "reasons": [], "suggestions": [],
         "ttft_ms": load.ttft_s * 1e3, "tpot_ms": load.tpot_s * 1e3, "e2e_ms": e2e * 1e3,
         "throughput_tok_s": load.throughput_tok_s,
         "throughput_tok_s_per_gpu": load.throughput_tok_s / gpus,
-        "concurrency": load.concurrency, "breakdown": breakdown,
-        "notes": _serving_notes(model, inp) + _host_bound_notes(dep, pre) + load.notes,
+        "concurrency": in_flight, "running_per_replica": load.concurrency,
+        "breakdown": breakdown, "notes": _serving_notes(model, inp) + _host_bound_notes(dep, pre) + load.notes,
     }  # fmt: skip
     if load.speculative is not None:
         out["speculative"] = load.speculative
@@ -394,7 +398,8 @@ def _at_request_rate(
                         f"({inp.dp} replica(s)); the queue grows without bound"],
             "ttft_ms": math.inf, "tpot_ms": math.inf, "e2e_ms": math.inf,
             "throughput_tok_s": cap_rate * osl, "throughput_tok_s_per_gpu": cap_rate * osl / gpus,
-            "concurrency": int(dep.cap), "breakdown": breakdown, "suggestions": [],
+            "concurrency": int(dep.cap) * inp.dp, "running_per_replica": int(dep.cap),
+            "breakdown": breakdown, "suggestions": [],
         }  # fmt: skip
     b = float(res.running_mean[0])
     ttft = float(res.ttft.mean_s[0])
@@ -408,18 +413,14 @@ def _at_request_rate(
                  extra={"percentiles": percentiles})  # fmt: skip
 
 
-def _static_batch(dep: _Deployment, inp: EstimateInput, breakdown: dict) -> _Load | _Refusal:
-    """Static batching: the whole batch of n prefills together (that gives the first token),
-    then decodes osl - 1 steps in lockstep; nobody joins until the longest finishes (Orca's
-    "scheduling delay"). TTFT = prefill(n), TPOT = step(n), throughput from
-    ``predict.static_throughput``. A batch above the KV budget's cap: the reason."""
-    n = dep.cap if inp.concurrency == "max" else float(inp.concurrency or 1)
-    if n > dep.cap or n < 1:
-        return _Refusal(
-            [
-                f"a static batch of {int(n)} exceeds the {int(dep.cap)} sequences the KV budget holds"
-            ],
-            int(n),
+def _static_batch(dep: _Deployment, inp: EstimateInput, n: float, breakdown: dict) -> _Load | str:
+    """Static batching on one replica: the whole batch of n prefills together (that gives the
+    first token), then decodes osl - 1 steps in lockstep; nobody joins until the longest
+    finishes (Orca's "scheduling delay"). TTFT = prefill(n), TPOT = step(n), throughput (of
+    this replica) from ``predict.static_throughput``. A batch above the KV budget's cap: why."""
+    if n > dep.cap:
+        return (
+            f"a static batch of {int(n)} exceeds the {int(dep.cap)} sequences the KV budget holds"
         )
     isl, osl = dep.isl, dep.osl
     pre = prefill(dep.r, isl, n)
@@ -428,7 +429,7 @@ def _static_batch(dep: _Deployment, inp: EstimateInput, breakdown: dict) -> _Loa
     breakdown["decode_step"] = _components(step)
     return _Load(
         float(pre.total[0]), float(step.total[0]),
-        float(static_throughput(dep.r, n, isl, osl)[0]) * inp.dp, n,
+        float(static_throughput(dep.r, n, isl, osl)[0]), n,
         notes=[f"static batching: {int(n)} prompts prefill together, then decode in lockstep"],
     )  # fmt: skip
 
@@ -447,33 +448,85 @@ def _offline(dep: _Deployment, inp: EstimateInput, prefill_s: float, breakdown: 
     )  # fmt: skip
 
 
-def _closed_loop(
+def _over_replicas(
     dep: _Deployment, inp: EstimateInput, prefill_s: float, breakdown: dict
 ) -> _Load | _Refusal:
-    """n sequences kept running (n clients in a closed loop, or a decode pool).
+    """N requests in flight over the deployment (``concurrency``, N clients in a closed loop):
+    spread as evenly as whole requests go, r = N mod DP replicas run k + 1 = N // DP + 1 and the
+    others k (none when N < DP). Each busy kind of replica is run (``_closed_loop``,
+    ``_static_batch``; the breakdown is the busier one's); throughput adds up, and the mean
+    TTFT, TPOT and E2E are over requests (weights: each kind's request rate), so
+    throughput = N x osl / E2E (Little's law over the whole deployment) holds exactly.
+    Source: Little 1961 (L = lambda W); formulas.md "Queueing".
+    """
+    total = dep.cap * inp.dp if inp.concurrency == "max" else float(inp.concurrency or 1)
+    k, extra = divmod(int(total), inp.dp)
+    kinds = [(n, count) for n, count in ((k + 1, extra), (k, inp.dp - extra)) if n and count]
+    loads = []
+    for i, (n, _count) in enumerate(kinds):
+        bd = breakdown if i == 0 else {"prefill": dict(breakdown["prefill"])}
+        if inp.batching == "static":
+            load = _static_batch(dep, inp, float(n), bd)
+        else:
+            load = _closed_loop(dep, inp, float(n), prefill_s, bd)
+        if isinstance(load, str):
+            spread = (f"--concurrency {int(total)} over {inp.dp} replicas puts {n} on a replica: "
+                      if inp.dp > 1 else "")  # fmt: skip
+            return _Refusal([spread + load], int(total))
+        loads.append(load)
+    rates = [
+        count * ld.throughput_tok_s / dep.osl for (_, count), ld in zip(kinds, loads, strict=True)
+    ]
+    first = loads[0]
+    if len(kinds) > 1:
+        first.notes.append(
+            f"{int(total)} requests over {inp.dp} replicas: {kinds[0][1]} run {kinds[0][0]}, "
+            f"{kinds[1][1]} run {kinds[1][0]}; means are over requests"
+        )
+    elif kinds[0][1] < inp.dp:
+        first.notes.append(f"{int(total)} requests over {inp.dp} replicas: "
+                           f"{inp.dp - kinds[0][1]} replica(s) idle")  # fmt: skip
+
+    def mean(attr: str) -> float:
+        return sum(x * getattr(ld, attr) for x, ld in zip(rates, loads, strict=True)) / sum(rates)
+
+    return _Load(
+        mean("ttft_s"),
+        mean("tpot_s"),
+        sum(rates) * dep.osl,
+        total / inp.dp,
+        notes=first.notes,
+        extra=first.extra,
+        speculative=first.speculative,
+        in_flight=total,
+    )
+
+
+def _closed_loop(
+    dep: _Deployment, inp: EstimateInput, n: float, prefill_s: float, breakdown: dict
+) -> _Load | str:
+    """n sequences kept running on one replica (n clients in a closed loop, or a decode pool).
 
     TPOT = step(n) + prefill stalls of the n - 1 others' replacements
     (``predict.concurrency_tpot``; with speculation k draft steps and a verify per E tokens,
     the draft's prefill stalling too; a decode pool never stalls); + KV offload over PCIe where
     n exceeds the KV budget (``kv_offload_time_s``). TTFT = prefill (+ the draft's) + the wait
     for the iteration in flight and the prompts queued before it (``predict.concurrency_ttft``).
-    Throughput by Little's law: n x osl / (TTFT + (osl - 1) x TPOT) x dp.
+    Throughput (of this replica) by Little's law: n x osl / (TTFT + (osl - 1) x TPOT). Too
+    many sequences for the KV budget, even with the overflow offloaded: why.
     """
     r, d, isl, osl, cfg = dep.r, dep.draft, dep.isl, dep.osl, dep.cfg
     ctx = isl + osl / 2.0
-    n = float(inp.concurrency or 1)
     notes: list[str] = []
     extra: dict = {}
     offload_s = 0.0
     if n > dep.cap:
         offload = _kv_offload(cfg, r, n, isl + osl, ctx)
         if offload is None:
-            return _Refusal(
-                [f"--concurrency {int(n)} exceeds the {int(dep.cap)} sequences of "
-                 f"{int(isl + osl)} tokens the KV budget holds, and offloading the overflow to "
-                 "host memory does not help here (use --concurrency max, more TP, or lower-bit KV)"],
-                int(n),
-            )  # fmt: skip
+            return (f"{int(n)} sequences exceed the {int(dep.cap)} sequences of "
+                    f"{int(isl + osl)} tokens the KV budget holds, and offloading the overflow to "
+                    "host memory does not help here (use --concurrency max, more TP or DP, or "
+                    "lower-bit KV)")  # fmt: skip
         offload_s = offload["offload_ms_per_step"] / 1e3
         extra["kv_offload"] = offload
         notes.append(offload["note"])
@@ -522,7 +575,7 @@ def _closed_loop(
         ttft += wait
         breakdown["queueing_ms"] = wait * 1e3
     tpot += offload_s
-    throughput = n * osl / (ttft + (osl - 1) * tpot) * inp.dp
+    throughput = n * osl / (ttft + (osl - 1) * tpot)
     return _Load(ttft, tpot, throughput, n, notes=notes, extra=extra, speculative=spec)
 
 

@@ -100,14 +100,13 @@ def roofline_points(
 def scenario_input(scenario, tp: int, pp: int, concurrency: int | None = None) -> EstimateInput:
     """The EstimateInput of a Scenario's single deployment (first GPU, first dtypes) at TP x PP.
 
-    Load: ``concurrency`` if given (sequences per replica); else the scenario's arrival rate, or
+    Load: ``concurrency`` if given (sequences on the one replica); else the scenario's arrival rate, or
     the request rate its concurrent users put on the deployment (``closed_loop_qps``: users with
     think time, the interactive response-time law), over the replicas the GPUs hold (``qps``
     with ``dp`` = replicas: steady-state queueing means and percentiles). Users on a deployment
     where no sequence fits are spread over the replicas as a fixed concurrency (the estimate
     then says why it does not fit).
     """
-    import math
 
     hw, w, o = scenario.hardware, scenario.workload, scenario.options
     replicas = max(1, hw.total_gpus // (tp * pp))
@@ -115,7 +114,7 @@ def scenario_input(scenario, tp: int, pp: int, concurrency: int | None = None) -
     if concurrency is not None:
         load = {"concurrency": int(concurrency)}
     elif w.concurrent_users is not None:
-        load = {"concurrency": math.ceil(w.concurrent_users / replicas), "dp": replicas}
+        load = {"concurrency": w.concurrent_users, "dp": replicas}
     else:
         load = {"qps": float(w.arrival_rate_per_s), "dp": replicas, "concurrency": None}
     inp = EstimateInput(

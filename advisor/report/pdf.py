@@ -742,7 +742,8 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
     if w.arrival_rate_per_s is not None:
         rows.append(("Load: Poisson arrival rate", f"{w.arrival_rate_per_s:g}", "requests/s"))
     else:
-        rows.append(("Load: concurrent users (closed loop)", f"{w.concurrent_users:,}", "users"))
+        rows.append(("Load: concurrent users, whole deployment (closed loop)",
+                     f"{w.concurrent_users:,}", "users"))  # fmt: skip
         rows.append(("Think time per user (X = N / (Z + R))", f"{w.think_time_s:g}", "s"))
     rows += [
         ("SLA percentile", f"P{s.sla.percentile}", ""),

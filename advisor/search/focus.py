@@ -127,12 +127,14 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
     """The performance model's EstimateInput of one replica of ``spec`` at the scenario's load
     (the Latency and Speculative pages' detail: breakdown, roofline, batch sweeps).
 
-    Load: ``concurrency`` if given (sequences per replica, set on a page); an aggregated
+    Load: ``concurrency`` if given (requests in flight over the whole deployment, set on a
+    page; ``EstimateInput.concurrency`` spreads them over the DP replicas); an aggregated
     deployment under an arrival rate gets ``qps`` over its DP replicas (steady-state queueing);
     concurrent users with their think time put the closed-loop request rate on them
     (``perf.sweeps.users_load``: X = N / (Z + E2E(X))). A decode-pool replica of a disaggregated
     deployment, and a speculative one (the estimate models speculation at a fixed batch), run
-    at ``running_batch`` (the search's mean running batch per replica), rounded up.
+    at ``running_batch`` (the search's mean running batch per replica), rounded up, on each
+    replica.
     Disaggregated: the decode pool's replica (TP, PP = 1, its DP).
     """
     import math
@@ -145,11 +147,11 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
     if concurrency is not None:
         load["concurrency"] = int(concurrency)
     elif fixed_batch and running_batch is not None:
-        load["concurrency"] = max(1, math.ceil(running_batch - 1e-9))
+        load["concurrency"] = max(1, math.ceil(running_batch - 1e-9)) * spec.dp
     elif w.concurrent_users is not None:
-        load["concurrency"] = math.ceil(w.concurrent_users / spec.dp)
+        load["concurrency"] = w.concurrent_users
     elif fixed_batch:
-        load["concurrency"] = 1
+        load["concurrency"] = spec.dp
     else:
         load.update(qps=float(w.arrival_rate_per_s), concurrency=None)
     if spec.speculative and o.draft_model:

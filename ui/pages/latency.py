@@ -44,7 +44,7 @@ def setup() -> SimpleNamespace:
     load = (
         f"{users}{sig3(inp.qps)} requests/s over {plural(inp.dp, 'replica')} (steady-state queueing)"
         if inp.qps is not None
-        else f"{users}{inp.concurrency:,} sequences per replica"
+        else f"{users}{inp.concurrency:,} requests in flight over {plural(inp.dp, 'replica')}"
         + (" (set on the Memory page)" if view.concurrency is not None else "")
     )
     pools = (
@@ -55,7 +55,7 @@ def setup() -> SimpleNamespace:
     st.caption(
         f"**{md_escape(model.name)}** on **{gpu.name}**, TP={inp.tp}, PP={inp.pp}, weights {inp.weights}, "
         f"KV {inp.kv}{', speculative decoding' if spec.speculative else ''}{pools}; "
-        f"{inp.isl:,} input + {inp.osl:,} output tokens; one replica's load: {load}."
+        f"{inp.isl:,} input + {inp.osl:,} output tokens; load: {load}."
     )
     return SimpleNamespace(scenario=scenario, view=view, model=model, gpu=gpu, inp=inp, est=est,
                            focus=f)  # fmt: skip
@@ -147,8 +147,9 @@ def summary_section(c: SimpleNamespace) -> bool:
                 help="output tokens/s over the DP replicas")  # fmt: skip
     m[4].metric("Tok/s per GPU", f"{e['throughput_tok_s_per_gpu']:,.0f}",
                 help="output tokens/s per GPU of these replicas")  # fmt: skip
-    m[5].metric("Running seqs", sig3(e["concurrency"]),
-                help=f"per replica; the KV cache holds up to {e['max_concurrency']:,}")  # fmt: skip
+    m[5].metric("Running seqs / replica", sig3(e["running_per_replica"]),
+                help=f"mean per replica ({sig3(e['concurrency'])} in flight over the "
+                f"deployment); a replica's KV cache holds up to {e['max_concurrency']:,}")  # fmt: skip
     for n in e.get("notes") or []:
         st.caption(n)
     return True
@@ -181,7 +182,7 @@ def roofline_section(c: SimpleNamespace) -> None:
         st.warning("No sequence fits in the KV budget: no batch sweep.")
         return
     sweep = batch_sweep(r, ctx, batch_grid(cap))
-    batch = max(float(c.est.get("concurrency") or 1.0), 1.0)
+    batch = max(float(c.est.get("running_per_replica") or 1.0), 1.0)
     pts = roofline_points(r, c.inp.isl, batch, ctx)
     wd = c.inp.weights
     g = c.gpu.peak_flops_per_s

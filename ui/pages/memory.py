@@ -29,7 +29,9 @@ def setup() -> SimpleNamespace:
     gpu = accelerators()[spec.gpu]
     c1, c2, c3 = st.columns(3)
     c1.number_input(
-        "Sequences in flight per replica", 1, 100_000, value=None, step=1,
+        "Requests in flight, whole deployment", 1, 100_000, value=None, step=1,
+        help="N clients each with one request running, spread evenly over the DP replicas "
+        "(as `advisor estimate --concurrency N`)",
         placeholder="from the scenario's load", key=local_key("concurrency"),
         on_change=remember_local, args=("concurrency",),
     )  # fmt: skip

@@ -104,7 +104,7 @@ def summary_section(c: SimpleNamespace) -> None:
         return
     # The estimate itself (same physics), at the scenario's batch and the chosen (a, k).
     est = estimate_for(c.model, c.gpu, c.inp.model_copy(update={
-        "concurrency": int(c.batch), "spec_draft": c.draft, "spec_tokens": c.k,
+        "concurrency": int(c.batch) * c.inp.dp, "spec_draft": c.draft, "spec_tokens": c.k,
         "spec_acceptance": c.a,
     }))  # fmt: skip
     if not est["fits"]:
