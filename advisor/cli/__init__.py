@@ -22,6 +22,8 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
+from advisor.catalog.quoting import echo, terminal_text
+
 #: Subcommand name -> module under advisor.cli. Add a line to register a new subcommand.
 SUBCOMMANDS: dict[str, str] = {
     "catalog": "advisor.cli.catalog_cmd",
@@ -52,9 +54,7 @@ def shown(text: str, limit: int = 60) -> str:
     >>> shown("x" * 100, limit=5)
     "'xxxxx'... (100 characters)"
     """
-    if len(text) <= limit:
-        return repr(text)
-    return f"{text[:limit]!r}... ({len(text):,} characters)"
+    return echo(text, limit)
 
 
 def one_line(message: str) -> str:
@@ -239,26 +239,53 @@ def _silence_stdout() -> None:
     sys.stdout = None
 
 
-def emit(text: str, name: str) -> int:
+def emit(text: str, name: str, wrote: str = "") -> int:
     """Print the result; closed or full stdout is one stderr line and exit 1, never a traceback.
 
+    Text a file or flag supplied (a profile's name) is printed inert: no control sequence reaches
+    the terminal (advisor.catalog.quoting.terminal_text; JSON output is escaped by json.dumps).
+
+    ``wrote``: the files the command already wrote (``--out``), named so the message is true.
     A broken pipe (output piped into ``head``) propagates: ``__main__`` ends quietly then.
     """
     out = sys.stdout
+    done = f" ({wrote} was written)" if wrote else ""
     if out is None:
-        print(f"advisor {name}: error: standard output is closed; nothing written", file=sys.stderr)
+        print(
+            one_line(
+                f"advisor {name}: error: standard output is closed; the result was not printed{done}"
+            ),
+            file=sys.stderr,
+        )
         return 1
     try:
-        out.write(encodable(text, getattr(out, "encoding", None)) + "\n")
+        out.write(encodable(terminal_text(text), getattr(out, "encoding", None)) + "\n")
         out.flush()
     except BrokenPipeError:
         raise
     except (OSError, ValueError) as exc:  # ValueError: write to a closed file object
         _silence_stdout()
         why = getattr(exc, "strerror", None) or str(exc)
-        print(one_line(f"advisor {name}: error: cannot write the output: {why}"), file=sys.stderr)
+        print(
+            one_line(f"advisor {name}: error: cannot write the output: {why}{done}"),
+            file=sys.stderr,
+        )
         return 1
     return 0
+
+
+def _written(args: argparse.Namespace, result: object) -> str:
+    """The files a successful command wrote besides its printed result ("" if none)."""
+    if not isinstance(result, dict):
+        return ""
+    if isinstance(result.get("out"), str):  # report, calibrate --from
+        return result["out"]
+    files = result.get("files")
+    if args._name == "deploy" and isinstance(files, list) and files:
+        return ", ".join(map(str, files))
+    if args._name == "calibrate":  # the shipped calibration: --out or the default file
+        return getattr(args, "out", None) or "data/calibration.yaml"
+    return ""
 
 
 class Streamed:
@@ -285,7 +312,7 @@ def emit_stream(result: Streamed, as_json: bool, name: str) -> int:
     encoding = getattr(out, "encoding", None)
     try:
         for chunk in result.chunks(as_json):
-            out.write(encodable(chunk, encoding))
+            out.write(encodable(terminal_text(chunk), encoding))
         out.flush()
     except BrokenPipeError:
         raise
@@ -328,7 +355,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _internal_error(name, exc)
     if isinstance(result, Streamed):
         return emit_stream(result, getattr(args, "json", False), name)
+    wrote = _written(args, result)
     if getattr(args, "json", False):
-        return emit(dumps(result), name)
+        return emit(dumps(result), name, wrote)
     render = getattr(args._module, "render", _default_render)
-    return emit(render(result), name)
+    return emit(render(result), name, wrote)

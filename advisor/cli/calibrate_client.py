@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, UnknownIdError, get_model, models
+from advisor.catalog.quoting import inert
 from advisor.cli import CliInputError, choice_of, int_in, shown
 from advisor.cli.common import resolve_gpu, writable_out_path, write_out
 from advisor.perf.profiles import ENGINES
@@ -91,12 +92,12 @@ def run(args: argparse.Namespace) -> dict:
 def render(r: dict) -> str:
     s = r["summary"]
     lines = [
-        f"wrote client profile {r['name']!r} to {r['out']} (digest {r['digest']})",
+        f"wrote client profile {r['name']!r} to {inert(r['out'])} (digest {r['digest']})",
         f"deployment: {r['deployment']['model']} on {r['deployment']['gpu']} TP={r['deployment']['tp']} "
         f"PP={r['deployment']['pp']} {r['deployment']['weights']}/{r['deployment']['kv']} "
         f"{r['deployment']['engine']}",
         *(
-            f"file: {f['name']} ({f['format']}, {f['points']} points, sha256 {f['sha256'][:12]})"
+            f"file: {inert(f['name'])} ({f['format']}, {f['points']} points, sha256 {f['sha256'][:12]})"
             for f in r["files"]
         ),
         "fitted: "
@@ -109,7 +110,7 @@ def render(r: dict) -> str:
         b = "n/a" if p["before_pct"] is None else f"{p['before_pct']:+.1f}%"
         a = "n/a" if p["after_pct"] is None else f"{p['after_pct']:+.1f}%"
         flag = f"  FLAGGED, not fitted: {p['flagged']}" if p["flagged"] else ""
-        lines.append(f"  {p['id']} ({p['kind']}): before {b}, after {a}{flag}")
+        lines.append(inert(f"  {p['id']} ({p['kind']}): before {b}, after {a}{flag}"))
     if r["collectives"]:
         c = r["collectives"]
         lines.append(

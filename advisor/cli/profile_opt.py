@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 
+from advisor.catalog.quoting import inert
 from advisor.cli import CliInputError, shown
 from advisor.perf.client_profile import (
     ProfileDoc,
@@ -73,7 +74,7 @@ def apply_to_estimate(result: dict, doc: ProfileDoc, gpu_id: str) -> dict:
 
 def render_line(block: dict) -> str:
     return (
-        f"  CLIENT PROFILE {block['name']} ({block['gpu']}, {block['engine']}, digest "
+        f"  CLIENT PROFILE {inert(block['name'])} ({block['gpu']}, {block['engine']}, digest "
         f"{block['digest']}): fitted {', '.join(block['fitted']) or 'nothing'} on "
         f"{block['points']} points; median error {block['median_ape_before_pct']}% before, "
         f"{block['median_ape_after_pct']}% after"

@@ -13,6 +13,7 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 
+from advisor.catalog.quoting import shell_comment
 from advisor.deploy.engines import LAUNCHERS, Launch
 from advisor.deploy.flags import launch_problems
 from advisor.deploy.manifests import compose, kubernetes
@@ -52,17 +53,18 @@ class Bundle:
 
 def launch_script(la: Launch, p: Plan) -> str:
     """launch.sh: setup steps, then each pool's server command(s) under a comment."""
+    # The model's name may come from an uploaded config.json: a comment line must stay one line.
     lines = ["#!/usr/bin/env bash",
-             f"# {la.engine} launch of {p.spec} ({p.spec.describe()}) for {p.model.name}",
-             f"# image: {la.image}", "set -euo pipefail", ""]  # fmt: skip
+             shell_comment(f"{la.engine} launch of {p.spec} ({p.spec.describe()}) for {p.model.name}"),
+             shell_comment(f"image: {la.image}"), "set -euo pipefail", ""]  # fmt: skip
     lines += la.setup + ([""] if la.setup else [])
     for s in la.servers:
         what = (f"{s.role}: {s.replicas} replica(s), {s.gpus_per_replica} GPU(s) each"
                 if s.gpus_per_replica else f"{s.role} (CPU, in front of the servers)")  # fmt: skip
-        lines.append(f"# {what}")
+        lines.append(shell_comment(what))
         for i, c in enumerate(s.commands):
             if len(s.commands) > 1:
-                lines.append(f"# node {i} of each replica")
+                lines.append(shell_comment(f"node {i} of each replica"))
             lines += [c.shell(), ""]
     return "\n".join(lines)
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from advisor.catalog import models
+from advisor.catalog.quoting import shell_comment
 from advisor.deploy.checkpoints import Checkpoint, choose
 from advisor.deploy.settings import Plan, PoolSettings
 from advisor.deploy.tables import checkpoints, releases
@@ -182,7 +183,7 @@ def _start(plan: Plan, engine: str, version: str | None) -> tuple[Launch, Checkp
     img = rel.image(version, plan.gpu.id, plan.gpu.vendor)
     la = Launch(engine=engine, image=img and img.image, checkpoint=ck, version=version)
     if ck.prepare:
-        la.setup.append(f"# first: {ck.prepare}")
+        la.setup.append(shell_comment(f"first: {ck.prepare}"))
     la.unsupported += _unsupported_common(engine, version, plan)
     la.notes += _common_notes(plan, ck)
     return la, ck

@@ -639,7 +639,7 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
         f"{s.workload.think_time_s:g} s between requests"
     )
     doc.para(
-        f"Question: serve {model.name} at {load} with {s.workload.isl_tokens:,} input and "
+        f"Question: serve {clean(model.name, 120)} at {load} with {s.workload.isl_tokens:,} input and "
         f"{s.workload.osl_tokens:,} output tokens per request, SLA {s.sla.describe()}, on at most "
         f"{s.hardware.total_gpus} GPUs ({', '.join(s.hardware.gpus)}).",
         9.5,
@@ -719,7 +719,7 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
     links = interconnects()
     model = s.model_spec()
     rows = [
-        ("Model", f"{model.name} ({s.model})", ""),
+        ("Model", f"{clean(model.name, 120)} ({s.model})", ""),
         (
             "Accelerators considered",
             ", ".join(gpus[g].name if g in gpus else g for g in h.gpus),
@@ -972,7 +972,7 @@ def _compare_section(doc: _Doc, ctx: _Context, ranking: Sequence[_Answer],
         s, hw, w = a.scenario, a.scenario.hardware, a.scenario.workload
         hardware = ", ".join(gpus[g].name if g in gpus else g for g in hw.gpus)
         nodes = f" ({hw.nodes} nodes of {hw.gpus_per_node})" if hw.nodes > 1 else ""
-        rows_in.append((a.label, f"{s.model_spec().name} on {hw.total_gpus} × {hardware}{nodes}",
+        rows_in.append((a.label, f"{clean(s.model_spec().name, 120)} on {hw.total_gpus} × {hardware}{nodes}",
                         f"{cmp.load_text(s)}; {w.isl_tokens:,} in / {w.osl_tokens:,} out tokens",
                         s.sla.describe()))  # fmt: skip
     doc.table(rows_in, (40, 58, 46, 34), size=8)

@@ -1,0 +1,66 @@
+"""User text quoted for the sink it reaches: a comment line of a shell script or YAML file, a
+line on a terminal, an error message that echoes a value.
+
+A name can come from a file the user did not write (a config.json's ``_name_or_path``, a client
+profile's ``name``). Inside a ``#`` comment a line break ends the comment and the next line runs
+as a command (bash) or parses as data (YAML, which also breaks lines at U+0085, U+2028 and
+U+2029). On a terminal, ESC starts a control sequence (retitle the window, rewrite what was
+printed) and bidi overrides reorder what the reader sees. So every character that is not
+printable (``str.isprintable``: controls, format characters such as bidi overrides and zero-width
+marks, line and paragraph separators, unassigned code points; every separator but the space) is
+written as its Python escape, visible and inert: ``\\n``, ``\\x1b``, ``\\u202e``. Shell *values*
+are quoted with ``shlex.quote`` where commands are built (advisor/deploy/engines.py).
+"""
+
+from __future__ import annotations
+
+#: Longest user value echoed in an error message (the rest is counted, not printed).
+ECHO_CHARS = 60
+
+
+def inert(text: str, *, keep: str = "") -> str:
+    """``text`` with each non-printable character (except those in ``keep``) as its escape.
+
+    >>> inert("evil\\ntouch /tmp/x")
+    'evil\\\\ntouch /tmp/x'
+    >>> inert("a\\x1b]0;pwned\\x07b\\u202e"), inert("x\\ty\\n", keep="\\n")
+    ('a\\\\x1b]0;pwned\\\\x07b\\\\u202e', 'x\\\\ty\\n')
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
+def shell_comment(text: str) -> str:
+    """``text`` as one ``# `` comment line of a shell script or a YAML file: nothing in it can end
+    the line (:func:`inert`).
+
+    >>> shell_comment("vllm launch for evil\\nrm -rf ~")
+    '# vllm launch for evil\\\\nrm -rf ~'
+    >>> shell_comment("a\\u2028b: 1")  # a YAML line break
+    '# a\\\\u2028b: 1'
+    """
+    return "# " + inert(text)
+
+
+def terminal_text(text: str) -> str:
+    """A block of output for a terminal: line breaks and tabs kept, every other control,
+    format or separator character escaped (no escape sequence reaches the terminal).
+
+    >>> terminal_text("name: \\x1b[2Jx\\r\\nnext")
+    'name: \\\\x1b[2Jx\\\\r\\nnext'
+    """
+    return inert(text, keep="\n\t")
+
+
+def echo(value: object, limit: int = ECHO_CHARS) -> str:
+    """A user value inside an error message: its repr (controls visible), cut to ``limit``
+    characters with the full length said.
+
+    >>> echo("h100"), echo("k" * 50_000, limit=4)
+    ("'h100'", "'kkkk'... (50,000 characters)")
+    """
+    text = value if isinstance(value, str) else repr(value)
+    if len(text) <= limit:
+        return repr(text) if isinstance(value, str) else text
+    return f"{text[:limit]!r}... ({len(text):,} characters)"

@@ -1,0 +1,127 @@
+"""Issue 36 (hardening round 3), text that reaches a shell script, a YAML file, a PDF or a
+terminal: each case is one the independent attack found, run the way it was found.
+
+- A scenario whose imported config.json names the model ``evil\\ntouch PWNED`` put a command line
+  into launch.sh's header comment; ``deploy --out d/ && bash d/launch.sh`` ran it.
+- The same name printed raw (two lines) into the PDF.
+- Escape sequences in a name reached the terminal; a newline broke the CLIENT PROFILE line.
+- With stdout closed, ``calibrate --from ... --out p.yaml`` said "nothing written" after writing
+  p.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from advisor.catalog.quoting import echo, inert, shell_comment, terminal_text
+from advisor.cli import emit, main
+
+ROOT = Path(__file__).resolve().parents[1]
+HF = ROOT / "tests" / "fixtures" / "hf"
+CLIENT = ROOT / "tests" / "fixtures" / "client"
+
+
+def _scenario(tmp: Path, name_or_path: str) -> Path:
+    cfg = json.loads((HF / "llama-3.1-8b.json").read_text())
+    cfg["_name_or_path"] = name_or_path
+    doc = {"schema_version": 1, "model": "custom-llama", "model_config_json": cfg,
+           "hardware": {"gpus": ["h100-sxm"], "gpus_per_node": 2}}  # fmt: skip
+    path = tmp / "s.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "evil\ntouch {mark}\n#",  # the attack as found: a line break ends the comment
+        "evil\rtouch {mark}",  # CR: hides text when the script is shown in a terminal
+        "evil\u2028touch {mark}",  # a YAML line break (PyYAML breaks lines at U+2028)
+        "evil\x85touch {mark}",  # NEL, likewise
+        "evil\x1b]0;pwned\x07\u202etouch {mark}",  # terminal title escape, bidi override
+    ],
+)
+def test_deploy_launch_script_runs_no_line_from_the_model_name(payload, tmp_path, capsys):
+    mark = tmp_path / "PWNED"
+    scen = _scenario(tmp_path, payload.format(mark=mark))
+    out = tmp_path / "d"
+    out.mkdir()
+    assert main(["deploy", "--scenario", str(scen), "--out", str(out)]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    script = (out / "launch.sh").read_text()
+    # the header comment is one line: every line naming the payload is a comment
+    assert all(line.startswith("#") for line in script.splitlines() if "touch" in line), script
+    # `bash d/launch.sh`, as the attack ran it, with a stub server so the script runs to the end
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "vllm"
+    stub.write_text("#!/bin/sh\nexit 0\n")
+    stub.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    p = subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert not mark.exists()
+    # the manifests still parse, and the payload added no key to them
+    for name in ("docker-compose.yaml", "kubernetes.yaml"):
+        docs = list(yaml.safe_load_all((out / name).read_text()))
+        assert docs and "touch" not in json.dumps(docs)
+
+
+def test_pdf_prints_the_model_name_on_one_line(tmp_path, capsys):
+    from pypdf import PdfReader
+
+    scen = _scenario(tmp_path, "evil\ntouch PWNED")
+    pdf = tmp_path / "r.pdf"
+    argv = ["report", "--scenario", str(scen), "--out", str(pdf), "--no-sensitivities"]
+    assert main(argv) == 0, capsys.readouterr()
+    text = "\n".join(page.extract_text() for page in PdfReader(pdf).pages)
+    lines = text.splitlines()
+    assert not any(line.strip().startswith("touch PWNED") for line in lines)
+    assert any("evil touch PWNED" in line for line in lines)  # the name, shown on one line
+
+
+def test_quoting_helpers_leave_no_control_character():
+    hostile = "a\nb\rc\x1b[2J\x07\u202e\u2028\u2029\x85\x00\ufeffz"
+    for out in (inert(hostile), shell_comment(hostile)):
+        assert out.isprintable() and "\n" not in out
+    assert shell_comment(hostile).startswith("# ")
+    assert terminal_text(hostile).count("\n") == 1 and "\x1b" not in terminal_text(hostile)
+    assert "\x1b" not in echo("\x1b" * 5) and len(echo("k" * 50_000)) < 100
+
+
+def test_terminal_output_is_inert(capsys):
+    assert emit("name \x1b]0;pwned\x07 \x1b[2J\nnext line\tcol", "x") == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert out == "name \\x1b]0;pwned\\x07 \\x1b[2J\nnext line\tcol\n"
+
+
+def test_calibrate_prints_a_hostile_file_name_inert(tmp_path, capsys):
+    src = tmp_path / "run\x1b]0;pwned\x07\nFAKE LINE.json"
+    shutil.copy(CLIENT / "vllm_bench_serve.json", src)
+    argv = ["calibrate", "--from", str(src), "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+            "--engine", "vllm", "--isl", "1024", "--osl", "256", "--out", str(tmp_path / "p.yaml")]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert not any(line.startswith("FAKE LINE") for line in out.splitlines())
+
+
+def test_closed_stdout_says_the_profile_was_written(tmp_path):
+    out = tmp_path / "p.yaml"
+    cmd = (f"{sys.executable} -m advisor calibrate --from {CLIENT / 'vllm_bench_serve.json'} "
+           f"--model llama-3.1-8b --gpu h100-sxm --engine vllm --isl 1024 --osl 256 "
+           f"--out {out} >&-")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 1 and out.exists()
+    assert "nothing written" not in p.stderr  # was: "standard output is closed; nothing written"
+    assert "not printed" in p.stderr and str(out) in p.stderr and p.stderr.count("\n") == 1
