@@ -6,7 +6,11 @@ then the best and the median of the runs and the median exclusive time per searc
 time). The machine may be shared: compare best and median, not one run.
 Never asserts on speed.
 
-    python bench/bench_search.py [RUNS]
+    python bench/bench_search.py [RUNS] [MODEL]
+
+MODEL defaults to llama-3.1-70b (dense); an MoE model (qwen3-235b-a22b, deepseek-r1) also
+searches expert parallelism and attention data parallelism (issue 33), a larger space per GPU
+count: compare its candidates/s with the dense model's.
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ from advisor.search.recommend import recommend  # noqa: E402
 from advisor.search.timing import PHASES  # noqa: E402
 
 
-def main(runs: int = 5) -> None:
+def main(runs: int = 5, model: str = "llama-3.1-70b") -> None:
     sc = Scenario(
-        model="llama-3.1-70b",
+        model=model,
         hardware=Hardware(gpus=["h100-sxm", "a100-sxm-80gb", "mi300x"], gpus_per_node=8, nodes=8),
         options=Options(speculative=True, disaggregated=True),
     )
@@ -40,7 +44,7 @@ def main(runs: int = 5) -> None:
         phases.append(r.phase_ms)
         rej = sum(r.rejected.values())
         print(
-            f"8x8 GPUs, 3 accelerators, 4 weight x 2 KV dtypes, speculative, disaggregated: "
+            f"{model}, 8x8 GPUs, 3 accelerators, 4 weight x 2 KV dtypes, speculative, disaggregated: "
             f"{r.candidates_evaluated:,} candidates evaluated (+{rej:,} rejected for memory) in "
             f"{r.elapsed_ms:.0f} ms (wall {wall:.0f} ms, CPU {cpu[-1]:.0f} ms) = "
             f"{r.candidates_evaluated / (r.elapsed_ms / 1e3):,.0f} candidates/s"
@@ -58,4 +62,4 @@ def main(runs: int = 5) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5, *sys.argv[2:3])

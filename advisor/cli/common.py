@@ -130,6 +130,17 @@ def check_tp(model: ModelSpec, tp: int) -> str:
     return layout
 
 
+def check_ep(model: ModelSpec, tp: int, ep: bool) -> None:
+    """Refuse expert parallelism over TP GPUs that cannot each hold whole experts
+    (physics.memory.expert_parallel_blocker: EP = TP must divide the expert count), as the
+    engines refuse it at start-up. A dense model's --ep stays a note (nothing to spread)."""
+    from advisor.physics.memory import expert_parallel_blocker
+
+    why = expert_parallel_blocker(model, tp) if ep and model.is_moe and tp > 1 else None
+    if why:
+        raise CliInputError(f"--ep with --tp {tp}: {why} ({model.id})")
+
+
 def check_context(model: ModelSpec, tokens: int, flags: str) -> None:
     """Refuse a sequence longer than the model's trained context (servers refuse such requests)."""
     limit = model.max_position_embeddings

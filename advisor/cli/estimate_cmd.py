@@ -30,6 +30,7 @@ from advisor.cli import (
     shown,
 )
 from advisor.cli.common import (
+    check_ep,
     check_tp,
     resolve_gpu,
     resolve_link,
@@ -131,6 +132,7 @@ def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
     except ValidationError as exc:
         raise CliInputError(format_validation_error(exc, prefix="--")) from None
     layout = check_tp(model, inp.tp)
+    check_ep(model, inp.tp, inp.ep)
     if inp.pp > model.num_hidden_layers:
         raise CliInputError(f"--pp {inp.pp} exceeds the model's {model.num_hidden_layers} layers")
     if draft is not None and inp.concurrency == "max":

@@ -22,6 +22,19 @@ Sources of the launch forms (the engines' docs for the pinned versions):
   and generation servers with ``cache_transceiver_config`` and ``trtllm-serve disaggregated -c``
   (docs/source/features/disagg-serving.md); multi-node: ``srun ... trtllm-llmapi-launch
   trtllm-serve`` (docs, trtllm-serve multi-node). NVIDIA GPUs only.
+
+MoE layouts (a pool's ``ep`` / ``dp_attention``, both over the replica's TP GPUs; ``_layout_*``):
+- Expert parallel (EP = TP): vLLM ``--enable-expert-parallel`` (docs/serving/
+  expert_parallel_deployment.md); SGLang 0.5 ``--ep-size N`` (server_args.py; releases before
+  0.5 spelled it ``--enable-ep-moe``, EP = TP); TensorRT-LLM ``moe_expert_parallel_size: N``
+  with ``moe_tensor_parallel_size: 1`` (LlmArgs, tensorrt_llm/llmapi/llm_args.py).
+- Attention data parallel (DP-attention = TP): vLLM ``--data-parallel-size N`` ranks of
+  ``--tensor-parallel-size 1`` whose expert layers form one TP group of N, or one EP group with
+  ``--enable-expert-parallel`` (docs/serving/data_parallel_deployment.md); SGLang
+  ``--enable-dp-attention --dp-size N`` with ``--tp-size N``; TensorRT-LLM
+  ``enable_attention_dp: true`` at ``--tp_size N`` (LlmArgs). All three engines run both
+  layouts and their combination ("DEP"); each engine's flags are checked against
+  data/engine-flags/.
 """
 
 from __future__ import annotations
@@ -189,7 +202,26 @@ def _start(plan: Plan, engine: str, version: str | None) -> tuple[Launch, Checkp
     return la, ck
 
 
+def _per_rank_seqs(p: PoolSettings) -> int:
+    """The running-sequence cap of one scheduler: under attention DP every rank schedules its
+    own sequences, so vLLM's ``--max-num-seqs`` (per data-parallel engine core) and
+    TensorRT-LLM's ``max_batch_size`` (per attention-DP rank) take the replica's cap / TP,
+    rounded up; SGLang's ``--max-running-requests`` is the whole server's (its scheduler
+    divides it by ``--dp-size``: per_dp_max_running_requests)."""
+    return -(-p.max_num_seqs // p.tp) if p.dp_attention else p.max_num_seqs
+
+
 # -- vLLM --------------------------------------------------------------------------------------
+
+
+def _layout_vllm(p: PoolSettings) -> list[tuple[str, str | None]]:
+    """A replica's parallel flags: attention DP runs TP ranks of 1 as ``--data-parallel-size``
+    engines sharing the expert layers (vLLM's data-parallel deployment docs)."""
+    if p.dp_attention:
+        args = [("--tensor-parallel-size", "1"), ("--data-parallel-size", str(p.tp))]
+    else:
+        args = [("--tensor-parallel-size", str(p.tp))]
+    return args + ([("--enable-expert-parallel", None)] if p.ep else [])
 
 
 def vllm(plan: Plan, version: str | None = None) -> Launch:
@@ -207,10 +239,10 @@ def vllm(plan: Plan, version: str | None = None) -> Launch:
         return la
     for p in plan.pools:
         args: list[tuple[str, str | None]] = [
-            ("--served-model-name", plan.model.id),
-            ("--tensor-parallel-size", str(p.tp)), ("--pipeline-parallel-size", str(p.pp)),
+            ("--served-model-name", plan.model.id), *_layout_vllm(p),
+            ("--pipeline-parallel-size", str(p.pp)),
             ("--gpu-memory-utilization", f"{p.gpu_memory_utilization}"),
-            ("--max-num-seqs", str(p.max_num_seqs)), ("--max-model-len", str(p.max_model_len)),
+            ("--max-num-seqs", str(_per_rank_seqs(p))), ("--max-model-len", str(p.max_model_len)),
             ("--enable-chunked-prefill", None),
             ("--max-num-batched-tokens", str(p.max_num_batched_tokens)),
             ("--kv-cache-dtype", _kv("vllm", plan.spec.kv)),
@@ -226,6 +258,8 @@ def vllm(plan: Plan, version: str | None = None) -> Launch:
         nodes = _nodes(p, plan)
         if nodes > 1:
             args.append(("--distributed-executor-backend", "ray"))
+            if p.dp_attention:  # data-parallel ranks on several nodes (vLLM DP docs: Ray)
+                args.append(("--data-parallel-backend", "ray"))
         args += [("--host", "0.0.0.0"), ("--port", str(PORT))]
         cmd = Command(["vllm", "serve", ck.repo], args)
         la.servers.append(Server(p.role, p, [cmd], p.replicas, p.gpus_per_replica))
@@ -260,6 +294,10 @@ def sglang(plan: Plan, version: str | None = None) -> Launch:
             ("--model-path", ck.repo), ("--served-model-name", plan.model.id),
             ("--tp-size", str(p.tp)),
         ]  # fmt: skip
+        if p.dp_attention:
+            args += [("--enable-dp-attention", None), ("--dp-size", str(p.tp))]
+        if p.ep:
+            args.append(("--ep-size", str(p.tp)))
         if p.pp > 1:
             args.append(("--pp-size", str(p.pp)))
         args += [
@@ -318,6 +356,12 @@ def sglang(plan: Plan, version: str | None = None) -> Launch:
 
 def _trt_options(plan: Plan, p: PoolSettings) -> dict:
     opts: dict = {"kv_cache_config": {"dtype": _kv("trtllm", plan.spec.kv)}}
+    if p.dp_attention:
+        opts["enable_attention_dp"] = True
+    if plan.model.is_moe and (p.ep or p.dp_attention):
+        # the experts' split over the TP GPUs, said explicitly: all EP, or all TP
+        ep = p.tp if p.ep else 1
+        opts["moe_expert_parallel_size"], opts["moe_tensor_parallel_size"] = ep, p.tp // ep
     if p.speculative:
         opts["speculative_config"] = {
             "decoding_type": "Draft_Target", "max_draft_len": plan.spec_tokens,
@@ -340,7 +384,7 @@ def trtllm(plan: Plan, version: str | None = None) -> Launch:
         la.files[name] = yaml.safe_dump(_trt_options(plan, p), sort_keys=False)
         args: list[tuple[str, str | None]] = [
             ("--backend", "pytorch"), ("--tp_size", str(p.tp)), ("--pp_size", str(p.pp)),
-            ("--max_batch_size", str(p.max_num_seqs)), ("--max_seq_len", str(p.max_model_len)),
+            ("--max_batch_size", str(_per_rank_seqs(p))), ("--max_seq_len", str(p.max_model_len)),
             ("--max_num_tokens", str(p.max_num_batched_tokens)),
             ("--kv_cache_free_gpu_memory_fraction", f"{p.free_gpu_memory_fraction}"),
             ("--enable_chunked_prefill", None),

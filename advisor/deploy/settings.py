@@ -97,6 +97,9 @@ class PoolSettings:
     max_model_len: int
     max_num_batched_tokens: int
     speculative: bool
+    #: MoE layout over the replica's TP GPUs: expert parallel, attention data parallel.
+    ep: bool = False
+    dp_attention: bool = False
 
     @property
     def gpus_per_replica(self) -> int:
@@ -164,6 +167,7 @@ def _pool(sc: Scenario, role: str, shape: Shape, replicas: int) -> PoolSettings 
         max_num_seqs=int(st.max_running[0]),
         max_model_len=sc.workload.isl_tokens + sc.workload.osl_tokens,
         max_num_batched_tokens=DEFAULT_MAX_BATCHED_TOKENS, speculative=shape.spec,
+        ep=shape.ep, dp_attention=shape.dpa,
     )  # fmt: skip
 
 
@@ -173,7 +177,7 @@ def plan(scenario: Scenario, spec: DeploymentSpec) -> Plan:
     A deployment that cannot run (evaluate_spec's reasons: GPUs, TP, memory) is a Plan with
     ``reasons`` and no pools.
     """
-    from advisor.search.focus import evaluate_spec
+    from advisor.search.focus import evaluate_spec, spec_shapes
 
     o = scenario.options
     base = dict(spec=spec, model=scenario.model_spec(), gpu=accelerators()[spec.gpu],
@@ -183,15 +187,8 @@ def plan(scenario: Scenario, spec: DeploymentSpec) -> Plan:
     focus = evaluate_spec(scenario, spec)
     if not focus.fits:
         return Plan(pools=(), reasons=tuple(focus.reasons), **base)
-    if spec.disaggregated:
-        wanted = [("prefill", Shape(spec.gpu, spec.prefill_tp, 1, spec.weights, spec.kv, False),
-                   spec.prefill_dp),
-                  ("decode", Shape(spec.gpu, spec.tp, 1, spec.weights, spec.kv, False), spec.dp)]  # fmt: skip
-    else:
-        shape = Shape(spec.gpu, spec.tp, spec.pp, spec.weights, spec.kv, spec.speculative)
-        wanted = [("server", shape, spec.dp)]
     pools, reasons = [], []
-    for role, shape, dp in wanted:
+    for role, shape, dp in spec_shapes(spec):
         got = _pool(scenario, role, shape, dp)
         if isinstance(got, list):
             reasons += got

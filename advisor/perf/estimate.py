@@ -42,7 +42,12 @@ from advisor.perf.replica import (
     with_draft,
 )
 from advisor.perf.step import StepTimes, decode_step, host_bound_prompt_tokens, prefill
-from advisor.physics.memory import MemoryBudget, memory_budget, moe_spread_blocker
+from advisor.physics.memory import (
+    MemoryBudget,
+    expert_parallel_blocker,
+    memory_budget,
+    moe_spread_blocker,
+)
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import DEFAULT_ENGINE, Engine
 
@@ -343,8 +348,9 @@ def _serving_notes(model: ModelSpec, inp: EstimateInput) -> list[str]:
             "request rate; its serving overheads are extrapolated"
         )
     blocker = moe_spread_blocker(model, inp.tp)
-    if inp.ep and blocker:
-        notes.append(f"expert parallelism ignored: {blocker}")
+    ep_blocker = expert_parallel_blocker(model, inp.tp)
+    if inp.ep and ep_blocker:
+        notes.append(f"expert parallelism ignored: {ep_blocker}")
     if inp.dp_attention and blocker:
         notes.append(f"attention data parallelism ignored: {blocker}")
     return notes

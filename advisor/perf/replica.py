@@ -26,6 +26,7 @@ from advisor.physics.dispatch import kernels_per_layer
 from advisor.physics.memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     activation_reserve_bytes,
+    expert_parallel_blocker,
     kv_bytes_per_token_split,
     linear_dtypes,
     linear_weight_bytes,
@@ -267,7 +268,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         num_experts=m.num_experts or 0, experts_per_tok=m.num_experts_per_tok or 0,
         linear_active_params=linear_active, head_params=head_params,
         expert_active_params=expert_active,
-        moe_layer_frac=m.num_moe_layers / layers, ep=cfg.ep and spreads,
+        moe_layer_frac=m.num_moe_layers / layers,
+        ep=cfg.ep and expert_parallel_blocker(m, tp) is None,
         dp_attn=dp_attn, attn_active_params=b.attention / tp * share,
         weight_elements=quantized / tp * share if weight_only else 0.0,
         expert_weight_elements=b.moe_experts / tp * share if weight_only else 0.0,

@@ -134,6 +134,28 @@ def all_to_all_time_s(
     return ring_allgather_time_s(message_bytes, n_gpus, bandwidth_bytes_per_s, latency_s)
 
 
+def moe_all_to_all_bytes_per_token(
+    hidden_size: int, experts_per_token: int, ep: int, activation_bytes: float = 2.0
+) -> float:
+    """Bytes one token sends over the links per MoE layer under expert parallelism of ``ep``.
+
+        V = 2 x k x h x a x (EP - 1) / EP
+
+    Dispatch sends the token's hidden state (h values of a bytes) to each of its k experts and
+    combine returns k outputs of the same size (GShard, Lepikhin et al. 2020: two all-to-alls
+    per MoE layer); with experts spread evenly, the 1/EP routed to the token's own GPU stays
+    local (Thakur, Rabenseifner and Gropp 2005: an all-to-all sends (N-1)/N of each buffer).
+    16-bit activations; DeepEP's fp8 dispatch would halve the dispatch half.
+
+    Hand check, DeepSeek-V3/R1 at EP=8 (config.json: hidden 7168, 8 experts per token):
+    2 x 8 x 7168 x 2 x 7/8 = 200,704 bytes per token and MoE layer.
+
+    >>> moe_all_to_all_bytes_per_token(7168, 8, 8)
+    200704.0
+    """
+    return 2.0 * experts_per_token * hidden_size * activation_bytes * (ep - 1) / ep
+
+
 def ring_reducescatter_time_s(
     message_bytes: Number, n_gpus: int, bandwidth_bytes_per_s: float, latency_s: float
 ) -> Number:

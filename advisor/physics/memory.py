@@ -390,6 +390,35 @@ def moe_spread_blocker(model: ModelSpec, tp: int) -> str | None:
     return None
 
 
+def expert_parallel_blocker(model: ModelSpec, ep: int) -> str | None:
+    """Why ``ep`` GPUs cannot split ``model``'s routed experts whole; None if they can.
+
+    Expert parallelism gives each of the EP GPUs num_experts / EP whole experts, so EP must
+    divide the expert count (and so be at most that count: a GPU holds whole experts, never a
+    slice of one). Source: TensorRT-LLM MoE load balancer and SGLang's EP MoE both place
+    num_experts / ep_size experts per rank; vLLM's FusedMoE gives each EP rank
+    num_experts // ep_size local experts.
+
+    >>> from advisor.catalog import get_model
+    >>> expert_parallel_blocker(get_model("mixtral-8x7b"), 16)
+    'EP=16 > 8 experts: a GPU holds whole experts (allowed EP: 2, 4, 8)'
+    >>> expert_parallel_blocker(get_model("deepseek-v3"), 8) is None
+    True
+    >>> expert_parallel_blocker(get_model("deepseek-v3"), 6)
+    'EP=6 must divide the 256 experts (allowed EP: 2, 4, 8, 16, 32, 64, 128, 256)'
+    """
+    spread = moe_spread_blocker(model, ep)
+    if spread:
+        return spread
+    n = int(model.num_experts or 0)
+    allowed = ", ".join(str(d) for d in range(2, n + 1) if n % d == 0)
+    if ep > n:
+        return f"EP={ep} > {n} experts: a GPU holds whole experts (allowed EP: {allowed})"
+    if n % ep:
+        return f"EP={ep} must divide the {n} experts (allowed EP: {allowed})"
+    return None
+
+
 def tp_head_split(model: ModelSpec, tp: int) -> tuple[str | None, str]:
     """(why TP cannot split the attention heads or None, how the KV heads are laid out).
 

@@ -4,13 +4,18 @@
 sets by hand; ``advisor/search/focus.py`` evaluates one for a scenario. Its compact text form
 (for a URL or a command line) is dot-separated tokens in a fixed order::
 
-    <accelerator>.tp<N>.pp<N>.dp<N>[.ptp<N>.pdp<N>].<weight dtype>.<KV dtype>[.spec]
+    <accelerator>.tp<N>.pp<N>.dp<N>[.ep<N>][.dpa<N>][.ptp<N>.pdp<N>[.pep<N>][.pdpa<N>]]
+        .<weight dtype>.<KV dtype>[.spec]
 
 ``h100-sxm.tp4.pp1.dp2.fp8.fp8``: two replicas of TP=4 on H100 SXM, fp8 weights and KV cache.
 A disaggregated deployment names its decode pool with tp/dp (PP = 1) and its prefill pool with
 ptp/pdp: ``mi300x.tp4.pp1.dp1.ptp2.pdp3.fp8.fp16``. ``.spec`` turns speculative decoding on;
 the draft model, draft length and acceptance rate are the scenario's (``options``).
-Pure Python; the accelerator id is checked against the catalog.
+A mixture-of-experts replica's layout: ``.ep<N>`` expert parallelism and ``.dpa<N>`` attention
+data parallel over its TP GPUs (N = TP; ``deepseek-r1`` on 8 GPUs as "DEP8":
+``h200-sxm.tp8.pp1.dp1.ep8.dpa8.fp8.fp8``); ``.pep<N>``/``.pdpa<N>`` the prefill pool's.
+Pure Python; the accelerator id is checked against the catalog; whether the model has experts
+that EP divides is checked with the scenario (``layout_problems``).
 """
 
 from __future__ import annotations
@@ -26,9 +31,21 @@ from advisor.scenario import KDType, WDType
 #: Bounds of the integer fields (the search's: options.max_tp, max_pp; DP up to 100,000).
 BOUNDS: dict[str, tuple[int, int]] = {
     "tp": (1, 1024), "pp": (1, 128), "dp": (1, 100_000), "ptp": (1, 1024), "pdp": (1, 100_000),
+    "ep": (1, 1024), "dpa": (1, 1024), "pep": (1, 1024), "pdpa": (1, 1024),
 }  # fmt: skip
-_KEYED = re.compile(r"^(tp|pp|dp|ptp|pdp)(\d{1,7})$")
+_KEYED = re.compile(r"^(tp|pp|dp|ptp|pdp|ep|dpa|pep|pdpa)(\d{1,7})$")
+#: Text key -> field name.
+_FIELD = {"ptp": "prefill_tp", "pdp": "prefill_dp", "pep": "prefill_ep", "pdpa": "prefill_dpa"}
 SPEC_FLAG = "spec"
+
+
+def layout_text(tp: int, ep: bool, dpa: bool) -> str:
+    """ "TP=8", "TP=8, EP=8", "TP=8, attention DP=8" or "TP=8, EP=8, attention DP=8" (DEP8).
+
+    >>> layout_text(8, True, True)
+    'TP=8, EP=8, attention DP=8'
+    """
+    return f"TP={tp}" + (f", EP={tp}" if ep else "") + (f", attention DP={tp}" if dpa else "")
 
 
 class DeploymentSpecError(ValueError):
@@ -50,6 +67,12 @@ class DeploymentSpec(BaseModel):
     #: Disaggregated serving: the prefill pool (TP, replicas); tp/dp are then the decode pool's.
     prefill_tp: Annotated[int, Field(ge=1, le=1024)] | None = None
     prefill_dp: Annotated[int, Field(ge=1, le=100_000)] | None = None
+    #: MoE layout of a (decode-pool) replica: expert parallelism and attention data parallel
+    #: over its TP GPUs (1 = off, else = TP); ``prefill_*`` the prefill pool's.
+    ep: Annotated[int, Field(ge=1, le=1024)] = 1
+    dpa: Annotated[int, Field(ge=1, le=1024)] = 1
+    prefill_ep: Annotated[int, Field(ge=1, le=1024)] = 1
+    prefill_dpa: Annotated[int, Field(ge=1, le=1024)] = 1
 
     @model_validator(mode="after")
     def _check(self) -> DeploymentSpec:
@@ -65,7 +88,29 @@ class DeploymentSpec(BaseModel):
             raise ValueError(f"pp: disaggregated pools run at PP = 1 (got {self.pp})")
         if self.disaggregated and self.speculative:
             raise ValueError("speculative: not modelled with disaggregated pools (got true)")
+        for name, value, tp in (("ep", self.ep, self.tp), ("dpa", self.dpa, self.tp),
+                                ("pep", self.prefill_ep, self.prefill_tp),
+                                ("pdpa", self.prefill_dpa, self.prefill_tp)):  # fmt: skip
+            if value == 1:
+                continue
+            what = "the prefill pool's TP" if name.startswith("p") else "TP"
+            if tp is None:
+                raise ValueError(f"{name} = {value}: only a disaggregated deployment has a "
+                                 "prefill pool (give ptp and pdp)")  # fmt: skip
+            if value != tp:
+                raise ValueError(
+                    f"{name} = {value}: expert parallelism and attention data parallel span "
+                    f"the replica's TP GPUs, so {name} is 1 or {what} ({tp})"
+                )
+            if self.pp != 1:
+                raise ValueError(f"{name} = {value}: searched and launched at PP = 1 only "
+                                 f"(got pp = {self.pp})")  # fmt: skip
         return self
+
+    @property
+    def layout(self) -> str:
+        """The (decode-pool) replica's layout: "TP=8, EP=8, attention DP=8" etc."""
+        return layout_text(self.tp, self.ep > 1, self.dpa > 1)
 
     @property
     def disaggregated(self) -> bool:
@@ -79,8 +124,11 @@ class DeploymentSpec(BaseModel):
 
     def __str__(self) -> str:
         parts = [self.gpu, f"tp{self.tp}", f"pp{self.pp}", f"dp{self.dp}"]
+        parts += [f"{k}{v}" for k, v in (("ep", self.ep), ("dpa", self.dpa)) if v > 1]
         if self.disaggregated:
             parts += [f"ptp{self.prefill_tp}", f"pdp{self.prefill_dp}"]
+            parts += [f"{k}{v}" for k, v in (("pep", self.prefill_ep),
+                                              ("pdpa", self.prefill_dpa)) if v > 1]  # fmt: skip
         parts += [self.weights, self.kv]
         if self.speculative:
             parts.append(SPEC_FLAG)
@@ -94,14 +142,17 @@ class DeploymentSpec(BaseModel):
         >>> DeploymentSpec(gpu="mi300x", tp=4, prefill_tp=2, prefill_dp=3, weights="fp16",
         ...                kv="fp8").describe()
         'disaggregated mi300x: prefill 3 × (TP=2) + decode 1 × (TP=4), fp16 weights, fp8 KV'
+        >>> DeploymentSpec(gpu="h200-sxm", tp=8, ep=8, dpa=8, weights="fp8", kv="fp8").describe()
+        '1 × (TP=8, EP=8, attention DP=8) h200-sxm, fp8 weights, fp8 KV'
         """
         dtypes = f"{self.weights} weights, {self.kv} KV"
         if self.disaggregated:
+            pre = layout_text(self.prefill_tp, self.prefill_ep > 1, self.prefill_dpa > 1)
             return (
-                f"disaggregated {self.gpu}: prefill {self.prefill_dp} × (TP={self.prefill_tp}) "
-                f"+ decode {self.dp} × (TP={self.tp}), {dtypes}"
+                f"disaggregated {self.gpu}: prefill {self.prefill_dp} × ({pre}) "
+                f"+ decode {self.dp} × ({self.layout}), {dtypes}"
             )
-        shape = f"TP={self.tp}" + (f", PP={self.pp}" if self.pp > 1 else "")
+        shape = self.layout + (f", PP={self.pp}" if self.pp > 1 else "")
         spec = ", speculative decoding" if self.speculative else ""
         return f"{self.dp} × ({shape}) {self.gpu}, {dtypes}{spec}"
 
@@ -121,8 +172,8 @@ def parse_spec(text: str) -> DeploymentSpec:
     tokens = text.strip().split(".")
     if len(tokens) < 3 or not tokens[0]:
         raise DeploymentSpecError(
-            f"{where}: expected <accelerator>.tp<N>.pp<N>.dp<N>[.ptp<N>.pdp<N>].<weights>.<kv>"
-            "[.spec], e.g. h100-sxm.tp4.pp1.dp2.fp8.fp8"
+            f"{where}: expected <accelerator>.tp<N>.pp<N>.dp<N>[.ep<N>][.dpa<N>][.ptp<N>.pdp<N>]"
+            ".<weights>.<kv>[.spec], e.g. h100-sxm.tp4.pp1.dp2.fp8.fp8"
         )
     fields: dict = {"gpu": tokens[0]}
     dtypes: list[str] = []
@@ -131,14 +182,14 @@ def parse_spec(text: str) -> DeploymentSpec:
         if m:
             name, value = m.group(1), int(m.group(2))
             lo, hi = BOUNDS[name]
-            if name in fields or (name == "ptp" and "prefill_tp" in fields):
+            if _FIELD.get(name, name) in fields:
                 raise DeploymentSpecError(f"{where}: {name} is given twice")
             if not lo <= value <= hi:
                 raise DeploymentSpecError(f"{where}: {name} = {value} is outside {lo}..{hi}")
-            fields[{"ptp": "prefill_tp", "pdp": "prefill_dp"}.get(name, name)] = value
+            fields[_FIELD.get(name, name)] = value
         elif tok == SPEC_FLAG:
             fields["speculative"] = True
-        elif re.fullmatch(r"(tp|pp|dp|ptp|pdp).*", tok):
+        elif re.fullmatch(r"(tp|pp|dp|ptp|pdp|ep|dpa|pep|pdpa).*", tok):
             raise DeploymentSpecError(f"{where}: {tok!r} is not <field><whole number>, e.g. tp4")
         else:
             dtypes.append(tok)

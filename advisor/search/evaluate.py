@@ -79,12 +79,12 @@ def build_shapes(scenario: Scenario) -> tuple[ShapeTable, Counter]:
     with phase("enumerate"):
         all_shapes = shapes(scenario)
         # speculative shapes share the target's replica with their non-speculative twin:
-        # build each distinct (gpu, TP, PP, weights, KV) once
+        # build each distinct (gpu, TP, PP, weights, KV, layout) once
         uniq: dict[tuple, int] = {}
         reps: list[Shape] = []
         cfg_row = np.empty(len(all_shapes), dtype=int)
         for i, s in enumerate(all_shapes):
-            key = (s.gpu, s.tp, s.pp, s.weights, s.kv)
+            key = (s.gpu, s.tp, s.pp, s.weights, s.kv, s.ep, s.dpa)
             if key not in uniq:
                 uniq[key] = len(reps)
                 reps.append(s)
@@ -138,7 +138,7 @@ def _build(
             reason = (
                 f"{what} do not fit: {weights[i] / GB:.0f} GB > "
                 f"{(r.kv_budget_bytes[i] + weights[i]) / GB:.0f} GB per GPU left for weights and KV "
-                f"after activations ({s.weights}, TP={s.tp}, PP={s.pp}, {s.gpu})"
+                f"after activations ({s.weights}, {s.layout}, PP={s.pp}, {s.gpu})"
             )
         else:
             reason = f"KV cache cannot hold one sequence of {isl + osl:.0f} tokens ({s.gpu})"

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from advisor.perf.estimate import EstimateInput
 from advisor.perf.sweeps import users_load
-from advisor.physics.memory import tp_head_split
+from advisor.physics.memory import expert_parallel_blocker, moe_spread_blocker, tp_head_split
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import Disagg, evaluate_disaggregated
@@ -55,10 +55,12 @@ def _precheck(sc: Scenario, spec: DeploymentSpec) -> list[str]:
             f"needs {spec.gpus} GPUs; the cluster has {hw.total_gpus} ({hw.nodes} node(s) × "
             f"{hw.gpus_per_node})"
         )
-    for flag, tp in (("TP", spec.tp), ("prefill TP", spec.prefill_tp)):
-        why = tp_head_split(model, tp)[0] if tp else None
-        if why:
-            out.append(why if flag == "TP" else f"prefill pool: {why}")
+    for pool, tp, ep, dpa in (("", spec.tp, spec.ep, spec.dpa),
+                              ("prefill pool: ", spec.prefill_tp, spec.prefill_ep,
+                               spec.prefill_dpa)):  # fmt: skip
+        if not tp:
+            continue
+        out += [pool + why for why in layout_problems(model, tp, ep > 1, dpa > 1)]
     if spec.speculative and not sc.options.draft_model:
         out.append("speculative decoding needs a draft model (options.draft_model)")
     context = sc.workload.isl_tokens + sc.workload.osl_tokens
@@ -70,16 +72,49 @@ def _precheck(sc: Scenario, spec: DeploymentSpec) -> list[str]:
     return out
 
 
+def layout_problems(model, tp: int, ep: bool, dpa: bool) -> list[str]:
+    """Why a replica of ``model`` at ``tp`` cannot run this layout (an engine would refuse it):
+    heads TP cannot split (unless attention is data parallel), EP that does not give each GPU
+    whole experts, attention DP on a dense model.
+
+    >>> from advisor.catalog import get_model
+    >>> layout_problems(get_model("mixtral-8x7b"), 16, True, False)
+    ['expert parallelism: EP=16 > 8 experts: a GPU holds whole experts (allowed EP: 2, 4, 8)']
+    """
+    out = []
+    why = None if dpa else tp_head_split(model, tp)[0]
+    if why:
+        out.append(why)
+    why = expert_parallel_blocker(model, tp) if ep else None
+    if why:
+        out.append(f"expert parallelism: {why}")
+    why = moe_spread_blocker(model, tp) if dpa else None
+    if why:
+        out.append(f"attention data parallel: {why}")
+    return out
+
+
+def spec_shapes(spec: DeploymentSpec) -> list[tuple[str, Shape, int]]:
+    """(role, replica shape, replicas) of each pool of ``spec``: "prefill" then "decode", or
+    one "server" pool."""
+    if spec.disaggregated:
+        return [
+            ("prefill", Shape(spec.gpu, spec.prefill_tp, 1, spec.weights, spec.kv, False,
+                              spec.prefill_ep > 1, spec.prefill_dpa > 1), spec.prefill_dp),
+            ("decode", Shape(spec.gpu, spec.tp, 1, spec.weights, spec.kv, False, spec.ep > 1,
+                             spec.dpa > 1), spec.dp),
+        ]  # fmt: skip
+    shape = Shape(spec.gpu, spec.tp, spec.pp, spec.weights, spec.kv, spec.speculative,
+                  spec.ep > 1, spec.dpa > 1)  # fmt: skip
+    return [("server", shape, spec.dp)]
+
+
 def evaluate_spec(scenario: Scenario, spec: DeploymentSpec) -> Focus:
     """Evaluate ``spec`` at the scenario's load, SLA and cost (see the module docstring)."""
     reasons = _precheck(scenario, spec)
     if reasons:
         return Focus(spec=spec, fits=False, reasons=reasons)
-    if spec.disaggregated:
-        shapes = [Shape(spec.gpu, spec.prefill_tp, 1, spec.weights, spec.kv, False),
-                  Shape(spec.gpu, spec.tp, 1, spec.weights, spec.kv, False)]  # fmt: skip
-    else:
-        shapes = [Shape(spec.gpu, spec.tp, spec.pp, spec.weights, spec.kv, spec.speculative)]
+    shapes = [shape for _, shape, _ in spec_shapes(spec)]
     uniq = list(dict.fromkeys(shapes))
     cfg_row = np.array([uniq.index(s) for s in shapes])
     st, rejected = _build(scenario, shapes, [replica_config(scenario, s) for s in uniq], cfg_row)
@@ -161,7 +196,7 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
         tp=spec.tp, pp=spec.pp, weights=spec.weights, kv=spec.kv, isl=w.isl_tokens,
         osl=w.osl_tokens, link=hw.intra_link, inter_link=hw.inter_link,
         gpus_per_node=hw.gpus_per_node, engine=o.engine, **load,
-        prefill_elsewhere=spec.disaggregated,
+        prefill_elsewhere=spec.disaggregated, ep=spec.ep > 1, dp_attention=spec.dpa > 1,
     )  # fmt: skip
     if concurrency is None and not fixed_batch and w.concurrent_users is not None:
         # users with think time: the closed-loop request rate, so percentiles as under a rate

@@ -139,6 +139,13 @@ def _pct(row: np.ndarray) -> Percentiles:
     return Percentiles(**{k: float(v) * 1e3 for k, v in zip(PCT, row, strict=True)})
 
 
+def _layout(s, names: str = "spec") -> dict[str, int]:
+    """A shape's MoE layout as DeploymentSpec fields (``ep``, ``dpa``: 1 = off, else TP), or
+    with ``names=""`` as a pool's keys (``ep``, ``attention_dp``)."""
+    dpa = "dpa" if names else "attention_dp"
+    return {"ep": s.tp if s.ep else 1, dpa: s.tp if s.dpa else 1}
+
+
 def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: bool) -> Deployment:
     st = t.st
     gpn = sc.hardware.gpus_per_node
@@ -146,10 +153,10 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         s = st.shapes[int(t.ev.shape_idx[i])]
         dp = int(t.ev.dp[i])
         spec = " + speculative decoding" if s.spec else ""
-        desc = f"{dp} x (TP={s.tp}, PP={s.pp}) on {s.gpu}, weights {s.weights}, KV {s.kv}{spec}"
+        desc = f"{dp} x ({s.layout}, PP={s.pp}) on {s.gpu}, weights {s.weights}, KV {s.kv}{spec}"
         kind, tp, pp, extra = "aggregated", s.tp, s.pp, {}
         extra["spec"] = DeploymentSpec(gpu=s.gpu, tp=s.tp, pp=s.pp, dp=dp, weights=s.weights,
-                                       kv=s.kv, speculative=s.spec)  # fmt: skip
+                                       kv=s.kv, speculative=s.spec, **_layout(s))  # fmt: skip
         per_replica_nodes = math.ceil(s.tp * s.pp / gpn)
         nodes = max(per_replica_nodes * dp if s.tp * s.pp >= gpn else math.ceil(t.gpus[i] / gpn), 1)
     else:
@@ -159,13 +166,16 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         ps = st.shapes[int(dg.pre_shape[j])]
         pdp, ddp = int(dg.pre_dp[j]), int(dg.dec_dp[j])
         desc = (
-            f"disaggregated on {s.gpu}: prefill {pdp} x TP={ps.tp} + decode {ddp} x TP={s.tp}, "
-            f"weights {s.weights}, KV {s.kv} (KV transfer {dg.kv_transfer_s[j] * 1e3:.2f} ms)"
+            f"disaggregated on {s.gpu}: prefill {pdp} x ({ps.layout}) + decode {ddp} x "
+            f"({s.layout}), weights {s.weights}, KV {s.kv} "
+            f"(KV transfer {dg.kv_transfer_s[j] * 1e3:.2f} ms)"
         )
         kind, tp, pp, dp = "disaggregated", s.tp, 1, ddp
-        extra = {"prefill_pool": {"tp": ps.tp, "dp": pdp}, "decode_pool": {"tp": s.tp, "dp": ddp}}
+        extra = {"prefill_pool": {"tp": ps.tp, "dp": pdp, **_layout(ps, "")},
+                 "decode_pool": {"tp": s.tp, "dp": ddp, **_layout(s, "")}}  # fmt: skip
+        pre = {f"prefill_{k}": v for k, v in _layout(ps).items()}
         extra["spec"] = DeploymentSpec(gpu=s.gpu, tp=s.tp, dp=ddp, weights=s.weights, kv=s.kv,
-                                       prefill_tp=ps.tp, prefill_dp=pdp)  # fmt: skip
+                                       prefill_tp=ps.tp, prefill_dp=pdp, **_layout(s), **pre)  # fmt: skip
         nodes = math.ceil(t.gpus[i] / gpn)
     rate = float(t.rate[i])
     qi = QUANTILES.index(sc.sla.percentile / 100)
@@ -177,7 +187,8 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         extra["kv_transfer_ms"] = float(t.dg.kv_transfer_s[i - t.na]) * 1e3
     return Deployment(
         kind=kind, description=desc, gpu=s.gpu, tp=tp, pp=pp, dp=dp, weights=s.weights,
-        kv=s.kv, speculative=s.spec, gpus=int(t.gpus[i]), nodes=int(nodes),
+        kv=s.kv, speculative=s.spec, ep=s.tp if s.ep else 1, attention_dp=s.tp if s.dpa else 1,
+        gpus=int(t.gpus[i]), nodes=int(nodes),
         ttft_ms=_pct(t.ttft[i]), tpot_ms=_pct(t.tpot[i]), e2e_ms=_pct(t.e2e[i]),
         stable=bool(t.stable[i]),
         unstable_reason=None if t.stable[i] else REASONS[int(t.reason[i])],

@@ -38,7 +38,12 @@ class Deployment(BaseModel):
     weights: str
     kv: str
     speculative: bool
-    prefill_pool: dict[str, int] | None = None  # {"tp", "dp"} for disaggregated
+    #: MoE layout of a (decode-pool) replica: expert parallel and attention data parallel
+    #: degrees over its TP GPUs (1 = off; else = TP, e.g. DEP8: tp 8, ep 8, attention_dp 8).
+    ep: int = 1
+    attention_dp: int = 1
+    #: {"tp", "dp", "ep", "attention_dp"} of each pool, disaggregated only
+    prefill_pool: dict[str, int] | None = None
     decode_pool: dict[str, int] | None = None
     gpus: int
     nodes: int

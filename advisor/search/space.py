@@ -13,6 +13,17 @@ Enumeration rules (documented choices):
 - Weight x KV dtype: the product of the allowed lists (fp8 weights on a GPU without fp8 tensor
   cores run weight-only; the performance model handles it).
 - Speculative decoding: off, and on when ``options.speculative`` (draft at the target's TP).
+- MoE layouts (``layouts``): for a mixture-of-experts model at TP >= 2 and PP = 1 (where the
+  engines publish them), besides plain TP, expert
+  parallelism over the TP GPUs (EP = TP, when EP divides the expert count) and attention data
+  parallel over them (DP-attention = TP), alone and together ("DEP"). A replica wider than a
+  node runs them across nodes (wide EP: the all-to-alls cross the inter-node link, as
+  ``tp_link_for`` says). Attention DP keeps every head on one GPU, so the head-count limit on
+  TP does not apply to it. Engines: vLLM (``--enable-expert-parallel``; attention DP as
+  ``--data-parallel-size`` ranks of TP 1 sharing the MoE layers), SGLang
+  (``--enable-dp-attention --dp-size``, ``--ep-size``), TensorRT-LLM PyTorch backend
+  (``enable_attention_dp``, ``moe_expert_parallel_size``); advisor/deploy/engines.py writes
+  them.
 """
 
 from __future__ import annotations
@@ -23,8 +34,9 @@ import numpy as np
 
 from advisor.catalog import accelerators, interconnects
 from advisor.perf.replica import ReplicaConfig
-from advisor.physics.memory import tp_head_split
+from advisor.physics.memory import expert_parallel_blocker, moe_spread_blocker, tp_head_split
 from advisor.scenario import Scenario
+from advisor.search.deployment_spec import layout_text
 
 
 @dataclass(frozen=True)
@@ -37,10 +49,49 @@ class Shape:
     weights: str
     kv: str
     spec: bool
+    #: MoE expert parallelism over the TP GPUs (EP = TP).
+    ep: bool = False
+    #: MoE attention data parallel over the TP GPUs (DP-attention = TP).
+    dpa: bool = False
 
     @property
     def gpus(self) -> int:
         return self.tp * self.pp
+
+    @property
+    def layout(self) -> str:
+        """The replica's parallel layout in words, e.g. "TP=8, EP=8, attention DP=8"."""
+        return layout_text(self.tp, self.ep, self.dpa)
+
+
+#: Plain TP: no expert parallelism, no attention data parallel.
+PLAIN = (False, False)
+
+
+def layouts(model, tp: int) -> list[tuple[bool, bool]]:
+    """(EP, attention DP) pairs a replica of ``model`` at ``tp`` may run: plain TP (if the heads
+    split over ``tp``), and for an MoE model EP (if ``tp`` divides the experts), attention DP,
+    and both.
+
+    >>> from advisor.catalog import get_model
+    >>> layouts(get_model("deepseek-v3"), 8)
+    [(False, False), (True, False), (False, True), (True, True)]
+    >>> layouts(get_model("mixtral-8x7b"), 16)  # 8 experts: no EP; 32 heads: TP 16 splits them
+    [(False, False), (False, True)]
+    >>> layouts(get_model("llama-3.1-70b"), 8)
+    [(False, False)]
+    """
+    heads_ok = tp_head_split(model, tp)[0] is None
+    out = [(False, False)] if heads_ok else []
+    if moe_spread_blocker(model, tp) is not None:
+        return out
+    ep_ok = expert_parallel_blocker(model, tp) is None
+    if ep_ok and heads_ok:
+        out.append((True, False))
+    out.append((False, True))
+    if ep_ok:
+        out.append((True, True))
+    return out
 
 
 def powers_of_two_upto(limit: int) -> list[int]:
@@ -64,15 +115,16 @@ def shapes(scenario: Scenario) -> list[Shape]:
     layers = model.num_hidden_layers
     specs = [False, True] if opt.speculative and opt.draft_model else [False]
     out = []
+    # an engine refuses a TP that does not split the heads, unless attention is not split
+    by_tp = {tp: layouts(model, tp) for tp in powers_of_two_upto(min(opt.max_tp, total))}
     for gpu in hw.gpus:
-        for tp in powers_of_two_upto(min(opt.max_tp, total)):
-            if tp_head_split(model, tp)[0]:  # an engine refuses this TP at start-up
-                continue
+        for tp, lays in by_tp.items():
             for pp in powers_of_two_upto(min(opt.max_pp, layers, total // tp)):
                 for w in opt.weight_dtypes:
                     for kv in opt.kv_dtypes:
-                        for sp in specs:
-                            out.append(Shape(gpu, tp, pp, w, kv, sp))
+                        for ep, dpa in lays if pp == 1 else [x for x in lays if x == PLAIN]:
+                            for sp in specs:
+                                out.append(Shape(gpu, tp, pp, w, kv, sp, ep, dpa))
     return out
 
 
@@ -92,6 +144,8 @@ def replica_config(scenario: Scenario, s: Shape, *, model=None, tp: int | None =
         intra_link=links[hw.intra_link] if hw.intra_link else None,
         inter_link=links[hw.inter_link],
         gpus_per_node=hw.gpus_per_node,
+        ep=s.ep and model is None,  # a draft model runs plain TP
+        dp_attention=s.dpa and model is None,
     )
 
 

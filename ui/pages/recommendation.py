@@ -301,7 +301,8 @@ def hand_form(scenario, f: InFocus) -> None:
     gpus = list(dict.fromkeys([*scenario.hardware.gpus, s.gpu]))
     seed = {"gpu": s.gpu, "tp": s.tp, "pp": s.pp, "dp": s.dp, "weights": s.weights, "kv": s.kv,
             "speculative": s.speculative, "disaggregated": s.disaggregated,
-            "ptp": s.prefill_tp or 1, "pdp": s.prefill_dp or 1}  # fmt: skip
+            "ptp": s.prefill_tp or 1, "pdp": s.prefill_dp or 1, "ep": s.ep > 1,
+            "dpa": s.dpa > 1, "pep": s.prefill_ep > 1, "pdpa": s.prefill_dpa > 1}  # fmt: skip
     for name, value in seed.items():
         SS[f"{HAND}.{name}"] = value
     with st.form(HAND, border=False):
@@ -318,6 +319,11 @@ def hand_form(scenario, f: InFocus) -> None:
         c[1].checkbox("Disaggregated: TP/DP above are the decode pool", key=f"{HAND}.disaggregated")
         c[2].number_input("Prefill TP", 1, 1024, step=1, key=f"{HAND}.ptp")
         c[3].number_input("Prefill DP", 1, 100_000, step=1, key=f"{HAND}.pdp")
+        c = st.columns(4)  # MoE layouts over each replica's TP GPUs (advisor/search/space.py)
+        c[0].checkbox("Expert parallel (EP = TP)", key=f"{HAND}.ep")
+        c[1].checkbox("Attention data parallel (= TP)", key=f"{HAND}.dpa")
+        c[2].checkbox("Prefill pool: EP", key=f"{HAND}.pep")
+        c[3].checkbox("Prefill pool: attention DP", key=f"{HAND}.pdpa")
         st.form_submit_button("Put in focus", on_click=_hand_set, args=(scenario_key(scenario),))
     err = SS.pop(f"{HAND}.error", None)
     if err:
@@ -333,8 +339,11 @@ def _hand_set(key: str) -> None:
          ("gpu", "tp", "pp", "dp", "weights", "kv", "speculative", "disaggregated", "ptp", "pdp")}  # fmt: skip
     disagg = v.pop("disaggregated")
     ptp, pdp = v.pop("ptp"), v.pop("pdp")
+    v.update(ep=v["tp"] if SS.get(f"{HAND}.ep") else 1, dpa=v["tp"] if SS.get(f"{HAND}.dpa") else 1)
+    pre = {"prefill_tp": ptp, "prefill_dp": pdp, "prefill_ep": ptp if SS.get(f"{HAND}.pep") else 1,
+           "prefill_dpa": ptp if SS.get(f"{HAND}.pdpa") else 1}  # fmt: skip
     try:
-        spec = DeploymentSpec(**v, **({"prefill_tp": ptp, "prefill_dp": pdp} if disagg else {}))
+        spec = DeploymentSpec(**v, **(pre if disagg else {}))
     except ValidationError as exc:
         SS[f"{HAND}.error"] = "Not put in focus: " + "; ".join(
             e["msg"].removeprefix("Value error, ") for e in exc.errors()
