@@ -66,6 +66,12 @@ class Hardware(BaseModel):
                 )
         if len(set(self.gpus)) != len(self.gpus):
             raise ValueError(f"gpus lists an accelerator twice: {self.gpus}")
+        for name, link_id, scope in (("intra_link", self.intra_link, "intra_node"),
+                                     ("inter_link", self.inter_link, "inter_node")):  # fmt: skip
+            for g in self.gpus if link_id is not None else ():
+                why = links[link_id].mismatch(known[g], scope)
+                if why:
+                    raise ValueError(f"{name}: {why}")
         return self
 
     @property

@@ -4,12 +4,15 @@ engine's limit, links that cannot exist, and calibrations of deployments that ca
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from advisor.catalog import get_accelerator, get_model
 from advisor.cli import main
 from advisor.perf.estimate import EstimateInput, estimate
 
+APP = str(Path(__file__).resolve().parents[1] / "app.py")
 M, G = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
 
 
@@ -61,3 +64,134 @@ def test_estimate_states_the_meaning_in_help_and_output(capsys):
     code, out, err = _run(argv, capsys)
     assert code == 0, err
     assert "with 8 requests in flight over 2 replicas (4.0 per replica)" in out
+
+
+# -- 2: an impossible budget or bandwidth is a result with reasons, never a number --------------
+def test_weights_over_memory_show_the_reason_not_a_negative_kv_budget(capsys):
+    # Llama-3.1-405B in fp16: 405.85e9 parameters x 2 B = 811.7 GB; one H100 SXM has 80 GiB =
+    # 85.5 GB, 0.90 of it usable = 77.0 GB (vLLM gpu_memory_utilization)
+    argv = ["memory", "--model", "llama-3.1-405b", "--gpu", "h100-sxm"]
+    code, out, err = _run(argv, capsys)
+    assert code == 0, err
+    assert "KV budget / GPU       none" in out and "-" not in out.split("KV budget / GPU")[1][:20]
+    assert "weights need 811.7 GB per GPU" in out and "the GPU has 77.0 GB usable" in out
+    code, out, _ = _run([*argv, "--json"], capsys)
+    assert '"kv_budget_bytes_per_gpu": 0.0' in out and '"fits": false' in out
+    r = estimate(get_model("llama-3.1-405b"), G, EstimateInput())
+    assert not r["fits"] and r["memory"]["kv_budget_gb_per_gpu"] == 0.0
+
+
+def test_a_collective_on_one_gpu_prints_no_infinite_bandwidth(capsys):
+    argv = ["collective", "--gpu", "h100-sxm", "--n", "1", "--bytes", "1e6"]
+    code, out, err = _run(argv, capsys)
+    assert code == 0, err
+    assert "inf" not in out and "nothing to exchange" in out
+    code, out, _ = _run([*argv, "--json"], capsys)
+    assert '"algbw_gbps": 0.0' in out and "Infinity" not in out
+
+
+def test_the_memory_page_says_why_instead_of_a_negative_budget():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["dep"] = "h100-sxm.tp1.pp1.dp1.fp16.fp16"  # 70B fp16: 141 GB on 80 GB
+    at.run().switch_page("ui/pages/memory.py").run()
+    fits = next(m for m in at.metric if m.label == "Fits")
+    assert fits.value == "no" and "weights need" in fits.help and "-" not in fits.help[:3]
+
+
+# -- 3: a context longer than max_model_len is refused -----------------------------------------
+def test_context_beyond_max_model_len_is_refused_naming_both(capsys):
+    argv = ["memory", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--context", "4096",
+            "--max-model-len", "1"]  # fmt: skip
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--context 4,096" in err and "--max-model-len 1" in err
+    from advisor.physics.memory import memory_budget
+
+    with pytest.raises(ValueError, match="context_tokens=4,096 exceeds max_model_len=1"):
+        memory_budget(get_model("llama-2-7b"), G, context_tokens=4096, max_model_len=1)
+
+
+def test_the_memory_page_refuses_a_max_model_len_below_the_context():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["ml"] = "16"  # the default scenario's sequences are 1,024 + 256 tokens
+    at.run().switch_page("ui/pages/memory.py").run()
+    assert not at.exception
+    assert any("max_model_len 16 is shorter than the 1,280 tokens" in e.value for e in at.error)
+
+
+# -- 4: a link that cannot exist is refused where it enters -------------------------------------
+@pytest.mark.parametrize(
+    "gpu, flag, link, why",
+    [
+        ("h100-sxm", "--link", "ib-ndr", "is an inter-node link, not one inside a node"),
+        ("h100-sxm", "--inter-link", "nvlink4", "is an intra-node link, not one between nodes"),
+        ("mi300x", "--link", "nvlink5", "is on NVIDIA accelerators only, not on the AMD Instinct"),
+        ("h100-sxm", "--link", "xgmi", "is on AMD accelerators only, not on the NVIDIA H100"),
+    ],
+)
+def test_estimate_refuses_a_link_of_the_wrong_scope_or_vendor(gpu, flag, link, why, capsys):
+    argv = ["estimate", "--model", "llama-3.1-8b", "--gpu", gpu, "--isl", "8", "--osl", "8",
+            "--tp", "2", flag, link]  # fmt: skip
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert f"{flag} '{link}'" in err and why in err
+
+
+def test_scenario_file_and_collective_refuse_nvlink_on_amd(tmp_path, capsys):
+    from advisor.scenario import Hardware
+
+    with pytest.raises(ValueError, match="intra_link: 'nvlink5' .* NVIDIA accelerators only"):
+        Hardware(gpus=["h100-sxm", "mi300x"], intra_link="nvlink5")
+    f = tmp_path / "s.json"
+    f.write_text('{"schema_version": 1, "hardware": {"gpus": ["mi300x"], "intra_link": "nvlink5"}}')
+    code, out, err = _run(["recommend", "--scenario", str(f)], capsys)
+    assert code == 2 and "intra_link" in err and "nvlink5" in err and "MI300X" in err
+    f.write_text('{"schema_version": 1, "hardware": {"inter_link": "xgmi"}}')
+    code, out, err = _run(["recommend", "--scenario", str(f)], capsys)
+    assert code == 2 and "inter_link" in err and "not one between nodes" in err
+    code, out, err = _run(["collective", "--gpu", "mi300x", "--n", "8", "--bytes", "1e6",
+                           "--link", "nvlink4"], capsys)  # fmt: skip
+    assert code == 2 and "--link nvlink4" in err and "NVIDIA accelerators only" in err
+
+
+def test_every_accelerator_s_own_link_is_compatible_with_it():
+    from advisor.catalog import accelerators, interconnects
+
+    links = interconnects()
+    for g in accelerators().values():
+        assert links[g.scale_up_link].mismatch(g, "intra_node") is None, g.id
+
+
+def test_the_app_names_the_link_and_the_gpu():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["g"] = "mi300x"
+    at.query_params["il"] = "nvlink5"
+    at.run()
+    assert not at.exception
+    text = " ".join(e.value for e in [*at.sidebar.error, *at.warning, *at.error])
+    assert "nvlink5" in text and "MI300X" in text, text
+
+
+# -- 5: calibrate refuses a deployment that cannot have run -------------------------------------
+def test_calibrate_refuses_weights_that_exceed_the_gpu(tmp_path, capsys):
+    # Llama-3.1-405B in bf16 on one H100: 811.7 GB of weights, 77.0 GB usable (as above)
+    fix = Path(__file__).parent / "fixtures" / "client" / "vllm_bench_throughput.json"
+    out = tmp_path / "p.yaml"
+    argv = ["calibrate", "--from", str(fix), "--model", "llama-3.1-405b", "--gpu", "h100-sxm",
+            "--engine", "vllm", "--isl", "1024", "--osl", "512", "--out", str(out)]  # fmt: skip
+    code, stdout, err = _run(argv, capsys)
+    assert code == 2 and stdout == "" and err.count("\n") == 1, err
+    assert "weights need 811.7 GB per GPU" in err and "77.0 GB usable" in err
+    assert not out.exists()
+    from advisor.perf.client_profile import fit_profile
+    from advisor.perf.importers import Deployment
+
+    dep = Deployment(model="llama-3.1-405b", gpu="h100-sxm", tp=8, weights="bf16")
+    with pytest.raises(ValueError, match="cannot run: weights need 101.5 GB per GPU"):
+        fit_profile([], dep, "x")  # 811.7 GB / 8 = 101.5 GB per GPU, still over 77.0 GB

@@ -85,6 +85,8 @@ class Interconnect(BaseModel):
     name: Annotated[str, Field(min_length=1, max_length=120)]
     kind: Literal["pcie", "nvlink", "xgmi", "infiniband", "ethernet"]
     scope: Literal["intra_node", "inter_node"]
+    #: Vendors whose accelerators have this link (None: any, as for PCIe and networks).
+    vendors: Annotated[list[Literal["NVIDIA", "AMD", "Intel"]], Field(min_length=1)] | None = None
     topology: Literal["switch", "mesh", "bus", "network"]
     bandwidth_bytes_per_s: Annotated[float, Field(gt=1e8, le=_MAX_BW)]
     links_per_gpu: Annotated[int, Field(ge=1, le=64)] = 1
@@ -106,6 +108,25 @@ class Interconnect(BaseModel):
             )
         _check_sources(self, ("bandwidth_bytes_per_s", "latency_s"))
         return self
+
+    def mismatch(self, gpu: Accelerator, scope: str | None = None) -> str | None:
+        """Why this link cannot connect ``gpu`` (in the ``scope`` asked: "intra_node" inside a
+        node, "inter_node" between nodes), or None.
+
+        >>> from advisor.catalog import get_accelerator, get_interconnect
+        >>> get_interconnect("nvlink5").mismatch(get_accelerator("mi300x"), "intra_node")
+        "'nvlink5' (NVLink 5 + NVSwitch (B200 HGX / GB200 NVL72)) is on NVIDIA accelerators only, not on the AMD Instinct MI300X 192GB (AMD)"
+        >>> get_interconnect("ib-ndr").mismatch(get_accelerator("h100-sxm"), "intra_node")
+        "'ib-ndr' (InfiniBand NDR 400 Gb/s (one NIC per GPU)) is an inter-node link, not one inside a node"
+        """
+        if scope is not None and self.scope != scope:
+            place = "inside a node" if scope == "intra_node" else "between nodes"
+            return (f"{self.id!r} ({self.name}) is an {self.scope.replace('_', '-')} link, not one "
+                    f"{place}")  # fmt: skip
+        if self.vendors is not None and gpu.vendor not in self.vendors:
+            return (f"{self.id!r} ({self.name}) is on {' and '.join(self.vendors)} accelerators "
+                    f"only, not on the {gpu.name} ({gpu.vendor})")  # fmt: skip
+        return None
 
     def effective_bandwidth_bytes_per_s(self, n_gpus: int) -> float:
         """Per-GPU, one-direction bandwidth a collective over ``n_gpus`` can use."""

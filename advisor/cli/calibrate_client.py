@@ -39,7 +39,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from advisor.perf.client_profile import dump, fit_profile
+    from advisor.perf.client_profile import deployment_problem, dump, fit_profile
     from advisor.perf.importers import BenchmarkFileError, Deployment, load
 
     files = args.from_files
@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> dict:
         model=args.model, gpu=gpu.id, tp=args.tp, pp=args.pp, weights=args.weights, kv=args.kv,
         engine=args.engine, isl=args.isl, osl=args.osl,
     )  # fmt: skip
+    why = deployment_problem(dep)
+    if why:  # before reading the files: no fit can describe a deployment that never ran
+        raise CliInputError(f"--model --gpu --tp --pp --weights: {why}")
     imported = []
     for f in files:
         try:

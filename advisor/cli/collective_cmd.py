@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> dict:
     gpu = resolve_gpu(args.gpu)
     if args.link is not None:
         link = resolve_link(args.link)
+        why = link.mismatch(gpu)
+        if why:
+            raise CliInputError(f"--link {link.id}: {why}")
     elif args.n <= gpu.scale_up_domain:
         link = resolve_link(gpu.scale_up_link)
     else:
@@ -54,8 +57,11 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def render(r: dict) -> str:
+    if r["n_gpus"] == 1:
+        return (f"{r['op']} of {r['bytes']:,.0f} bytes on 1 x {r['gpu']}: nothing to exchange "
+                "(one GPU): 0 us, no link bandwidth used")  # fmt: skip
     return (
         f"{r['op']} of {r['bytes']:,.0f} bytes on {r['n_gpus']} x {r['gpu']} over {r['link']}: "
-        f"{r['time_us']:,.2f} us ({r['algorithm']}), algbw {r['algbw_gbps'] or float('inf'):.2f} GB/s, "
+        f"{r['time_us']:,.2f} us ({r['algorithm']}), algbw {r['algbw_gbps']:.2f} GB/s, "
         f"busbw {r['busbw_gbps']:.2f} GB/s (GB = 1e9)"
     )

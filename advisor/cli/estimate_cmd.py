@@ -117,9 +117,12 @@ def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
     model = resolve_model(str(d["model"]))
     gpu = resolve_gpu(str(d["gpu"]))
     draft = resolve_model(str(d["spec_draft"]), "--spec-draft") if d.get("spec_draft") else None
-    for flag in ("link", "inter_link"):
+    for flag, scope in (("link", "intra_node"), ("inter_link", "inter_node")):
         if d.get(flag):
-            resolve_link(str(d[flag]), "--" + flag.replace("_", "-"))
+            name = "--" + flag.replace("_", "-")
+            why = resolve_link(str(d[flag]), name).mismatch(gpu, scope)
+            if why:
+                raise CliInputError(f"{name} {shown(str(d[flag]))}: {why}")
     fields = {
         k: v for k, v in d.items() if k not in ("model", "gpu", "spec_draft") and v is not None
     }

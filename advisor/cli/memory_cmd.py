@@ -46,6 +46,12 @@ def run(args: argparse.Namespace) -> dict:
     check_tp(model, args.tp)
     gpu = resolve_gpu(args.gpu)
     check_context(model, args.context, f"--context {args.context}")
+    if args.max_model_len is not None and args.max_model_len < args.context:
+        raise CliInputError(
+            f"--context {args.context:,} exceeds --max-model-len {args.max_model_len:,}: a "
+            "server started with that maximum refuses longer sequences (give --max-model-len "
+            f"{args.context:,} or more, or a shorter --context)"
+        )
     if args.pp > model.num_hidden_layers:
         raise CliInputError(
             f"--pp {args.pp} exceeds the model's {model.num_hidden_layers} layers "
@@ -80,7 +86,12 @@ def render(r: dict) -> str:
         f"  usable memory / GPU   {r['usable_bytes'] / gb:.1f} GB of {r['capacity_bytes'] / gb:.1f} GB",
         f"  weights / GPU         {r['weights_bytes_per_gpu'] / gb:.1f} GB",
         f"  activation reserve    {r['activation_reserve_bytes'] / gb:.1f} GB",
-        f"  KV budget / GPU       {r['kv_budget_bytes_per_gpu'] / gb:.1f} GB",
+        "  KV budget / GPU       "
+        + (
+            f"{r['kv_budget_bytes_per_gpu'] / gb:.1f} GB"
+            if r["kv_budget_bytes_per_gpu"] > 0
+            else "none (see the reason below)"
+        ),  # fmt: skip
         f"  KV / token (model)    {r['kv_bytes_per_token']:,.0f} bytes",
         f"  KV / sequence / GPU   {r['kv_bytes_per_sequence_per_gpu'] / gb:.3f} GB",
         f"  max sequences         {r['max_concurrent_sequences']} paged "

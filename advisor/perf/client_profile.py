@@ -182,6 +182,25 @@ def _roofline_overlay(dep: Deployment) -> Overlay:
     return Overlay(1 / (fam.eta_mem * eng.mem_efficiency), 1 / (eta_c * eng.efficiency), 0.0, 0.0)
 
 
+def deployment_problem(dep: Deployment) -> str | None:
+    """Why the stated deployment cannot have run at all (its weights and activation reserve do
+    not fit the GPUs: ``physics.memory.memory_budget`` at the files' sequence length, else one
+    token), or None. Files said to come from it are mislabelled: nothing is fitted to them."""
+    from advisor.catalog import get_model
+    from advisor.physics.memory import memory_budget
+
+    model = get_model(dep.model)
+    tokens = max(1, int((dep.isl or 0) + (dep.osl or 0)))
+    b = memory_budget(
+        model, get_accelerator(dep.gpu), tp=dep.tp, pp=min(dep.pp, model.num_hidden_layers),
+        weights_dtype=dep.weights, kv_dtype=dep.kv, context_tokens=tokens, suggest=False,
+    )  # fmt: skip
+    if b.fits:
+        return None
+    return (f"{dep.model} on {dep.tp * dep.pp} x {dep.gpu} (TP={dep.tp}, PP={dep.pp}, "
+            f"{dep.weights} weights) cannot run: {'; '.join(b.reasons)}")  # fmt: skip
+
+
 def impossible(items: Sequence[Case], dep: Deployment) -> dict[str, str]:
     """Case id -> why the hardware cannot produce it (faster than the roofline bound)."""
     bound = _predict(items, dep.gpu, dep.engine, _roofline_overlay(dep))
@@ -257,6 +276,9 @@ def fit_profile(
     """Fit the constants the files can identify; the profile document with its residuals."""
     from scipy.optimize import least_squares
 
+    why = deployment_problem(dep)
+    if why:
+        raise ValueError(why)
     items = [c for im in imported for c in im.cases]
     coll = [r for im in imported for r in im.collectives]
     eng = engine_profile(dep.engine)

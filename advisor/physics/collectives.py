@@ -316,7 +316,8 @@ def busbw_factor(op: str, n_gpus: int) -> float:
 
 
 def algbw_bytes_per_s(message_bytes: Number, time_s: Number) -> Number:
-    """Algorithm bandwidth as nccl-tests prints it: algbw = S / t (inf when t = 0).
+    """Algorithm bandwidth as nccl-tests prints it: algbw = S / t; 0 when t = 0 (one GPU:
+    nothing crosses a link, so no bandwidth is used; never an infinite rate).
 
     Source: nccl-tests ``doc/PERFORMANCE.md`` ("Algorithm bandwidth").
 
@@ -327,7 +328,7 @@ def algbw_bytes_per_s(message_bytes: Number, time_s: Number) -> Number:
     """
     s, t = _arr(message_bytes), _arr(time_s)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(t > 0, s / np.where(t > 0, t, 1.0), np.inf)
+        out = np.where(t > 0, s / np.where(t > 0, t, 1.0), 0.0)
     return _ret(out, message_bytes if np.ndim(message_bytes) else time_s)
 
 
@@ -626,7 +627,7 @@ def collective(
     _validate_inputs(message_bytes, n_gpus)
     s = float(message_bytes)
     if n_gpus == 1:
-        return CollectiveResult(op, "none", 1, s, 0.0, math.inf, 0.0, link.id)
+        return CollectiveResult(op, "none", 1, s, 0.0, 0.0, 0.0, link.id)
     best_alg, best_t = "", math.inf
     for a in _choose_set(op, n_gpus, link, algorithms):
         t = float(

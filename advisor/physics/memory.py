@@ -580,7 +580,9 @@ class MemoryBudget:
     weights_bytes_per_gpu: float
     weights_bytes_total: float
     activation_reserve_bytes: float
-    kv_budget_bytes_per_gpu: float  # may be negative when weights overflow
+    #: Never negative: 0 when the weights and reserve take all usable memory (``reasons`` then
+    #: say how much they need against what the GPU has).
+    kv_budget_bytes_per_gpu: float
     kv_bytes_per_token: float  # whole model, all layers
     kv_bytes_per_token_per_gpu: float
     kv_bytes_per_sequence: float  # whole model, at context
@@ -638,8 +640,13 @@ def memory_budget(
     (True, 121, 121)
     """
     _check_budget_args(model, tp, pp, context_tokens, block_size, gpu_memory_utilization)
-    max_len = max_model_len or model.max_position_embeddings
-    max_len = max(max_len, context_tokens)
+    if max_model_len is not None and max_model_len < context_tokens:
+        raise ValueError(
+            f"context_tokens={context_tokens:,} exceeds max_model_len={max_model_len:,}: a "
+            "server started with that max_model_len refuses such sequences"
+        )
+    # a context past the model's trained maximum is warned about where it is entered
+    max_len = max(max_model_len or model.max_position_embeddings, context_tokens)
 
     pb = param_breakdown(model)
     placement = weight_placement(
@@ -701,7 +708,7 @@ def memory_budget(
         weights_bytes_per_gpu=placement.per_gpu_bytes,
         weights_bytes_total=placement.total_bytes,
         activation_reserve_bytes=reserve,
-        kv_budget_bytes_per_gpu=kv_budget,
+        kv_budget_bytes_per_gpu=max(kv_budget, 0.0),
         kv_bytes_per_token=kv_tok,
         kv_bytes_per_token_per_gpu=kv_tok_gpu,
         kv_bytes_per_sequence=kv_seq,

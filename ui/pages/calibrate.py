@@ -8,6 +8,7 @@ from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, models
 from advisor.perf.client_profile import (
     MAX_PROFILE_BYTES,
     ProfileError,
+    deployment_problem,
     dump,
     fit_profile,
     parse_profile,
@@ -83,6 +84,10 @@ def fit_section() -> None:
         return
     dep = Deployment(model=model, gpu=gpu, tp=int(tp), pp=int(pp), weights=weights, kv=kv,
                      engine=engine, isl=float(isl) or None, osl=float(osl) or None)  # fmt: skip
+    why = deployment_problem(dep)
+    if why:
+        st.error(md_escape(why))
+        return
     doc, problems = fit_uploads(
         [(f.name, f.getvalue()) for f in files], dep, name.strip() or "client-profile"
     )

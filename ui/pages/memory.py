@@ -20,7 +20,7 @@ from ui.format import gb, gb_gib, md_escape, small_bytes
 from ui.state import current, guarded, local_key, remember_local, view_now
 
 
-def setup() -> SimpleNamespace:
+def setup() -> SimpleNamespace | None:
     """Page-local inputs and everything the sections share."""
     scenario, _ = current()
     model = scenario.model_spec()
@@ -51,6 +51,13 @@ def setup() -> SimpleNamespace:
         context=scenario.workload.isl_tokens + scenario.workload.osl_tokens,
         max_len=view.max_model_len or model.max_position_embeddings,
     )  # fmt: skip
+    if view.max_model_len is not None and view.max_model_len < ctx.context:
+        st.error(
+            f"max_model_len {view.max_model_len:,} is shorter than the {ctx.context:,} tokens per "
+            "sequence of the scenario: a server started with it refuses these requests. Give "
+            f"at least {ctx.context:,} tokens (or clear the field for the model maximum)."
+        )
+        return None
     ctx.n_seq, n_how = sequences_in_flight(scenario, f, view.concurrency)
     pools = (
         f" A decode-pool replica is shown; the prefill pool runs {spec.prefill_dp} × TP="
@@ -90,7 +97,8 @@ def budget_section(c: SimpleNamespace):
     m[4].metric("Sequences (contiguous)", f"{b.max_concurrent_sequences_contiguous:,}",
                 help=f"reserves {max(c.max_len, c.context):,} tokens each, {b.contiguous_utilisation:.1%} used")  # fmt: skip
     m[5].metric("Fits", "yes" if b.fits else "no",
-                help=f"KV budget per GPU: {gb(b.kv_budget_bytes_per_gpu)}")  # fmt: skip
+                help=f"KV budget per GPU: {gb(b.kv_budget_bytes_per_gpu)}" if b.fits
+                else "; ".join(b.reasons))  # fmt: skip
     if not b.fits:
         st.error("Does not fit: " + "; ".join(b.reasons))
         if b.suggestions:
