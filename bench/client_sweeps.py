@@ -3,7 +3,8 @@
 For every sweep in data/measurements.csv (same source, accelerator, engine, model, TP/PP, dtypes
 and case kind; at least 5 rows), a client profile (advisor/perf/client_profile.py) is fitted on
 the sweep's first and last rows (sorted by batch, request rate, input and output length) and the
-other rows are predicted with and without it. Prints each sweep's median absolute error before
+other rows are predicted with and without it (a profile the two points cannot pin is refused, and
+counted). Prints each sweep's median absolute error before
 (shipped calibration) and after, and the count of sweeps that improve.
 
 Caveat: the shipped calibration was itself fitted on these rows (it is in sample here), so this
@@ -28,15 +29,23 @@ def main() -> None:
         k = (c.source, c.config.gpu.id, c.config.engine, c.config.model.id, c.config.tp,
              c.config.pp, c.config.weights, c.config.kv, c.kind)  # fmt: skip
         groups[k].append(c)
-    rows = []
+    rows, refused = [], []
     for k, cs in groups.items():
         if len(cs) < 5 or k[1] == "mi250x-gcd":  # one GCD is not a catalog accelerator
             continue
         cs = sorted(cs, key=lambda c: (c.batch, c.qps, c.isl, c.osl))
         train, test = [cs[0], cs[-1]], cs[1:-1]
         dep = Deployment(k[3], k[1], k[4], k[5], k[6], k[7], k[2])
-        fit = fit_profile([Imported("sweep", "measurements.csv", "0" * 64, cases=train)], dep, "s")
-        from advisor.perf.client_profile import ProfileDoc
+        from advisor.perf.client_profile import ProfileDoc, ProfileRefused
+
+        try:
+            fit = fit_profile(
+                [Imported("sweep", "measurements.csv", "0" * 64, cases=train)], dep, "s"
+            )
+        except ProfileRefused as exc:
+            refused.append(str(exc))
+            print(f"{train[0].id}+{train[-1].id} {k[1]} {k[2]} {k[3]}: refused: {exc}")
+            continue
 
         ov = ProfileDoc.model_validate(fit.doc).overlay()
         meas = np.array([c.measured for c in test])
@@ -46,6 +55,9 @@ def main() -> None:
         print(f"{train[0].id}+{train[-1].id} {k[1]} {k[2]} {k[3]} TP{k[4]} {k[6]} {k[8]}: "
               f"{len(test)} held out, median error {before:.1f}% -> {after:.1f}% "
               f"(fitted {', '.join(fit.doc['fitted'])})")  # fmt: skip
+    print(f"{len(refused)} two-point profiles refused (nothing written)")
+    if not rows:
+        return
     b = np.array(rows)
     print(f"{int((b[:, 1] < b[:, 0]).sum())} of {len(rows)} sweeps improve; median of the "
           f"medians {np.median(b[:, 0]):.1f}% before, {np.median(b[:, 1]):.1f}% after")  # fmt: skip

@@ -13,6 +13,7 @@ from advisor.perf.importers import BenchmarkFileError, Deployment, load, load_by
 
 FIX = Path(__file__).parent / "fixtures" / "client"
 VLLM = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm", isl=1024, osl=512)
+SGLANG = Deployment("llama-3.1-8b", "h100-sxm", engine="sglang")
 
 
 def by_kind(imported):
@@ -57,9 +58,11 @@ def test_sglang_bench_serving_jsonl_one_run_per_line():
     got = load(FIX / "sglang_bench_serving.jsonl", dep)
     assert got.format == "sglang bench_serving"
     ttft = [c for c in got.cases if c.kind == "load_ttft"]
-    # Line 1: completed 400 in duration 100.9 s (3.964 req/s), mean_ttft_ms 62.3;
-    # line 2: 800 in 101.3 s (7.897 req/s), mean_ttft_ms 78.5. 1000 / 200 tokens per request.
-    assert [round(c.qps, 3) for c in ttft] == [3.964, 7.897]
+    # Line 1: request_rate 4.0 (completed 400 in 100.9 s), mean_ttft_ms 62.3; line 2:
+    # request_rate 8.0 (800 in 101.3 s), mean_ttft_ms 78.5. 1000 / 200 tokens per request. The
+    # load is the rate the run offered, not the rate it achieved (an output).
+    assert [c.qps for c in ttft] == [4.0, 8.0]
+    assert [c.requests for c in ttft] == [400, 800]
     assert [c.measured for c in ttft] == pytest.approx([0.0623, 0.0785])
     assert {(c.isl, c.osl) for c in got.cases} == {(1000, 200)}
     assert [c.measured for c in got.cases if c.kind == "load_itl"] == pytest.approx(
@@ -166,7 +169,8 @@ def _bytes(name: str) -> bytes:
                 b'"output_throughput": 2249.951', b'"output_throughput": 9999.0'
             ),
             "lie.json",
-            "lie.json: field 'output_throughput'",
+            "lie.json: 'output_throughput' x 'duration' and 'total_output_tokens' disagree: "
+            "3.641e[+]05 vs 8.192e[+]04",
         ),
         (
             _bytes("genai_perf_profile_export.json").replace(
@@ -207,8 +211,9 @@ def _bytes(name: str) -> bytes:
     ],
 )
 def test_hostile_files_refused_naming_file_and_field(data, name, match):
+    dep = SGLANG if name.endswith(".jsonl") else VLLM
     with pytest.raises(BenchmarkFileError, match=match):
-        load_bytes(data, name, VLLM)
+        load_bytes(data, name, dep)
 
 
 def test_huge_and_special_files_refused(tmp_path):
@@ -222,3 +227,187 @@ def test_huge_and_special_files_refused(tmp_path):
         load(big, VLLM)
     with pytest.raises(BenchmarkFileError, match="zero: not a regular file"):
         load("/dev/zero", VLLM)
+
+
+# --- real files from public repositories (tests/fixtures/client/README.md gives each source) ----
+
+H200_405B = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")
+
+
+def test_sglang_late_2024_layout_real_sweep():
+    # datacrunch-research/h200-benchmarks llama_405b_online_output.jsonl: six runs, keys
+    # median_ttft_ms / median_itl_ms / mean_e2e_latency_ms and no mean_ttft_ms / mean_tpot_ms.
+    got = load(FIX / "sglang_bench_serving_dec2024_405b.jsonl", H200_405B)
+    assert got.format == "sglang bench_serving (late-2024 layout)"
+    ttft = [c for c in got.cases if c.kind == "load_ttft"]
+    # Line 1: request_rate 1.0, completed 300, median_ttft_ms 218.808...; line 4: rate 8.0,
+    # median_ttft_ms 123718.6 (the run is above capacity: the backlog is in TTFT).
+    assert [c.qps for c in ttft] == [1.0, 2.0, 4.0, 8.0, 4.0, 8.0]
+    assert {c.statistic for c in ttft} == {"median"}
+    assert ttft[0].measured == pytest.approx(0.21880842198152095)
+    assert ttft[3].measured == pytest.approx(123.71862683666404)
+    # total_input_tokens 152612 / completed 300 = 508.7 input tokens per request (random, range 0).
+    assert ttft[0].isl == pytest.approx(152612 / 300) and ttft[0].requests == 300
+    # A median ITL is not a request's TPOT: left out of every run, and said why.
+    assert len(got.left_out) == 6 and "median ITL" in got.left_out[0][1]
+    assert not [c for c in got.cases if c.kind == "load_itl"]
+
+
+def test_sglang_file_with_another_engine_or_model_is_refused():
+    f = FIX / "sglang_bench_serving_dec2024_405b.jsonl"
+    vllm = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "vllm")
+    with pytest.raises(BenchmarkFileError, match="line 1: field 'backend' is 'sglang': the file "
+                       "measured sglang, but --engine is vllm"):  # fmt: skip
+        load(f, vllm)
+    doc = json.loads((FIX / "vllm_bench_serve.json").read_text())
+    with pytest.raises(BenchmarkFileError, match=r"field 'model_id' is 'meta-llama/Llama-3.1-8B-"
+                       r"Instruct' \(llama-3.1-8b\), but --model is llama-3.1-70b"):  # fmt: skip
+        load_bytes(json.dumps(doc).encode(), "serve.json",
+                   Deployment("llama-3.1-70b", "h100-sxm", 4, engine="vllm"))  # fmt: skip
+
+
+def test_a_missing_key_is_named_with_the_layout_it_looks_like():
+    line = json.loads((FIX / "sglang_bench_serving.jsonl").read_text().splitlines()[0])
+    del line["mean_tpot_ms"]
+    data = (json.dumps(line) + "\n" + json.dumps(line) + "\n").encode()
+    with pytest.raises(BenchmarkFileError, match=r"x.jsonl line 1: key 'mean_tpot_ms' is missing "
+                       r"\(the file looks like SGLang bench_serving --output-file \(2025 layout\)\)"):  # fmt: skip
+        load_bytes(data, "x.jsonl", SGLANG)
+
+
+def test_self_consistent_rescaled_run_is_refused():
+    # Durations x1000 and throughputs / 1000 (self-consistent accounting), latencies unchanged:
+    # 400 requests offered at 4/s cannot take 100,900 s ((400 + 4 x 20) / 4 + 3 x 1.6 s).
+    line = json.loads((FIX / "sglang_bench_serving.jsonl").read_text().splitlines()[0])
+    line.update(duration=line["duration"] * 1000,
+                **{k: line[k] / 1000 for k in ("request_throughput", "input_throughput",
+                                               "output_throughput")})  # fmt: skip
+    data = (json.dumps(line) + "\n" + json.dumps(line) + "\n").encode()
+    with pytest.raises(BenchmarkFileError, match=r"x.jsonl line 1: 'duration' 1.009e\+05 s is "
+                       "longer than 400 requests arriving at 'request_rate' 4/s can take"):  # fmt: skip
+        load_bytes(data, "x.jsonl", SGLANG)
+    # At a concurrency cap, Little's law: 320 / 36,408 s x 3.717 s = 0.033 requests in flight,
+    # not the 32 of max_concurrency.
+    doc = json.loads((FIX / "vllm_bench_serve.json").read_text())
+    doc.update(duration=doc["duration"] * 1000,
+               **{k: doc[k] / 1000 for k in ("request_throughput", "output_throughput",
+                                             "total_token_throughput")})  # fmt: skip
+    with pytest.raises(BenchmarkFileError, match="serve.json: Little's law gives 0.0327 requests"):
+        load_bytes(json.dumps(doc).encode(), "serve.json", VLLM)
+
+
+def test_burst_is_left_out_with_a_note():
+    # request_rate inf and no max_concurrency: every prompt at once, a transient.
+    doc = json.loads((FIX / "vllm_bench_serve.json").read_text())
+    doc["max_concurrency"] = None
+    got = load_bytes(json.dumps(doc).encode(), "burst.json", VLLM)
+    assert not got.cases
+    assert got.left_out[0][0] == "burst.json:run" and "a burst: 320 requests" in got.left_out[0][1]
+
+
+def test_genai_perf_units_are_honoured():
+    doc = json.loads((FIX / "genai_perf_profile_export.json").read_text())
+    # The same run written in seconds and tokens/ms: 10.2 ms = 0.0102 s; 1560 tok/s = 1.56 tok/ms.
+    doc["inter_token_latency"] = {"unit": "s", "avg": 0.0102}
+    doc["output_token_throughput"] = {"unit": "tokens/ms", "avg": 1.56}
+    k = by_kind(load_bytes(json.dumps(doc).encode(), "units.json", VLLM))
+    assert k["conc_tpot"].measured == pytest.approx(0.0102)
+    assert k["conc_tput"].measured == pytest.approx(1560.0)
+    # Read as ms and tokens/sec, the figures disagree with request_throughput x OSL.
+    doc["output_token_throughput"] = {"unit": "tokens/sec", "avg": 1.56}
+    with pytest.raises(BenchmarkFileError, match="units.json: 'output_token_throughput' and "
+                       "request_throughput x output_sequence_length disagree"):  # fmt: skip
+        load_bytes(json.dumps(doc).encode(), "units.json", VLLM)
+
+
+def test_reasoning_model_hidden_tokens_are_refused():
+    doc = json.loads((FIX / "genai_perf_profile_export.json").read_text())
+    # A model that thinks 2,000 tokens before answering: TTFT = 2,000 x 10.2 ms = 20.4 s, all
+    # before the first visible token; OSL and throughput count the 150 visible tokens only.
+    doc["time_to_first_token"] = {"unit": "ms", "avg": 20400.0}
+    doc["request_latency"] = {"unit": "ms", "avg": 20400.0 + 149 * 10.2}
+    doc["request_throughput"] = {"unit": "requests/sec", "avg": 16 / 21.92}
+    doc["output_token_throughput"] = {"unit": "tokens/sec", "avg": 16 / 21.92 * 150}
+    with pytest.raises(BenchmarkFileError, match="'time_to_first_token' 2.04e[+]04 ms is 2000 "
+                       "inter-token latencies.*reasoning"):  # fmt: skip
+        load_bytes(json.dumps(doc).encode(), "think.json", VLLM)
+    doc = json.loads((FIX / "aiperf_profile_export.json").read_text())
+    doc["records"]["reasoning_token_count"] = {"unit": "tokens", "avg": 1830.0}
+    with pytest.raises(
+        BenchmarkFileError,
+        match=r"field 'records.reasoning_token_count' is 1830 "
+        r"per request but 'records.output_sequence_length' \(300.0\) does not count",
+    ):
+        load_bytes(json.dumps(doc).encode(), "think2.json", VLLM)
+
+
+def test_aiperf_2026_layout_is_not_misread_as_genai_perf():
+    # AIPerf 2026: metric objects at the top level, the settings under input_config.loadgen.
+    doc = json.loads((FIX / "aiperf_profile_export.json").read_text())
+    flat = {**doc.pop("records"), **doc}
+    got = load_bytes(json.dumps(flat).encode(), "aiperf26.json", VLLM)
+    assert got.format == "AIPerf profile export (2026 layout)"
+    assert by_kind(got)["conc_tpot"].batch == 64
+
+
+def test_trtllm_bench_console_reports():
+    # NVIDIA/TensorRT-LLM docs/source/performance/perf-benchmarking.md (0.17 console report):
+    # Llama-3.1-8B, TP 1, 3000 requests 128/128, Token Throughput 28390.4265 tok/s (FP8 engine).
+    dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "fp8", "fp8", "trtllm-trt")
+    got = load(FIX / "trtllm_bench_console_0.17.txt", dep)
+    assert got.format == "trtllm-bench console report"
+    (case,) = got.cases
+    assert case.measured == pytest.approx(28390.4265) and (case.isl, case.osl) == (128, 128)
+    with pytest.raises(BenchmarkFileError, match="'= ENGINE DETAILS' section.*state --engine "
+                       "trtllm-trt"):  # fmt: skip
+        load(FIX / "trtllm_bench_console_0.17.txt",
+             Deployment("llama-3.1-8b", "h100-sxm", engine="trtllm"))  # fmt: skip
+    # The 1.x layout (same page, PyTorch backend sample): Total Output Throughput 185.8351 tok/s,
+    # 10 requests of 411.6 / 128.7 tokens.
+    got = load(FIX / "trtllm_bench_console_1.x.txt",
+               Deployment("llama-3.1-8b", "h100-sxm", engine="trtllm"))  # fmt: skip
+    assert got.format == "trtllm-bench console report (1.x layout)"
+    assert got.cases[0].measured == pytest.approx(185.8351)
+    assert (got.cases[0].isl, got.cases[0].osl) == (411.6, 128.7)
+
+
+def test_nccl_tests_across_two_hosts_uses_the_inter_node_model():
+    # lessizzmore/create-a3mega-ztan-fork ztan-NCCL-test-result: 16 ranks on ztan-mig-235z and
+    # ztan-mig-gq73 (8 x "NVIDIA H100 80GB HBM3" each); 8 B .. 8 GiB, 31 rows.
+    dep = Deployment("llama-3.1-8b", "h100-sxm", tp=8)
+    got = load(FIX / "nccl_all_reduce_perf_2hosts.txt", dep)
+    rows = got.collectives
+    assert len(rows) == 31 and {r.n_gpus for r in rows} == {16}
+    assert {r.link_id for r in rows} == {"ib-ndr"}
+    assert rows[-1].message_bytes == 8589934592 and rows[-1].measured == 47535.0
+    assert "span 2 hosts" in got.notes[0] and "assumed, state --inter-link" in got.notes[0]
+    stated = load(FIX / "nccl_all_reduce_perf_2hosts.txt",
+                  Deployment("llama-3.1-8b", "h100-sxm", tp=8, inter_link="roce-400g"))  # fmt: skip
+    assert {r.link_id for r in stated.collectives} == {"roce-400g"}
+    with pytest.raises(BenchmarkFileError, match="ranks run on 'NVIDIA H100 80GB HBM3', but --gpu"):
+        load(FIX / "nccl_all_reduce_perf_2hosts.txt", Deployment("llama-3.1-8b", "mi300x", tp=8))
+
+
+def test_aiperf_real_export_of_a_reasoning_model():
+    # ai-dynamo/aiperf examples/artifacts/run1/profile_export_aiperf.json: openai/gpt-oss-20b,
+    # concurrency 100, request_count 100, --request-cancellation-rate 10: 89 completed, 11
+    # cancelled (records.error_request_count 11.0); reasoning_token_count avg 222.38, OSL avg
+    # 242.97 (AIPerf counts the thinking tokens in OSL: total_osl 21624 = 1832 + 19792).
+    gpt = Deployment("gpt-oss-20b", "h100-sxm", engine="vllm")
+    with pytest.raises(BenchmarkFileError, match=r"'input_config model' is 'openai/gpt-oss-20b' "
+                       r"\(gpt-oss-20b\), but --model is llama-3.1-8b"):  # fmt: skip
+        load(FIX / "aiperf_gpt_oss_20b_reasoning.json", VLLM)
+    data = (FIX / "aiperf_gpt_oss_20b_reasoning.json").read_bytes()
+    with pytest.raises(BenchmarkFileError, match=r"field 'records.error_request_count' is 11 of "
+                       r"100 requests \(more than 5%\)"):  # fmt: skip
+        load_bytes(data, "run1.json", gpt)
+    doc = json.loads(data)
+    doc["records"]["error_request_count"]["avg"] = 0.0
+    # Without the cancellations: 100 requests at concurrency 100 are one burst, left out.
+    got = load_bytes(json.dumps(doc).encode(), "run1.json", gpt)
+    assert got.format == "AIPerf profile export" and not got.cases
+    assert "a burst: 100 requests at concurrency 100" in got.left_out[0][1]
+    # The thinking tokens left out of OSL (as GenAI-Perf's TTFT hides them): refused.
+    doc["records"]["output_sequence_length"]["avg"] = 61.07
+    with pytest.raises(BenchmarkFileError, match="'records.reasoning_token_count' is 222.382"):
+        load_bytes(json.dumps(doc).encode(), "run1.json", gpt)

@@ -52,9 +52,13 @@ def active_text(doc: ProfileDoc) -> str:
     return (
         f"Client profile **{md_escape(d['name'])}** active: predictions for "
         f"{md_escape(d['gpu'])} with {md_escape(d['engine'])} use constants fitted to the "
-        f"client's files (median error {d['median_ape_before_pct']}% before, "
-        f"{d['median_ape_after_pct']}% after on {d['points']} measurements)."
+        f"client's files (median error {_pct(d['median_ape_before_pct'])} shipped, "
+        f"{_pct(d['loo_median_ape_pct'])} out of sample on {d['points']} measurements)."
     )
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v}%"
 
 
 def pdf_kw() -> dict:

@@ -35,11 +35,17 @@ def add_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--engine", type=choice_of(ENGINES, "engine"), default=None)
     g.add_argument("--isl", type=int_in(1, 2_000_000), default=None, help="input tokens/request")
     g.add_argument("--osl", type=int_in(1, 2_000_000), default=None, help="output tokens/request")
+    g.add_argument(
+        "--inter-link", dest="inter_link", default=None,
+        help="interconnect between hosts, for nccl-tests files whose ranks span hosts "
+        "(default ib-ndr, said so)",
+    )  # fmt: skip
     g.add_argument("--name", default=None, help="profile name (default: the --out file's stem)")
 
 
 def run(args: argparse.Namespace) -> dict:
-    from advisor.perf.client_profile import deployment_problem, dump, fit_profile
+    from advisor.catalog import interconnects
+    from advisor.perf.client_profile import ProfileRefused, deployment_problem, dump, fit_profile
     from advisor.perf.importers import BenchmarkFileError, Deployment, load
 
     files = args.from_files
@@ -61,9 +67,15 @@ def run(args: argparse.Namespace) -> dict:
     name = (args.name or Path(args.out).stem).strip()
     if not name or len(name) > 120 or not name.isprintable():
         raise CliInputError(f"--name {shown(name)}: 1..120 printable characters")
+    inter = [k for k, v in interconnects().items() if v.scope == "inter_node"]
+    if args.inter_link is not None and args.inter_link not in inter:
+        raise CliInputError(
+            f"--inter-link: {shown(args.inter_link)} is not an inter-node interconnect "
+            f"(allowed: {', '.join(sorted(inter))})"
+        )
     dep = Deployment(
         model=args.model, gpu=gpu.id, tp=args.tp, pp=args.pp, weights=args.weights, kv=args.kv,
-        engine=args.engine, isl=args.isl, osl=args.osl,
+        engine=args.engine, isl=args.isl, osl=args.osl, inter_link=args.inter_link,
     )  # fmt: skip
     why = deployment_problem(dep)
     if why:  # before reading the files: no fit can describe a deployment that never ran
@@ -74,7 +86,10 @@ def run(args: argparse.Namespace) -> dict:
             imported.append(load(f, dep))
         except (BenchmarkFileError, UnknownIdError) as exc:
             raise CliInputError(f"--from {shown(f)}: {exc}") from None
-    fit = fit_profile(imported, dep, name)
+    try:
+        fit = fit_profile(imported, dep, name)
+    except ProfileRefused as exc:
+        raise CliInputError(f"--from: {exc}") from None
     write_out(out, dump(fit.doc).encode("utf-8"))
     doc = fit.doc
     return {
@@ -89,7 +104,12 @@ def run(args: argparse.Namespace) -> dict:
         "summary": doc["summary"],
         "points": doc["points"],
         "collectives": doc["collectives"],
+        "notes": list(fit.notes),
     }
+
+
+def _pct(v: float | None) -> str:
+    return "n/a (a prediction failed)" if v is None else f"{v}%"
 
 
 def render(r: dict) -> str:
@@ -106,17 +126,24 @@ def render(r: dict) -> str:
         "fitted: "
         + (", ".join(f"{k} = {r['constants'][k]:.4g}" for k in r["fitted"]) or "nothing"),
         *(f"held at the shipped calibration: {k} ({why})" for k, why in r["held"].items()),
-        f"error on these {s['points']} measurements: median {s['median_ape_before_pct']}% before, "
-        f"{s['median_ape_after_pct']}% after (largest after: {s['max_ape_after_pct']}%)",
+        f"out of sample (each run predicted by the profile fitted to the others): median error "
+        f"{_pct(s.get('loo_median_ape_pct'))}, shipped calibration {_pct(s['median_ape_before_pct'])}",
+        f"in sample on these {s['points']} measurements: median {_pct(s['median_ape_before_pct'])} "
+        f"before, {_pct(s['median_ape_after_pct'])} after (largest after: "
+        f"{_pct(s['max_ape_after_pct'])})",
     ]
     for p in r["points"]:
         b = "n/a" if p["before_pct"] is None else f"{p['before_pct']:+.1f}%"
         a = "n/a" if p["after_pct"] is None else f"{p['after_pct']:+.1f}%"
+        lo = "" if p.get("loo_pct") is None else f", left out {p['loo_pct']:+.1f}%"
         flag = f"  FLAGGED, not fitted: {p['flagged']}" if p["flagged"] else ""
-        lines.append(inert(f"  {p['id']} ({p['kind']}): before {b}, after {a}{flag}"))
+        lines.append(inert(f"  {p['id']} ({p['kind']}): before {b}, after {a}{lo}{flag}"))
     if r["collectives"]:
         c = r["collectives"]
         lines.append(
-            f"all-reduce: {c['rows']} rows, median error {c['median_ape_pct']}% ({c['note']})"
+            inert(
+                f"all-reduce: {c['rows']} rows, median error {_pct(c['median_ape_pct'])} ({c['note']})"
+            )
         )
+    lines += [inert(f"note: {n}") for n in r.get("notes", [])]
     return "\n".join(lines)

@@ -72,12 +72,16 @@ def apply_to_estimate(result: dict, doc: ProfileDoc, gpu_id: str) -> dict:
     return {**result, "client_profile": describe(doc)}
 
 
+def _pct(v: object) -> str:
+    return "n/a" if v is None else f"{v}%"
+
+
 def render_line(block: dict) -> str:
     return (
         f"  CLIENT PROFILE {inert(block['name'])} ({block['gpu']}, {block['engine']}, digest "
         f"{block['digest']}): fitted {', '.join(block['fitted']) or 'nothing'} on "
-        f"{block['points']} points; median error {block['median_ape_before_pct']}% before, "
-        f"{block['median_ape_after_pct']}% after"
+        f"{block['points']} points; median error {_pct(block['median_ape_before_pct'])} shipped, "
+        f"{_pct(block.get('loo_median_ape_pct'))} out of sample"
     )
 
 

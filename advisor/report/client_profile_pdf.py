@@ -19,11 +19,16 @@ def client_profile_lines(p: Mapping[str, Any]) -> list[str]:
         f"{clean(str(p.get('digest')), 12)}), fitted to the client's own benchmark files: {files}.",
         f"Constants fitted: {fitted}; all others are the shipped calibration.",
         f"Error on the profile's {p.get('points')} measurements: median "
-        f"{p.get('median_ape_before_pct')}% with the shipped calibration, "
-        f"{p.get('median_ape_after_pct')}% after the fit (largest {p.get('max_ape_after_pct')}%); "
-        "these are in-sample figures.",
+        f"{_pct(p.get('median_ape_before_pct'))} with the shipped calibration; out of sample "
+        f"(each run predicted by the profile fitted to the others) "
+        f"{_pct(p.get('loo_median_ape_pct'))}; in sample {_pct(p.get('median_ape_after_pct'))} "
+        f"(largest {_pct(p.get('max_ape_after_pct'))}).",
         f"Ranges: {clean(str(p.get('intervals', '')), 400)}.",
     ]
+
+
+def _pct(v: object) -> str:
+    return "n/a" if v is None else f"{v}%"
 
 
 def client_profile_section(doc: Any, p: Mapping[str, Any]) -> None:

@@ -8,6 +8,7 @@ from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, models
 from advisor.perf.client_profile import (
     MAX_PROFILE_BYTES,
     ProfileError,
+    ProfileRefused,
     deployment_problem,
     dump,
     fit_profile,
@@ -38,13 +39,18 @@ def fit_uploads(
         problems.append(f"only the first {MAX_UPLOADS} files were read")
     if not imported:
         return None, problems or ["no file"]
-    return fit_profile(imported, dep, name).doc, problems
+    try:
+        fit = fit_profile(imported, dep, name)
+    except ProfileRefused as exc:
+        return None, [*problems, f"No profile: {exc}"]
+    return fit.doc, problems + [f"Note: {n}" for n in fit.notes]
 
 
 def points_table(doc: dict) -> list[dict]:
     return [
         {"measurement": p["id"], "kind": p["kind"], "measured": f"{p['measured']:.4g} {p['unit']}",
-         "error before %": p["before_pct"], "error after %": p["after_pct"],
+         "error before % (shipped)": p["before_pct"], "error after % (profile)": p["after_pct"],
+         "error % with its run left out": p.get("loo_pct"),
          "flagged (not fitted)": p["flagged"]}
         for p in doc["points"]
     ]  # fmt: skip
@@ -92,7 +98,7 @@ def fit_section() -> None:
         [(f.name, f.getvalue()) for f in files], dep, name.strip() or "client-profile"
     )
     for p in problems:
-        st.error(md_escape(p))
+        (st.info if p.startswith("Note: ") else st.error)(md_escape(p))
     if doc is not None:
         SS[KEY] = dump(doc)
         SS[NAME] = f"{doc['name']}.yaml"
@@ -134,6 +140,14 @@ def current_section() -> None:
         + (md_escape("; ".join(f"{k} ({v})" for k, v in doc.held.items())) or "none")
         + "."
     )
+    loo, shipped = doc.summary.loo_median_ape_pct, doc.summary.median_ape_before_pct
+    if loo is not None and shipped is not None:
+        st.metric(
+            "Out of sample (each run predicted by the profile fitted to the others)",
+            f"{loo:.1f}% median error",
+            delta=f"{loo - shipped:+.1f} pts vs shipped {shipped:.1f}%",
+            delta_color="inverse",
+        )
     st.dataframe(points_table(raw), hide_index=True)
     st.caption(
         "Files: "

@@ -8,7 +8,7 @@ file's SHA-256. One module per format:
 - :mod:`.vllm_throughput`: ``vllm bench throughput --output-json``;
 - :mod:`.serving`: ``vllm bench serve --save-result`` JSON and SGLang ``bench_serving`` JSONL;
 - :mod:`.genai_perf`: NVIDIA GenAI-Perf and AIPerf profile exports;
-- :mod:`.trtllm_bench`: ``trtllm-bench throughput --report_json``;
+- :mod:`.trtllm_bench`: ``trtllm-bench throughput`` JSON report and console report;
 - :mod:`.nccl_tests`: nccl-tests ``all_reduce_perf`` standard output.
 
 Anything missing, non-finite or implausible is refused with :class:`BenchmarkFileError` naming
@@ -27,6 +27,7 @@ from advisor.perf.importers.common import (
     BenchmarkFileError,
     Deployment,
     RawFile,
+    Read,
     from_bytes,
     parse_json,
     read_file,
@@ -42,10 +43,13 @@ MAX_LINES = 1_000
 @dataclass(frozen=True)
 class Imported:
     name: str
-    format: str
+    format: str  # the tool and layout the file was recognised as
     sha256: str
     cases: list[Case] = field(default_factory=list)
     collectives: list[CollectiveRow] = field(default_factory=list)
+    #: (point id, why): runs the file holds that are not fitted (a burst, a median ITL, ...)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def _json_lines(raw: RawFile) -> list[tuple[int, object]] | None:
@@ -59,44 +63,59 @@ def _json_lines(raw: RawFile) -> list[tuple[int, object]] | None:
     return [(i, parse_json(s, raw.name, f"line {i}")) for i, s in lines]
 
 
+def _imported(raw: RawFile, digest: str, got: Read) -> Imported:
+    return Imported(raw.name, got.layout, digest, got.cases, got.collectives, got.left_out,
+                    got.notes)  # fmt: skip
+
+
 def parse(raw: RawFile, dep: Deployment) -> Imported:
-    """Recognise the file's format by its content and import it."""
+    """Recognise the file's tool and layout by its own markers and import it."""
     digest = hashlib.sha256(raw.data).hexdigest()
     name = raw.name
     if not raw.text.strip():
         raise BenchmarkFileError(f"{name}: empty file")
     if nccl_tests.recognise(raw.text):
-        rows = nccl_tests.rows(raw.text, name, dep)
-        return Imported(name, nccl_tests.FORMAT, digest, collectives=rows)
+        return _imported(raw, digest, nccl_tests.read(raw.text, name, dep))
+    if trtllm_bench.recognise_console(raw.text):
+        return _imported(raw, digest, trtllm_bench.read_console(raw.text, name, dep))
     if not raw.text.lstrip().startswith(("{", "[")):
         raise BenchmarkFileError(f"{name}: not a recognised benchmark file ({_KNOWN})")
     lines = _json_lines(raw)
     if lines is not None:
-        got: list[Case] = []
-        fmt = None
+        total = Read(layout="")
         for i, doc in lines:
-            fmt = serving.flavour(doc)
-            if fmt is None:
-                raise BenchmarkFileError(f"{name} line {i}: not a bench_serving result line")
-            got += serving.cases(doc, name, dep, line=i)
-        return Imported(name, str(fmt), digest, cases=got)
+            if serving.flavour(doc) is None:
+                keys = ", ".join(sorted(doc)[:6]) if isinstance(doc, dict) else type(doc).__name__
+                raise BenchmarkFileError(
+                    f"{name} line {i}: not a bench_serving result line (keys: {keys[:120]}); "
+                    f"expected {', '.join(repr(k) for k in serving._COMMON)}"
+                )
+            got = serving.read(doc, name, dep, line=i)
+            if total.layout and got.layout != total.layout:
+                raise BenchmarkFileError(
+                    f"{name} line {i}: a {got.layout} line after {total.layout} lines"
+                )
+            total.layout = got.layout
+            total.cases += got.cases
+            total.left_out += got.left_out
+            total.notes += [n for n in got.notes if n not in total.notes]
+        return _imported(raw, digest, total)
     doc = parse_json(raw.text, name)
     if vllm_throughput.recognise(doc):
-        return Imported(name, vllm_throughput.FORMAT, digest, vllm_throughput.cases(doc, name, dep))
+        return _imported(raw, digest, vllm_throughput.read(doc, name, dep))
     if trtllm_bench.recognise(doc):
-        return Imported(name, trtllm_bench.FORMAT, digest, trtllm_bench.cases(doc, name, dep))
-    fmt = serving.flavour(doc)
-    if fmt is not None:
-        return Imported(name, fmt, digest, serving.cases(doc, name, dep))
-    fmt = genai_perf.flavour(doc)
-    if fmt is not None:
-        return Imported(name, fmt, digest, genai_perf.cases(doc, name, dep))
+        return _imported(raw, digest, trtllm_bench.read(doc, name, dep))
+    if serving.flavour(doc) is not None:
+        return _imported(raw, digest, serving.read(doc, name, dep))
+    if genai_perf.flavour(doc) is not None:
+        return _imported(raw, digest, genai_perf.read(doc, name, dep))
     raise BenchmarkFileError(f"{name}: not a recognised benchmark file ({_KNOWN})")
 
 
 _KNOWN = (
-    "expected vllm bench throughput/serve JSON, SGLang bench_serving JSONL, GenAI-Perf/AIPerf "
-    "profile export, trtllm-bench report JSON or nccl-tests all_reduce_perf output"
+    "expected vllm bench throughput/serve or benchmark_serving.py JSON, SGLang bench_serving "
+    "JSONL, GenAI-Perf/AIPerf profile export, trtllm-bench report (JSON or console) or "
+    "nccl-tests all_reduce_perf output"
 )
 
 

@@ -48,10 +48,13 @@ def make_case(
     unit: str,
     batch: float = 1.0,
     qps: float = 0.0,
+    requests: int = 0,
+    statistic: str = "mean",
 ) -> Case:
-    """One client measurement as a Case; its id names the file and the metric."""
+    """One client measurement as a Case; its id names the file and the metric. ``requests``:
+    the run's completed requests (a mean TTFT over a finite run includes its start-up wave)."""
     return Case(
         id=f"{name}:{tag}", kind=kind, family=family, config=replica_config(dep), isl=isl,
         osl=osl, batch=batch, qps=qps, measured=measured, unit=unit, gpus=dep.tp * dep.pp,
-        source=f"client file {name}",
+        source=f"client file {name}", requests=requests, statistic=statistic,
     )  # fmt: skip

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,36 @@ class Deployment:
     engine: str = "vllm"
     isl: float | None = None  # input tokens per request, when the file does not say
     osl: float | None = None  # output tokens per request, when the file does not say
+    inter_link: str | None = None  # interconnect between hosts, for multi-host nccl-tests files
+
+
+@dataclass
+class Read:
+    """What one importer made of a file: its layout (tool and version), the measurements, the
+    points left out (id, why) and notes the user should see."""
+
+    layout: str
+    cases: list = dc_field(default_factory=list)
+    collectives: list = dc_field(default_factory=list)
+    left_out: list[tuple[str, str]] = dc_field(default_factory=list)
+    notes: list[str] = dc_field(default_factory=list)
+
+
+def need(doc: dict, keys: tuple[str, ...], where: str, layout: str) -> None:
+    """Refuse a file of a recognised tool that lacks a key its layout needs, naming the key and
+    the layout (tool and version) it looks like.
+
+    >>> need({"a": 1}, ("a", "mean_tpot_ms"), "f.jsonl line 1", "SGLang bench_serving (2025)")
+    Traceback (most recent call last):
+    ...
+    advisor.perf.importers.common.BenchmarkFileError: f.jsonl line 1: key 'mean_tpot_ms' is missing (the file looks like SGLang bench_serving (2025))
+    """
+    missing = [k for k in keys if k not in doc or doc[k] is None]
+    if missing:
+        more = f" (and {', '.join(repr(k) for k in missing[1:])})" if len(missing) > 1 else ""
+        raise BenchmarkFileError(
+            f"{where}: key {missing[0]!r} is missing{more} (the file looks like {layout})"
+        )
 
 
 @dataclass(frozen=True)

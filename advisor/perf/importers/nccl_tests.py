@@ -4,7 +4,12 @@ Layout (NVIDIA/nccl-tests src/common.cu, ``Reporter``): header lines start with 
 ``#  Rank  N Group ... device  D [0x..] NAME`` lines list the ranks); each result row is
 ``size count type redop root`` then, out-of-place and in-place, ``time algbw busbw #wrong``
 (time in us, bandwidths in GB/s = 1e9 B/s). Each row with size > 0 becomes an all-reduce
-measurement (out-of-place time) for the collectives model, on the stated GPU's scale-up link.
+measurement (out-of-place time) for the collectives model, on the stated GPU's scale-up link
+when every rank runs on one host, and on the inter-node link (``--inter-link``, InfiniBand NDR
+when not stated) when the ``#  Rank ... on HOST device`` lines name two hosts or more: the
+collectives model takes the slowest link a group crosses (advisor/physics/collectives.py), and the
+note says which link and how many hosts. The device names the rank lines print must be the
+stated accelerator.
 busbw must equal algbw x 2 (n - 1) / n (nccl-tests' all-reduce bus factor) within the
 printed rounding, so a file from another collective or a mangled column is refused.
 """
@@ -16,12 +21,19 @@ import re
 
 from advisor.catalog import get_accelerator
 from advisor.perf.collective_fit import CollectiveRow
-from advisor.perf.importers.common import BenchmarkFileError, Deployment
+from advisor.perf.importers.common import BenchmarkFileError, Deployment, Read
+from advisor.perf.importers.consistency import check_gpu
 from advisor.physics.collectives import NCCL_ALGORITHMS
 
 FORMAT = "nccl-tests all_reduce_perf"
 _HEADER = re.compile(r"^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw", re.M)
-_RANK = re.compile(r"^#\s+Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+", re.M)
+_RANK = re.compile(r"^#?\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+", re.M)
+_RANK_HOST = re.compile(
+    r"^#?\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$",
+    re.M,
+)
+#: Inter-node link assumed for a multi-host file when --inter-link is not given.
+DEFAULT_INTER_LINK = "ib-ndr"
 MAX_ROWS = 10_000
 
 
@@ -43,11 +55,39 @@ def _num(tok: str, name: str, line: int, column: str, lo: float, hi: float) -> f
     return v
 
 
-def rows(text: str, name: str, dep: Deployment) -> list[CollectiveRow]:
+def read(text: str, name: str, dep: Deployment) -> Read:
+    out = Read(layout=FORMAT)
+    out.collectives = rows(text, name, dep, out.notes)
+    return out
+
+
+def rows(
+    text: str, name: str, dep: Deployment, notes: list[str] | None = None
+) -> list[CollectiveRow]:
+    from advisor.catalog.loader import get_interconnect
+
     n = len(_RANK.findall(text)) or dep.tp * dep.pp
     if n < 2:
         raise BenchmarkFileError(f"{name}: an all-reduce over {n} rank measures nothing; need >= 2")
+    ranks = _RANK_HOST.findall(text)
+    for _host, device in ranks[:1]:
+        check_gpu(name, device, dep)
+    hosts = sorted({h for h, _ in ranks})
     link = get_accelerator(dep.gpu).scale_up_link
+    if len(hosts) > 1:
+        link = dep.inter_link or DEFAULT_INTER_LINK
+        ic = get_interconnect(link)
+        if ic.scope != "inter_node":
+            raise BenchmarkFileError(
+                f"{name}: the ranks span {len(hosts)} hosts, but --inter-link {link} is a "
+                "link inside a node"
+            )
+        if notes is not None:
+            notes.append(
+                f"{name}: the {n} ranks span {len(hosts)} hosts ({', '.join(hosts[:4])}): compared "
+                f"with the inter-node model over {link} ({ic.name}"
+                + (")" if dep.inter_link else "; assumed, state --inter-link)")
+            )
     out: list[CollectiveRow] = []
     for i, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
