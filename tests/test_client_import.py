@@ -411,3 +411,31 @@ def test_aiperf_real_export_of_a_reasoning_model():
     doc["records"]["output_sequence_length"]["avg"] = 61.07
     with pytest.raises(BenchmarkFileError, match="'records.reasoning_token_count' is 222.382"):
         load_bytes(json.dumps(doc).encode(), "run1.json", gpt)
+
+
+def test_layout_versions_are_told_by_their_own_keys():
+    # vLLM benchmarks/benchmark_serving.py wrote 'backend' where vllm bench serve writes
+    # 'endpoint_type' (vllm-project/vllm vllm/benchmarks/serve.py vs benchmarks/benchmark_serving.py).
+    doc = json.loads((FIX / "vllm_bench_serve.json").read_text())
+    del doc["endpoint_type"]
+    assert (
+        load_bytes(json.dumps(doc).encode(), "s.json", VLLM).format == "vllm benchmark_serving.py"
+    )
+    del doc["mean_tpot_ms"]
+    with pytest.raises(BenchmarkFileError, match=r"s.json: key 'mean_tpot_ms' is missing \(the "
+                       r"file looks like vLLM benchmark_serving.py --save-result"):  # fmt: skip
+        load_bytes(json.dumps(doc).encode(), "s.json", VLLM)
+    # GenAI-Perf's configuration-file releases put the load under perf_analyzer.stimulus
+    # (triton-inference-server/perf_analyzer genai-perf config/input/config_command.py
+    # _process_stimulus @263c5f6e): {"concurrency": 16}.
+    g = json.loads((FIX / "genai_perf_profile_export.json").read_text())
+    g["input_config"] = {"model_names": ["meta-llama/Llama-3.1-8B-Instruct"],
+                         "perf_analyzer": {"stimulus": {"concurrency": 16}}}  # fmt: skip
+    got = load_bytes(json.dumps(g).encode(), "g.json", VLLM)
+    assert got.format == "GenAI-Perf profile export (2025 layout)"
+    assert by_kind(got)["conc_tpot"].batch == 16
+    # SGLang's bench_serving pointed at a vLLM server says backend "vllm": that is --engine vllm.
+    lines = (FIX / "sglang_bench_serving.jsonl").read_text().replace('"backend": "sglang"',
+                                                                    '"backend": "vllm"')  # fmt: skip
+    got = load_bytes(lines.encode(), "x.jsonl", Deployment("llama-3.1-8b", "h100-sxm"))
+    assert got.format == "sglang bench_serving" and len(got.cases) == 8

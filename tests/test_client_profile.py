@@ -372,3 +372,19 @@ def test_two_runs_of_a_real_405b_sweep_improve_the_rest_or_are_refused():
     after = float(np.median(np.abs(_predict(rest, dep.gpu, dep.engine, ov) / meas - 1))) * 100
     print(f"rest {before:.1f}% shipped, {after:.1f}% profile")
     assert after <= 15 and after <= before / 2
+
+
+def test_inter_link_flag_is_checked(tmp_path, capsys):
+    argv = ["calibrate", "--from", str(FIX / "nccl_all_reduce_perf_2hosts.txt"), *DEPLOYMENT,
+            "--tp", "8", "--out", str(tmp_path / "p.yaml")]  # fmt: skip
+    assert main([*argv, "--inter-link", "nvlink4"]) == 2
+    err = capsys.readouterr().err
+    assert "--inter-link: 'nvlink4' is not an inter-node interconnect for h100-sxm" in err
+    assert "ib-ndr" in err
+    # An all-reduce file alone fits nothing: refused, one line, nothing written.
+    assert main([*argv, "--inter-link", "roce-400g"]) == 2
+    err = capsys.readouterr().err
+    # The comparison is still said: 31 rows (8 B .. 8 GiB) against the model over the stated link.
+    assert "only all-reduce rows (31 rows, median error " in err and "over roce-400g)" in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "p.yaml").exists()

@@ -67,11 +67,11 @@ def run(args: argparse.Namespace) -> dict:
     name = (args.name or Path(args.out).stem).strip()
     if not name or len(name) > 120 or not name.isprintable():
         raise CliInputError(f"--name {shown(name)}: 1..120 printable characters")
-    inter = [k for k, v in interconnects().items() if v.scope == "inter_node"]
+    inter = [k for k, v in interconnects().items() if v.mismatch(gpu, "inter_node") is None]
     if args.inter_link is not None and args.inter_link not in inter:
         raise CliInputError(
-            f"--inter-link: {shown(args.inter_link)} is not an inter-node interconnect "
-            f"(allowed: {', '.join(sorted(inter))})"
+            f"--inter-link: {shown(args.inter_link)} is not an inter-node interconnect for "
+            f"{gpu.id} (allowed: {', '.join(sorted(inter))})"
         )
     dep = Deployment(
         model=args.model, gpu=gpu.id, tp=args.tp, pp=args.pp, weights=args.weights, kv=args.kv,

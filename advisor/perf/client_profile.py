@@ -459,7 +459,13 @@ def fit_profile(
     flagged = impossible(items, dep) if items else {}
     usable = [c for c in items if c.id not in flagged]
     if not usable:
-        why = ("only all-reduce rows: no serving constant depends on them" if coll and not items
+        c = _collectives(coll)
+        said = (f" ({c['rows']} rows, median error {_pct_text(c['median_ape_pct'])} against the "
+                f"{c['note'].split('; ')[0].replace('all-reduce rows checked against the ', '')})"
+                if c else "")  # fmt: skip
+        hosts = next((n.split(": ", 1)[1] for n in notes if " hosts (" in n), "")
+        said += f"; {hosts}" if hosts else ""
+        why = (f"only all-reduce rows{said}: no serving constant depends on them" if coll and not items
                else "no steady-state serving point to fit" if not items
                else "every point is faster than the hardware allows (see the flagged points)")  # fmt: skip
         raise ProfileRefused(f"{files}: {why}; no profile written")
@@ -519,17 +525,7 @@ def fit_profile(
         m = _median(v)
         return round(m, 2) if math.isfinite(m) else None
 
-    collectives = None
-    if coll:
-        from advisor.perf.collective_fit import validate_collectives
-
-        errs = [v.abs_pct_error for v in validate_collectives(coll) if v.abs_pct_error is not None]
-        links = sorted({r.link_id for r in coll if r.link_id})
-        collectives = dict(
-            rows=len(coll), median_ape_pct=med(errs),
-            note=f"all-reduce rows checked against the shipped collectives model over "
-            f"{', '.join(links)}; not fitted (its constants are shared by every link of a kind)",
-        )  # fmt: skip
+    collectives = _collectives(coll)
     g = get_accelerator(dep.gpu)
     doc = {
         "schema": SCHEMA,
@@ -556,6 +552,22 @@ def fit_profile(
     doc["digest"] = _digest(doc)
     ProfileDoc.model_validate(doc)
     return Fit(doc, before, after, tuple(notes))
+
+
+def _collectives(coll: Sequence) -> dict | None:
+    """The all-reduce rows compared with the shipped collectives model (not fitted)."""
+    if not coll:
+        return None
+    from advisor.perf.collective_fit import validate_collectives
+
+    errs = [v.abs_pct_error for v in validate_collectives(coll) if v.abs_pct_error is not None]
+    m = _median(errs)
+    links = sorted({r.link_id for r in coll if r.link_id})
+    return dict(
+        rows=len(coll), median_ape_pct=round(m, 2) if math.isfinite(m) else None,
+        note=f"all-reduce rows checked against the shipped collectives model over "
+        f"{', '.join(links)}; not fitted (its constants are shared by every link of a kind)",
+    )  # fmt: skip
 
 
 def _pct_text(v: float | None) -> str:

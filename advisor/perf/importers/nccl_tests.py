@@ -77,11 +77,9 @@ def rows(
     if len(hosts) > 1:
         link = dep.inter_link or DEFAULT_INTER_LINK
         ic = get_interconnect(link)
-        if ic.scope != "inter_node":
-            raise BenchmarkFileError(
-                f"{name}: the ranks span {len(hosts)} hosts, but --inter-link {link} is a "
-                "link inside a node"
-            )
+        why = ic.mismatch(get_accelerator(dep.gpu), "inter_node")
+        if why:
+            raise BenchmarkFileError(f"{name}: the ranks span {len(hosts)} hosts, but {why}")
         if notes is not None:
             notes.append(
                 f"{name}: the {n} ranks span {len(hosts)} hosts ({', '.join(hosts[:4])}): compared "
