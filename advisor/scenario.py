@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from advisor.catalog import accelerators, interconnects, models
 from advisor.catalog.files import MAX_JSON_DEPTH, no_duplicate_keys, object_depth, scan_json_depth
+from advisor.catalog.quoting import visible_name
 from advisor.catalog.specs import ModelSpec
 
 SCHEMA_VERSION = 1
@@ -204,6 +205,12 @@ class Scenario(BaseModel):
     options: Options = Options()
     cost: Cost = Cost()
     rank_by: Literal["cost", "gpus"] = "cost"
+
+    @field_validator("name", mode="after")
+    @classmethod
+    def _visible_name(cls, value: str) -> str:
+        # a name printed in the PDF, the terminal and Compare: what it shows is what it is
+        return visible_name(value, "name", 200, allow_empty=True)
 
     @model_validator(mode="after")
     def _model(self) -> Scenario:

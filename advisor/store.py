@@ -16,6 +16,10 @@ with a message naming the file, never a bare sqlite3 traceback.
 
 The folder comes from the environment variable ``INFERENCE_ARCHITECT_DATA_DIR`` (default
 ``~/.local/share/inference-architect``); the database file is ``scenarios.sqlite3`` in it.
+
+A folder (or database file) that cannot be written is opened read-only: listing, loading and
+exporting work (SQLite's ``immutable`` mode: a WAL database cannot be read otherwise where its
+-shm file cannot be created), and every write raises a StoreError saying the folder is read-only.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from advisor.catalog.quoting import visible_name
 from advisor.scenario import Scenario, dump_scenario, load_scenario
 
 ENV_VAR = "INFERENCE_ARCHITECT_DATA_DIR"
@@ -169,6 +175,15 @@ class Saved:
     updated: str
 
 
+def _why_read_only(db: Path) -> str | None:
+    """Why ``db`` cannot be written (its folder or the file is read-only), or None."""
+    if not os.access(db.parent, os.W_OK):
+        return f"the folder {db.parent} is read-only"
+    if db.exists() and not os.access(db, os.W_OK):
+        return "the file is read-only"
+    return None
+
+
 def data_dir() -> Path:
     """The user data folder: ``$INFERENCE_ARCHITECT_DATA_DIR`` or ~/.local/share/inference-architect."""
     raw = os.environ.get(ENV_VAR, "").strip()
@@ -182,19 +197,23 @@ def _now() -> str:
 def check_name(value: str, what: str = "name") -> str:
     """A stripped, non-empty name of at most 200 characters; StoreError otherwise.
 
-    >>> check_name("  H100 vs MI300X ")
-    'H100 vs MI300X'
+    The name is :func:`advisor.catalog.quoting.visible_name`: NFKC-normalised, stripped, and
+    made of printable characters only (no zero-width, bidi or control character), so two names
+    that print the same are the same name.
+
+    >>> check_name("  H100 vs MI300X "), check_name("Ｈ100")
+    ('H100 vs MI300X', 'H100')
+    >>> check_name("base\u200b")
+    Traceback (most recent call last):
+    ...
+    advisor.store.StoreError: name 'base\u200b' contains U+200B ZERO WIDTH SPACE (character 5), which prints as nothing or reorders the text; use visible characters only
     """
     if not isinstance(value, str):
         raise StoreError(f"{what} must be text, got {type(value).__name__}")
-    name = value.strip()
-    if not name:
-        raise StoreError(f"{what} is empty; give 1 to {MAX_NAME_CHARS} characters")
-    if len(name) > MAX_NAME_CHARS:
-        raise StoreError(f"{what} has {len(name)} characters; the limit is {MAX_NAME_CHARS}")
-    if any(ord(c) < 32 for c in name):
-        raise StoreError(f"{what} {name[:40]!r} contains control characters")
-    return name
+    try:
+        return visible_name(value, what, MAX_NAME_CHARS)
+    except ValueError as exc:
+        raise StoreError(str(exc)) from None
 
 
 def _view_json(view: dict[str, Any] | None) -> str:
@@ -228,18 +247,29 @@ class Store:
                 f"cannot create the data folder {self.path.parent}: {exc.strerror or exc} "
                 f"(set {ENV_VAR} to a writable folder)"
             ) from None
+        #: Why the store cannot be written (a read-only folder or file), or None.
+        self.read_only = _why_read_only(self.path)
+        if self.read_only:
+            _refuse_unusable(self.path)
+            with self._read() as con:
+                self._check_version(con)
+            return
         with _init_lock(self.path):
             _refuse_unusable(self.path)
             self._init_schema()
 
+    def _check_version(self, con: sqlite3.Connection) -> int:
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        if version > STORE_VERSION:
+            raise StoreError(
+                f"{self.path} was written by a newer version of the app (store version "
+                f"{version}, this app reads {STORE_VERSION}); update the app"
+            )
+        return version
+
     def _init_schema(self) -> None:
         with self._write() as con:
-            version = con.execute("PRAGMA user_version").fetchone()[0]
-            if version > STORE_VERSION:
-                raise StoreError(
-                    f"{self.path} was written by a newer version of the app (store version "
-                    f"{version}, this app reads {STORE_VERSION}); update the app"
-                )
+            version = self._check_version(con)
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
                     con.execute(statement)
@@ -248,6 +278,8 @@ class Store:
 
     # -- connections -----------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
+        if self.read_only:
+            return self._connect_read_only()
         try:
             con = sqlite3.connect(self.path, timeout=self.timeout_s, isolation_level=None)
             con.execute("PRAGMA foreign_keys = ON")
@@ -257,6 +289,28 @@ class Store:
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
         return con
+
+    def _connect_read_only(self) -> sqlite3.Connection:
+        """The database opened read-only (with its -wal file, when SQLite can open it), else
+        ``immutable`` (a WAL database whose -shm file cannot be created here is read from the
+        main file alone). No file yet: an empty in-memory store."""
+        try:
+            if not self.path.exists():
+                con = sqlite3.connect(":memory:", isolation_level=None)
+                con.executescript(_SCHEMA)
+                return con
+            uri = f"file:{urllib.parse.quote(str(self.path))}?mode=ro"
+            try:
+                con = sqlite3.connect(uri, uri=True, timeout=self.timeout_s, isolation_level=None)
+                con.execute("PRAGMA user_version").fetchone()
+                return con
+            except sqlite3.OperationalError:  # "unable to open database file": no -shm
+                pass
+            return sqlite3.connect(
+                uri + "&immutable=1", uri=True, timeout=self.timeout_s, isolation_level=None
+            )
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
 
     def _error(self, exc: sqlite3.Error) -> StoreError:
         msg = str(exc)
@@ -285,6 +339,12 @@ class Store:
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One transaction: BEGIN IMMEDIATE (takes the write lock first), COMMIT or ROLLBACK."""
+        if self.read_only:
+            raise StoreError(
+                f"cannot save to the scenario database {self.path}: {self.read_only}; saved "
+                "scenarios can be listed and opened, not saved, renamed or deleted (set "
+                f"{ENV_VAR} to a writable folder to save)"
+            )
         con = self._connect()
         try:
             con.execute("BEGIN IMMEDIATE")

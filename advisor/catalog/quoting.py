@@ -14,6 +14,8 @@ are quoted with ``shlex.quote`` where commands are built (advisor/deploy/engines
 
 from __future__ import annotations
 
+import unicodedata
+
 #: Longest user value echoed in an error message (the rest is counted, not printed).
 ECHO_CHARS = 60
 
@@ -29,6 +31,35 @@ def inert(text: str, *, keep: str = "") -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() or c in keep else repr(c)[1:-1] for c in text)
+
+
+def visible_name(value: str, what: str, limit: int, *, allow_empty: bool = False) -> str:
+    """A name a person gave (a saved scenario's): NFKC-normalised (a full-width or ligature
+    look-alike becomes the plain letters), stripped, at most ``limit`` characters, every one
+    printable (no control, zero-width, bidi override or isolate, line separator: ``"\u200b"``
+    prints as nothing, ``"base\u200b"`` as ``base``, ``"\u202etxt.exe"`` as ``exe.txt``), so
+    two names that print the same are the same name. ValueError naming the character.
+
+    >>> visible_name(" ﬁnal ", "name", 10)
+    'final'
+    >>> visible_name("\u202etxt.exe", "name", 10)
+    Traceback (most recent call last):
+    ...
+    ValueError: name '\u202etxt.exe' contains U+202E RIGHT-TO-LEFT OVERRIDE (character 1), which prints as nothing or reorders the text; use visible characters only
+    """
+    name = unicodedata.normalize("NFKC", value).strip()
+    if not name and not allow_empty:
+        raise ValueError(f"{what} is empty; give 1 to {limit} characters")
+    if len(name) > limit:
+        raise ValueError(f"{what} has {len(name):,} characters; the limit is {limit}")
+    for i, c in enumerate(name):
+        if not c.isprintable():
+            raise ValueError(
+                f"{what} {echo(name, 40)} contains U+{ord(c):04X} "
+                f"{unicodedata.name(c, '(unnamed)')} (character {i + 1}), which prints as nothing "
+                "or reorders the text; use visible characters only"
+            )
+    return name
 
 
 def shell_comment(text: str) -> str:

@@ -247,6 +247,12 @@ left, right = st.columns([3, 2], gap="large")
 with left:
     engagement = DEFAULT_ENGAGEMENT
     if store is not None:
+        if store.read_only:
+            st.warning(
+                f"The scenario database cannot be written ({E(store.read_only)}): saved "
+                "scenarios are listed and can be loaded, but saving, renaming and deleting do "
+                f"not work here. Set {ENV_VAR} to a writable folder to save."
+            )
         engagement = guarded("Engagements", engagement_picker, store) or DEFAULT_ENGAGEMENT
         guarded("Save", save_section, store, engagement)
         guarded("Saved scenarios", saved_section, store, engagement)
