@@ -92,6 +92,8 @@ def _valid(rng: random.Random, sub: str, flag: str, tmp: Path, cheap: bool) -> s
                                           "h100-sxm.tp2.pp1.dp1.ptp1.pdp1.fp8.fp8",
                                           "mi300x.tp1.pp1.dp1.fp16.fp8"]),
         "--format": lambda: r.choice(["command", "compose", "k8s"]),
+        "--engine-version": lambda: r.choice(["0.34.0", "0.5.23", "1.1.0"]),
+        "--max-context": lambda: r.choice(["4096", "131072"]),
         "--client": lambda: r.choice(["", "ACME", "<b>x</b>", "ü" * 300]),
         "--consultant": lambda: r.choice(["", "Z"]),
         "--max-evals": lambda: "1",
@@ -135,7 +137,8 @@ FLAGS["report"] = {
     "required": ["--out"],
 }
 FLAGS["deploy"] = {
-    "values": FLAGS["recommend"]["values"] + ["--deployment", "--format", "--out"],
+    "values": FLAGS["recommend"]["values"]
+    + ["--deployment", "--format", "--out", "--engine-version", "--max-context"],
     "switches": ["--json", "--no-disaggregated"],
     "required": [],
 }
@@ -250,7 +253,8 @@ def _mutate(rng: random.Random, sub: str, opts: list[list[str]], spec: dict, tmp
                                                ["--out", ""]]  # fmt: skip
         pairs["deploy"] = pairs["recommend"] + [
             ["--out", str(tmp / "scenario.json")], ["--engine", "generic"],
-            ["--deployment", "h100-sxm.tp4.pp1.dp2.fp9.fp8"], ["--format", "yaml"]]  # fmt: skip
+            ["--deployment", "h100-sxm.tp4.pp1.dp2.fp9.fp8"], ["--format", "yaml"],
+            ["--engine-version", "0.4.0"], ["--max-context", "0"], ["--max-context", "x"]]  # fmt: skip
         pairs["calibrate"] = [
             ["--out", str(tmp)],
             ["--out", "/nonexistent/x.yaml"],

@@ -281,7 +281,7 @@ def test_cli_deploy(tmp_path):
     assert r.returncode == 2 and "--engine-version '0.4.0'" in r.stderr and "0.5.23" in r.stderr
 
 
-@pytest.mark.parametrize("engine", ["sglang", "trtllm"])
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
 def test_kubernetes_router_reaches_pools_through_their_services(engine):
     spec = parse_spec("h100-sxm.tp4.pp1.dp1.ptp2.pdp2.fp8.fp8")
     docs = list(

@@ -67,7 +67,8 @@ def test_deploy_launch_script_runs_no_line_from_the_model_name(payload, tmp_path
     stub.chmod(0o755)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path)}
     p = subprocess.run(["bash", str(out / "launch.sh")], env=env, capture_output=True, timeout=30)
-    assert p.returncode == 0, p.stderr
+    # it ran to the server's start (the stub exits at once, so launch.sh reports it and stops)
+    assert b"starting replica-0" in p.stderr, p.stderr
     assert not mark.exists()
     # the manifests still parse, and the payload added no key to them
     for name in ("docker-compose.yaml", "kubernetes.yaml"):

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from advisor.catalog.files import FileWriteError, replace_folder, replaceable_entries
-from advisor.cli import CliInputError, choice_of, recommend_cmd, shown
+from advisor.cli import CliInputError, choice_of, int_in, recommend_cmd, shown
 
 TARGETS = ("vllm", "sglang", "trtllm")
 
@@ -46,6 +46,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="engine release the flags and image are for (default: the newest listed "
                         "with an image for the GPU; vllm 0.34.0/0.11.0, sglang 0.5.23/0.5.18/"
                         "0.5.5, trtllm 1.1.0)")  # fmt: skip
+    p.add_argument("--max-context", type=int_in(1, 16_777_216), default=None,
+                   help="longest request (prompt + output tokens) the servers accept (default: "
+                        "the workload's lengths at their 99.9th percentile, ISL + OSL when fixed)")  # fmt: skip
     p.add_argument(
         "--out",
         default=None,
@@ -87,7 +90,7 @@ def _out_dir(value: str | None) -> Path | None:
 def _earlier_bundle_file(name: str) -> bool:
     """A name a deploy bundle writes (any engine), so an earlier bundle may be replaced."""
     return name in ("launch.sh", "README.md", "docker-compose.yaml", "kubernetes.yaml",
-                    "disagg-config.yaml") or name.endswith("-options.yaml")  # fmt: skip
+                    "disagg-config.yaml", "vllm-pd-proxy.py") or name.endswith("-options.yaml")  # fmt: skip
 
 
 def _write_bundle(out: Path, files: dict[str, str]) -> list[str]:
@@ -122,9 +125,12 @@ def run(args: argparse.Namespace) -> dict:
                     "reasons": ["no deployment meets the SLA: nothing to deploy (give "
                                 "--deployment SPEC to deploy one anyway)"], "text": ""}  # fmt: skip
         spec = best.spec
-    b = deploy_bundle(scenario, spec, target, version)
+    b = deploy_bundle(scenario, spec, target, version, args.max_context)
     if b.problems:  # a flag outside the engine's list is a bug here, never written
         raise RuntimeError("; ".join(b.problems))
+    name = {"compose": "docker-compose.yaml", "k8s": "kubernetes.yaml"}.get(args.format)
+    if name in b.refused:  # past the size bound, or a launch the format cannot start
+        raise CliInputError(f"--format {args.format}: no {name}: {b.refused[name]}")
     written = []
     if out is not None and b.files:
         written = _write_bundle(out, b.files)

@@ -13,12 +13,14 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 
-from advisor.catalog.quoting import shell_comment
 from advisor.deploy.engines import LAUNCHERS, Launch
 from advisor.deploy.flags import launch_problems
-from advisor.deploy.manifests import compose, kubernetes
+from advisor.deploy.layout import MAX_INSTANCES, place
+from advisor.deploy.manifests import compose, kubernetes, refusal
+from advisor.deploy.script import launch_script
 from advisor.deploy.settings import Plan, plan
 from advisor.deploy.tables import ENGINES, engine_flags, releases
+from advisor.deploy.wiring import host_urls, trt_disagg_config
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 
@@ -37,11 +39,16 @@ class Bundle:
     reasons: list[str] = field(default_factory=list)
     #: Flags not in the engine's list (a bug if ever non-empty; shown, never hidden).
     problems: list[str] = field(default_factory=list)
+    #: Files not written and why (Compose/Kubernetes past the size bound, or unable to start it).
+    refused: dict[str, str] = field(default_factory=dict)
 
     def text(self, fmt: str) -> str:
         """What ``advisor deploy --format fmt`` prints."""
         if self.reasons:
             return "\n".join(f"cannot generate: {r}" for r in self.reasons)
+        name = {"compose": "docker-compose.yaml", "k8s": "kubernetes.yaml"}.get(fmt, "")
+        if name in self.refused:
+            return f"no {name}: {self.refused[name]}"
         if fmt == "compose":
             return self.files["docker-compose.yaml"]
         if fmt == "k8s":
@@ -51,25 +58,36 @@ class Bundle:
         return "\n".join([self.files["launch.sh"], *extra])
 
 
-def launch_script(la: Launch, p: Plan) -> str:
-    """launch.sh: setup steps, then each pool's server command(s) under a comment."""
-    # The model's name may come from an uploaded config.json: a comment line must stay one line.
-    lines = ["#!/usr/bin/env bash",
-             shell_comment(f"{la.engine} launch of {p.spec} ({p.spec.describe()}) for {p.model.name}"),
-             shell_comment(f"image: {la.image}"), "set -euo pipefail", ""]  # fmt: skip
-    lines += la.setup + ([""] if la.setup else [])
-    for s in la.servers:
-        what = (f"{s.role}: {s.replicas} replica(s), {s.gpus_per_replica} GPU(s) each"
-                if s.gpus_per_replica else f"{s.role} (CPU, in front of the servers)")  # fmt: skip
-        lines.append(shell_comment(what))
-        for i, c in enumerate(s.commands):
-            if len(s.commands) > 1:
-                lines.append(shell_comment(f"node {i} of each replica"))
-            lines += [c.shell(), ""]
-    return "\n".join(lines)
+def _needs(la: Launch, p: Plan, refused: dict[str, str]) -> list[str]:
+    """The bundle README's "what each file needs": drivers, RDMA, shared storage."""
+    amd = p.gpu.vendor == "AMD"
+    driver = ("the ROCm driver (/dev/kfd, /dev/dri)" if amd else
+              "the NVIDIA driver and the NVIDIA Container Toolkit")  # fmt: skip
+    multi = any(len(s.commands) > 1 or s.gpus_per_replica > p.gpus_per_node for s in la.servers
+                if s.gpus_per_replica)  # fmt: skip
+    rdma = la.engine == "sglang" and p.spec.disaggregated
+    net = ("InfiniBand/RoCE between the hosts for " + ", ".join(
+        x for x, on in (("NCCL across nodes", multi), ("Mooncake's KV transfer", rdma)) if on)
+           if multi or rdma else "")  # fmt: skip
+    out = [
+        f"launch.sh: {la.engine} {la.version} installed on each host (or run it inside the "
+        f"image), {'ROCm' if amd else 'the NVIDIA driver'}, curl; `./launch.sh N` on host N"
+    ]
+    for name, what in (("docker-compose.yaml", f"Docker with Compose v2 and {driver}"),
+                       ("kubernetes.yaml", "a cluster with the " + ("AMD" if amd else "NVIDIA")
+                        + " GPU device plugin" + (", the LeaderWorkerSet controller" if multi
+                                                  else "") +
+                        (", RDMA exposed to pods (rdma/rdma_shared_device_a)" if rdma else "")
+                        + ", a Secret hf-token for gated models")):  # fmt: skip
+        out.append(f"{name}: " + (f"not written: {refused[name]}" if name in refused else what))
+    if net:
+        out.append(net)
+    out.append("Weights: each host (or pod) downloads them to its Hugging Face cache; mount a "
+               "shared cache (HF_HOME) to download once")  # fmt: skip
+    return out
 
 
-def _readme(la: Launch, p: Plan) -> str:
+def _readme(la: Launch, p: Plan, refused: dict[str, str]) -> str:
     fl = engine_flags(la.engine, la.version)
     img = releases()[la.engine].image(la.version, p.gpu.id, p.gpu.vendor)
     out = [f"# {la.engine}: {p.spec.describe()}", "", f"Deployment: `{p.spec}`", ""]
@@ -80,6 +98,7 @@ def _readme(la: Launch, p: Plan) -> str:
         out.append(f"- No published {p.spec.weights} checkpoint listed: {la.engine} quantizes "
                    f"{la.checkpoint.repo} at load (--quantization "
                    f"{la.checkpoint.online_quantization}).")  # fmt: skip
+    out += ["", "What each file needs:", *[f"- {r}" for r in _needs(la, p, refused)]]
     out += ["", f"Flags checked against data/engine-flags/{la.engine}-{la.version}.yaml "
             f"({la.engine} {fl['version']}; {'; '.join(fl['source'])}).",
             f"Image: {la.image} ({img.source if img else ''})."]  # fmt: skip
@@ -87,25 +106,54 @@ def _readme(la: Launch, p: Plan) -> str:
 
 
 def deploy_bundle(
-    scenario: Scenario, spec: DeploymentSpec, engine: str, version: str | None = None
+    scenario: Scenario,
+    spec: DeploymentSpec,
+    engine: str,
+    version: str | None = None,
+    max_context: int | None = None,
 ) -> Bundle:
     """Every file to run ``spec`` for ``scenario`` on ``engine`` at release ``version`` (default:
-    the newest listed with an image for the GPU; see the module docstring)."""
+    the newest listed with an image for the GPU), accepting requests up to ``max_context``
+    tokens (default: the workload's longest, settings.context_tokens); see the module docstring."""
     if engine not in ENGINES:
         raise ValueError(f"engine {engine!r}; allowed: {', '.join(ENGINES)}")
     if version is not None and version not in releases()[engine].releases:
         raise ValueError(f"{engine} version {version!r}; allowed: "
                          f"{', '.join(releases()[engine].releases)}")  # fmt: skip
-    p = plan(scenario, spec)
+    p = plan(scenario, spec, max_context)
     if not p.feasible:
         return Bundle(engine, p, None, reasons=list(p.reasons))
     la = LAUNCHERS[engine](p, version)
     if not la.supported:
         return Bundle(engine, p, la, reasons=list(la.unsupported))
-    files = {"launch.sh": launch_script(la, p), **la.files,
-             "docker-compose.yaml": compose(la, p.gpu.vendor, p.gpus_per_node),
-             "kubernetes.yaml": kubernetes(la, p.gpu.vendor), "README.md": _readme(la, p)}  # fmt: skip
-    return Bundle(engine, p, la, files=files, problems=launch_problems(la))
+    lay = place(la, p.gpus_per_node)
+    files = {"launch.sh": launch_script(la, p, lay), **la.files}
+    if "disagg-config.yaml" in files and lay.instances:  # the servers' host:port (launch, Compose)
+        pre, dec = host_urls(lay)
+        files["disagg-config.yaml"] = trt_disagg_config([u.split("//")[1] for u, _ in pre],
+                                                        [u.split("//")[1] for u in dec])  # fmt: skip
+    refused = {}
+    why = refusal(la, lay)
+    if why or lay.too_large:
+        refused["docker-compose.yaml"] = why or lay.too_large
+    else:
+        files["docker-compose.yaml"] = compose(la, lay, p.gpu.vendor)
+    if why or _too_many_k8s_servers(la):
+        refused["kubernetes.yaml"] = why or _too_many_k8s_servers(la)
+    else:
+        files["kubernetes.yaml"] = kubernetes(la, p.gpu.vendor, p.gpus_per_node)
+    files["README.md"] = _readme(la, p, refused)
+    return Bundle(engine, p, la, files=files, problems=launch_problems(la), refused=refused)
+
+
+def _too_many_k8s_servers(la: Launch) -> str:
+    """Kubernetes files hold a replica count per pool, except SGLang's prefill servers (a
+    Deployment and Service each): those are bounded like Compose's services."""
+    n = sum(s.replicas for s in la.servers if la.engine == "sglang" and s.role == "prefill")
+    if n > MAX_INSTANCES:
+        return (f"{n:,} SGLang prefill servers, each its own Deployment and Service (the router "
+                f"addresses each one): past the {MAX_INSTANCES} written")  # fmt: skip
+    return ""
 
 
 def zip_bytes(files: dict[str, str], folder: str = "deploy") -> bytes:

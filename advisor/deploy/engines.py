@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import yaml
 
 from advisor.catalog import models
+from advisor.catalog.loader import DATA_DIR
 from advisor.catalog.quoting import shell_comment
 from advisor.deploy.checkpoints import Checkpoint, choose
 from advisor.deploy.settings import Plan, PoolSettings
@@ -55,6 +56,8 @@ PORT = 8000
 #: Port the SGLang/TensorRT-LLM multi-node rendezvous and disaggregation bootstrap use.
 DIST_PORT = 20000
 CONFIG_DIR = "/config"
+#: SGLang's disaggregation bootstrap port (ServerArgs default); one per prefill server.
+BOOTSTRAP_PORT = 8998
 HEAD = "HEAD_NODE_IP"
 
 
@@ -158,14 +161,15 @@ def _common_notes(plan: Plan, ck: Checkpoint) -> list[str]:
             f"{p.role} pool: {p.replicas} replica(s) × TP={p.tp}"
             + (f" × PP={p.pp}" if p.pp > 1 else "")
             + f"; KV budget {p.kv_budget_bytes / 1e9:.1f} GB per GPU, at most {p.max_num_seqs} "
-            f"sequences of {p.max_model_len:,} tokens (ISL + OSL) running per replica"
+            "sequences running per replica (the budget's count at ISL + OSL)"
         )
     if any(p.replicas > 1 for p in plan.pools):
         notes.append("Start one server per replica, each on its own GPUs (CUDA_VISIBLE_DEVICES "
                      "or HIP_VISIBLE_DEVICES) and port, behind a load balancer (the Kubernetes "
                      "Service, or any HTTP balancer).")  # fmt: skip
-    notes.append("max model length = ISL + OSL: longer requests are refused; raise it only "
-                 "with a new memory budget (fewer sequences fit).")  # fmt: skip
+    notes.append(f"max model length = {plan.pools[0].max_model_len:,} tokens: {plan.context_why}; "
+                 "a longer request is refused by the server (set the longest with --max-context). "
+                 "The KV cache must hold one such request: vLLM checks at start.")  # fmt: skip
     if ck.published and ck.source:
         notes.append(f"checkpoint: {ck.repo} ({ck.source})")
     return notes
@@ -263,21 +267,17 @@ def vllm(plan: Plan, version: str | None = None) -> Launch:
         args += [("--host", "0.0.0.0"), ("--port", str(PORT))]
         cmd = Command(["vllm", "serve", ck.repo], args)
         la.servers.append(Server(p.role, p, [cmd], p.replicas, p.gpus_per_replica))
-        if nodes > 1:
-            la.setup += [
-                f"# {p.role}: each replica spans {nodes} nodes: a Ray cluster per replica "
-                "(vLLM docs, distributed serving), then `vllm serve` on the head node only",
-                f"ray start --head --port=6379    # on the head node ({HEAD})",
-                f"ray start --address={HEAD}:6379  # on each of the other {nodes - 1} node(s)",
-            ]  # fmt: skip
     if plan.spec.disaggregated:
+        proxy = Command(["python3", f"{CONFIG_DIR}/vllm-pd-proxy.py"], [], engine_flags=False)
+        la.servers.append(Server("router", None, [proxy], 1, 0))
+        la.files["vllm-pd-proxy.py"] = (DATA_DIR / "deploy" / "vllm-pd-proxy.py").read_text()
         la.notes.append(
             "Disaggregated: every prefill and decode server loads the NixlConnector "
-            "(--kv-transfer-config, kv_role kv_both; NIXL ships in the vLLM image). Clients talk "
-            "to a proxy that sends each request first to a prefill server (max_tokens = 1) and "
-            "then to a decode server with the returned kv_transfer_params: vLLM ships an example "
-            "proxy (toy_proxy_server.py in its NIXL integration tests), not a production router; "
-            "llm-d or the vLLM production stack provide one."
+            "(--kv-transfer-config, kv_role kv_both; NIXL ships in the vLLM image), its NIXL side "
+            "channel on an address the others reach (VLLM_NIXL_SIDE_CHANNEL_HOST/PORT). Clients "
+            "talk to vllm-pd-proxy.py, which sends each request first to a prefill server "
+            "(max_tokens = 1) and then to a decode server with the returned kv_transfer_params "
+            "(vLLM's protocol; llm-d or the vLLM production stack offer production routers)."
         )
     return la
 
@@ -318,7 +318,8 @@ def sglang(plan: Plan, version: str | None = None) -> Launch:
             ]  # fmt: skip
         if p.role in ("prefill", "decode"):
             args += [("--disaggregation-mode", p.role),
-                     ("--disaggregation-transfer-backend", "mooncake")]  # fmt: skip
+                     ("--disaggregation-transfer-backend", "mooncake"),
+                     ("--disaggregation-bootstrap-port", str(BOOTSTRAP_PORT))]  # fmt: skip
         nodes = _nodes(p, plan)
         args += [("--host", "0.0.0.0"), ("--port", str(PORT))]
         if nodes == 1:
@@ -344,9 +345,9 @@ def sglang(plan: Plan, version: str | None = None) -> Launch:
             "Disaggregated: prefill and decode servers exchange KV over Mooncake (RDMA; set "
             "--disaggregation-ib-device to the node's InfiniBand devices, or use "
             "--disaggregation-transfer-backend nixl); the sglang-router (pip package "
-            "sglang-router, in the image) in PD mode fronts them: add one --prefill/--decode URL "
-            "per server (here the Compose service names). The router's flags are not in SGLang's server parser and are not "
-            "checked against the flag list."
+            "sglang-router, in the image) in PD mode fronts them, given each prefill server's URL "
+            "and bootstrap port and each decode server's URL. The router's flags are not in "
+            "SGLang's server parser and are not checked against the flag list."
         )
     return la
 

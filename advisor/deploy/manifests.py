@@ -1,21 +1,40 @@
-"""Docker Compose and Kubernetes files for an engine Launch (advisor/deploy/engines.py).
+"""Docker Compose and Kubernetes files for a placed engine Launch (advisor/deploy/layout.py).
 
-Compose: one service per replica on one host (GPUs by index), the official image pinned, shared
-memory, a health check on the engine's ``/health``. Kubernetes: per pool a Deployment (replicas =
-the pool's data-parallel count, ``nvidia.com/gpu`` or ``amd.com/gpu`` = GPUs per replica,
-``/dev/shm`` as a memory emptyDir, readiness and liveness probes on ``/health``) and a Service.
-A replica spanning nodes cannot be one pod: then the files say so (Kubernetes: LeaderWorkerSet;
-Compose: one host) and carry no service for it.
-Sources: Compose specification (services.*.deploy.resources.reservations.devices, shm_size,
-healthcheck); Kubernetes API apps/v1 Deployment, v1 Service; NVIDIA and AMD GPU device plugins
-(resource names nvidia.com/gpu, amd.com/gpu); vLLM docs, deployment/k8s (shm emptyDir, /health).
+Compose: one service per server node, each in the Compose profile of its host (``docker compose
+--profile host1 up -d`` on host 1), the official image pinned, its GPUs by id, a health check on
+the engine's ``/health``. Servers that talk to each other (a replica over several nodes, or
+disaggregated pools and their router) use the host's network and IPC, each on its own port;
+the others publish port 8000 of a bridge network on their own host port.
+Kubernetes: per pool a Deployment (replicas = the pool's data-parallel count) or, for a replica
+spanning nodes, a LeaderWorkerSet (sigs.k8s.io/lws: one pod per node, each requesting its node's
+GPUs, ``nvidia.com/gpu`` or ``amd.com/gpu``), a Service in front of each, ``/dev/shm`` as a
+memory emptyDir, startup/readiness/liveness probes on ``/health``; the router reaches the pools
+through their Services (one per SGLang prefill server: the router must reach the server that
+holds the bootstrap room of a request).
+TensorRT-LLM's multi-node replica runs under MPI (srun): neither file is written for it.
+Sources: Compose specification (services.*.deploy.resources.reservations.devices, profiles,
+network_mode, ipc, healthcheck); Kubernetes API apps/v1 Deployment, v1 Service; LeaderWorkerSet
+v1 (leaderworkerset.x-k8s.io); NVIDIA and AMD GPU device plugins; the NVIDIA Network Operator's
+RDMA shared device plugin (resource rdma/rdma_shared_device_a; IPC_LOCK for RDMA memory
+registration); vLLM docs, deployment/k8s (shm emptyDir, /health).
 """
 
 from __future__ import annotations
 
 import yaml
 
-from advisor.deploy.engines import CONFIG_DIR, PORT, Launch, Server
+from advisor.deploy.engines import BOOTSTRAP_PORT, CONFIG_DIR, PORT, Launch, Server
+from advisor.deploy.layout import Layout
+from advisor.deploy.wiring import (
+    compose_str,
+    host_urls,
+    node_argv,
+    node_env,
+    ray_node,
+    router_argv,
+    set_flag,
+    trt_disagg_config,
+)
 
 #: Shared memory per replica: NCCL/RCCL and PyTorch workers exchange tensors through /dev/shm;
 #: Docker's 64 MB default breaks multi-GPU servers (vLLM docs: --ipc=host or --shm-size).
@@ -23,6 +42,8 @@ SHM_SIZE = "16g"
 #: Seconds a server may take to load weights and capture graphs before probes count.
 STARTUP_S = 1800
 HEALTH = "/health"
+#: The RDMA device a Mooncake transfer needs in a pod (NVIDIA Network Operator's shared device).
+RDMA_RESOURCE = "rdma/rdma_shared_device_a"
 
 
 class _Dumper(yaml.SafeDumper):
@@ -42,151 +63,219 @@ def _gpu_resource(vendor: str) -> str:
     return "amd.com/gpu" if vendor == "AMD" else "nvidia.com/gpu"
 
 
-def _spans_nodes(s: Server) -> bool:
-    return len(s.commands) > 1 or s.commands[0].program[0] == "srun"
+def refusal(la: Launch, lay: Layout) -> str:
+    """Why neither Compose nor Kubernetes can start this launch ("" when they can)."""
+    if lay.unplaceable:
+        return lay.unplaceable
+    if la.engine == "trtllm" and any(len(s.commands[0].program) > 1 and
+                                     s.commands[0].program[0] == "srun" for s in la.servers):  # fmt: skip
+        return ("a TensorRT-LLM replica spanning nodes runs under MPI (srun ... "
+                "trtllm-llmapi-launch, launch.sh in a Slurm allocation); Compose and Kubernetes "
+                "cannot start it: use launch.sh, or vLLM/SGLang (Compose per host, a Kubernetes "
+                "LeaderWorkerSet)")  # fmt: skip
+    return ""
 
 
-def compose(la: Launch, vendor: str, gpus_per_node: int) -> str:
-    """The Docker Compose file (YAML) of a Launch: one service per replica."""
+def _health(port: int) -> dict:
+    return {"test": ["CMD", "python3", "-c", "import urllib.request; urllib.request."
+                     f"urlopen('http://localhost:{port}{HEALTH}')"],
+            "interval": "30s", "timeout": "10s", "retries": 3, "start_period": f"{STARTUP_S}s"}  # fmt: skip
+
+
+def _service(la: Launch, argv: list[str], env: dict, lay: Layout, host: int) -> dict:
+    svc: dict = {
+        "image": la.image, "profiles": [f"host{host}"],
+        "entrypoint": [compose_str(a) for a in argv[:1]],
+        "command": [compose_str(a) for a in argv[1:]],
+        "volumes": ["${HF_HOME:-~/.cache/huggingface}:/root/.cache/huggingface",
+                    f".:{CONFIG_DIR}:ro"],
+        "environment": {"HF_TOKEN": "${HF_TOKEN:-}", **{k: compose_str(v) for k, v in env.items()}},
+        "labels": {"host": str(host)},
+    }  # fmt: skip
+    if lay.host_network:
+        svc.update({"network_mode": "host", "ipc": "host",
+                    "ulimits": {"memlock": -1, "stack": 67108864}})  # fmt: skip
+    else:
+        svc["shm_size"] = SHM_SIZE
+    return svc
+
+
+def compose(la: Launch, lay: Layout, vendor: str) -> str:
+    """The Docker Compose file (YAML) of a placed Launch (see the module docstring)."""
     services: dict[str, dict] = {}
-    next_gpu, port = 0, PORT
-    skipped = []
-    for s in la.servers:
-        if s.gpus_per_replica and _spans_nodes(s):
-            skipped.append(s.role)
+    for inst in lay.servers():
+        for rank, node in enumerate(inst.nodes):
+            if la.engine == "trtllm" and rank:
+                continue
+            argv, env = node_argv(la, lay, inst, rank), node_env(la, lay, inst, rank)
+            ids = [str(g) for g in node.gpus]
+            if vendor == "AMD":
+                env["ROCR_VISIBLE_DEVICES"] = ",".join(ids)
+            svc = _service(la, argv, env, lay, node.host)
+            if vendor == "AMD":
+                svc.update({"devices": ["/dev/kfd", "/dev/dri"], "group_add": ["video"]})
+            else:
+                dev = {"driver": "nvidia", "device_ids": ids, "capabilities": ["gpu"]}
+                svc["deploy"] = {"resources": {"reservations": {"devices": [dev]}}}
+            if rank == 0:
+                if not lay.host_network:
+                    svc["ports"] = [f"{inst.port}:{PORT}"]
+                svc["healthcheck"] = _health(inst.port if lay.host_network else PORT)
+            services[inst.name if len(inst.nodes) == 1 else f"{inst.name}-node{rank}"] = svc
+    for inst in lay.instances:
+        if inst.nodes:
             continue
-        argv = s.commands[0].argv()
-        for i in range(s.replicas if s.gpus_per_replica else 1):
-            svc: dict = {
-                "image": la.image, "entrypoint": argv[:1], "command": argv[1:],
-                "ports": [f"{port}:{PORT}"], "shm_size": SHM_SIZE,
-                "volumes": ["${HF_HOME:-~/.cache/huggingface}:/root/.cache/huggingface",
-                            f"./config:{CONFIG_DIR}:ro"],
-                "environment": {"HF_TOKEN": "${HF_TOKEN:-}"},
-                "healthcheck": {
-                    "test": ["CMD", "python3", "-c", "import urllib.request; urllib.request."
-                             f"urlopen('http://localhost:{PORT}{HEALTH}')"],
-                    "interval": "30s", "timeout": "10s", "retries": 3,
-                    "start_period": f"{STARTUP_S}s",
-                },
-            }  # fmt: skip
-            if s.gpus_per_replica:
-                ids = [str((next_gpu + g) % gpus_per_node) for g in range(s.gpus_per_replica)]
-                host = next_gpu // gpus_per_node
-                next_gpu += s.gpus_per_replica
-                if vendor == "AMD":
-                    svc["devices"] = ["/dev/kfd", "/dev/dri"]
-                    svc["group_add"] = ["video"]
-                    svc["environment"]["HIP_VISIBLE_DEVICES"] = ",".join(ids)
-                else:
-                    svc["deploy"] = {
-                        "resources": {
-                            "reservations": {
-                                "devices": [
-                                    {"driver": "nvidia", "device_ids": ids, "capabilities": ["gpu"]}
-                                ]
-                            }
-                        }
-                    }
-                svc["labels"] = {"host": str(host)}
-            services[f"{s.role}-{i}" if s.role != "server" else f"replica-{i}"] = svc
-            port += 1
-    head = [f"# {la.engine}: Docker Compose, one service per replica, image {la.image}.",
-            "# Services labelled host N need that many GPUs on host N: run `docker compose up",
-            "# <services>` on each host (Compose is single-host)."]  # fmt: skip
-    if skipped:
-        head.append(f"# {', '.join(skipped)}: a replica spans nodes; Compose cannot run it "
-                    "(use the multi-node launch in launch.sh).")  # fmt: skip
+        pre, dec = host_urls(lay)
+        svc = _service(la, router_argv(la, pre, dec), {}, lay, 0)
+        svc["healthcheck"] = _health(PORT)
+        if lay.hosts == 1:  # one host: start the router once the servers answer
+            svc["depends_on"] = {n: {"condition": "service_healthy"} for n in services}
+        services["router"] = svc
+    hosts = sorted({s["labels"]["host"] for s in services.values()}, key=int)
+    head = [f"# {la.engine} {la.version}: Docker Compose, image {la.image}, {lay.hosts} host(s).",
+            "# On host N: docker compose --profile hostN up -d   (" +
+            "; ".join(f"host{h}: " + " ".join(n for n, s in services.items()
+                                              if s["labels"]["host"] == h) for h in hosts) + ")",
+            "# Run from the folder of this file: it is mounted at /config (options, proxy)."]  # fmt: skip
+    if lay.hosts > 1:
+        head.append("# Export HOST0_IP ... on every host: the address of each host, which the "
+                    "servers use to reach each other (host networking).")  # fmt: skip
+    if la.engine == "trtllm" and "disagg-config.yaml" in la.files:
+        head.append("# disagg-config.yaml must list the same host:port as here (compose.yaml's "
+                    "ports): the bundle's copy does.")  # fmt: skip
     return "\n".join(head) + "\n" + dump([{"services": services}])
 
 
-def _to_services(la: Launch, text: str) -> str:
-    """Per-replica host names (the Compose services: prefill-0, ...) -> the pool's Service."""
-    for s in la.servers:
-        for i in reversed(range(s.replicas if s.pool is not None else 0)):
-            text = text.replace(f"{s.role}-{i}:", f"{_name(la, s)}:")
-    return text
+# -- Kubernetes --------------------------------------------------------------------------------
 
 
-def _one_url_per_pool(argv: list[str]) -> list[str]:
-    """Drop a repeated ``--prefill URL`` / ``--decode URL`` pair (replicas now share a Service)."""
-    out: list[str] = []
-    seen = set()
-    i = 0
-    while i < len(argv):
-        pair = tuple(argv[i : i + 2])
-        if argv[i] in ("--prefill", "--decode") and pair in seen:
-            i += 2
-            continue
-        seen.add(pair)
-        out.append(argv[i])
-        i += 1
-    return out
+def _k8s_urls(la: Launch) -> tuple[list[tuple[str, int]], list[str]]:
+    pre = [s for s in la.servers if s.role == "prefill"]
+    dec = [s for s in la.servers if s.role == "decode"]
+    if la.engine == "sglang":  # one Service per prefill server (its bootstrap room)
+        prefill = [(f"http://{_name(la, s)}-{i}:{PORT}", BOOTSTRAP_PORT)
+                   for s in pre for i in range(s.replicas)]  # fmt: skip
+    else:
+        prefill = [(f"http://{_name(la, s)}:{PORT}", BOOTSTRAP_PORT) for s in pre]
+    return prefill, [f"http://{_name(la, s)}:{PORT}" for s in dec]
 
 
-def _k8s_files(la: Launch) -> dict[str, str]:
-    files = {n: _to_services(la, t) for n, t in la.files.items()}
-    if "disagg-config.yaml" in files:  # one URL per pool: its Service balances the replicas
-        cfg = yaml.safe_load(files["disagg-config.yaml"])
-        for key in ("context_servers", "generation_servers"):
-            cfg[key]["urls"] = list(dict.fromkeys(cfg[key]["urls"]))
-            cfg[key]["num_instances"] = len(cfg[key]["urls"])
-        files["disagg-config.yaml"] = yaml.safe_dump(cfg, sort_keys=False)
-    return files
-
-
-def kubernetes(la: Launch, vendor: str) -> str:
-    """Kubernetes manifests (YAML, several documents): a Deployment and a Service per pool; the
-    router reaches each pool through its Service."""
-    docs: list[dict] = []
-    skipped = []
+def _container(la: Launch, s: Server, argv: list[str], vendor: str, gpus: int, probes: bool):
+    probe = {"httpGet": {"path": HEALTH, "port": PORT}, "periodSeconds": 10}
+    c: dict = {
+        "name": la.engine, "image": la.image, "command": argv[:1], "args": argv[1:],
+        "ports": [{"containerPort": PORT, "name": "http"}],
+        "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
+            "name": "hf-token", "key": "token", "optional": True}}}],
+        "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"},
+                         {"name": "cache", "mountPath": "/root/.cache/huggingface"}],
+    }  # fmt: skip
+    if probes:
+        c.update({"startupProbe": {**probe, "failureThreshold": STARTUP_S // 10},
+                  "readinessProbe": {**probe, "failureThreshold": 3},
+                  "livenessProbe": {**probe, "failureThreshold": 3}})  # fmt: skip
     if la.files:
+        c["volumeMounts"].append({"name": "config", "mountPath": CONFIG_DIR})
+    if la.engine == "vllm" and s.role in ("prefill", "decode"):  # NIXL side channel on the pod IP
+        c["env"].append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
+                         "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})  # fmt: skip
+    res: dict = {}
+    if gpus:
+        res[_gpu_resource(vendor)] = str(gpus)
+    if la.engine == "sglang" and s.role in ("prefill", "decode"):  # Mooncake over RDMA
+        c["ports"].append({"containerPort": BOOTSTRAP_PORT, "name": "bootstrap"})
+        res[RDMA_RESOURCE] = "1"
+        c["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
+    if res:
+        c["resources"] = {"limits": dict(res), "requests": dict(res)}
+    return c
+
+
+def _pod(la: Launch, container: dict, labels: dict) -> dict:
+    volumes: list[dict] = [
+        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE.upper() + "i"}},
+        {"name": "cache", "emptyDir": {}},
+    ]
+    if la.files:
+        volumes.append({"name": "config", "configMap": {"name": f"{la.engine}-config"}})
+    return {"metadata": {"labels": labels}, "spec": {"containers": [container], "volumes": volumes}}
+
+
+def _service_doc(name: str, selector: dict, bootstrap: bool) -> dict:
+    ports = [{"name": "http", "port": PORT, "targetPort": PORT}]
+    if bootstrap:
+        ports.append({"name": "bootstrap", "port": BOOTSTRAP_PORT, "targetPort": BOOTSTRAP_PORT})
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": selector},
+            "spec": {"selector": selector, "ports": ports}}  # fmt: skip
+
+
+def _deployment(name: str, replicas: int, pod: dict) -> dict:
+    labels = pod["metadata"]["labels"]
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels}, "template": pod}}  # fmt: skip
+
+
+def _lws(la: Launch, s: Server, vendor: str, gpus_per_node: int) -> list[dict]:
+    """A LeaderWorkerSet for a pool whose replica spans nodes, and the leaders' Service."""
+    name, nodes = _name(la, s), max(len(s.commands), -(-s.gpus_per_replica // gpus_per_node))
+    per = s.gpus_per_replica // nodes
+    templates = {}
+    for rank, role in ((0, "leader"), (1, "worker")):
+        argv = s.commands[min(rank, len(s.commands) - 1)].argv()
+        if la.engine == "sglang":
+            argv = set_flag(argv, "--dist-init-addr", "$(LWS_LEADER_ADDRESS):20000")
+            argv = set_flag(argv, "--node-rank", "0" if rank == 0 else "$(LWS_WORKER_INDEX)")
+        else:
+            argv = ray_node(argv, rank, nodes, "$LWS_LEADER_ADDRESS", s.gpus_per_replica)
+        c = _container(la, s, argv, vendor, per, probes=rank == 0)
+        templates[f"{role}Template"] = _pod(la, c, {"app": name, "role": role})
+    lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+           "metadata": {"name": name, "labels": {"app": name}},
+           "spec": {"replicas": s.replicas, "startupPolicy": "LeaderCreated",
+                    "leaderWorkerTemplate": {"size": nodes,
+                                             "restartPolicy": "RecreateGroupOnPodRestart",
+                                             **templates}}}  # fmt: skip
+    return [lws, _service_doc(name, {"app": name, "role": "leader"}, False)]
+
+
+def kubernetes(la: Launch, vendor: str, gpus_per_node: int) -> str:
+    """Kubernetes manifests (YAML, several documents): see the module docstring."""
+    docs: list[dict] = []
+    pre, dec = _k8s_urls(la)
+    files = dict(la.files)
+    if "disagg-config.yaml" in files:  # one URL per pool: its Service balances the replicas
+        files["disagg-config.yaml"] = trt_disagg_config([u.split("//")[1] for u, _ in pre],
+                                                        [u.split("//")[1] for u in dec])  # fmt: skip
+    if files:
         docs.append({"apiVersion": "v1", "kind": "ConfigMap",
-                     "metadata": {"name": f"{la.engine}-config"}, "data": _k8s_files(la)})  # fmt: skip
+                     "metadata": {"name": f"{la.engine}-config"}, "data": files})  # fmt: skip
     for s in la.servers:
-        if s.gpus_per_replica and _spans_nodes(s):
-            skipped.append(s.role)
-            continue
         name = _name(la, s)
-        labels = {"app": name}
-        argv = _one_url_per_pool([_to_services(la, a) for a in s.commands[0].argv()])
-        probe = {"httpGet": {"path": HEALTH, "port": PORT}, "periodSeconds": 10}
-        container: dict = {
-            "name": la.engine, "image": la.image, "command": argv[:1], "args": argv[1:],
-            "ports": [{"containerPort": PORT, "name": "http"}],
-            "env": [{"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {
-                "name": "hf-token", "key": "token", "optional": True}}}],
-            "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"},
-                             {"name": "cache", "mountPath": "/root/.cache/huggingface"}],
-            "startupProbe": {**probe, "failureThreshold": STARTUP_S // 10},
-            "readinessProbe": {**probe, "failureThreshold": 3},
-            "livenessProbe": {**probe, "failureThreshold": 3},
-        }  # fmt: skip
-        volumes: list[dict] = [
-            {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE.upper() + "i"}},
-            {"name": "cache", "emptyDir": {}},
-        ]
-        if la.files:
-            container["volumeMounts"].append({"name": "config", "mountPath": CONFIG_DIR})
-            volumes.append({"name": "config", "configMap": {"name": f"{la.engine}-config"}})
-        if s.gpus_per_replica:
-            n = str(s.gpus_per_replica)
-            container["resources"] = {"limits": {_gpu_resource(vendor): n},
-                                      "requests": {_gpu_resource(vendor): n}}  # fmt: skip
-        docs.append({
-            "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
-            "spec": {"replicas": s.replicas if s.gpus_per_replica else 1,
-                     "selector": {"matchLabels": labels},
-                     "template": {"metadata": {"labels": labels},
-                                  "spec": {"containers": [container], "volumes": volumes}}},
-        })  # fmt: skip
-        docs.append({
-            "apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "labels": labels},
-            "spec": {"selector": labels, "ports": [{"name": "http", "port": PORT,
-                                                     "targetPort": PORT}]},
-        })  # fmt: skip
-    head = [f"# {la.engine}: Kubernetes Deployment + Service per pool, image {la.image}."]
-    if skipped:
-        head.append(f"# {', '.join(skipped)}: a replica spans nodes; one pod cannot hold it. Use "
-                    "a LeaderWorkerSet (sigs.k8s.io/lws) with the multi-node launch of launch.sh.")  # fmt: skip
+        if not s.gpus_per_replica:
+            c = _container(la, s, router_argv(la, pre, dec), vendor, 0, probes=True)
+            docs += [_deployment(name, 1, _pod(la, c, {"app": name})),
+                     _service_doc(name, {"app": name}, False)]  # fmt: skip
+        elif s.gpus_per_replica > gpus_per_node or len(s.commands) > 1:
+            docs += _lws(la, s, vendor, gpus_per_node)
+        elif la.engine == "sglang" and s.role == "prefill":
+            for i in range(s.replicas):
+                c = _container(la, s, s.commands[0].argv(), vendor, s.gpus_per_replica, True)
+                labels = {"app": f"{name}-{i}"}
+                docs += [_deployment(f"{name}-{i}", 1, _pod(la, c, labels)),
+                         _service_doc(f"{name}-{i}", labels, True)]  # fmt: skip
+        else:
+            c = _container(la, s, s.commands[0].argv(), vendor, s.gpus_per_replica, True)
+            boot = la.engine == "sglang" and s.role == "decode"
+            docs += [_deployment(name, s.replicas, _pod(la, c, {"app": name})),
+                     _service_doc(name, {"app": name}, boot)]  # fmt: skip
+    head = [
+        f"# {la.engine} {la.version}: Kubernetes, image {la.image}: a Deployment per pool "
+        "(a LeaderWorkerSet, sigs.k8s.io/lws, where a replica spans nodes) and a Service."
+    ]
+    if any(d["kind"] == "LeaderWorkerSet" for d in docs):
+        head.append("# Needs the LeaderWorkerSet controller installed in the cluster.")
+    if la.engine == "sglang" and pre:
+        head.append(f"# Needs RDMA in the pods ({RDMA_RESOURCE}, e.g. the NVIDIA Network "
+                    "Operator's shared device plugin) for Mooncake's KV transfer.")  # fmt: skip
     return "\n".join(head) + "\n" + dump(docs)

@@ -81,6 +81,54 @@ def sglang_mem_fraction_static(
     return (kv_budget_bytes + static_weights_bytes) / capacity_bytes
 
 
+#: Standard normal quantile of the 99.9th percentile: the longest request the server is told to
+#: accept covers all but 1 in 1,000 of the workload's lengths.
+Z_999 = 3.0902
+
+
+def lognormal_quantile_tokens(mean_tokens: float, cv: float, z: float = Z_999) -> float:
+    """The ``z`` quantile of a length with mean ``mean_tokens`` and coefficient of variation
+    ``cv``, taken as lognormal (a positive, right-skewed length; the workload states only its
+    mean and CV).
+
+        s^2 = ln(1 + cv^2),  mu = ln(mean) - s^2 / 2,  q = exp(mu + z s)
+
+    Source: the lognormal's moments, E = exp(mu + s^2/2), CV^2 = exp(s^2) - 1 (Johnson, Kotz &
+    Balakrishnan, Continuous Univariate Distributions vol. 1, ch. 14).
+
+    >>> # hand calculation: mean 1,000, CV 0.5: s = sqrt(ln 1.25) = 0.472381,
+    >>> # mu = ln 1000 - 0.111572 = 6.796183, q = e^(6.796183 + 3.0902 x 0.472381) = e^8.255934
+    >>> round(lognormal_quantile_tokens(1000, 0.5))
+    3850
+    >>> lognormal_quantile_tokens(1000, 0.0)  # fixed lengths: the mean itself
+    1000.0
+    """
+    if cv == 0:
+        return float(mean_tokens)
+    s2 = np.log1p(cv * cv)
+    return float(np.exp(np.log(mean_tokens) - s2 / 2 + z * np.sqrt(s2)))
+
+
+def context_tokens(sc: Scenario, max_context: int | None = None) -> tuple[int, str]:
+    """The longest request (prompt + output, tokens) the servers must accept, and why: the
+    stated maximum, else the workload's lengths at their 99.9th percentile (ISL + OSL when the
+    lengths are fixed), never past the model's context window."""
+    w, limit = sc.workload, sc.model_spec().max_position_embeddings
+    if max_context is not None:
+        n, why = max_context, "the longest request stated"
+    elif w.isl_cv == 0 and w.osl_cv == 0:
+        n, why = w.isl_tokens + w.osl_tokens, "ISL + OSL (the workload's lengths are fixed)"
+    else:
+        n = int(np.ceil(lognormal_quantile_tokens(w.isl_tokens, w.isl_cv)) +
+                np.ceil(lognormal_quantile_tokens(w.osl_tokens, w.osl_cv)))  # fmt: skip
+        why = (f"the 99.9th percentile of the workload's prompt and output lengths (ISL "
+               f"{w.isl_tokens:,} CV {w.isl_cv:g}, OSL {w.osl_tokens:,} CV {w.osl_cv:g}, taken "
+               "as lognormal)")  # fmt: skip
+    if n > limit:
+        n, why = limit, f"{why}, cut to the model's context window ({limit:,})"
+    return n, why
+
+
 @dataclass(frozen=True)
 class PoolSettings:
     """One pool of identical replicas and the server settings the search assumed for it."""
@@ -143,13 +191,17 @@ class Plan:
     draft_model: str | None
     spec_tokens: int
     reasons: tuple[str, ...] = ()
+    #: Why max model length is what it is (settings.context_tokens).
+    context_why: str = ""
 
     @property
     def feasible(self) -> bool:
         return not self.reasons
 
 
-def _pool(sc: Scenario, role: str, shape: Shape, replicas: int) -> PoolSettings | list[str]:
+def _pool(
+    sc: Scenario, role: str, shape: Shape, replicas: int, context: int
+) -> PoolSettings | list[str]:
     st, rejected = _build(sc, [shape], [replica_config(sc, shape)], np.array([0]))
     if rejected:
         return [f"{role} pool: {why}" for why in rejected]
@@ -165,14 +217,15 @@ def _pool(sc: Scenario, role: str, shape: Shape, replicas: int) -> PoolSettings 
         kv_budget_bytes=float(r.kv_budget_bytes[0]), weights_bytes=weights,
         reserve_bytes=activation_reserve_bytes(model, shape.tp),
         max_num_seqs=int(st.max_running[0]),
-        max_model_len=sc.workload.isl_tokens + sc.workload.osl_tokens,
+        max_model_len=context,
         max_num_batched_tokens=DEFAULT_MAX_BATCHED_TOKENS, speculative=shape.spec,
         ep=shape.ep, dp_attention=shape.dpa,
     )  # fmt: skip
 
 
-def plan(scenario: Scenario, spec: DeploymentSpec) -> Plan:
-    """The pools of ``spec`` for ``scenario`` with the settings its memory budget assumed.
+def plan(scenario: Scenario, spec: DeploymentSpec, max_context: int | None = None) -> Plan:
+    """The pools of ``spec`` for ``scenario`` with the settings its memory budget assumed, and
+    the longest request ``context_tokens`` finds (``max_context``: the one stated).
 
     A deployment that cannot run (evaluate_spec's reasons: GPUs, TP, memory) is a Plan with
     ``reasons`` and no pools.
@@ -184,12 +237,14 @@ def plan(scenario: Scenario, spec: DeploymentSpec) -> Plan:
                 gpus_per_node=scenario.hardware.gpus_per_node,
                 draft_model=o.draft_model if spec.speculative else None,
                 spec_tokens=o.spec_tokens)  # fmt: skip
+    context, why = context_tokens(scenario, max_context)
+    base["context_why"] = why
     focus = evaluate_spec(scenario, spec)
     if not focus.fits:
         return Plan(pools=(), reasons=tuple(focus.reasons), **base)
     pools, reasons = [], []
     for role, shape, dp in spec_shapes(spec):
-        got = _pool(scenario, role, shape, dp)
+        got = _pool(scenario, role, shape, dp, context)
         if isinstance(got, list):
             reasons += got
         else:

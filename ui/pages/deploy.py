@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from advisor.deploy.bundle import deploy_bundle, zip_bytes
+from advisor.deploy.settings import context_tokens
 from advisor.deploy.tables import ENGINES, engine_flags, releases
 from ui.focus import show_focus
 from ui.format import md_escape
@@ -36,13 +37,23 @@ def section() -> None:
         help="The release the flags are checked against and the image is pinned to; the "
         "default is the newest with an official image for the GPU.",
     )  # fmt: skip
-    b = deploy_bundle(scenario, f.spec, engine, version)
+    context, _why = context_tokens(scenario)
+    longest = st.number_input(
+        "Longest request (prompt + output tokens)", 1, 16_777_216, value=context,
+        key="deploy.max_context",
+        help="The servers refuse a longer request (max model length). Default: the workload's "
+        "lengths at their 99.9th percentile (ISL + OSL when they are fixed).",
+    )  # fmt: skip
+    stated = int(longest) if int(longest) != context else None  # else the README says why
+    b = deploy_bundle(scenario, f.spec, engine, version, stated)
     if b.reasons:
         for why in b.reasons:
             st.warning(f"{LABELS[engine]} cannot run {md_escape(str(f.spec))}: {md_escape(why)}")
         return
     for problem in b.problems:  # never expected: a flag outside the engine's list
         st.error(md_escape(problem))
+    for name, why in b.refused.items():  # past the size bound, or a launch it cannot start
+        st.warning(f"No {md_escape(name)}: {md_escape(why)}")
     fl = engine_flags(engine, version)
     st.caption(
         f"Every flag is checked against {LABELS[engine]} {fl['version']}'s server flags "
