@@ -122,3 +122,23 @@ def test_calibrate_page_shows_before_after_and_the_leave_one_out_figure(profile_
     ]  # fmt: skip
     first = doc["points"][0]
     assert table.iloc[0]["error % with its run left out"] == first["loo_pct"]
+
+
+def test_a_refused_fit_keeps_its_points_for_the_table():
+    src = (ROOT / "ui" / "pages" / "calibrate.py").read_text()
+    ns: dict = {}
+    exec(
+        compile(src.split('\nst.title("Calibrate to your cluster")')[0], "calibrate.py", "exec"), ns
+    )
+    # Runs 1 and 2 of the DataCrunch 405B sweep (tests/fixtures/client/README.md): refused with
+    # two runs (bench/client_holdout.py), and the refusal's points kept for the page's table.
+    lines = (FIX / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
+    dep = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")
+    doc, problems = ns["fit_uploads"]([("r1.json", lines[0]), ("r2.json", lines[1])], dep, "t")
+    assert doc is None and problems[-1].startswith("No profile: r1.json, r2.json: the profile")
+    pts = ns["SS"][ns["REFUSED"]]
+    assert [p["id"] for p in pts][:2] == ["r1.json:ttft", "r1.json:e2e"]
+    assert all(p["loo_pct"] is not None and p["before_pct"] is not None for p in pts)
+    # The page's "link between hosts" choices: inter-node links for that accelerator only.
+    links = ns["inter_links"]("h100-sxm")
+    assert "ib-ndr" in links and "nvlink4" not in links and "roce-gaudi3" not in links

@@ -109,7 +109,18 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _pct(v: float | None) -> str:
-    return "n/a (a prediction failed)" if v is None else f"{v}%"
+    return "n/a (a prediction failed)" if v is None else f"{v:.1f}%"
+
+
+def _constant(key: str, v: float) -> str:
+    """A fitted constant for the terminal: overheads in ms (0 when below a nanosecond).
+
+    >>> _constant("step_overhead_s", 2.9e-17), _constant("mem_factor", 1.00426)
+    ('step_overhead_s = 0 ms', 'mem_factor = 1.004')
+    """
+    if key.endswith("_s"):
+        return f"{key} = {v * 1e3 if v >= 1e-9 else 0:.4g} ms"
+    return f"{key} = {v:.4g}"
 
 
 def render(r: dict) -> str:
@@ -123,8 +134,7 @@ def render(r: dict) -> str:
             f"file: {inert(f['name'])} ({f['format']}, {f['points']} points, sha256 {f['sha256'][:12]})"
             for f in r["files"]
         ),
-        "fitted: "
-        + (", ".join(f"{k} = {r['constants'][k]:.4g}" for k in r["fitted"]) or "nothing"),
+        "fitted: " + (", ".join(_constant(k, r["constants"][k]) for k in r["fitted"]) or "nothing"),
         *(f"held at the shipped calibration: {k} ({why})" for k, why in r["held"].items()),
         f"out of sample (each run predicted by the profile fitted to the others): median error "
         f"{_pct(s.get('loo_median_ape_pct'))}, shipped calibration {_pct(s['median_ape_before_pct'])}",

@@ -91,7 +91,12 @@ class ProfileError(ValueError):
 
 class ProfileRefused(ValueError):
     """Files whose points cannot make a profile better than the shipped calibration; the one-line
-    message says why (nothing is written)."""
+    message says why (nothing is written). ``points``: each point's error before, after and with
+    its run left out, when the fit got that far (the app shows them)."""
+
+    def __init__(self, message: str, points: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.points = points or []
 
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -450,7 +455,7 @@ def fit_profile(
     imported, notes = dedupe(imported)
     for im in imported:
         notes += im.notes
-        notes += [f"{pid}: left out: {why}" for pid, why in im.left_out]
+        notes += _left_out_notes(im.left_out)
     items = [c for im in imported for c in im.cases]
     coll = [r for im in imported for r in im.collectives]
     files = ", ".join(im.name for im in imported)
@@ -481,6 +486,10 @@ def fit_profile(
             f"{files}: {bound}: the points ask for more than that constant can give (a unit "
             "error, or runs the model does not describe); no profile written"
         )
+    if not chosen:
+        raise ProfileRefused(
+            f"{files}: no constant can be fitted ({'; '.join(f'{k}: {v}' for k, v in held.items())}); no profile written"
+        )
     before = _predict(items, dep.gpu, dep.engine, None)
     after = _predict(items, dep.gpu, dep.engine, ov)
     shipped = _abs_pct(_predict(usable, dep.gpu, dep.engine, None), usable)
@@ -494,19 +503,7 @@ def fit_profile(
         else ("each point of the one run predicted by the profile fitted to the others",
               "the points of one run")
     )  # fmt: skip
-    if not chosen:
-        raise ProfileRefused(
-            f"{files}: no constant can be fitted ({'; '.join(f'{k}: {v}' for k, v in held.items())}); no profile written"
-        )
     ratio = required_ratio(n_runs) if min_gain is None else min_gain
-    if not loo_med <= ratio * shipped_med:
-        raise ProfileRefused(
-            f"{files}: the profile does not bring the shipped calibration's error below "
-            f"{ratio:.0%} of it out of sample: "
-            f"{each} is off by {_pct_text(loo_med)} (median over {len(usable)} points), the "
-            f"shipped calibration by {_pct_text(shipped_med)}: {these} cannot pin "
-            f"{', '.join(chosen)}; no profile written"
-        )
     loo_by_id = {c.id: v for c, v in zip(usable, loo_pred, strict=True)}
 
     def pct(p: float, m: float) -> float | None:
@@ -519,6 +516,15 @@ def fit_profile(
              loo_pct=pct(loo_by_id[c.id], c.measured) if c.id in loo_by_id else None)
         for c, b, a in zip(items, before, after, strict=True)
     ]  # fmt: skip
+    if not loo_med <= ratio * shipped_med:
+        raise ProfileRefused(
+            f"{files}: the profile does not bring the shipped calibration's error below "
+            f"{ratio:.0%} of it out of sample: "
+            f"{each} is off by {_pct_text(loo_med)} (median over {len(usable)} points), the "
+            f"shipped calibration by {_pct_text(shipped_med)}: {these} cannot pin "
+            f"{', '.join(chosen)}; no profile written",
+            points,
+        )
     aft = _abs_pct(_predict(usable, dep.gpu, dep.engine, ov), usable)
 
     def med(v: list[float]) -> float | None:
@@ -552,6 +558,22 @@ def fit_profile(
     doc["digest"] = _digest(doc)
     ProfileDoc.model_validate(doc)
     return Fit(doc, before, after, tuple(notes))
+
+
+def _left_out_notes(left_out: Sequence[tuple[str, str]]) -> list[str]:
+    """One note per reason: 'a: left out: why', or 'a, b (2 points): left out: why'.
+
+    >>> _left_out_notes([("f:1:itl", "no TPOT"), ("f:2:itl", "no TPOT"), ("f:run", "a burst")])
+    ['f:1:itl, f:2:itl (2 points): left out: no TPOT', 'f:run: left out: a burst']
+    """
+    by_why: dict[str, list[str]] = {}
+    for pid, why in left_out:
+        by_why.setdefault(why, []).append(pid)
+    return [
+        f"{ids[0]}: left out: {why}" if len(ids) == 1
+        else f"{', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''} ({len(ids)} points): left out: {why}"
+        for why, ids in by_why.items()
+    ]  # fmt: skip
 
 
 def _collectives(coll: Sequence) -> dict | None:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, models
+from advisor.catalog import (
+    KV_DTYPES,
+    WEIGHT_DTYPES,
+    accelerators,
+    get_accelerator,
+    interconnects,
+    models,
+)
 from advisor.perf.client_profile import (
     MAX_PROFILE_BYTES,
     ProfileError,
@@ -23,12 +30,15 @@ from ui.scenarios import ENGAGEMENT_KEY, open_store
 from ui.state import guarded
 
 MAX_UPLOADS = 20
+#: Session key: the points of the last refused fit (shown so the refusal can be read point by point).
+REFUSED = "calib.refused_points"
 
 
 def fit_uploads(
     files: list[tuple[str, bytes]], dep: Deployment, name: str
 ) -> tuple[dict | None, list[str]]:
-    """(profile document or None, problems): each file imported, then the fit."""
+    """(profile document or None, problems): each file imported, then the fit. A refused fit's
+    points (error before, after, left out) are kept in the session for the table."""
     imported, problems = [], []
     for fname, data in files[:MAX_UPLOADS]:
         try:
@@ -42,7 +52,9 @@ def fit_uploads(
     try:
         fit = fit_profile(imported, dep, name)
     except ProfileRefused as exc:
+        SS[REFUSED] = exc.points
         return None, [*problems, f"No profile: {exc}"]
+    SS.pop(REFUSED, None)
     return fit.doc, problems + [f"Note: {n}" for n in fit.notes]
 
 
@@ -56,11 +68,18 @@ def points_table(doc: dict) -> list[dict]:
     ]  # fmt: skip
 
 
+def inter_links(gpu_id: str) -> list[str]:
+    """Inter-node links that can connect this accelerator (the catalog's vendor/scope rule)."""
+    g = get_accelerator(gpu_id)
+    return sorted(k for k, v in interconnects().items() if v.mismatch(g, "inter_node") is None)
+
+
 def fit_section() -> None:
     st.subheader("Fit a profile to benchmark files")
     files = st.file_uploader(
         "Benchmark result files (vllm bench throughput/serve JSON, SGLang bench_serving JSONL, "
-        "GenAI-Perf/AIPerf export, trtllm-bench report, nccl-tests all_reduce_perf output)",
+        "GenAI-Perf/AIPerf export, trtllm-bench report or console output, nccl-tests "
+        "all_reduce_perf output)",
         accept_multiple_files=True, key="calib.files",
     )  # fmt: skip
     st.caption("The deployment the files measured:")
@@ -86,10 +105,16 @@ def fit_section() -> None:
     osl = c[5].number_input(
         "Output tokens (if the file lacks them)", 0, 2_000_000, 0, key="calib.osl"
     )
+    links = inter_links(gpu)
+    inter = st.selectbox(
+        "Link between hosts (for nccl-tests files whose ranks span several hosts)", links,
+        index=links.index("ib-ndr") if "ib-ndr" in links else 0, key="calib.inter_link",
+    )  # fmt: skip
     if not st.button("Fit profile", disabled=not files, key="calib.fit"):
         return
     dep = Deployment(model=model, gpu=gpu, tp=int(tp), pp=int(pp), weights=weights, kv=kv,
-                     engine=engine, isl=float(isl) or None, osl=float(osl) or None)  # fmt: skip
+                     engine=engine, isl=float(isl) or None, osl=float(osl) or None,
+                     inter_link=inter or None)  # fmt: skip
     why = deployment_problem(dep)
     if why:
         st.error(md_escape(why))
@@ -99,6 +124,9 @@ def fit_section() -> None:
     )
     for p in problems:
         (st.info if p.startswith("Note: ") else st.error)(md_escape(p))
+    if doc is None and SS.get(REFUSED):
+        st.caption("The points of the refused fit (nothing was written):")
+        st.dataframe(points_table({"points": SS[REFUSED]}), hide_index=True)
     if doc is not None:
         SS[KEY] = dump(doc)
         SS[NAME] = f"{doc['name']}.yaml"
