@@ -384,7 +384,8 @@ def test_nccl_tests_across_two_hosts_uses_the_inter_node_model():
     stated = load(FIX / "nccl_all_reduce_perf_2hosts.txt",
                   Deployment("llama-3.1-8b", "h100-sxm", tp=8, inter_link="roce-400g"))  # fmt: skip
     assert {r.link_id for r in stated.collectives} == {"roce-400g"}
-    with pytest.raises(BenchmarkFileError, match="ranks run on 'NVIDIA H100 80GB HBM3', but --gpu"):
+    with pytest.raises(BenchmarkFileError, match="the ranks' device is 'NVIDIA H100 80GB HBM3', "
+                       "but --gpu is mi300x"):  # fmt: skip
         load(FIX / "nccl_all_reduce_perf_2hosts.txt", Deployment("llama-3.1-8b", "mi300x", tp=8))
 
 
@@ -439,3 +440,24 @@ def test_layout_versions_are_told_by_their_own_keys():
                                                                     '"backend": "vllm"')  # fmt: skip
     got = load_bytes(lines.encode(), "x.jsonl", Deployment("llama-3.1-8b", "h100-sxm"))
     assert got.format == "sglang bench_serving" and len(got.cases) == 8
+
+
+def test_the_gpu_a_file_records_must_be_the_stated_one():
+    # trtllm_bench_report.json: machine.name "NVIDIA H100 80GB HBM3".
+    dep = Deployment("llama-3.1-8b", "h200-sxm", 1, 1, "fp8", "fp8", "trtllm")
+    with pytest.raises(BenchmarkFileError, match="field 'machine.name' is 'NVIDIA H100 80GB HBM3', "
+                       "but --gpu is h200-sxm"):  # fmt: skip
+        load(FIX / "trtllm_bench_report.json", dep)
+    # AIPerf telemetry (docs/reference example layout): telemetry_data.endpoints.<host>.gpus.
+    doc = json.loads((FIX / "aiperf_profile_export.json").read_text())
+    doc["telemetry_data"] = {"endpoints": {"localhost:9400": {"gpus": {"gpu_0": {
+        "gpu_index": 0, "gpu_name": "NVIDIA L40S"}}}}}  # fmt: skip
+    with pytest.raises(BenchmarkFileError, match="gpu_0.gpu_name' is 'NVIDIA L40S', but --gpu is "
+                       "h100-sxm"):  # fmt: skip
+        load_bytes(json.dumps(doc).encode(), "tel.json", VLLM)
+    # A device the catalog does not name is a note, not a refusal.
+    doc["telemetry_data"]["endpoints"]["localhost:9400"]["gpus"]["gpu_0"]["gpu_name"] = (
+        "NVIDIA RTX 6000 Ada Generation"
+    )
+    got = load_bytes(json.dumps(doc).encode(), "tel.json", VLLM)
+    assert "not an accelerator the catalog names: taken as --gpu h100-sxm" in got.notes[0]

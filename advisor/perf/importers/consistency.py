@@ -107,36 +107,51 @@ def check_int(where: str, key: str, value: object, stated: int, flag: str) -> No
         raise BenchmarkFileError(f"{where}: field {key!r} is {got}, but {flag} is {stated}")
 
 
-#: Accelerator name tokens a tool prints (nvidia-smi / rocm-smi names) -> catalog id prefix.
+#: Accelerator names the tools print (nvidia-smi / rocm-smi / DCGM) -> catalog id (or id prefix).
 _GPU_TOKENS = (
     (r"\bH100\b.*\bPCIe\b", "h100-pcie"),
     (r"\bH100\b.*\bNVL\b", "h100-nvl"),
-    (r"\bH100\b", "h100"),
+    (r"\bH100\b", "h100-sxm"),  # "NVIDIA H100 80GB HBM3" is the SXM part
     (r"\bH200\b", "h200"),
     (r"\bH20\b", "h20"),
     (r"\bA100\b", "a100"),
+    (r"\bGB200\b", "gb200"),
+    (r"\bGB300\b", "gb300"),
     (r"\bB200\b", "b200"),
     (r"\bB300\b", "b300"),
-    (r"\bGB200\b", "gb200"),
     (r"\bL40S\b", "l40s"),
     (r"\bL4\b", "l4"),
+    (r"\bRTX PRO 6000\b", "rtx-pro-6000"),
+    (r"\bMI250X?\b", "mi250x"),
     (r"\bMI300X\b", "mi300x"),
     (r"\bMI325X\b", "mi325x"),
-    (r"\bMI35[05]X\b", "mi35"),
+    (r"\bMI350X\b", "mi350x"),
+    (r"\bMI355X\b", "mi355x"),
+    (r"\bGaudi ?3\b", "gaudi3"),
 )
 
 
-def check_gpu(where: str, device: str, dep: Deployment) -> None:
-    """A device name the file prints ("NVIDIA H100 80GB HBM3") must be the stated --gpu.
+def check_gpu(where: str, key: str, device: object, dep: Deployment) -> str | None:
+    """A device name the file records ("NVIDIA H100 80GB HBM3") must be the stated --gpu; a
+    device the catalog does not name is a note (the stated --gpu is taken).
 
-    >>> check_gpu("f.txt", "NVIDIA H100 80GB HBM3", Deployment("llama-3.1-8b", "h100-sxm"))
-    >>> check_gpu("f.txt", "NVIDIA H100 80GB HBM3", Deployment("llama-3.1-8b", "mi300x"))
+    >>> check_gpu("f.txt", "the ranks' device", "NVIDIA H100 80GB HBM3",
+    ...           Deployment("llama-3.1-8b", "h100-sxm"))
+    >>> check_gpu("f.json", "field 'machine.name'", "NVIDIA H100 80GB HBM3",
+    ...           Deployment("llama-3.1-8b", "mi300x"))
     Traceback (most recent call last):
     ...
-    advisor.perf.importers.common.BenchmarkFileError: f.txt: the ranks run on 'NVIDIA H100 80GB HBM3', but --gpu is mi300x
+    advisor.perf.importers.common.BenchmarkFileError: f.json: field 'machine.name' is 'NVIDIA H100 80GB HBM3', but --gpu is mi300x
+    >>> check_gpu("f.json", "gpu_name", "NVIDIA RTX 6000 Ada Generation",
+    ...           Deployment("llama-3.1-8b", "l40s"))
+    "f.json: gpu_name is 'NVIDIA RTX 6000 Ada Generation', not an accelerator the catalog names: taken as --gpu l40s"
     """
+    if not isinstance(device, str) or not device.strip():
+        return None
     prefix = next((p for pat, p in _GPU_TOKENS if re.search(pat, device, re.I)), None)
-    if prefix is not None and not dep.gpu.startswith(prefix):
-        raise BenchmarkFileError(
-            f"{where}: the ranks run on {device[:60]!r}, but --gpu is {dep.gpu}"
-        )
+    if prefix is None:
+        return (f"{where}: {key} is {device[:60]!r}, not an accelerator the catalog names: taken "
+                f"as --gpu {dep.gpu}")  # fmt: skip
+    if not dep.gpu.startswith(prefix):
+        raise BenchmarkFileError(f"{where}: {key} is {device[:60]!r}, but --gpu is {dep.gpu}")
+    return None

@@ -51,6 +51,7 @@ from advisor.perf.importers.consistency import (
     TOL_LITTLE,
     agree,
     check_backend,
+    check_gpu,
     check_model,
 )
 
@@ -120,6 +121,25 @@ def _load(doc: dict, fmt: str) -> tuple[dict, str]:
     return cfg, "input_config"
 
 
+def _telemetry_gpu(doc: dict) -> tuple[str, object]:
+    """(key, name) of the first GPU AIPerf's telemetry recorded (``telemetry_data.endpoints.<host>
+    .gpus.<gpu>.gpu_name``), or ("", None)."""
+    eps = (
+        doc.get("telemetry_data", {}).get("endpoints")
+        if isinstance(doc.get("telemetry_data"), dict)
+        else None
+    )
+    for host, ep in (eps or {}).items() if isinstance(eps, dict) else ():
+        gpus = ep.get("gpus") if isinstance(ep, dict) else None
+        for gid, g in (gpus or {}).items() if isinstance(gpus, dict) else ():
+            if isinstance(g, dict) and "gpu_name" in g:
+                return (
+                    f"telemetry_data.endpoints.{str(host)[:40]}.gpus.{str(gid)[:20]}.gpu_name",
+                    g["gpu_name"],
+                )
+    return "", None
+
+
 def _models(doc: dict) -> object:
     cfg = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
     for node, key in ((cfg, "model"), (cfg, "model_names"), (cfg.get("endpoint"), "model_names")):
@@ -173,6 +193,8 @@ def read(doc: dict, name: str, dep: Deployment) -> Read:
     out = Read(layout=fmt)
     cfg = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
     check_backend(name, "input_config.backend", cfg.get("backend"), dep)
+    gpu_key, gpu_name = _telemetry_gpu(doc)
+    out.notes += [n for n in [check_gpu(name, f"field {gpu_key!r}", gpu_name, dep)] if n]
     note = check_model(name, "input_config model", _models(doc), dep)
     if note:
         out.notes.append(note)

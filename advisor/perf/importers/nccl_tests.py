@@ -71,7 +71,9 @@ def rows(
         raise BenchmarkFileError(f"{name}: an all-reduce over {n} rank measures nothing; need >= 2")
     ranks = _RANK_HOST.findall(text)
     for _host, device in ranks[:1]:
-        check_gpu(name, device, dep)
+        note = check_gpu(name, "the ranks' device", device, dep)
+        if note and notes is not None:
+            notes.append(note)
     hosts = sorted({h for h, _ in ranks})
     link = get_accelerator(dep.gpu).scale_up_link
     if len(hosts) > 1:

@@ -15,7 +15,7 @@ Layouts:
 - console, 1.x: ``= REQUEST DETAILS`` holds the request count and lengths, ``= PERFORMANCE
   OVERVIEW`` has ``Total Output Throughput (tokens/sec):``.
 
-The file's model, TP/PP and backend must match the stated deployment (``TRT`` / ``ENGINE DETAILS``:
+The file's model, GPU (``machine.name``), TP/PP and backend must match the stated deployment (``TRT`` / ``ENGINE DETAILS``:
 trtllm-trt, the TensorRT-engine builds; ``Pytorch`` / ``PyTorch backend``: trtllm). Checks:
 output throughput / request throughput = average output length, and requests / request throughput
 = total latency (identities).
@@ -37,7 +37,13 @@ from advisor.perf.importers.common import (
     field,
     need,
 )
-from advisor.perf.importers.consistency import TOL_IDENTITY, agree, check_int, check_model
+from advisor.perf.importers.consistency import (
+    TOL_IDENTITY,
+    agree,
+    check_gpu,
+    check_int,
+    check_model,
+)
 
 FORMAT = "trtllm-bench report"
 CONSOLE = "trtllm-bench console report"
@@ -94,6 +100,10 @@ def read(doc: dict, name: str, dep: Deployment) -> Read:
     note = check_model(name, "engine.model", eng.get("model"), dep)
     if note:
         out.notes.append(note)
+    machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
+    out.notes += [
+        n for n in [check_gpu(name, "field 'machine.name'", machine.get("name"), dep)] if n
+    ]
     world = doc.get("world_info") if isinstance(doc.get("world_info"), dict) else {}
     check_int(name, "world_info.tp_size", world.get("tp_size"), dep.tp, "--tp")
     check_int(name, "world_info.pp_size", world.get("pp_size"), dep.pp, "--pp")
