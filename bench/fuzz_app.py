@@ -459,12 +459,28 @@ GARBAGE = [
 ]  # fmt: skip
 
 
+#: Values each valid alone that cannot go together (issue 36): an NVLink on an AMD GPU, a link
+#: of the wrong scope, a max_model_len below the sequence, a model whose weights exceed the
+#: GPU in focus, more clients than any KV cache holds, a name of invisible characters.
+CROSS_FIELD = [
+    {"g": "mi300x", "il": "nvlink5"}, {"g": "h100-sxm", "il": "xgmi"}, {"il": "ib-ndr"},
+    {"xl": "nvlink4"}, {"ml": "16", "in": "4096"}, {"ml": "1"},
+    {"m": "llama-3.1-405b", "dep": "h100-sxm.tp1.pp1.dp1.fp16.fp16"},
+    {"c": "100000", "dep": "h100-sxm.tp1.pp1.dp8.fp8.fp8"},
+    {"c": "3", "dep": "h100-sxm.tp1.pp1.dp8.fp8.fp8"},
+    {"users": "1000000", "g": "l40s"}, {"name": "\u200b"}, {"name": "\u202etxt.exe"},
+]  # fmt: skip
+
+
 def url_params(rng: random.Random) -> dict[str, str]:
-    """A random malformed query string: known keys with garbage or edge values, unknown keys."""
+    """A random malformed query string: known keys with garbage or edge values, unknown keys,
+    and sometimes a cross-field impossibility (``CROSS_FIELD``)."""
     from ui.url import DEP_KEY, URL_KEYS
 
     keys = [*URL_KEYS.values(), DEP_KEY]  # dep: the deployment in focus
     out: dict[str, str] = {}
+    if rng.random() < 0.3:
+        out.update(rng.choice(CROSS_FIELD))
     for _ in range(rng.randint(1, 6)):
         r = rng.random()
         key = rng.choice(keys) if r < 0.85 else rng.choice(["x", "M", "g[]", "", "utm_source"])

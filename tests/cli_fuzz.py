@@ -38,6 +38,7 @@ HOSTILE = [
     "a\nb", "--", "-", "../../etc/passwd", "/dev/null", "/dev/zero", "/tmp", "x.json",
     "9" * 400, "1e-300", "-1e-300", "4097", "1025", "73", "2000001", "200001", "1e7", "1e13",
     "fp16", "int3", "fp8,int4", ",", "h100-sxm,h100-sxm", "H100-SXM", " h100-sxm ", "\t",
+    "\u200b", "base\u200b", "ｈ100-sxm",
 ]  # fmt: skip
 
 
@@ -165,6 +166,9 @@ def write_inputs(tmp: Path) -> None:
         [1, 2],
         {"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 1, "osl": 1, "tp": 1e30},
     ]
+    for name, doc in (("nvlink_on_amd", {"hardware": {"gpus": ["mi300x"], "intra_link": "nvlink5"}}),
+                      ("invisible_name", {"name": "base\u200b"})):  # fmt: skip
+        (tmp / f"{name}.json").write_text(json.dumps({"schema_version": 1, **doc}))
     if not (tmp / "pipe").exists():  # an --out FIFO hung report/calibrate forever (issue 16)
         os.mkfifo(tmp / "pipe")
     (tmp / "input.jsonl").write_text(
@@ -239,11 +243,21 @@ def _mutate(rng: random.Random, sub: str, opts: list[list[str]], spec: dict, tmp
             "estimate": [["--concurrency", "4"], ["--qps", "2"], ["--spec-draft", "llama-3.2-1b"],
                          ["--concurrency", "max"], ["--pp", "1024"], ["--tp", "1024"],
                          ["--model", "x.json"], ["--input", str(tmp / "input.jsonl")],
-                         ["--spec-draft", "nope"], ["--link", "xgmi"]],
+                         ["--spec-draft", "nope"], ["--link", "xgmi"],
+                         # cross-field impossibilities (issue 36): a link of the wrong scope or
+                         # vendor, clients spread unevenly or fewer than replicas
+                         ["--link", "ib-ndr"], ["--inter-link", "nvlink4"],
+                         ["--gpu", "mi300x", "--link", "nvlink5"], ["--dp", "3", "--concurrency", "8"],
+                         ["--dp", "4", "--concurrency", "1"]],
             "memory": [["--pp", "1000"], ["--tp", "1024"], ["--context", "10000000"],
-                       ["--max-model-len", "1"], ["--gpu-memory-utilization", "0.05"]],
-            "collective": [["--n", "4096"], ["--link", "xgmi"], ["--n", "9"], ["--gpu", "mi300x"]],
+                       ["--max-model-len", "1"], ["--gpu-memory-utilization", "0.05"],
+                       ["--context", "4096", "--max-model-len", "16"],
+                       ["--model", "llama-3.1-405b", "--tp", "1"]],
+            "collective": [["--n", "4096"], ["--link", "xgmi"], ["--n", "9"], ["--gpu", "mi300x"],
+                           ["--gpu", "mi300x", "--link", "nvlink4"], ["--n", "1"]],
             "recommend": [["--scenario", str(tmp / "scenario.json")], ["--spec-draft", "nope"],
+                          ["--scenario", str(tmp / "nvlink_on_amd.json")],
+                          ["--scenario", str(tmp / "invisible_name.json")],
                           ["--gpu", "h100-sxm,h100-sxm"], ["--tpot-p99-ms", "1e-300"],
                           ["--qps", "1e6"], ["--isl", "2000000"], ["--spec-acceptance", "0"],
                           ["--spec-acceptance", "1"], ["--scenario", "/dev/null"],

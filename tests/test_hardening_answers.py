@@ -153,6 +153,14 @@ def test_scenario_file_and_collective_refuse_nvlink_on_amd(tmp_path, capsys):
     f.write_text('{"schema_version": 1, "hardware": {"inter_link": "xgmi"}}')
     code, out, err = _run(["recommend", "--scenario", str(f)], capsys)
     assert code == 2 and "inter_link" in err and "not one between nodes" in err
+    code, out, err = _run(["recommend", "--gpu", "h100-sxm,mi300x", "--intra", "nvlink4"], capsys)
+    assert (
+        code == 2
+        and err.startswith("advisor recommend: error: --intra 'nvlink4'")
+        and "MI300X" in err
+    )
+    code, out, err = _run(["recommend", "--inter", "xgmi"], capsys)
+    assert code == 2 and "--inter 'xgmi'" in err and "not one between nodes" in err
     code, out, err = _run(["collective", "--gpu", "mi300x", "--n", "8", "--bytes", "1e6",
                            "--link", "nvlink4"], capsys)  # fmt: skip
     assert code == 2 and "--link nvlink4" in err and "NVIDIA accelerators only" in err

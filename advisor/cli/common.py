@@ -70,6 +70,17 @@ def resolve_link(value: str, flag: str = "--link") -> Interconnect:
         raise CliInputError(f"{flag}: {exc}") from None
 
 
+def check_link(value: str, gpus: list[Accelerator], scope: str | None, flag: str) -> Interconnect:
+    """The link ``value`` names, if it can connect every one of ``gpus`` in ``scope``
+    (``Interconnect.mismatch``: inside or between nodes, the vendor's own links), or exit 2."""
+    link = resolve_link(value, flag)
+    for gpu in gpus:
+        why = link.mismatch(gpu, scope)
+        if why:
+            raise CliInputError(f"{flag} {shown(value)}: {why}")
+    return link
+
+
 def add_deployment_args(p: argparse.ArgumentParser, *, context: bool = True) -> None:
     """--model --gpu --tp --pp --weights --kv (and --context), shared by memory and estimate."""
     p.add_argument("--model", required=True, help="catalog id or path to a config.json")

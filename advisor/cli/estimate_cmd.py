@@ -31,9 +31,9 @@ from advisor.cli import (
 )
 from advisor.cli.common import (
     check_ep,
+    check_link,
     check_tp,
     resolve_gpu,
-    resolve_link,
     resolve_model,
 )
 from advisor.cli.profile_opt import add_profile_flag, apply_to_estimate, load_profile, render_line
@@ -119,10 +119,7 @@ def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
     draft = resolve_model(str(d["spec_draft"]), "--spec-draft") if d.get("spec_draft") else None
     for flag, scope in (("link", "intra_node"), ("inter_link", "inter_node")):
         if d.get(flag):
-            name = "--" + flag.replace("_", "-")
-            why = resolve_link(str(d[flag]), name).mismatch(gpu, scope)
-            if why:
-                raise CliInputError(f"{name} {shown(str(d[flag]))}: {why}")
+            check_link(str(d[flag]), [gpu], scope, "--" + flag.replace("_", "-"))
     fields = {
         k: v for k, v in d.items() if k not in ("model", "gpu", "spec_draft") and v is not None
     }

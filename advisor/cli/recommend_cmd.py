@@ -155,9 +155,15 @@ def scenario_from_args(args: argparse.Namespace):
             f"--spec-draft: unknown model {args.spec_draft!r} "
             f"(allowed: {', '.join(sorted(models()))})"
         )
-    from advisor.cli.common import check_context
+    from advisor.catalog import accelerators
+    from advisor.cli.common import check_context, check_link
 
     check_context(models()[args.model], args.isl + args.osl, f"--isl {args.isl} + --osl {args.osl}")
+    gpus = [accelerators()[g] for g in args.gpu if g in accelerators()]
+    for flag, value, scope in (("--intra", args.intra, "intra_node"),
+                               ("--inter", args.inter, "inter_node")):  # fmt: skip
+        if value is not None:
+            check_link(value, gpus, scope, flag)
     targets = (args.ttft_p99_ms, args.tpot_p99_ms, args.e2e_p99_ms)
     try:
         return Scenario(

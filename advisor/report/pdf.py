@@ -31,7 +31,7 @@ from advisor.report import fonts, images
 from advisor.report.budget_pdf import budget_section, quality_section
 from advisor.report.client_profile_pdf import client_profile_section
 from advisor.report.deploy_pdf import deploy_appendix
-from advisor.report.text import NAME_LIMIT, NOTES_LIMIT, clean, latin1
+from advisor.report.text import NAME_LIMIT, NOTES_LIMIT, clean, latin1, needs_shaping
 from advisor.scenario import Scenario
 from advisor.search.budget import plural
 
@@ -271,7 +271,14 @@ class _Doc(FPDF):
         if not self.unicode:
             return latin1(text)
         fonts.cover(self, text)  # CJK/emoji fallbacks when the text needs them
+        self.shaping(needs_shaping(text))
         return text
+
+    def shaping(self, on: bool) -> None:
+        """HarfBuzz shaping (uharfbuzz) for the text drawn next: Arabic letters joined, right-
+        to-left runs in reading order; off otherwise (glyph by glyph, as fast as before)."""
+        if on != bool(self.text_shaping):
+            self.set_text_shaping(on)
 
     def header(self) -> None:
         self.set_font(self.family, "B", 9)
@@ -348,6 +355,8 @@ class _Doc(FPDF):
                 row = tab.row()
                 for cell in r:
                     row.cell(self.t(str(cell)))
+            # the cells are drawn when the table closes: shaped if any of them needs it
+            self.shaping(self.unicode and any(needs_shaping(str(c)) for r in rows for c in r))
         self.ln(2)
 
 

@@ -70,6 +70,26 @@ def clean(text: object, limit: int = NAME_LIMIT, *, multiline: bool = False) -> 
     return s
 
 
+#: Blocks whose letters change shape with their neighbours or are reordered: Hebrew, Arabic,
+#: Syriac, Thaana, NKo, Samaritan, Mandaic, Arabic Extended (0590-08FF); the Indic scripts,
+#: Thai, Lao and Tibetan (0900-0FFF); Myanmar (1000-109F); Khmer (1780-17FF); Mongolian
+#: (1800-18AF); the Hebrew and Arabic presentation forms (FB1D-FDFF, FE70-FEFF).
+_SHAPED = ((0x0590, 0x08FF), (0x0900, 0x0FFF), (0x1000, 0x109F), (0x1780, 0x18AF),
+           (0xFB1D, 0xFDFF), (0xFE70, 0xFEFF))  # fmt: skip
+
+
+def needs_shaping(text: str) -> bool:
+    """Whether ``text`` has letters that must be shaped (joined, reordered: Arabic, Hebrew,
+    the Indic scripts...) to read right; Latin, Greek, Cyrillic and CJK print glyph by glyph.
+
+    >>> needs_shaping("Zürich ≤ 8 µs 中文"), needs_shaping("شركة Acme")
+    (False, True)
+    """
+    return not text.isascii() and any(
+        lo <= ord(c) <= hi for c in text if ord(c) >= 0x0590 for lo, hi in _SHAPED
+    )
+
+
 def latin1(text: str) -> str:
     """Text a core (Latin-1) font can print: common symbols spelled out, the rest replaced."""
     table = {"≤": "<=", "≥": ">=", "×": "x", "μ": "u", "−": "-", "–": "-", "—": "-", "…": "...",
