@@ -13,8 +13,14 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from advisor.catalog import accelerators, interconnects, models
-from advisor.catalog.files import MAX_JSON_DEPTH, no_duplicate_keys, object_depth, scan_json_depth
-from advisor.catalog.quoting import visible_name
+from advisor.catalog.files import (
+    MAX_JSON_DEPTH,
+    bounded_int,
+    no_duplicate_keys,
+    object_depth,
+    scan_json_depth,
+)
+from advisor.catalog.quoting import echo, field_path, visible_name
 from advisor.catalog.specs import ModelSpec
 
 SCHEMA_VERSION = 1
@@ -58,12 +64,14 @@ class Hardware(BaseModel):
         known = accelerators()
         bad = [g for g in self.gpus if g not in known]
         if bad:
-            raise ValueError(f"unknown accelerator {bad[0]!r}; allowed: {', '.join(sorted(known))}")
+            raise ValueError(
+                f"unknown accelerator {echo(bad[0])}; allowed: {', '.join(sorted(known))}"
+            )
         links = interconnects()
         for name, link in (("intra_link", self.intra_link), ("inter_link", self.inter_link)):
             if link is not None and link not in links:
                 raise ValueError(
-                    f"{name}: unknown interconnect {link!r}; allowed: {', '.join(sorted(links))}"
+                    f"{name}: unknown interconnect {echo(link)}; allowed: {', '.join(sorted(links))}"
                 )
         if len(set(self.gpus)) != len(self.gpus):
             raise ValueError(f"gpus lists an accelerator twice: {self.gpus}")
@@ -164,7 +172,7 @@ class Options(BaseModel):
     def _draft(self) -> Options:
         if self.speculative and self.draft_model not in models():
             raise ValueError(
-                f"draft_model {self.draft_model!r} is not a catalog model; "
+                f"draft_model {echo(self.draft_model)} is not a catalog model; "
                 f"allowed: {', '.join(sorted(models()))}"
             )
         return self
@@ -216,7 +224,7 @@ class Scenario(BaseModel):
     def _model(self) -> Scenario:
         if self.model_config_json is None and self.model not in models():
             raise ValueError(
-                f"unknown model {self.model!r}; allowed: {', '.join(sorted(models()))} "
+                f"unknown model {echo(self.model)}; allowed: {', '.join(sorted(models()))} "
                 "(or an imported config.json)"
             )
         if self.model_config_json is not None:  # refused now, not when a page first uses it
@@ -259,20 +267,24 @@ def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
             f"scenario schema_version {version} is newer than this app supports "
             f"({SCHEMA_VERSION}); update the app"
         )
-    raise ScenarioError(f"scenario schema_version {version!r} is not supported (expected 1)")
+    raise ScenarioError(f"scenario schema_version {echo(version)} is not supported (expected 1)")
+
+
+#: Longest message kept per problem (a validator's message may quote a list of allowed ids).
+MSG_CHARS = 600
 
 
 def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
     """One readable line per problem: ``field.path: message (got value)``."""
     lines = []
     for err in exc.errors()[:10]:
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        loc = field_path(err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")[:MSG_CHARS]
         if not loc:  # a cross-field check: its message names the fields and values
             lines.append(f"{prefix}{msg}")
             continue
         got = err.get("input")
-        shown = repr(got)[:60] if not isinstance(got, dict | list) else type(got).__name__
+        shown = echo(got) if not isinstance(got, dict | list) else type(got).__name__
         lines.append(f"{prefix}{loc}: {msg} (got {shown})")
     return "; ".join(lines)
 
@@ -293,7 +305,9 @@ def load_scenario(data: dict[str, Any] | str | bytes) -> Scenario:
                     f"scenario JSON is nested deeper than {MAX_JSON_DEPTH + 1} levels (at "
                     f"character {too_deep}); an embedded config.json may have {MAX_JSON_DEPTH}"
                 )
-            doc = json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_no_duplicates)
+            doc = json.loads(
+                text.removeprefix("\ufeff"), object_pairs_hook=_no_duplicates, parse_int=bounded_int
+            )
         except UnicodeDecodeError:
             raise ScenarioError("scenario file is not UTF-8 text") from None
         except RecursionError:
@@ -318,7 +332,7 @@ def load_scenario(data: dict[str, Any] | str | bytes) -> Scenario:
 
 
 _no_duplicates = no_duplicate_keys(
-    lambda key: ScenarioError(f"scenario JSON has the key {key!r} twice")
+    lambda key: ScenarioError(f"scenario JSON has the key {echo(key)} twice")
 )
 
 

@@ -190,6 +190,9 @@ class Fuzzer:
             if "unexpected error" in str(e.value):
                 self._finding(page, "unexpected-error", str(e.value), actions)
                 ok = False
+            if "errors.pydantic.dev" in str(e.value) or "validation error for" in str(e.value):
+                self._finding(page, "pydantic-dump", str(e.value), actions)  # not a message
+                ok = False
         if not ok:
             self.at = None
         return ok
@@ -409,6 +412,12 @@ def _upload_files() -> list[tuple[str, bytes]]:
             dump_scenario(Scenario(name="<img src=x onerror=alert(1)>")).encode(),
         ),
     ]
+    # issue 36: YAML aliases and nesting bombs, huge integers, escape sequences and newlines in
+    # names, an edited profile, impossible benchmark files (shared with the CLI fuzzer)
+    from tests.cli_fuzz import hostile_client_files, hostile_profiles, hostile_scenarios
+
+    files += [(n, t.encode()) for n, t in {**hostile_profiles(), **hostile_scenarios()}.items()]
+    files += list(hostile_client_files().items())
     return files
 
 

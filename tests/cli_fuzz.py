@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from advisor.catalog import accelerators
 from advisor.cli import SUBCOMMANDS, main
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "llama-3.2-1b", "deepseek-v3"]
@@ -39,7 +40,18 @@ HOSTILE = [
     "9" * 400, "1e-300", "-1e-300", "4097", "1025", "73", "2000001", "200001", "1e7", "1e13",
     "fp16", "int3", "fp8,int4", ",", "h100-sxm,h100-sxm", "H100-SXM", " h100-sxm ", "\t",
     "\u200b", "base\u200b", "ｈ100-sxm",
+    # issue 36: huge integers, exponent tokens, terminal escapes and YAML line breaks
+    "9" * 5000, "1e14", "1e6", "\x1b]0;pwned\x07", "\x1b[2J", "a\rb", "a\u2028b", "\x85",
 ]  # fmt: skip
+
+#: Client profiles written by :func:`write_inputs` (issue 36): one valid, the rest hostile.
+PROFILES = ["profile-valid.yaml", "profile-alias.yaml", "profile-laughs.yaml",
+            "profile-deep.yaml", "profile-bigint.yaml", "profile-escape-name.yaml",
+            "profile-edited.yaml", "profile-huge.yaml"]  # fmt: skip
+#: Scenarios written by :func:`write_inputs`: an imported config whose name would be a shell line
+#: in launch.sh and escapes on the terminal; huge integers; a 50,000-character key.
+SCENARIOS = ["scenario.json", "scenario-name-inject.json", "scenario-bigint.json",
+             "scenario-long-key.json", "scenario-1e14.json"]  # fmt: skip
 
 
 def _num(rng: random.Random, lo: float, hi: float) -> str:
@@ -99,6 +111,7 @@ def _valid(rng: random.Random, sub: str, flag: str, tmp: Path, cheap: bool) -> s
         "--consultant": lambda: r.choice(["", "Z"]),
         "--max-evals": lambda: "1",
         "--scenario": lambda: str(tmp / "scenario.json"),
+        "--profile": lambda: str(tmp / "profile-valid.yaml"),
         "--input": lambda: str(tmp / "input.jsonl"),
     }  # fmt: skip
     return table[flag]() if flag in table else "1"
@@ -121,14 +134,15 @@ FLAGS: dict[str, dict[str, list[str]]] = {
     "estimate": {
         "values": ["--model", "--gpu", "--tp", "--pp", "--dp", "--weights", "--kv", "--isl",
                    "--osl", "--concurrency", "--qps", "--link", "--inter-link", "--gpus-per-node",
-                   "--engine", "--spec-draft", "--spec-tokens", "--spec-acceptance", "--input"],
+                   "--engine", "--spec-draft", "--spec-tokens", "--spec-acceptance", "--input",
+                   "--profile"],
         "switches": ["--json", "--ep"], "required": ["--model", "--gpu", "--isl", "--osl"],
     },
     "recommend": {
         "values": ["--model", "--gpu", "--gpus-per-node", "--nodes", "--intra", "--inter",
                    "--isl", "--osl", "--qps", "--ttft-p99-ms", "--tpot-p99-ms", "--e2e-p99-ms",
                    "--percentile", "--weights", "--kv", "--engine", "--spec-draft",
-                   "--spec-acceptance", "--rank-by", "--scenario"],
+                   "--spec-acceptance", "--rank-by", "--scenario", "--profile"],
         "switches": ["--json", "--no-disaggregated"], "required": [],
     },
 }  # fmt: skip
@@ -153,18 +167,100 @@ P_LIVE_REPORT = 0.03
 P_LIVE_VALIDATE = 0.05
 
 
+def _profile_doc(name: str = "fuzz") -> dict:
+    """A small, valid client profile (llama-3.1-8b on h100-sxm with vllm), not yet sealed."""
+    held = "fewer points (1) than constants: not identifiable"
+    return {
+        "schema": "inference-architect/client-profile/1", "name": name, "created": "2026-12-03",
+        "deployment": dict(model="llama-3.1-8b", gpu="h100-sxm", gpu_family="hopper", tp=1, pp=1,
+                           weights="bf16", kv="bf16", engine="vllm"),
+        "files": [dict(name="serve.json", format="vllm bench serve", sha256="0" * 64, points=1)],
+        "constants": dict(mem_factor=1.0, compute_factor=1.0, step_overhead_s=0.002,
+                          request_overhead_s=None),
+        "fitted": ["step_overhead_s"],
+        "held": {"mem_factor": held, "compute_factor": held, "request_overhead_s": held},
+        "points": [dict(id="serve.json:tpot", kind="conc_tpot", measured=0.0141, unit="s",
+                        before_pct=-12.0, after_pct=0.1, flagged="")],
+        "summary": dict(points=1, median_ape_before_pct=12.0, median_ape_after_pct=0.1,
+                        max_ape_after_pct=0.1),
+        "collectives": None,
+    }  # fmt: skip
+
+
+def hostile_profiles() -> dict[str, str]:
+    """Client-profile texts by file name (PROFILES): one valid (signed here), the rest hostile.
+    Shared with the app fuzzer (bench/fuzz_app.py uploads them on the Calibrate page)."""
+    from advisor.perf.client_profile import _digest, dump, seal
+
+    valid = dump(seal(_profile_doc()))
+    laughs, prev = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n', "a"
+    for n in "bcdefghi":
+        laughs += f"{n}: &{n} [" + ",".join([f"*{prev}"] * 9) + "]\n"
+        prev = n
+    edited = seal(_profile_doc())
+    edited["constants"]["mem_factor"] = 2.0
+    edited["digest"] = _digest(edited)  # the attack: the unkeyed digest recomputed
+    texts = {
+        "profile-valid.yaml": valid,
+        "profile-alias.yaml": "x: &x [*x, *x]\n",
+        "profile-laughs.yaml": laughs,
+        "profile-deep.yaml": "[" * 20_000 + "]" * 20_000,
+        "profile-bigint.yaml": valid.replace("tp: 1\n", "tp: " + "9" * 5000 + "\n"),
+        "profile-escape-name.yaml": dump(seal(_profile_doc("a\x1b]0;pwned\x07\nCLIENT PROFILE x"))),
+        "profile-edited.yaml": dump(edited),
+        "profile-huge.yaml": "# " + "x" * (4 * 2**20) + "\n" + valid,
+    }
+    return {name: texts[name] for name in PROFILES}
+
+
+def hostile_client_files() -> dict[str, bytes]:
+    """Benchmark files whose fields cannot describe one run (issue 36: exit 1 / a pydantic dump)."""
+    fix = Path(__file__).parent / "fixtures" / "client" / "vllm_bench_serve.json"
+    text = fix.read_text()
+    doc = json.loads(text)
+    return {
+        "serve-conc-1e6.json": json.dumps({**doc, "max_concurrency": 1e6}).encode(),
+        "serve-tokens-1e14.json": json.dumps({**doc, "total_input_tokens": 1e14}).encode(),
+        "serve-bigint.json": text.replace(
+            '"max_concurrency": 32', '"max_concurrency": ' + "9" * 5000
+        ).encode(),  # fmt: skip
+        "serve\x1b]0;pwned\x07\nname.json": text.encode(),
+    }
+
+
+def hostile_scenarios() -> dict[str, str]:
+    """Scenario texts by file name (SCENARIOS); shared with the app fuzzer."""
+    cfg = json.loads((Path(__file__).parent / "fixtures" / "hf" / "llama-3.1-8b.json").read_text())
+    cfg["_name_or_path"] = "evil\ntouch PWNED\x1b]0;pwned\x07\u2028b: 1"
+    base = {"schema_version": 1, "model": "llama-3.1-8b",
+            "hardware": {"gpus": ["h100-sxm"], "gpus_per_node": 2}}  # fmt: skip
+    texts = {
+        "scenario.json": json.dumps(base),
+        "scenario-name-inject.json": json.dumps(
+            {**base, "model": "custom-llama", "model_config_json": cfg}
+        ),
+        "scenario-bigint.json": json.dumps(base)[:-1] + ', "rank_by": ' + "9" * 5000 + "}",
+        "scenario-long-key.json": json.dumps({**base, "k" * 50_000: 1}),
+        "scenario-1e14.json": json.dumps({**base, "workload": {"isl_tokens": 1e14}}),
+    }
+    return texts
+
+
 def write_inputs(tmp: Path) -> None:
-    """The files the valid base refers to (scenario JSON, estimate JSONL)."""
-    (tmp / "scenario.json").write_text(
-        json.dumps({"schema_version": 1, "model": "llama-3.1-8b",
-                    "hardware": {"gpus": ["h100-sxm"], "gpus_per_node": 2}})
-    )  # fmt: skip
+    """The files the valid base refers to (scenario JSON, estimate JSONL, client profiles) and
+    their hostile variants."""
+    for name, text in {**hostile_scenarios(), **hostile_profiles()}.items():
+        (tmp / name).write_text(text)
     lines = [
         {"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 128, "osl": 16},
         {"model": "nope", "gpu": "h100-sxm", "isl": 1, "osl": 1},
         {"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": -1, "osl": "x"},
         [1, 2],
         {"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 1, "osl": 1, "tp": 1e30},
+        {"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 1e14, "osl": 1},
+        {"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 8, "osl": 8, "concurrency": 1e6},
+        {"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 8, "osl": 8, "k" * 50_000: 1},
+        {"model": "llama\x1b]0;pwned\x07\n", "gpu": "h100-sxm", "isl": 8, "osl": 8},
     ]
     for name, doc in (("nvlink_on_amd", {"hardware": {"gpus": ["mi300x"], "intra_link": "nvlink5"}}),
                       ("invisible_name", {"name": "base\u200b"})):  # fmt: skip
@@ -172,7 +268,13 @@ def write_inputs(tmp: Path) -> None:
     if not (tmp / "pipe").exists():  # an --out FIFO hung report/calibrate forever (issue 16)
         os.mkfifo(tmp / "pipe")
     (tmp / "input.jsonl").write_text(
-        "\n".join(json.dumps(x) for x in lines) + "\n{trunc\nNaN\n" + "[" * 100_000 + "\n"
+        "\n".join(json.dumps(x) for x in lines)
+        + "\n{trunc\nNaN\n"
+        + "[" * 100_000
+        + "\n"
+        + '{"model": "llama-3.1-8b", "gpu": "h100-sxm", "osl": 8, "isl": '
+        + "9" * 5000
+        + "}\n"
     )
 
 
@@ -213,6 +315,10 @@ def _hostile(rng: random.Random, flag: str, tmp: Path) -> str:
             str(tmp / ("x" * 300 + ".pdf")), str(tmp / "ü🚀.pdf"), "/nonexistent/x.pdf",
             str(tmp / "pipe"), "/dev/null",
         ])  # fmt: skip
+    if flag == "--profile" and rng.random() < 0.7:
+        return str(tmp / rng.choice(PROFILES))
+    if flag == "--scenario" and rng.random() < 0.5:
+        return str(tmp / rng.choice(SCENARIOS))
     return rng.choice(HOSTILE)
 
 
@@ -261,8 +367,12 @@ def _mutate(rng: random.Random, sub: str, opts: list[list[str]], spec: dict, tmp
                           ["--gpu", "h100-sxm,h100-sxm"], ["--tpot-p99-ms", "1e-300"],
                           ["--qps", "1e6"], ["--isl", "2000000"], ["--spec-acceptance", "0"],
                           ["--spec-acceptance", "1"], ["--scenario", "/dev/null"],
-                          ["--scenario", "/dev/zero"], ["--scenario", str(tmp)]],
+                          ["--scenario", "/dev/zero"], ["--scenario", str(tmp)],
+                          ["--scenario", str(tmp / rng.choice(SCENARIOS))],
+                          ["--profile", str(tmp / rng.choice(PROFILES))],
+                          ["--gpu", ",".join(sorted(accelerators())[:17])]],
         }  # fmt: skip
+        pairs["estimate"] += [["--profile", str(tmp / rng.choice(PROFILES))]]
         pairs["report"] = pairs["recommend"] + [["--out", str(tmp)], ["--out", "/nonexistent/x.pdf"],
                                                ["--out", ""]]  # fmt: skip
         pairs["deploy"] = pairs["recommend"] + [
@@ -324,6 +434,11 @@ def _strict_json(text: str) -> object:
 
 def check(argv: list[str], code: object, out: str, err: str, flags: list[str]) -> str | None:
     """None if the outcome keeps the contract, else what is wrong."""
+    raw = next((c for c in out + err if not c.isprintable() and c not in "\n\t"), None)
+    if raw is not None:  # an escape sequence or line break from a file reached the terminal
+        return f"raw control character {raw!r} printed"
+    if any(line.startswith("touch PWNED") for line in out.splitlines()):
+        return "a file's text printed as a shell line (launch.sh injection)"
     if code == 0:
         if not out.strip():
             return "exit 0 without output"

@@ -67,6 +67,19 @@ def test_check_rejects_contract_violations():
     assert check(["memory"], 2, "", "advisor memory: error: bad\n", flags)  # no flag named
     assert check(["memory"], 1, "", "advisor memory: internal error: X\n", flags)
     assert check(["memory"], 2, "", "advisor memory: error: argument --tp: 0\n", flags) is None
+    assert check(["memory"], 0, "name \x1b]0;x\x07\n", "", flags)  # an escape reached the terminal
+    assert check(["deploy"], 0, "# for evil\ntouch PWNED\n", "", flags)  # a name became a command
+    assert check(["memory"], 0, "a\tb\nc\n", "", flags) is None
+
+
+def test_issue_36_families_are_drawn(fuzz_dir):
+    """The hostile profiles, scenarios and values of issue 36 are reached by the generator."""
+    rng = random.Random("fuzz-families")
+    argvs = [" ".join(generate(rng, sub, fuzz_dir)) for sub in ("estimate", "recommend", "deploy")
+             for _ in range(1000)]  # fmt: skip
+    for name in cli_fuzz.PROFILES + cli_fuzz.SCENARIOS[1:]:
+        assert any(name in a for a in argvs), name
+    assert any("9" * 5000 in a for a in argvs) and any("\x1b" in a for a in argvs)
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,33 @@ def scan_json_depth(text: str, max_depth: int = MAX_JSON_DEPTH) -> tuple[int | N
     return None, open_string or depth > 0
 
 
+#: Most digits of an integer in any JSON the tool reads. No field needs 20; Python refuses to
+#: convert more than 4,300 (``sys.get_int_max_str_digits``) with a message about its own settings.
+MAX_INT_DIGITS = 100
+
+
+class NumberTooLongError(ValueError):
+    """An integer with more than MAX_INT_DIGITS digits in JSON text."""
+
+
+def bounded_int(text: str) -> int:
+    """A ``json.loads`` ``parse_int`` hook: the integer, or NumberTooLongError if it is too long.
+
+    >>> bounded_int("-42"), len(str(bounded_int("9" * 100)))
+    (-42, 100)
+    >>> bounded_int("9" * 5000)
+    Traceback (most recent call last):
+    ...
+    advisor.catalog.files.NumberTooLongError: an integer of 5,000 digits (allowed: up to 100 digits)
+    """
+    digits = len(text) - text.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise NumberTooLongError(
+            f"an integer of {digits:,} digits (allowed: up to {MAX_INT_DIGITS} digits)"
+        )
+    return int(text)
+
+
 def object_depth(obj: Any) -> int:
     """Nesting depth of parsed JSON (dicts and lists count; scalars are 0), without recursion.
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from advisor.catalog.quoting import echo
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
 
 DATA_DIR = Path(__file__).resolve().parent.parent.parent / "data"
@@ -31,7 +32,7 @@ class UnknownIdError(KeyError):
 
     def __init__(self, kind: str, value: str, allowed: list[str]):
         self.kind, self.value, self.allowed = kind, value, allowed
-        super().__init__(f"unknown {kind} {value!r}; allowed: {', '.join(allowed)}")
+        super().__init__(f"unknown {kind} {echo(value)}; allowed: {', '.join(allowed)}")
 
     def __str__(self) -> str:
         return self.args[0]

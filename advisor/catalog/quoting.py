@@ -15,6 +15,7 @@ are quoted with ``shlex.quote`` where commands are built (advisor/deploy/engines
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 
 #: Longest user value echoed in an error message (the rest is counted, not printed).
 ECHO_CHARS = 60
@@ -95,3 +96,17 @@ def echo(value: object, limit: int = ECHO_CHARS) -> str:
     if len(text) <= limit:
         return repr(text) if isinstance(value, str) else text
     return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
+def field_path(parts: Iterable[object], limit: int = 40) -> str:
+    """Dotted path of a field for a message; each long key cut to ``limit`` characters, inert.
+
+    >>> field_path(["load", "k" * 50_000, 3], limit=4)
+    'load.kkkk... (50,000 characters).3'
+    """
+    out = []
+    for p in parts:
+        text = inert(str(p)[: limit + 1])
+        n = len(str(p))
+        out.append(f"{text[:limit]}... ({n:,} characters)" if n > limit else text)
+    return ".".join(out)

@@ -14,11 +14,13 @@ from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.catalog.files import (
     MAX_JSON_DEPTH,
     FileReadError,
+    bounded_int,
     no_duplicate_keys,
     open_bounded,
     scan_json_depth,
 )
 from advisor.catalog.loader import UnknownIdError
+from advisor.catalog.quoting import echo
 from advisor.cli import (
     CliInputError,
     Streamed,
@@ -179,7 +181,12 @@ def _parse_line(raw: bytes, n: int) -> dict:
     if too_deep is not None:
         raise CliInputError(f"line {n}: not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        d = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        d = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_int=bounded_int,
+        )
     except _DuplicateKey as exc:
         raise CliInputError(f"line {n}: {exc} (each key may appear once)") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
@@ -188,7 +195,8 @@ def _parse_line(raw: bytes, n: int) -> dict:
         raise CliInputError(f"line {n}: expected a JSON object")
     unknown = sorted(set(d) - _KEYS)
     if unknown:
-        raise CliInputError(f"line {n}: unknown keys {unknown}; allowed: {sorted(_KEYS)}")
+        keys = ", ".join(echo(k, 40) for k in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
+        raise CliInputError(f"line {n}: unknown keys [{keys}]; allowed: {sorted(_KEYS)}")
     for key, value in d.items():
         if isinstance(value, bool) and key not in _BOOL_KEYS:
             want = "a text value" if key in _TEXT_KEYS else "a number"

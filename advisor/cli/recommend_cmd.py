@@ -21,9 +21,11 @@ from advisor.perf.profiles import ENGINES
 from advisor.scenario import DEFAULT_ENGINE, THINK_TIME_DEFAULT_S, TTFT_DEFAULT_MS
 
 
-def _list_of(allowed, what):
+def _list_of(allowed, what, most: int = 16):
     def parse(text: str) -> list[str]:
         out = [v.strip().lower() for v in text.split(",") if v.strip()]
+        if len(out) > most:  # the scenario's limit (Hardware.gpus), said against the flag
+            raise argparse.ArgumentTypeError(f"{len(out)} {what}s listed; at most {most}")
         bad = [v for v in out if v not in allowed]
         if not out or bad:
             raise argparse.ArgumentTypeError(
@@ -186,7 +188,29 @@ def scenario_from_args(args: argparse.Namespace):
             rank_by=args.rank_by,
         )  # fmt: skip
     except ValidationError as exc:
-        raise CliInputError(format_validation_error(exc)) from None
+        raise CliInputError(_with_flags(format_validation_error(exc))) from None
+
+
+#: Scenario field -> the flag that sets it, so a message from the scenario's checks names the
+#: flag the user typed (it said "gpus: List should have at most 16 items").
+_FLAG_OF = {
+    "gpus": "--gpu", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
+    "intra_link": "--intra", "inter_link": "--inter", "isl_tokens": "--isl",
+    "osl_tokens": "--osl", "arrival_rate_per_s": "--qps", "concurrent_users": "--users",
+    "think_time_s": "--think-time-s", "percentile": "--percentile", "ttft_ms": "--ttft-p99-ms",
+    "tpot_ms": "--tpot-p99-ms", "e2e_ms": "--e2e-p99-ms", "confidence": "--confidence",
+    "weight_dtypes": "--weights", "kv_dtypes": "--kv", "engine": "--engine",
+    "draft_model": "--spec-draft", "spec_acceptance": "--spec-acceptance", "rank_by": "--rank-by",
+}  # fmt: skip
+
+
+def _with_flags(message: str) -> str:
+    """``field.path: ...`` problems of format_validation_error with the field's flag in front."""
+    parts = []
+    for problem in message.split("; "):
+        head = problem.split(":", 1)[0].split(".")[-1]
+        parts.append(f"{_FLAG_OF[head]} ({problem}" + ")" if head in _FLAG_OF else problem)
+    return "; ".join(parts)
 
 
 def _rate(args: argparse.Namespace) -> float | None:

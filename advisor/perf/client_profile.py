@@ -24,8 +24,15 @@ and peak with no overheads) is flagged with the figures and left out of the fit.
 
 The fit minimises the sum of squared log(predicted / measured) (scipy least_squares). The
 profile written records the files (name, format, SHA-256), the deployment, the constants, the
-error of each point before (shipped calibration) and after, and a SHA-256 of its own content
-(``digest``), so a profile edited by hand is refused.
+error of each point before (shipped calibration) and after, and two checks of its own content:
+
+- ``digest``: SHA-256 of the content. Anyone can recompute it, so it detects accidents (a hand
+  edit, a truncated copy, a bad merge), not tampering;
+- ``signature``: HMAC-SHA256 of the same content under this installation's secret key
+  (``profile-signing.key`` in the user data folder, 32 random bytes made on first use, readable
+  by the user only; :func:`signing_key_path`). An edit with the digest recomputed is refused,
+  and so is a profile fitted by another installation, unless the two share that key file
+  (copying it is how a team trusts each other's profiles).
 
 Out of sample by construction: each point is predicted by the profile fitted to the other runs
 (leave one run out, all figures of a run together; the same identifiability rule); the profile is written only if the median of
@@ -45,8 +52,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import hmac
 import json
 import math
+import os
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -57,7 +67,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from advisor.catalog import get_accelerator
-from advisor.catalog.files import FileReadError, object_depth, read_bounded
+from advisor.catalog.files import FileReadError, read_bounded
+from advisor.catalog.quoting import echo, field_path
+from advisor.catalog.yaml_input import YamlInputError, load_bounded_yaml
 from advisor.perf.importers import Deployment, Imported
 from advisor.perf.measurements import Case
 from advisor.perf.overlay import Overlay, active, set_global
@@ -74,6 +86,10 @@ BOUNDS = {
 }
 MIN_SINGULAR = 0.05
 MAX_PROFILE_BYTES = 4 * 2**20
+#: A profile is a mapping of mappings and lists of mappings: 3 levels (points.N.field); 8 is room.
+MAX_PROFILE_DEPTH = 8
+#: Values in a profile: about 9 per point and at most 100,000 points, plus the fixed fields.
+MAX_PROFILE_NODES = 1_000_000
 #: Case kinds whose measurement is a rate (higher = faster); the others are times.
 RATE_KINDS = {"decode_b1", "offline", "static", "conc_tput", "load_tput"}
 #: The profile must bring the median out-of-sample error to at most ``required_ratio(runs)`` of
@@ -182,15 +198,83 @@ class ProfileDoc(BaseModel):
     summary: SummaryDoc
     collectives: CollectivesDoc | None = None
     digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    #: "hmac-sha256:" + hex; checked by parse_profile (None here so its message can say why)
+    signature: Annotated[str, Field(pattern=r"^hmac-sha256:[0-9a-f]{64}$")] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _printable(cls, v: str) -> str:
+        if not v.isprintable():  # it is printed on terminals and in reports: one plain line
+            raise ValueError("must be printable text (no line breaks or control characters)")
+        return v
 
     def overlay(self) -> Overlay:
         c = self.constants
         return Overlay(c.mem_factor, c.compute_factor, c.step_overhead_s, c.request_overhead_s)
 
 
+def _body(doc: dict) -> bytes:
+    body = {k: v for k, v in doc.items() if k not in ("digest", "signature")}
+    return json.dumps(body, sort_keys=True).encode("utf-8")
+
+
 def _digest(doc: dict) -> str:
-    body = {k: v for k, v in doc.items() if k != "digest"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode("utf-8")).hexdigest()
+    return hashlib.sha256(_body(doc)).hexdigest()
+
+
+SIGNING_KEY_FILE = "profile-signing.key"
+
+
+def signing_key_path() -> Path:
+    """Where this installation's profile-signing key lives (the user data folder)."""
+    from advisor.store import data_dir
+
+    return data_dir() / SIGNING_KEY_FILE
+
+
+def _signing_key(create: bool) -> bytes | None:
+    """The installation's key (made on first use when ``create``); ProfileError if unusable."""
+    path = signing_key_path()
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        if not create:
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="ascii") as f:
+                f.write(secrets.token_hex(32) + "\n")
+        except FileExistsError:  # another process made it first: use theirs
+            pass
+        except OSError as exc:
+            raise ProfileError(
+                f"cannot create the profile-signing key {path}: {exc.strerror or exc}"
+            ) from None
+        return _signing_key(create=False)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"cannot read the profile-signing key {path}: {exc}") from None
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise ProfileError(
+            f"the profile-signing key {path} is damaged (expected 64 hex digits); remove it to "
+            "make a new one (profiles signed with the old key are then refused)"
+        )
+    return key
+
+
+def _hmac(doc: dict, key: bytes) -> str:
+    return "hmac-sha256:" + hmac.new(key, _body(doc), hashlib.sha256).hexdigest()
+
+
+def seal(doc: dict) -> dict:
+    """Set ``doc``'s digest and this installation's signature (the key is made on first use)."""
+    doc["digest"] = _digest(doc)
+    doc["signature"] = _hmac(doc, _signing_key(create=True))  # type: ignore[arg-type]
+    return doc
 
 
 # --- fitting --------------------------------------------------------------------------------
@@ -555,8 +639,15 @@ def fit_profile(
                         loo_median_ape_pct=med(loo)),
         "collectives": collectives,
     }  # fmt: skip
-    doc["digest"] = _digest(doc)
-    ProfileDoc.model_validate(doc)
+    seal(doc)
+    try:
+        ProfileDoc.model_validate(doc)
+    except ValidationError as exc:  # a value outside the profile format's bounds: name it
+        e = exc.errors()[0]
+        raise ProfileRefused(
+            f"{files}: field '{_field_of(e)}' of the profile would be {echo(e.get('input'))}: "
+            f"{e['msg']}; no profile written"
+        ) from None
     return Fit(doc, before, after, tuple(notes))
 
 
@@ -607,7 +698,8 @@ def dump(doc: dict) -> str:
     header = (
         "# Client profile written by `python -m advisor calibrate --from ...` "
         "(advisor/perf/client_profile.py).\n"
-        "# Do not edit: the digest covers every field; an edited profile is refused.\n"
+        "# Do not edit: the digest and this installation's signature cover every field; an\n"
+        "# edited profile, or one signed by another installation, is refused.\n"
     )
     return header + yaml.safe_dump(doc, sort_keys=False, width=100)
 
@@ -616,21 +708,21 @@ def dump(doc: dict) -> str:
 
 
 def _field_of(err: dict) -> str:
-    return ".".join(str(p) for p in err["loc"]).replace("schema_", "schema") or "(top level)"
+    return field_path(err["loc"]).replace("schema_", "schema") or "(top level)"
 
 
 def parse_profile(text: str, name: str) -> ProfileDoc:
     """A profile's text, validated strictly; a refusal names the file and the field."""
+    if len(text) > MAX_PROFILE_BYTES:  # text from the app's upload: the file's bound
+        raise ProfileError(f"{name}: {len(text):,} characters; the limit is {MAX_PROFILE_BYTES:,}")
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ProfileError(f"{name}: not valid YAML ({str(exc).splitlines()[0][:120]})") from None
+        raw = load_bounded_yaml(text, max_depth=MAX_PROFILE_DEPTH, max_nodes=MAX_PROFILE_NODES)
+    except YamlInputError as exc:
+        raise ProfileError(f"{name}: {exc}") from None
     if not isinstance(raw, dict):
         raise ProfileError(
             f"{name}: not a client profile (expected a mapping with 'schema: {SCHEMA}')"
         )
-    if object_depth(raw) > 8:
-        raise ProfileError(f"{name}: nested deeper than a client profile is")
     if raw.get("schema") != SCHEMA:
         raise ProfileError(
             f"{name}: field 'schema' is {str(raw.get('schema'))[:60]!r}; expected {SCHEMA!r}"
@@ -639,13 +731,30 @@ def parse_profile(text: str, name: str) -> ProfileDoc:
         doc = ProfileDoc.model_validate(raw)
     except ValidationError as exc:
         e = exc.errors()[0]
-        raise ProfileError(f"{name}: field '{_field_of(e)}': {e['msg']}") from None
+        got = e.get("input")
+        shown = "" if isinstance(got, dict | list) else f" (got {echo(got)})"
+        raise ProfileError(f"{name}: field '{_field_of(e)}': {e['msg']}{shown}") from None
     if _digest(raw) != doc.digest:
         raise ProfileError(
             f"{name}: field 'digest' does not match the profile's content (edited after it was "
             "written?); refit it with python -m advisor calibrate --from"
         )
+    _check_signature(raw, doc, name)
     return doc
+
+
+def _check_signature(raw: dict, doc: ProfileDoc, name: str) -> None:
+    """Refuse a profile this installation did not sign (module docstring: digest and signature)."""
+    refit = "refit it here from the client's files with python -m advisor calibrate --from"
+    if doc.signature is None:
+        raise ProfileError(f"{name}: field 'signature' is missing (an unsigned profile); {refit}")
+    key = _signing_key(create=False)
+    if key is None or not hmac.compare_digest(_hmac(raw, key), doc.signature):
+        raise ProfileError(
+            f"{name}: field 'signature' does not verify with this installation's key "
+            f"({signing_key_path()}): the profile was signed by another installation, or edited "
+            f"and its digest recomputed; {refit}, or give both installations the same key file"
+        )
 
 
 def read_profile(path: str | Path) -> ProfileDoc:

@@ -20,6 +20,7 @@ from advisor.perf.client_profile import (
     dump,
     fit_profile,
     parse_profile,
+    signing_key_path,
 )
 from advisor.perf.importers import BenchmarkFileError, Deployment, load_bytes
 from advisor.perf.profiles import ENGINES
@@ -138,6 +139,12 @@ def load_section() -> None:
     # No type filter: the content is validated (a wrong file is refused naming the field), and a
     # filter only hides files saved under another extension.
     up = st.file_uploader("Client profile (YAML from `advisor calibrate --from`)", key="calib.profile")  # fmt: skip
+    st.caption(
+        "A profile carries a digest (catches accidental edits and truncated copies) and a "
+        "signature made with this installation's secret key "
+        f"({md_escape(str(signing_key_path()))}): a profile edited by hand, even with its digest "
+        "recomputed, or fitted by another installation is refused unless both share that key file."
+    )
     if up is not None and st.button("Use this profile", key="calib.use"):
         data = up.getvalue()
         if len(data) > MAX_PROFILE_BYTES:

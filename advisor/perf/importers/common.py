@@ -18,6 +18,8 @@ from typing import Any
 from advisor.catalog.files import (
     MAX_JSON_DEPTH,
     FileReadError,
+    NumberTooLongError,
+    bounded_int,
     no_duplicate_keys,
     read_bounded,
     scan_json_depth,
@@ -127,12 +129,19 @@ def parse_json(text: str, name: str, where: str = "") -> Any:
         return BenchmarkFileError(f"{name}{at}: key {key!r} given twice")
 
     try:
-        return json.loads(text, object_pairs_hook=no_duplicate_keys(dup), parse_constant=_constant)
+        return json.loads(
+            text,
+            object_pairs_hook=no_duplicate_keys(dup),
+            parse_constant=_constant,
+            parse_int=bounded_int,
+        )
     except json.JSONDecodeError as exc:
         raise BenchmarkFileError(
             f"{name}{at}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "a truncated file?"
         ) from None
+    except NumberTooLongError as exc:
+        raise BenchmarkFileError(f"{name}{at}: {exc}") from None
 
 
 def field(
