@@ -64,3 +64,19 @@ def point_predictions_module():
         _no_prediction_errors(mp)
         yield
     _clear_app_caches()
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """``advisor.cli.main(argv)`` in-process: (exit code, stdout, stderr); an argparse refusal
+    (SystemExit) counts as its exit code."""
+    from advisor.cli import main
+
+    def run(argv: list[str]) -> tuple[object, str, str]:
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code
+        return (code, *capsys.readouterr())
+
+    return run

@@ -9,19 +9,10 @@ from pathlib import Path
 import pytest
 
 from advisor.catalog import get_accelerator, get_model
-from advisor.cli import main
 from advisor.perf.estimate import EstimateInput, estimate
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 M, G = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
-
-
-def _run(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    return (code, *capsys.readouterr())
 
 
 def _est(dp: int, n: int) -> dict:
@@ -56,37 +47,37 @@ def test_uneven_split_runs_three_three_two_and_idle_replicas_add_nothing():
     assert any("3 replica(s) idle" in n for n in spread["notes"])
 
 
-def test_estimate_states_the_meaning_in_help_and_output(capsys):
-    code, out, _ = _run(["estimate", "--help"], capsys)
+def test_estimate_states_the_meaning_in_help_and_output(run_cli):
+    code, out, _ = run_cli(["estimate", "--help"])
     assert code == 0 and "over the whole deployment" in " ".join(out.split())
     argv = ["estimate", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--isl", "1024",
             "--osl", "256", "--dp", "2", "--concurrency", "8"]  # fmt: skip
-    code, out, err = _run(argv, capsys)
+    code, out, err = run_cli(argv)
     assert code == 0, err
     assert "with 8 requests in flight over 2 replicas (4.0 per replica)" in out
 
 
 # -- 2: an impossible budget or bandwidth is a result with reasons, never a number --------------
-def test_weights_over_memory_show_the_reason_not_a_negative_kv_budget(capsys):
+def test_weights_over_memory_show_the_reason_not_a_negative_kv_budget(run_cli):
     # Llama-3.1-405B in fp16: 405.85e9 parameters x 2 B = 811.7 GB; one H100 SXM has 80 GiB =
     # 85.5 GB, 0.90 of it usable = 77.0 GB (vLLM gpu_memory_utilization)
     argv = ["memory", "--model", "llama-3.1-405b", "--gpu", "h100-sxm"]
-    code, out, err = _run(argv, capsys)
+    code, out, err = run_cli(argv)
     assert code == 0, err
     assert "KV budget / GPU       none" in out and "-" not in out.split("KV budget / GPU")[1][:20]
     assert "weights need 811.7 GB per GPU" in out and "the GPU has 77.0 GB usable" in out
-    code, out, _ = _run([*argv, "--json"], capsys)
+    code, out, _ = run_cli([*argv, "--json"])
     assert '"kv_budget_bytes_per_gpu": 0.0' in out and '"fits": false' in out
     r = estimate(get_model("llama-3.1-405b"), G, EstimateInput())
     assert not r["fits"] and r["memory"]["kv_budget_gb_per_gpu"] == 0.0
 
 
-def test_a_collective_on_one_gpu_prints_no_infinite_bandwidth(capsys):
+def test_a_collective_on_one_gpu_prints_no_infinite_bandwidth(run_cli):
     argv = ["collective", "--gpu", "h100-sxm", "--n", "1", "--bytes", "1e6"]
-    code, out, err = _run(argv, capsys)
+    code, out, err = run_cli(argv)
     assert code == 0, err
     assert "inf" not in out and "nothing to exchange" in out
-    code, out, _ = _run([*argv, "--json"], capsys)
+    code, out, _ = run_cli([*argv, "--json"])
     assert '"algbw_gbps": 0.0' in out and "Infinity" not in out
 
 
@@ -101,10 +92,10 @@ def test_the_memory_page_says_why_instead_of_a_negative_budget():
 
 
 # -- 3: a context longer than max_model_len is refused -----------------------------------------
-def test_context_beyond_max_model_len_is_refused_naming_both(capsys):
+def test_context_beyond_max_model_len_is_refused_naming_both(run_cli):
     argv = ["memory", "--model", "llama-2-7b", "--gpu", "h100-sxm", "--context", "4096",
             "--max-model-len", "1"]  # fmt: skip
-    code, out, err = _run(argv, capsys)
+    code, out, err = run_cli(argv)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "--context 4,096" in err and "--max-model-len 1" in err
     from advisor.physics.memory import memory_budget
@@ -133,36 +124,36 @@ def test_the_memory_page_refuses_a_max_model_len_below_the_context():
         ("h100-sxm", "--link", "xgmi", "is on AMD accelerators only, not on the NVIDIA H100"),
     ],
 )
-def test_estimate_refuses_a_link_of_the_wrong_scope_or_vendor(gpu, flag, link, why, capsys):
+def test_estimate_refuses_a_link_of_the_wrong_scope_or_vendor(gpu, flag, link, why, run_cli):
     argv = ["estimate", "--model", "llama-3.1-8b", "--gpu", gpu, "--isl", "8", "--osl", "8",
             "--tp", "2", flag, link]  # fmt: skip
-    code, out, err = _run(argv, capsys)
+    code, out, err = run_cli(argv)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert f"{flag} '{link}'" in err and why in err
 
 
-def test_scenario_file_and_collective_refuse_nvlink_on_amd(tmp_path, capsys):
+def test_scenario_file_and_collective_refuse_nvlink_on_amd(tmp_path, run_cli):
     from advisor.scenario import Hardware
 
     with pytest.raises(ValueError, match="intra_link: 'nvlink5' .* NVIDIA accelerators only"):
         Hardware(gpus=["h100-sxm", "mi300x"], intra_link="nvlink5")
     f = tmp_path / "s.json"
     f.write_text('{"schema_version": 1, "hardware": {"gpus": ["mi300x"], "intra_link": "nvlink5"}}')
-    code, out, err = _run(["recommend", "--scenario", str(f)], capsys)
+    code, out, err = run_cli(["recommend", "--scenario", str(f)])
     assert code == 2 and "intra_link" in err and "nvlink5" in err and "MI300X" in err
     f.write_text('{"schema_version": 1, "hardware": {"inter_link": "xgmi"}}')
-    code, out, err = _run(["recommend", "--scenario", str(f)], capsys)
+    code, out, err = run_cli(["recommend", "--scenario", str(f)])
     assert code == 2 and "inter_link" in err and "not one between nodes" in err
-    code, out, err = _run(["recommend", "--gpu", "h100-sxm,mi300x", "--intra", "nvlink4"], capsys)
+    code, out, err = run_cli(["recommend", "--gpu", "h100-sxm,mi300x", "--intra", "nvlink4"])
     assert (
         code == 2
         and err.startswith("advisor recommend: error: --intra 'nvlink4'")
         and "MI300X" in err
     )
-    code, out, err = _run(["recommend", "--inter", "xgmi"], capsys)
+    code, out, err = run_cli(["recommend", "--inter", "xgmi"])
     assert code == 2 and "--inter 'xgmi'" in err and "not one between nodes" in err
-    code, out, err = _run(["collective", "--gpu", "mi300x", "--n", "8", "--bytes", "1e6",
-                           "--link", "nvlink4"], capsys)  # fmt: skip
+    code, out, err = run_cli(["collective", "--gpu", "mi300x", "--n", "8", "--bytes", "1e6",
+                           "--link", "nvlink4"])  # fmt: skip
     assert code == 2 and "--link nvlink4" in err and "NVIDIA accelerators only" in err
 
 
@@ -187,13 +178,13 @@ def test_the_app_names_the_link_and_the_gpu():
 
 
 # -- 5: calibrate refuses a deployment that cannot have run -------------------------------------
-def test_calibrate_refuses_weights_that_exceed_the_gpu(tmp_path, capsys):
+def test_calibrate_refuses_weights_that_exceed_the_gpu(tmp_path, run_cli):
     # Llama-3.1-405B in bf16 on one H100: 811.7 GB of weights, 77.0 GB usable (as above)
     fix = Path(__file__).parent / "fixtures" / "client" / "vllm_bench_throughput.json"
     out = tmp_path / "p.yaml"
     argv = ["calibrate", "--from", str(fix), "--model", "llama-3.1-405b", "--gpu", "h100-sxm",
             "--engine", "vllm", "--isl", "1024", "--osl", "512", "--out", str(out)]  # fmt: skip
-    code, stdout, err = _run(argv, capsys)
+    code, stdout, err = run_cli(argv)
     assert code == 2 and stdout == "" and err.count("\n") == 1, err
     assert "weights need 811.7 GB per GPU" in err and "77.0 GB usable" in err
     assert not out.exists()
@@ -203,3 +194,33 @@ def test_calibrate_refuses_weights_that_exceed_the_gpu(tmp_path, capsys):
     dep = Deployment(model="llama-3.1-405b", gpu="h100-sxm", tp=8, weights="bf16")
     with pytest.raises(ValueError, match="cannot run: weights need 101.5 GB per GPU"):
         fit_profile([], dep, "x")  # 811.7 GB / 8 = 101.5 GB per GPU, still over 77.0 GB
+
+
+def test_the_kv_demand_chart_of_an_infeasible_budget_says_so():
+    from advisor.charts import memory_charts as mc
+    from advisor.physics.memory import memory_budget
+
+    b = memory_budget(get_model("llama-3.1-405b"), G)  # 811.7 GB of weights on 77.0 GB
+    assert b.kv_budget_bytes_per_gpu == 0.0 and not b.fits
+    fig = mc.kv_demand_figure(mc.kv_demand_curve(2e9, b.kv_budget_bytes_per_gpu, 4), "t")
+    text = " ".join(a.text for a in fig.layout.annotations)
+    assert "no room for a KV cache" in text and "-" not in text.replace("KV", "")
+
+
+def test_the_app_reads_the_concurrency_as_the_deployment_total():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in {"m": "llama-3.1-8b", "g": "h100-sxm", "dep": "h100-sxm.tp1.pp1.dp2.fp8.fp8",
+                 "c": "8"}.items():  # fmt: skip
+        at.query_params[k] = v
+    at.run().switch_page("ui/pages/memory.py").run()
+    assert not at.exception
+    box = next(w for w in at.number_input if w.key == "w.c")
+    assert box.label == "Requests in flight, whole deployment" and box.value == 8
+    assert any("**4 sequences in flight** per replica: 8 requests" in c.value for c in at.caption)
+    at.switch_page("ui/pages/latency.py").run()
+    assert not at.exception
+    assert any("8 requests in flight over 2 replicas" in c.value for c in at.caption)
+    running = next(m for m in at.metric if m.label == "Running seqs / replica")
+    assert running.value == "4.00"  # sig3(8 / 2)

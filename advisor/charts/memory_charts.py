@@ -330,7 +330,9 @@ def kv_demand_figure(curve: dict, title: str) -> go.Figure:
     fig.add_hline(
         y=gb(max(0.0, curve["budget_bytes"])),
         line={"color": MEMORY_COLOURS["weights"], "dash": "dash"},
-        annotation_text=f"KV budget {gb(curve['budget_bytes']):.1f} GB",
+        annotation_text=f"KV budget {gb(curve['budget_bytes']):.1f} GB"
+        if curve["budget_bytes"] > 0
+        else "no room for a KV cache: the weights and reserve take all usable memory",
         annotation_position="top left",
     )
     if curve["offload_at"] is not None:
