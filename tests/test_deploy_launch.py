@@ -245,3 +245,43 @@ def test_launch_sh_starts_every_server_on_its_gpus_and_stops_them_all(tmp_path):
     time.sleep(0.5)
     alive = [c for c in children if Path(f"/proc/{c}").exists()]
     assert alive == [], alive
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "text", "engine", "tool"),
+    [  # the issue's cases: the default recommendation on TensorRT-LLM, and gemma-2-27b int4
+        # on an L40S (54 GB of bf16 weights on a 48 GB card unless the int4 checkpoint is served)
+        ("llama-3.1-70b", "h100-sxm", "h100-sxm.tp2.pp1.dp1.int4.fp8", "trtllm", "INT4_AWQ_CFG"),
+        ("gemma-2-27b", "l40s", "l40s.tp1.pp1.dp1.int4.fp8", "vllm", 'scheme="W4A16"'),
+    ],
+)
+def test_quantize_first_then_serve_the_quantized_checkpoint(model, gpu, text, engine, tool):
+    b = deploy_bundle(
+        Scenario(model=model, hardware=Hardware(gpus=[gpu])), parse_spec(text), engine
+    )
+    q = b.launch.quantize
+    served = b.launch.servers[0].commands[0].argv()
+    assert q.path in served and q.source not in served  # the quantized folder, not the 16-bit repo
+    compile(b.files["quantize.py"], "quantize.py", "exec")  # valid Python
+    assert tool in b.files["quantize.py"] and repr(q.source) in b.files["quantize.py"]
+    svcs = yaml.safe_load(b.files["docker-compose.yaml"])["services"]
+    assert "./models:/models" in svcs["quantize"]["volumes"]
+    assert svcs["quantize"]["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"]
+    assert svcs["replica-0"]["depends_on"] == {
+        "quantize": {"condition": "service_completed_successfully"}
+    }
+    assert "./models:/models:ro" in svcs["replica-0"]["volumes"]
+    docs = _docs(b)
+    pvc = next(d for d in docs if d["kind"] == "PersistentVolumeClaim")
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    job = next(d for d in docs if d["kind"] == "Job")
+    assert job["spec"]["template"]["spec"]["containers"][0]["args"] == q.argv[1:]
+    server = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    assert f"{q.path}/config.json" in server["initContainers"][0]["command"][-1]
+    assert (
+        kubernetes_errors(b.files["kubernetes.yaml"]) == []
+        and compose_errors(b.files["docker-compose.yaml"]) == []
+    )
+    launch = b.files["launch.sh"]
+    assert launch.index('"$DIR/quantize.py"') < launch.index("start replica-0")
+    assert f"$DIR/models/{q.name}" in launch and '"${DIR}/models/' in launch

@@ -90,7 +90,7 @@ def _out_dir(value: str | None) -> Path | None:
 def _earlier_bundle_file(name: str) -> bool:
     """A name a deploy bundle writes (any engine), so an earlier bundle may be replaced."""
     return name in ("launch.sh", "README.md", "docker-compose.yaml", "kubernetes.yaml",
-                    "disagg-config.yaml", "vllm-pd-proxy.py") or name.endswith("-options.yaml")  # fmt: skip
+                    "disagg-config.yaml", "vllm-pd-proxy.py", "quantize.py") or name.endswith("-options.yaml")  # fmt: skip
 
 
 def _write_bundle(out: Path, files: dict[str, str]) -> list[str]:

@@ -21,6 +21,7 @@ from advisor.deploy.script import launch_script
 from advisor.deploy.settings import Plan, plan
 from advisor.deploy.tables import ENGINES, engine_flags, releases
 from advisor.deploy.wiring import host_urls, trt_disagg_config
+from advisor.physics.memory import weight_bytes
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 
@@ -84,6 +85,9 @@ def _needs(la: Launch, p: Plan, refused: dict[str, str]) -> list[str]:
         out.append(net)
     out.append("Weights: each host (or pod) downloads them to its Hugging Face cache; mount a "
                "shared cache (HF_HOME) to download once")  # fmt: skip
+    if la.quantize:
+        out.append("Quantized checkpoint: models/ on storage every host mounts (NFS) for launch.sh "
+                   "and Compose over several hosts; Kubernetes: a ReadWriteMany StorageClass")  # fmt: skip
     return out
 
 
@@ -92,7 +96,14 @@ def _readme(la: Launch, p: Plan, refused: dict[str, str]) -> str:
     img = releases()[la.engine].image(la.version, p.gpu.id, p.gpu.vendor)
     out = [f"# {la.engine}: {p.spec.describe()}", "", f"Deployment: `{p.spec}`", ""]
     out += [f"- {n}" for n in la.notes]
-    if la.checkpoint and la.checkpoint.prepare:
+    if la.quantize:
+        q = la.quantize
+        out.append(f"- Quantize first: {q.tool} quantizes {q.source} to {q.weights} into {q.path} "
+                   "(quantize.py); the servers load that folder. launch.sh runs it on host 0 "
+                   "(models/ beside it), Compose as the service quantize (./models), Kubernetes "
+                   "as the Job quantize into the PersistentVolumeClaim models; the servers wait "
+                   "for its config.json.")  # fmt: skip
+    elif la.checkpoint and la.checkpoint.prepare:
         out.append(f"- Before serving: {la.checkpoint.prepare}")
     if la.checkpoint and la.checkpoint.online_quantization:
         out.append(f"- No published {p.spec.weights} checkpoint listed: {la.engine} quantizes "
@@ -137,11 +148,12 @@ def deploy_bundle(
     if why or lay.too_large:
         refused["docker-compose.yaml"] = why or lay.too_large
     else:
-        files["docker-compose.yaml"] = compose(la, lay, p.gpu.vendor)
+        files["docker-compose.yaml"] = compose(la, lay, p.gpu.vendor, p.gpus_per_node)
     if why or _too_many_k8s_servers(la):
         refused["kubernetes.yaml"] = why or _too_many_k8s_servers(la)
     else:
-        files["kubernetes.yaml"] = kubernetes(la, p.gpu.vendor, p.gpus_per_node)
+        size = weight_bytes(p.model, p.spec.weights) if la.quantize else 0.0
+        files["kubernetes.yaml"] = kubernetes(la, p.gpu.vendor, p.gpus_per_node, size)
     files["README.md"] = _readme(la, p, refused)
     return Bundle(engine, p, la, files=files, problems=launch_problems(la), refused=refused)
 

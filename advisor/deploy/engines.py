@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import yaml
 
@@ -49,6 +49,7 @@ from advisor.catalog import models
 from advisor.catalog.loader import DATA_DIR
 from advisor.catalog.quoting import shell_comment
 from advisor.deploy.checkpoints import Checkpoint, choose
+from advisor.deploy.quantize import QuantizeJob, job_for
 from advisor.deploy.settings import Plan, PoolSettings
 from advisor.deploy.tables import checkpoints, releases
 
@@ -105,6 +106,7 @@ class Launch:
     image: str | None
     checkpoint: Checkpoint | None
     version: str = ""  # the engine release (data/engine-images.yaml) flags and image are for
+    quantize: QuantizeJob | None = None  # the quantize-first job whose output the servers load
     servers: list[Server] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)  # steps before the servers (quantize, ray)
     files: dict[str, str] = field(default_factory=dict)  # extra config files: name -> text
@@ -199,7 +201,17 @@ def _start(plan: Plan, engine: str, version: str | None) -> tuple[Launch, Checkp
     version = version or rel.version_for(plan.gpu.id, plan.gpu.vendor)
     img = rel.image(version, plan.gpu.id, plan.gpu.vendor)
     la = Launch(engine=engine, image=img and img.image, checkpoint=ck, version=version)
-    if ck.prepare:
+    job = None
+    if not ck.published and ck.online_quantization is None and ck.prepare:
+        job = job_for(plan.model.id, ck.repo, plan.spec.weights, engine)
+        if job is None and plan.spec.weights == "mxfp4":
+            la.unsupported.append(f"{ck.prepare}; nearest: a recommendation with int4 or fp8 "
+                                  "weights")  # fmt: skip
+    if job is not None:  # the servers load what the quantize-first job writes
+        la.quantize, la.files["quantize.py"] = job, job.script()
+        ck = replace(ck, repo=job.path)
+        la.checkpoint = ck
+    elif ck.prepare:
         la.setup.append(shell_comment(f"first: {ck.prepare}"))
     la.unsupported += _unsupported_common(engine, version, plan)
     la.notes += _common_notes(plan, ck)

@@ -25,6 +25,7 @@ import yaml
 
 from advisor.deploy.engines import BOOTSTRAP_PORT, CONFIG_DIR, PORT, Launch, Server
 from advisor.deploy.layout import Layout
+from advisor.deploy.quantize import MODELS_DIR
 from advisor.deploy.wiring import (
     compose_str,
     host_urls,
@@ -100,23 +101,40 @@ def _service(la: Launch, argv: list[str], env: dict, lay: Layout, host: int) -> 
     return svc
 
 
-def compose(la: Launch, lay: Layout, vendor: str) -> str:
+def _gpus(svc: dict, vendor: str, ids: list[str]) -> None:
+    if vendor == "AMD":
+        svc["environment"]["ROCR_VISIBLE_DEVICES"] = ",".join(ids)
+        svc.update({"devices": ["/dev/kfd", "/dev/dri"], "group_add": ["video"]})
+    else:
+        dev = {"driver": "nvidia", "device_ids": ids, "capabilities": ["gpu"]}
+        svc["deploy"] = {"resources": {"reservations": {"devices": [dev]}}}
+
+
+def compose(la: Launch, lay: Layout, vendor: str, gpus_per_node: int) -> str:
     """The Docker Compose file (YAML) of a placed Launch (see the module docstring)."""
     services: dict[str, dict] = {}
+    q = la.quantize
+    if q:  # on host 0 with all its GPUs, before the servers; its output in ./models
+        svc = _service(la, q.argv, {}, lay, 0)
+        svc["volumes"].append(f"./models:{MODELS_DIR}")
+        svc["restart"] = "no"
+        _gpus(svc, vendor, [str(g) for g in range(gpus_per_node)])
+        services["quantize"] = svc
     for inst in lay.servers():
         for rank, node in enumerate(inst.nodes):
             if la.engine == "trtllm" and rank:
                 continue
             argv, env = node_argv(la, lay, inst, rank), node_env(la, lay, inst, rank)
-            ids = [str(g) for g in node.gpus]
-            if vendor == "AMD":
-                env["ROCR_VISIBLE_DEVICES"] = ",".join(ids)
             svc = _service(la, argv, env, lay, node.host)
-            if vendor == "AMD":
-                svc.update({"devices": ["/dev/kfd", "/dev/dri"], "group_add": ["video"]})
-            else:
-                dev = {"driver": "nvidia", "device_ids": ids, "capabilities": ["gpu"]}
-                svc["deploy"] = {"resources": {"reservations": {"devices": [dev]}}}
+            _gpus(svc, vendor, [str(g) for g in node.gpus])
+            if q:
+                svc["volumes"].append(f"./models:{MODELS_DIR}:ro")
+                if lay.hosts == 1:
+                    svc["depends_on"] = {
+                        "quantize": {"condition": "service_completed_successfully"}
+                    }
+            if la.engine == "sglang" and inst.server.role in ("prefill", "decode"):
+                svc["devices"] = [*svc.get("devices", []), "/dev/infiniband"]  # Mooncake: RDMA
             if rank == 0:
                 if not lay.host_network:
                     svc["ports"] = [f"{inst.port}:{PORT}"]
@@ -129,7 +147,8 @@ def compose(la: Launch, lay: Layout, vendor: str) -> str:
         svc = _service(la, router_argv(la, pre, dec), {}, lay, 0)
         svc["healthcheck"] = _health(PORT)
         if lay.hosts == 1:  # one host: start the router once the servers answer
-            svc["depends_on"] = {n: {"condition": "service_healthy"} for n in services}
+            svc["depends_on"] = {n: {"condition": "service_healthy"} for n in services
+                                 if n != "quantize"}  # fmt: skip
         services["router"] = svc
     hosts = sorted({s["labels"]["host"] for s in services.values()}, key=int)
     head = [f"# {la.engine} {la.version}: Docker Compose, image {la.image}, {lay.hosts} host(s).",
@@ -140,6 +159,9 @@ def compose(la: Launch, lay: Layout, vendor: str) -> str:
     if lay.hosts > 1:
         head.append("# Export HOST0_IP ... on every host: the address of each host, which the "
                     "servers use to reach each other (host networking).")  # fmt: skip
+        if q:
+            head.append("# ./models must be storage every host shares (NFS): host0's service "
+                        "quantize writes it; start the servers once it has finished.")  # fmt: skip
     if la.engine == "trtllm" and "disagg-config.yaml" in la.files:
         head.append("# disagg-config.yaml must list the same host:port as here (compose.yaml's "
                     "ports): the bundle's copy does.")  # fmt: skip
@@ -160,7 +182,7 @@ def _k8s_urls(la: Launch) -> tuple[list[tuple[str, int]], list[str]]:
     return prefill, [f"http://{_name(la, s)}:{PORT}" for s in dec]
 
 
-def _container(la: Launch, s: Server, argv: list[str], vendor: str, gpus: int, probes: bool):
+def _container(la: Launch, s: Server | None, argv: list[str], vendor: str, gpus: int, probes: bool):
     probe = {"httpGet": {"path": HEALTH, "port": PORT}, "periodSeconds": 10}
     c: dict = {
         "name": la.engine, "image": la.image, "command": argv[:1], "args": argv[1:],
@@ -176,13 +198,14 @@ def _container(la: Launch, s: Server, argv: list[str], vendor: str, gpus: int, p
                   "livenessProbe": {**probe, "failureThreshold": 3}})  # fmt: skip
     if la.files:
         c["volumeMounts"].append({"name": "config", "mountPath": CONFIG_DIR})
-    if la.engine == "vllm" and s.role in ("prefill", "decode"):  # NIXL side channel on the pod IP
+    role = s.role if s else "job"
+    if la.engine == "vllm" and role in ("prefill", "decode"):  # NIXL side channel on the pod IP
         c["env"].append({"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
                          "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})  # fmt: skip
     res: dict = {}
     if gpus:
         res[_gpu_resource(vendor)] = str(gpus)
-    if la.engine == "sglang" and s.role in ("prefill", "decode"):  # Mooncake over RDMA
+    if la.engine == "sglang" and role in ("prefill", "decode"):  # Mooncake over RDMA
         c["ports"].append({"containerPort": BOOTSTRAP_PORT, "name": "bootstrap"})
         res[RDMA_RESOURCE] = "1"
         c["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}
@@ -191,14 +214,46 @@ def _container(la: Launch, s: Server, argv: list[str], vendor: str, gpus: int, p
     return c
 
 
-def _pod(la: Launch, container: dict, labels: dict) -> dict:
+def _pod(la: Launch, container: dict, labels: dict, kind: str = "server") -> dict:
+    """A pod template; ``kind`` server, router or job (the quantize-first Job)."""
     volumes: list[dict] = [
         {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE.upper() + "i"}},
         {"name": "cache", "emptyDir": {}},
     ]
     if la.files:
         volumes.append({"name": "config", "configMap": {"name": f"{la.engine}-config"}})
-    return {"metadata": {"labels": labels}, "spec": {"containers": [container], "volumes": volumes}}
+    spec: dict = {"containers": [container], "volumes": volumes}
+    q = la.quantize if kind != "router" else None
+    job = kind == "job"
+    if q:  # the quantized checkpoint: the Job writes it, the servers wait for it and read it
+        volumes.append({"name": "models", "persistentVolumeClaim": {"claimName": "models"}})
+        mount = {"name": "models", "mountPath": MODELS_DIR, "readOnly": not job}
+        container["volumeMounts"].append(mount)
+        if not job:
+            wait = (
+                f"until [ -f {q.path}/config.json ]; do echo waiting for {q.name}; sleep 30; done"
+            )
+            spec["initContainers"] = [{"name": "wait-for-checkpoint", "image": la.image,
+                                       "command": ["bash", "-c", wait],
+                                       "volumeMounts": [dict(mount)]}]  # fmt: skip
+    if job:
+        spec["restartPolicy"] = "OnFailure"
+    return {"metadata": {"labels": labels}, "spec": spec}
+
+
+def _quantize_docs(la: Launch, vendor: str, gpus_per_node: int, model_bytes: float) -> list[dict]:
+    """The PersistentVolumeClaim the checkpoint goes to and the Job that writes it."""
+    q = la.quantize
+    size = f"{max(10, int(model_bytes * 1.2 / 2**30) + 1)}Gi"  # the output, with room
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "models"},
+           "spec": {"accessModes": ["ReadWriteMany"],
+                    "resources": {"requests": {"storage": size}}}}  # fmt: skip
+    c = _container(la, None, q.argv, vendor, gpus_per_node, probes=False)
+    c["name"] = "quantize"
+    del c["ports"]
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "quantize"},
+           "spec": {"backoffLimit": 2, "template": _pod(la, c, {"app": "quantize"}, "job")}}  # fmt: skip
+    return [pvc, job]
 
 
 def _service_doc(name: str, selector: dict, bootstrap: bool) -> dict:
@@ -239,8 +294,9 @@ def _lws(la: Launch, s: Server, vendor: str, gpus_per_node: int) -> list[dict]:
     return [lws, _service_doc(name, {"app": name, "role": "leader"}, False)]
 
 
-def kubernetes(la: Launch, vendor: str, gpus_per_node: int) -> str:
-    """Kubernetes manifests (YAML, several documents): see the module docstring."""
+def kubernetes(la: Launch, vendor: str, gpus_per_node: int, model_bytes: float = 0.0) -> str:
+    """Kubernetes manifests (YAML, several documents): see the module docstring;
+    ``model_bytes``: the quantized checkpoint's size (its PersistentVolumeClaim)."""
     docs: list[dict] = []
     pre, dec = _k8s_urls(la)
     files = dict(la.files)
@@ -250,11 +306,13 @@ def kubernetes(la: Launch, vendor: str, gpus_per_node: int) -> str:
     if files:
         docs.append({"apiVersion": "v1", "kind": "ConfigMap",
                      "metadata": {"name": f"{la.engine}-config"}, "data": files})  # fmt: skip
+    if la.quantize:
+        docs += _quantize_docs(la, vendor, gpus_per_node, model_bytes)
     for s in la.servers:
         name = _name(la, s)
         if not s.gpus_per_replica:
             c = _container(la, s, router_argv(la, pre, dec), vendor, 0, probes=True)
-            docs += [_deployment(name, 1, _pod(la, c, {"app": name})),
+            docs += [_deployment(name, 1, _pod(la, c, {"app": name}, "router")),
                      _service_doc(name, {"app": name}, False)]  # fmt: skip
         elif s.gpus_per_replica > gpus_per_node or len(s.commands) > 1:
             docs += _lws(la, s, vendor, gpus_per_node)
@@ -275,6 +333,9 @@ def kubernetes(la: Launch, vendor: str, gpus_per_node: int) -> str:
     ]
     if any(d["kind"] == "LeaderWorkerSet" for d in docs):
         head.append("# Needs the LeaderWorkerSet controller installed in the cluster.")
+    if la.quantize:
+        head.append("# The Job quantize writes the checkpoint into the PersistentVolumeClaim "
+                    "models (ReadWriteMany); the servers wait for it.")  # fmt: skip
     if la.engine == "sglang" and pre:
         head.append(f"# Needs RDMA in the pods ({RDMA_RESOURCE}, e.g. the NVIDIA Network "
                     "Operator's shared device plugin) for Mooncake's KV transfer.")  # fmt: skip

@@ -13,6 +13,7 @@ from __future__ import annotations
 from advisor.catalog.quoting import shell_comment
 from advisor.deploy.engines import CONFIG_DIR, Launch
 from advisor.deploy.layout import Instance, Layout
+from advisor.deploy.quantize import LLM_COMPRESSOR, MODELS_DIR
 from advisor.deploy.settings import Plan
 from advisor.deploy.wiring import host_urls, node_argv, node_env, router_argv, sh_line
 
@@ -48,8 +49,30 @@ def _what(inst: Instance, rank: int, vendor: str) -> str:
 
 
 def _here(argv: list[str]) -> list[str]:
-    """Files a container finds in /config are, on a host, in the bundle's folder."""
-    return [a.replace(f"{CONFIG_DIR}/", "${DIR}/") for a in argv]
+    """Files a container finds in /config (options, the proxy) and /models (a quantized
+    checkpoint) are, on a host, in the bundle's folder and its models/."""
+    out = []
+    for a in argv:
+        for where, here in ((CONFIG_DIR, "${DIR}"), (MODELS_DIR, "${DIR}/models")):
+            a = here + a[len(where) :] if a.startswith(f"{where}/") else a
+            a = a.replace(f" {where}/", f" {here}/")
+        out.append(a)
+    return out
+
+
+def _quantize(la: Launch, lay: Layout) -> list[str]:
+    """Host 0 runs the quantize-first job unless its output is there; the others wait for it
+    (models/ shared between hosts)."""
+    q = la.quantize
+    done = f'"$DIR/models/{q.name}/config.json"'
+    module, pkg = (("llmcompressor", LLM_COMPRESSOR) if q.tool == "llm-compressor" else
+                   ("modelopt", "nvidia-modelopt (in the TensorRT-LLM image)"))  # fmt: skip
+    run = (f"python3 -c 'import {module}' 2>/dev/null || {{ echo 'install {pkg} first' >&2; "
+           f'exit 1; }}; python3 "$DIR/quantize.py" "$DIR/models/{q.name}"')  # fmt: skip
+    return [shell_comment(f"quantize first: {q.tool}, {q.source} to {q.weights} (quantize.py)"),
+            f'if [ "$HOST" = 0 ] && [ ! -f {done} ]; then {run}; fi',
+            f"until [ -f {done} ]; do echo 'waiting for models/{q.name}' >&2; sleep 30; done",
+            ""]  # fmt: skip
 
 
 def launch_script(la: Launch, p: Plan, lay: Layout) -> str:
@@ -68,6 +91,7 @@ def launch_script(la: Launch, p: Plan, lay: Layout) -> str:
         'DIR="$(cd "$(dirname "$0")" && pwd)"  # the bundle: options files, the proxy',
         "",
         *la.setup,
+        *(_quantize(la, lay) if la.quantize else []),
         *_FUNCTIONS,
         "",
     ]
