@@ -240,17 +240,18 @@ class Store:
     def __init__(self, path: Path | str | None = None, *, timeout_s: float = 10.0) -> None:
         self.path = Path(path) if path is not None else data_dir() / DB_NAME
         self.timeout_s = timeout_s
+        #: Why the store cannot be written (a read-only folder or file), or None.
+        self.read_only: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StoreError(
-                f"cannot create the data folder {self.path.parent}: {exc.strerror or exc} "
-                f"(set {ENV_VAR} to a writable folder)"
-            ) from None
-        #: Why the store cannot be written (a read-only folder or file), or None.
-        self.read_only = _why_read_only(self.path)
+        except OSError as exc:  # nothing saved there yet: an empty listing, saving refused
+            self.read_only = (
+                f"the data folder {self.path.parent} cannot be created ({exc.strerror or exc})"
+            )
+        self.read_only = self.read_only or _why_read_only(self.path)
         if self.read_only:
-            _refuse_unusable(self.path)
+            if self.path.exists():
+                _refuse_unusable(self.path)
             with self._read() as con:
                 self._check_version(con)
             return

@@ -140,3 +140,11 @@ def test_the_scenarios_page_says_the_folder_is_read_only(tmp_path, monkeypatch):
     assert not at.exception
     assert any("cannot be written" in w.value for w in at.warning)
     assert any("base" in m.value for m in at.markdown)  # still listed
+
+
+def test_a_data_folder_that_cannot_be_created_lists_nothing_and_refuses_saving(tmp_path):
+    (tmp_path / "file").write_text("a file where the folder would go")
+    store = Store(tmp_path / "file" / "data" / "scenarios.sqlite3")  # was: StoreError at once
+    assert store.list("default") == [] and store.engagements() == []
+    with pytest.raises(StoreError, match="cannot be created .*Not a directory.*" + ENV_VAR):
+        store.save("default", "base", Scenario())
