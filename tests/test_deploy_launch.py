@@ -37,6 +37,8 @@ CASES = [
     (Scenario(hardware=Hardware(gpus=["mi300x"])), "mi300x.tp2.pp1.dp1.ptp2.pdp1.fp8.fp8"),
     (Scenario(hardware=Hardware(nodes=2)), "h100-sxm.tp16.pp1.dp1.fp8.fp8"),
     *[(Scenario(model=m, hardware=Hardware(gpus=[s.split(".")[0]], nodes=2)), s) for m, s in MULTI],
+    # an MoE replica with expert parallelism and attention data parallelism (issue 33's layout)
+    (Scenario(model="deepseek-r1", hardware=Hardware(gpus=["h200-sxm"])), "h200-sxm.tp8.pp1.dp1.ep8.dpa8.fp8.fp8"),
 ]  # fmt: skip
 
 

@@ -22,7 +22,7 @@ from advisor.deploy.engines import BOOTSTRAP_PORT, PORT, Launch, Server
 MAX_INSTANCES = 64
 MAX_HOSTS = 16
 #: vLLM's default NIXL side-channel port (envs.VLLM_NIXL_SIDE_CHANNEL_PORT); vLLM adds the
-#: data-parallel index, so instances on one host are spaced by 16.
+#: data-parallel index (up to 64 attention-DP ranks), so instances on one host are spaced by 64.
 SIDE_CHANNEL_PORT = 5600
 #: SGLang multi-node rendezvous (--dist-init-addr) and Ray head ports, per replica.
 DIST_PORT = 20000
@@ -56,7 +56,7 @@ class Instance:
 
     @property
     def side_channel_port(self) -> int:
-        return SIDE_CHANNEL_PORT + 16 * self.seq
+        return SIDE_CHANNEL_PORT + 64 * self.seq
 
     @property
     def dist_port(self) -> int:
