@@ -37,7 +37,9 @@ error of each point before (shipped calibration) and after, and two checks of it
 Out of sample by construction: each point is predicted by the profile fitted to the other runs
 (leave one run out, all figures of a run together; the same identifiability rule); the profile is written only if the median of
 those errors is at most ``required_ratio(runs)`` of the shipped calibration's on the same points
-(half with two runs, 1 - 0.5 sqrt(2 / runs) in general), and no fitted constant sits
+(half with two runs, 1 - 0.5 sqrt(2 / runs) in general) and no more than (runs - 1) // 2 runs are
+predicted worse than by the shipped calibration (a profile that helps some runs and hurts
+others is not written), and no fitted constant sits
 at its bound. Otherwise :class:`ProfileRefused` says why in one line and nothing is written.
 Duplicates (the same file twice, the same run in two files) are counted once.
 
@@ -513,6 +515,25 @@ def _abs_pct(pred: np.ndarray, items: Sequence[Case]) -> list[float]:
             for p, c in zip(pred, items, strict=True)]  # fmt: skip
 
 
+def worse_runs(usable: Sequence[Case], loo: Sequence[float], shipped: Sequence[float]) -> list[str]:
+    """Runs (points, for a single run) whose mean |error| left out exceeds the shipped one's.
+
+    >>> from types import SimpleNamespace as N
+    >>> pts = [N(id="a.json:ttft"), N(id="a.json:tpot"), N(id="b.json:ttft")]
+    >>> worse_runs(pts, [5.0, 30.0, 2.0], [10.0, 10.0, 4.0])
+    ['a.json']
+    """
+    key = [run_of(c.id) for c in usable]
+    if len(set(key)) < 2:
+        key = [c.id for c in usable]
+    out = []
+    for k in dict.fromkeys(key):
+        idx = [i for i, x in enumerate(key) if x == k]
+        if np.mean([loo[i] for i in idx]) > np.mean([shipped[i] for i in idx]):
+            out.append(k)
+    return out
+
+
 def _median(v: Sequence[float]) -> float:
     return float(np.median(v)) if v else math.nan
 
@@ -531,7 +552,9 @@ def fit_profile(
     points ask for more than the model's constant can give: a unit error or a run the model does
     not describe); or the profile does not bring the median out-of-sample error (each run
     predicted by the profile fitted to the others) to ``required_ratio(runs)`` x the shipped one
-    or below (``min_gain`` replaces that ratio, for tests of what follows a written profile).
+    or below (``min_gain`` replaces that ratio, for tests of what follows a written profile);
+    or, left out in turn, more than (runs - 1) // 2 runs are predicted worse (mean |error|) than
+    by the shipped calibration (none of two, one of three or four, two of six).
     """
     why = deployment_problem(dep)
     if why:
@@ -607,6 +630,16 @@ def fit_profile(
             f"{each} is off by {_pct_text(loo_med)} (median over {len(usable)} points), the "
             f"shipped calibration by {_pct_text(shipped_med)}: {these} cannot pin "
             f"{', '.join(chosen)}; no profile written",
+            points,
+        )
+    worse = worse_runs(usable, loo, shipped)
+    unit, total = ("runs", n_runs) if n_runs > 1 else ("points", len(usable))
+    if len(worse) > (total - 1) // 2:
+        raise ProfileRefused(
+            f"{files}: left out in turn, {len(worse)} of the {total} {unit} are predicted worse "
+            f"by the profile than by the shipped calibration ({', '.join(worse[:4])}"
+            f"{', ...' if len(worse) > 4 else ''}): it helps some and hurts others; no profile "
+            "written",
             points,
         )
     aft = _abs_pct(_predict(usable, dep.gpu, dep.engine, ov), usable)
