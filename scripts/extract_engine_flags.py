@@ -7,7 +7,8 @@ Usage (the wheels from PyPI, unpacked; how the lists in data/engine-flags/ were 
     pip download --no-deps --only-binary :all: --python-version 3.12 vllm==0.34.0 -d /tmp/w
     unzip -q /tmp/w/vllm-0.34.0-*.whl 'vllm/*.py' -d /tmp/w/vllm-root
     python scripts/extract_engine_flags.py vllm 0.34.0 /tmp/w/vllm-root
-    (the same for vllm 0.11.0, sglang 0.5.5 / 0.5.18 / 0.5.23 with 'sglang/*.py')
+    (the same for vllm 0.11.0, sglang 0.5.5 / 0.5.18 / 0.5.23 with 'sglang/*.py', and
+    sglang-router 0.3.2 with 'sglang_router/*.py': the PD router's flags)
 
 SGLang from 0.5.1x declares most flags as annotated fields of the structs in
 ``sglang/srt/arg_groups/fields/*.py`` (``A[T, "help"]`` or ``A[T, Arg(...)]``, registered by
@@ -45,6 +46,7 @@ FILES = {
         ("vllm/entrypoints/openai/cli_args.py", "vllm/entrypoints/common/cli_args.py"),
     ],
     "sglang": [("sglang/srt/server_args.py",)],
+    "sglang-router": [("sglang_router/router_args.py",)],
 }
 #: Dataclasses whose fields become one frontend flag each (vLLM: add_argument(f"--{key}")).
 FRONTEND_CLASSES = ("FrontendArgs", "BaseFrontendArgs")
@@ -53,6 +55,17 @@ FRONTEND_CLASSES = ("FrontendArgs", "BaseFrontendArgs")
 class _NoAliases(yaml.SafeDumper):
     def ignore_aliases(self, data):  # the same choices list written out under each flag
         return True
+
+
+def _text(node: ast.AST) -> str | None:
+    """A flag name: a string constant, or an f-string whose fields are empty (sglang-router's
+    f"--{prefix}policy" with prefix "" as launch_router uses it)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):  # f"--{key}" alone names no flag: read elsewhere
+        text = "".join(v.value for v in node.values if isinstance(v, ast.Constant))
+        return text if text.strip("-") else None
+    return None
 
 
 def _module_lists(tree: ast.Module) -> dict[str, list]:
@@ -89,9 +102,8 @@ def _flags(path: Path) -> dict[str, list | None]:
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"):
             continue
-        names = [
-            a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-        ]
+        names = [_text(a) for a in node.args]
+        names = [n for n in names if n]
         choices = None
         for kw in node.keywords:
             if kw.arg == "choices":

@@ -64,6 +64,9 @@ def test_files_pass_the_official_schemas_and_fit_the_nodes(sc, text, engine):
         assert all("nearest" in r for r in b.reasons), b.reasons
         return
     gpn = sc.hardware.gpus_per_node
+    syntax = subprocess.run(["bash", "-n"], input=b.files["launch.sh"], text=True,
+                            capture_output=True)  # fmt: skip
+    assert syntax.returncode == 0, syntax.stderr  # bash parses launch.sh
     for name in ("docker-compose.yaml", "kubernetes.yaml"):
         assert (name in b.files) != (name in b.refused), name
     if "docker-compose.yaml" in b.files:

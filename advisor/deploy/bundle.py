@@ -14,13 +14,13 @@ import zipfile
 from dataclasses import dataclass, field
 
 from advisor.deploy.engines import LAUNCHERS, Launch
-from advisor.deploy.flags import launch_problems
+from advisor.deploy.flags import launch_problems, router_problems
 from advisor.deploy.layout import MAX_INSTANCES, place
 from advisor.deploy.manifests import compose, kubernetes, refusal
 from advisor.deploy.script import launch_script
 from advisor.deploy.settings import Plan, plan
 from advisor.deploy.tables import ENGINES, engine_flags, releases
-from advisor.deploy.wiring import host_urls, trt_disagg_config
+from advisor.deploy.wiring import host_urls, router_argv, trt_disagg_config
 from advisor.physics.memory import weight_bytes
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
@@ -155,7 +155,10 @@ def deploy_bundle(
         size = weight_bytes(p.model, p.spec.weights) if la.quantize else 0.0
         files["kubernetes.yaml"] = kubernetes(la, p.gpu.vendor, p.gpus_per_node, size)
     files["README.md"] = _readme(la, p, refused)
-    return Bundle(engine, p, la, files=files, problems=launch_problems(la), refused=refused)
+    problems = launch_problems(la)
+    if la.engine == "sglang" and p.spec.disaggregated:
+        problems += router_problems(router_argv(la, [("http://p:8000", 8998)], ["http://d:8000"]))
+    return Bundle(engine, p, la, files=files, problems=problems, refused=refused)
 
 
 def _too_many_k8s_servers(la: Launch) -> str:

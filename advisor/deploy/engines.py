@@ -358,8 +358,8 @@ def sglang(plan: Plan, version: str | None = None) -> Launch:
             "--disaggregation-ib-device to the node's InfiniBand devices, or use "
             "--disaggregation-transfer-backend nixl); the sglang-router (pip package "
             "sglang-router, in the image) in PD mode fronts them, given each prefill server's URL "
-            "and bootstrap port and each decode server's URL. The router's flags are not in "
-            "SGLang's server parser and are not checked against the flag list."
+            "and bootstrap port and each decode server's URL; its flags are checked against "
+            "sglang-router 0.3.2's parser (data/engine-flags/sglang-router-0.3.2.yaml)."
         )
     return la
 

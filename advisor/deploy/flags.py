@@ -38,6 +38,24 @@ def command_problems(
     return out
 
 
+#: The SGLang PD router's parser (pip package sglang-router, newest on PyPI on 2026-12-03; its
+#: flags in data/engine-flags/sglang-router-0.3.2.yaml, from sglang_router/router_args.py).
+ROUTER = ("sglang-router", "0.3.2")
+
+
+def router_problems(argv: list[str]) -> list[str]:
+    """Flags of an sglang-router command line its parser does not define.
+
+    >>> router_problems(["python3", "-m", "sglang_router.launch_router", "--pd-disaggregation",
+    ...                  "--prefill", "http://p:8000", "8998", "--prefil", "http://q:8000"])
+    ['sglang-router 0.3.2: flag --prefil is not in data/engine-flags/sglang-router-0.3.2.yaml']
+    """
+    engine, version = ROUTER
+    known = engine_flags(engine, version)["flags"]
+    return [f"{engine} {version}: flag {a} is not in data/engine-flags/{engine}-{version}.yaml"
+            for a in argv if a.startswith("--") and a not in known]  # fmt: skip
+
+
 def _option_problems(doc: dict, schema: dict, where: str) -> list[str]:
     out = []
     for key, value in doc.items():
