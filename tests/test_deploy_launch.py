@@ -100,6 +100,9 @@ def test_multi_node_vllm_is_a_ray_head_and_workers(model, text):
     assert "/16.0 GPU" in head["command"][-1]  # serves once both nodes' 16 GPUs joined
     assert "ray start --address=${HOST0_IP}:6379" in worker["command"][-1]
     assert head["network_mode"] == worker["network_mode"] == "host"
+    # each node names the address torch.distributed and Ray use (vLLM's run_cluster.sh)
+    assert head["environment"]["VLLM_HOST_IP"] == "${HOST0_IP}"
+    assert worker["environment"]["VLLM_HOST_IP"] == "${HOST1_IP}"
     lws = next(d for d in _docs(b) if d["kind"] == "LeaderWorkerSet")["spec"]
     t = lws["leaderWorkerTemplate"]
     assert t["size"] == 2 and lws["replicas"] == 1  # one pod per node, DP = 1

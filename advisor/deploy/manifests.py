@@ -284,6 +284,9 @@ def _lws(la: Launch, s: Server, vendor: str, gpus_per_node: int) -> list[dict]:
         else:
             argv = ray_node(argv, rank, nodes, "$LWS_LEADER_ADDRESS", s.gpus_per_replica)
         c = _container(la, s, argv, vendor, per, probes=rank == 0)
+        if la.engine == "vllm":  # the address torch.distributed binds: the pod's
+            c["env"].append({"name": "VLLM_HOST_IP",
+                             "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})  # fmt: skip
         templates[f"{role}Template"] = _pod(la, c, {"app": name, "role": role})
     lws = {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
            "metadata": {"name": name, "labels": {"app": name}},

@@ -122,11 +122,15 @@ def node_argv(la: Launch, lay: Layout, inst: Instance, rank: int) -> list[str]:
 def node_env(la: Launch, lay: Layout, inst: Instance, rank: int) -> dict[str, str]:
     """Environment a server needs beyond its GPUs: vLLM's NIXL side channel must listen on an
     address the decode servers reach (its default, localhost, works on one host only) and on
-    a port of its own per server sharing a host."""
+    a port of its own per server sharing a host; a vLLM node of a multi-node replica names its
+    own address (VLLM_HOST_IP, as vLLM's run_cluster.sh sets it)."""
+    env = {}
+    if la.engine == "vllm" and len(inst.nodes) > 1:  # the address torch.distributed binds
+        env["VLLM_HOST_IP"] = lay.address(inst.nodes[rank].host)
     if la.engine == "vllm" and inst.server.role in ("prefill", "decode"):
-        return {"VLLM_NIXL_SIDE_CHANNEL_HOST": lay.address(inst.nodes[rank].host),
+        env |= {"VLLM_NIXL_SIDE_CHANNEL_HOST": lay.address(inst.nodes[rank].host),
                 "VLLM_NIXL_SIDE_CHANNEL_PORT": str(inst.side_channel_port)}  # fmt: skip
-    return {}
+    return env
 
 
 def router_argv(la: Launch, prefill: list[tuple[str, int]], decode: list[str]) -> list[str]:
