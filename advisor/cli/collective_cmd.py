@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> dict:
     return {
         "op": r.op, "gpu": gpu.id, "link": link.id, "n_gpus": r.n_gpus,
         "bytes": r.message_bytes, "algorithm": r.algorithm, "time_us": r.time_s * 1e6,
-        "algbw_gbps": r.algbw_bytes_per_s / 1e9, "busbw_gbps": r.busbw_bytes_per_s / 1e9,
+        # one GPU moves nothing: no rate (null), never an infinite one
+        "algbw_gbps": r.algbw_bytes_per_s / 1e9 if r.n_gpus > 1 else None, "busbw_gbps": r.busbw_bytes_per_s / 1e9,
     }  # fmt: skip
 
 
