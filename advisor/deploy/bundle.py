@@ -1,10 +1,12 @@
 """``deploy_bundle(scenario, spec, engine)``: every file to deploy one deployment on one engine.
 
-Files: ``launch.sh`` (the commands, per pool, with the multi-node and disaggregated forms),
-the engine's option files (TensorRT-LLM), ``docker-compose.yaml``, ``kubernetes.yaml`` and
-``README.md`` (checkpoint, quantization step, what the numbers assumed, what the engine cannot
-do). ``zip_bytes`` packs them for a download. Every engine flag is checked against the engine's
-flag list first (``flags.launch_problems``); a problem is reported, not written.
+Files: ``launch.sh`` (script.py: every server of a host started, health-checked and stopped
+together), the engine's option files (TensorRT-LLM), the vLLM prefill/decode proxy, the
+quantize-first job (quantize.py), ``docker-compose.yaml`` and ``kubernetes.yaml``
+(manifests.py, from the placement of layout.py; ``refused`` says why one is not written) and
+``README.md`` (checkpoint, quantize step, what the numbers assumed, what each file needs).
+``zip_bytes`` packs them for a download. Every engine flag is checked against the chosen
+release's flag list first (``flags.launch_problems``); a problem is reported, not written.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 
-from advisor.deploy.engines import LAUNCHERS, Launch
+from advisor.deploy.engines import LAUNCHERS, Command, Launch
 from advisor.deploy.flags import launch_problems, router_problems
 from advisor.deploy.layout import MAX_INSTANCES, place
 from advisor.deploy.manifests import compose, kubernetes, refusal
@@ -155,6 +157,9 @@ def deploy_bundle(
         size = weight_bytes(p.model, p.spec.weights) if la.quantize else 0.0
         files["kubernetes.yaml"] = kubernetes(la, p.gpu.vendor, p.gpus_per_node, size)
     files["README.md"] = _readme(la, p, refused)
+    for s in la.servers:  # the router as launch.sh runs it (the PDF prints these commands)
+        if not s.gpus_per_replica and lay.instances:
+            s.commands = [Command(router_argv(la, *host_urls(lay)), [], engine_flags=False)]
     problems = launch_problems(la)
     if la.engine == "sglang" and p.spec.disaggregated:
         problems += router_problems(router_argv(la, [("http://p:8000", 8998)], ["http://d:8000"]))

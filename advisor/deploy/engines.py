@@ -2,7 +2,7 @@
 
 Each engine gets the same numbers: parallel degrees, KV dtype, the memory fraction that leaves
 the budgeted KV cache, max sequences = the running-batch cap the search assumed, max model
-length = ISL + OSL (the context each sequence was budgeted at), chunked prefill at the 8,192
+length = the workload's longest request (settings.context_tokens), chunked prefill at the 8,192
 batched tokens the activation reserve was sized for. Where an engine cannot do what the
 deployment needs, the result says so with the nearest alternative instead of a command.
 
