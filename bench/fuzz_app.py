@@ -328,7 +328,11 @@ class Fuzzer:
             if rng.random() < 0.3:
                 w.set_value(None)
                 return f"{key}=<none>"
-            name, data = rng.choice(self.uploads)
+            # only names the widget's type filter lets through (".json" for the sidebar's
+            # config/scenario upload); Streamlit refuses the others before the app sees them
+            allowed = tuple(str(t).lower() for t in w.proto.type)
+            pool = [u for u in self.uploads if not allowed or u[0].lower().endswith(allowed)]
+            name, data = rng.choice(pool or self.uploads)
             w.set_value((name, data, "application/json"))
             return f"{key}=<{name}>"
         raise AssertionError(t)

@@ -302,3 +302,17 @@ def test_calibrate_page_refuses_hostile_uploads_with_a_message(tmp_path, monkeyp
     errors = [e.value.replace("\\", "") for e in at.error]
     assert any("max_concurrency" in e for e in errors), errors
     assert not any("pydantic" in e for e in errors)
+
+
+def test_a_50000_character_key_given_twice_is_echoed_short():
+    from advisor.catalog.hf_import import HFConfigError, load_hf_config_bytes
+    from advisor.perf.importers.common import BenchmarkFileError, parse_json
+
+    key = "k" * 50_000
+    text = json.dumps({key: 1})[:-1] + f', "{key}": 2}}'
+    for call, error in ((lambda: parse_json(text, "f.json"), BenchmarkFileError),
+                        (lambda: load_hf_config_bytes(text.encode()), HFConfigError),
+                        (lambda: load_scenario(text), ScenarioError)):  # fmt: skip
+        with pytest.raises(error) as info:
+            call()
+        assert len(str(info.value)) < 300 and "50,000 characters" in str(info.value)

@@ -37,6 +37,7 @@ from advisor.catalog.files import (
     read_bounded,
     scan_json_depth,
 )
+from advisor.catalog.quoting import echo
 from advisor.catalog.specs import MODEL_FAMILIES, ModelSpec, slugify
 
 #: Families this importer maps (ModelSpec.family values).
@@ -140,7 +141,7 @@ def _check_depth(text: str, max_depth: int) -> bool:
 
 
 _no_duplicates = no_duplicate_keys(
-    lambda key: HFConfigError(f"{_PREFIX}: duplicate key {key!r} (each key may appear once)")
+    lambda key: HFConfigError(f"{_PREFIX}: duplicate key {echo(key)} (each key may appear once)")
 )
 
 

@@ -167,7 +167,7 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"non-standard JSON constant {name} (NaN/Infinity refused)")
 
 
-_no_duplicates = no_duplicate_keys(lambda key: _DuplicateKey(f"key {key!r} given twice"))
+_no_duplicates = no_duplicate_keys(lambda key: _DuplicateKey(f"key {echo(key)} given twice"))
 
 
 def _parse_line(raw: bytes, n: int) -> dict:

@@ -24,6 +24,7 @@ from advisor.catalog.files import (
     read_bounded,
     scan_json_depth,
 )
+from advisor.catalog.quoting import echo
 
 #: Largest benchmark file read: a `vllm bench serve --save-result` file with per-request lists
 #: (ttfts, itls, generated texts) for 10,000 prompts is a few MB; 32 MB leaves room.
@@ -126,7 +127,7 @@ def parse_json(text: str, name: str, where: str = "") -> Any:
         raise BenchmarkFileError(f"{name}{at}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
 
     def dup(key: str) -> Exception:
-        return BenchmarkFileError(f"{name}{at}: key {key!r} given twice")
+        return BenchmarkFileError(f"{name}{at}: key {echo(key)} given twice")
 
     try:
         return json.loads(
