@@ -293,3 +293,18 @@ def test_quantize_first_then_serve_the_quantized_checkpoint(model, gpu, text, en
     launch = b.files["launch.sh"]
     assert launch.index('"$DIR/quantize.py"') < launch.index("start replica-0")
     assert f"$DIR/models/{q.name}" in launch and '"${DIR}/models/' in launch
+
+
+def test_a_longest_request_past_the_kv_budget_is_a_reason_or_a_stated_cut():
+    # Llama 3.1 8B with fp16 KV: 32 layers x 8 KV heads x 128 x (K, V) x 2 bytes = 131,072 bytes
+    # a token (config.json); on one L4 the budget holds fewer than 131,072 such tokens
+    sc = Scenario(model="llama-3.1-8b", hardware=Hardware(gpus=["l4"]))
+    spec = parse_spec("l4.tp1.pp1.dp1.fp8.fp16")
+    b = deploy_bundle(sc, spec, "vllm", max_context=131072)
+    assert b.files == {} and "would refuse to start" in b.reasons[0]
+    long = Scenario(model="llama-3.1-8b", hardware=Hardware(gpus=["l4"]),
+                    workload=Workload(isl_tokens=20000, isl_cv=1.5, osl_tokens=500))  # fmt: skip
+    b = deploy_bundle(long, spec, "vllm")
+    pool = b.plan.pools[0]
+    assert pool.max_model_len == int(pool.kv_budget_bytes // 131072)
+    assert f"cut to the {pool.max_model_len:,} tokens" in b.files["README.md"]

@@ -11,13 +11,17 @@ SGLang and TensorRT-LLM all leave that budget to the KV cache.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from advisor.catalog import accelerators
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.physics.memory import DEFAULT_MAX_BATCHED_TOKENS, activation_reserve_bytes
+from advisor.physics.memory import (
+    DEFAULT_MAX_BATCHED_TOKENS,
+    activation_reserve_bytes,
+    kv_bytes_per_sequence_per_gpu,
+)
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.evaluate import _build
@@ -249,4 +253,25 @@ def plan(scenario: Scenario, spec: DeploymentSpec, max_context: int | None = Non
             reasons += got
         else:
             pools.append(got)
+    fit = min((_longest_fitting(base["model"], spec.kv, p, context) for p in pools), default=0)
+    if pools and not reasons and fit < context:
+        if max_context is not None:  # stated: a result with its reason, not a server that fails
+            reasons.append(
+                f"one request of {context:,} tokens (--max-context) needs more KV cache than the "
+                f"memory budget leaves per GPU; at most {fit:,} tokens fit: the server would "
+                "refuse to start")  # fmt: skip
+        else:
+            pools = [replace(p, max_model_len=fit) for p in pools]
+            base["context_why"] = (f"{why}, cut to the {fit:,} tokens one request's KV cache "
+                                   "can take in the memory budget")  # fmt: skip
     return Plan(pools=tuple(pools) if not reasons else (), reasons=tuple(reasons), **base)
+
+
+def _longest_fitting(model: ModelSpec, kv: str, p: PoolSettings, context: int) -> int:
+    """The longest request whose KV cache fits the pool's KV budget per GPU (vLLM refuses to
+    start when one request of max model length does not fit). Under attention DP a request
+    lives whole on one rank (TP 1 for its KV)."""
+    need = kv_bytes_per_sequence_per_gpu(model, kv, context, 1 if p.dp_attention else p.tp, p.pp)
+    if need <= p.kv_budget_bytes:
+        return context
+    return int(context * p.kv_budget_bytes / need)  # KV grows at least linearly past a window
