@@ -316,3 +316,17 @@ def test_a_50000_character_key_given_twice_is_echoed_short():
         with pytest.raises(error) as info:
             call()
         assert len(str(info.value)) < 300 and "50,000 characters" in str(info.value)
+
+
+def test_calibrate_without_a_usable_key_folder_exits_2_and_writes_nothing(
+    tmp_path, monkeypatch, capsys
+):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(ENV_VAR, str(blocker / "data"))  # the folder cannot be made
+    out = tmp_path / "p.yaml"
+    argv = ["calibrate", "--from", str(CLIENT / "vllm_bench_serve.json"), *DEP,
+            "--isl", "1024", "--osl", "256", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "profile-signing key" in err and "internal error" not in err and not out.exists()

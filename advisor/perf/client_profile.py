@@ -672,7 +672,10 @@ def fit_profile(
                         loo_median_ape_pct=med(loo)),
         "collectives": collectives,
     }  # fmt: skip
-    seal(doc)
+    try:
+        seal(doc)
+    except ProfileError as exc:  # no usable signing key (an unwritable data folder)
+        raise ProfileRefused(f"{files}: {exc}; no profile written") from None
     try:
         ProfileDoc.model_validate(doc)
     except ValidationError as exc:  # a value outside the profile format's bounds: name it
