@@ -159,8 +159,9 @@ def _pair(dg: Disagg | None, spec: DeploymentSpec) -> int:
 
 def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: float | None = None,
                    concurrency: int | None = None) -> EstimateInput:  # fmt: skip
-    """The performance model's EstimateInput of one replica of ``spec`` at the scenario's load
-    (the Latency and Speculative pages' detail: breakdown, roofline, batch sweeps).
+    """The performance model's EstimateInput of ``spec`` (one replica's shape, its DP
+    replicas) at the scenario's load (the Latency and Speculative pages' detail: breakdown,
+    roofline, batch sweeps).
 
     Load: ``concurrency`` if given (requests in flight over the whole deployment, set on a
     page; ``EstimateInput.concurrency`` spreads them over the DP replicas); an aggregated
