@@ -769,7 +769,9 @@ def parse_profile(text: str, name: str) -> ProfileDoc:
         e = exc.errors()[0]
         got = e.get("input")
         shown = "" if isinstance(got, dict | list) else f" (got {echo(got)})"
-        raise ProfileError(f"{name}: field '{_field_of(e)}': {e['msg']}{shown}") from None
+        raise ProfileError(
+            f"{name}: field '{_field_of(e)}': {e['msg'].removeprefix('Value error, ')}{shown}"
+        ) from None
     if _digest(raw) != doc.digest:
         raise ProfileError(
             f"{name}: field 'digest' does not match the profile's content (edited after it was "
