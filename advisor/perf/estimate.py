@@ -463,7 +463,7 @@ def _over_replicas(
     ``_static_batch``; the breakdown is the busier one's); throughput adds up, and the mean
     TTFT, TPOT and E2E are over requests (weights: each kind's request rate), so
     throughput = N x osl / E2E (Little's law over the whole deployment) holds exactly.
-    Source: Little 1961 (L = lambda W); formulas.md "Queueing".
+    Source: Little 1961 (L = lambda W); formulas.md "Batching and queueing".
     """
     total = dep.cap * inp.dp if inp.concurrency == "max" else float(inp.concurrency or 1)
     k, extra = divmod(int(total), inp.dp)
