@@ -221,7 +221,7 @@ def _fake_bin(tmp_path: Path) -> Path:
     for name in ("vllm", "python3"):
         (bin_ / name).write_text(
             "#!/usr/bin/env bash\n"
-            f'echo "{name} CUDA=${{CUDA_VISIBLE_DEVICES:-}} NIXL=${{VLLM_NIXL_SIDE_CHANNEL_PORT:-}} '
+            f'echo "{name} CUDA=${{CUDA_VISIBLE_DEVICES:-}} pid=$$ '
             f'$*" >> "$LOG"\nexec sleep 300\n')  # fmt: skip
     (bin_ / "curl").write_text("#!/usr/bin/env bash\nexit 0\n")
     for f in bin_.iterdir():
@@ -236,14 +236,15 @@ def test_launch_sh_starts_every_server_on_its_gpus_and_stops_them_all(tmp_path):
     log = tmp_path / "log"
     env = {**os.environ, "PATH": f"{_fake_bin(tmp_path)}:{os.environ['PATH']}", "LOG": str(log)}
     p = subprocess.Popen(["bash", str(script)], env=env, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 30
+    deadline = time.time() + 60
     while time.time() < deadline and (not log.exists() or log.read_text().count("\n") < 4):
         time.sleep(0.2)
     lines = log.read_text().splitlines()
     assert len(lines) == 4  # two prefill servers, one decode, then the proxy
     gpus = sorted(ln.split()[1] for ln in lines if ln.startswith("vllm"))
     assert gpus == ["CUDA=0,1", "CUDA=2,3", "CUDA=4,5,6,7"]
-    assert lines[-1].startswith("python3") and "--prefill http://127.0.0.1:8001" in lines[-1]
+    proxy = [ln for ln in lines if ln.startswith("python3")]  # the servers log in any order
+    assert len(proxy) == 1 and "--prefill http://127.0.0.1:8001" in proxy[0]
     children = subprocess.run(
         ["pgrep", "-P", str(p.pid)], capture_output=True, text=True
     ).stdout.split()
