@@ -155,11 +155,20 @@ class Options(BaseModel):
         "int4",
     ]
     kv_dtypes: Annotated[list[KDType], Field(min_length=1, max_length=4)] = ["fp16", "fp8"]
+    #: A model released quantized (gpt-oss's MXFP4 experts, DeepSeek/Kimi/MiniMax block FP8;
+    #: ModelSpec.released_weights) is searched in that precision only: serving the checkpoint
+    #: as published is the reference model, while any other dtype re-quantizes it. False: search
+    #: ``weight_dtypes`` (re-quantizing is then the user's explicit choice). No effect on a model
+    #: released in 16 bits (advisor/search/space.search_weights).
+    released_weights: bool = True
     engine: Engine = DEFAULT_ENGINE
     max_tp: Annotated[int, Field(ge=1, le=1024)] = 64
     max_pp: Annotated[int, Field(ge=1, le=128)] = 16
     speculative: bool = False
-    draft_model: str | None = "llama-3.2-1b"
+    #: The speculative draft: a catalog model with the target's tokenizer, "mtp" (the target's
+    #: own multi-token-prediction head), or None for the target's default (its own head, else
+    #: the smallest catalog model with its tokenizer; advisor/catalog/drafts.py).
+    draft_model: str | None = None
     spec_tokens: Annotated[int, Field(ge=1, le=16)] = 4
     spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
     disaggregated: bool = True
@@ -170,10 +179,12 @@ class Options(BaseModel):
 
     @model_validator(mode="after")
     def _draft(self) -> Options:
-        if self.speculative and self.draft_model not in models():
+        from advisor.catalog.drafts import MTP
+
+        if self.draft_model not in (None, MTP) and self.draft_model not in models():
             raise ValueError(
-                f"draft_model {echo(self.draft_model)} is not a catalog model; "
-                f"allowed: {', '.join(sorted(models()))}"
+                f"draft_model {echo(self.draft_model)} is not a catalog model; allowed: {MTP} "
+                f"(the model's own head), {', '.join(sorted(models()))}"
             )
         return self
 

@@ -213,28 +213,39 @@ SPEC_HELP = (
 )
 
 
-def _draft_choices(model_id: str, cfg: dict | None) -> tuple[list[str], set[str]]:
-    """(drafts: same family and tokenizer first, then other smaller models; the same-family ones)."""
-    from advisor.perf.speculative_sweep import draft_candidates, same_family_smaller
+def _released_precision(model_id: str, cfg: dict | None) -> str | None:
+    """The model's released weight dtype when it was published quantized (ModelSpec)."""
+    target = _draft_target(model_id, cfg)
+    return target.released_weights if target is not None else None
 
-    cat = models()
-    target = cat.get(model_id)
+
+def _draft_target(model_id: str, cfg: dict | None):
+    target = models().get(model_id)
     if target is None and cfg is not None:
         from advisor.catalog.hf_import import model_from_hf_config
 
         target = model_from_hf_config(cfg)
-    if target is None:
-        return list(cat), set()
-    same = same_family_smaller(target, cat)
-    return same + [d for d in reversed(draft_candidates(target, cat)) if d not in same], set(same)
+    return target
+
+
+def _draft_choices(model_id: str, cfg: dict | None) -> list[str]:
+    """Drafts that share the target's tokenizer: its own MTP head first, then smaller catalog
+    models (a draft with another vocabulary is never offered: advisor/catalog/drafts.py)."""
+    from advisor.perf.speculative_sweep import compatible_drafts
+
+    target = _draft_target(model_id, cfg)
+    return [] if target is None else compatible_drafts(target)
 
 
 def _set_pair_acceptance(model_id: str) -> None:
     """Draft changed: its acceptance rate becomes the pair's published figure (or the default)."""
+    from advisor.catalog.drafts import MTP, OWN_HEADS
     from advisor.catalog.spec_acceptance import default_acceptance
 
-    acc = default_acceptance(model_id, SS[_K["options.draft_model"]]).acceptance
-    SS[_K["options.spec_acceptance"]] = acc
+    draft = SS[_K["options.draft_model"]]
+    SS[_K["options.spec_acceptance"]] = default_acceptance(model_id, draft).acceptance
+    if draft == MTP:  # the head drafts as many tokens as it has layers
+        SS[_K["options.spec_tokens"]] = OWN_HEADS[model_id]
 
 
 def _speculative_inputs(model_id: str, cfg: dict | None) -> None:
@@ -243,19 +254,27 @@ def _speculative_inputs(model_id: str, cfg: dict | None) -> None:
     on = st.toggle("Speculative decoding", key=_K["options.speculative"], help=SPEC_HELP)
     if not on:
         return
-    cat = models()
-    drafts, same = _draft_choices(model_id, cfg)
+    from advisor.catalog.drafts import draft_name, tokenizer_problem
+
+    drafts = _draft_choices(model_id, cfg)
     key = _K["options.draft_model"]
-    if SS.get(key) not in drafts:  # a link's draft for another target: keep it, marked
-        drafts = drafts + [SS[key]] if SS.get(key) in cat else drafts
-        if SS.get(key) not in drafts:
-            SS[key] = drafts[0] if drafts else None
+    if SS.get(key) not in drafts:  # None (the default), or a draft for another target
+        old, target = SS.get(key), _draft_target(model_id, cfg)
+        if old in models() and target is not None:  # a link's draft with another tokenizer
+            why = tokenizer_problem(target, models()[old])
+            if why:
+                st.caption(f"Draft {md_escape(old)} not used: {md_escape(why)}.")
+        SS[key] = drafts[0] if drafts else None
+        if drafts:
+            _set_pair_acceptance(model_id)
     if not drafts:
-        st.caption("No smaller catalog model to draft with.")
+        st.caption("No draft shares this model's tokenizer (no MTP head of its own, no smaller "
+                   "catalog model with its vocabulary).")  # fmt: skip
         return
+    target = _draft_target(model_id, cfg)
     st.selectbox(
         "Draft model", drafts, key=key, on_change=_set_pair_acceptance, args=(model_id,),
-        format_func=lambda d: f"{cat[d].name}" + (" (same family, smaller)" if d in same else ""),
+        format_func=lambda d: draft_name(target, d),
     )  # fmt: skip
     c1, c2 = st.columns(2)
     c1.number_input("Draft tokens", 1, 16, step=1, key=_K["options.spec_tokens"],
@@ -278,9 +297,17 @@ def _serving_inputs(model_id: str, cfg: dict | None) -> Options:
                                "vllm": "vLLM", "vllm-v0": "vLLM < 0.8 (V0 engine)",
                                "sglang": "SGLang"}[e],
     )  # fmt: skip
+    released = _released_precision(model_id, cfg)
+    if released:
+        st.checkbox(
+            f"Serve the released {released} weights only", key=_K["options.released_weights"],
+            help=f"The model is published in {released}: that is the reference model. Untick to "
+            "search the dtypes below instead (a re-quantization of the release).",
+        )  # fmt: skip
     st.multiselect(
         "Allowed weight dtypes",
         list(WEIGHT_DTYPES), key=_K["options.weight_dtypes"],
+        disabled=bool(released and SS.get(_K["options.released_weights"])),
     )  # fmt: skip
     st.multiselect(
         "Allowed KV-cache dtypes",
@@ -298,6 +325,7 @@ def _serving_inputs(model_id: str, cfg: dict | None) -> Options:
             engine=SS[_K["options.engine"]],
             weight_dtypes=SS[_K["options.weight_dtypes"]],
             kv_dtypes=SS[_K["options.kv_dtypes"]],
+            released_weights=SS[_K["options.released_weights"]],
             **{f: SS[_K[f"options.{f}"]] for f in spec},
         ),
         Options(),

@@ -46,6 +46,7 @@ URL_KEYS: dict[str, str] = {
     "options.engine": "eng",
     "options.weight_dtypes": "wd",
     "options.kv_dtypes": "kd",
+    "options.released_weights": "rw",
     "workload.isl_tokens": "in",
     "workload.osl_tokens": "out",
     "workload.arrival_rate_per_s": "rate",
@@ -88,7 +89,7 @@ _FLOATS = {
     "cost.usd_per_kwh", "cost.gpu_hour_usd", "cost.hosting_usd_per_kw_month",
     "options.spec_acceptance",
 }  # fmt: skip
-_BOOLS = {"options.speculative"}
+_BOOLS = {"options.speculative", "options.released_weights"}
 #: Fields that must change together (the load is a rate or a number of users, never both).
 _GROUPS: tuple[tuple[str, ...], ...] = (
     ("workload.arrival_rate_per_s", "workload.concurrent_users"),

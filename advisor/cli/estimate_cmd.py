@@ -118,7 +118,7 @@ def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
         raise CliInputError("--spec-draft works with --concurrency N, not with --qps")
     model = resolve_model(str(d["model"]))
     gpu = resolve_gpu(str(d["gpu"]))
-    draft = resolve_model(str(d["spec_draft"]), "--spec-draft") if d.get("spec_draft") else None
+    draft = _draft(model, str(d["spec_draft"])) if d.get("spec_draft") else None
     for flag, scope in (("link", "intra_node"), ("inter_link", "inter_node")):
         if d.get(flag):
             check_link(str(d[flag]), [gpu], scope, "--" + flag.replace("_", "-"))
@@ -145,6 +145,22 @@ def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
     if "replicated" in layout:  # say it, as the engines' logs do
         result["notes"] = [*result.get("notes", []), layout]
     return apply_to_estimate(result, profile, gpu.id) if profile is not None else result
+
+
+def _draft(model, draft_id: str):
+    """The draft's ModelSpec: ``mtp`` (the model's own head) or a model with its tokenizer;
+    another tokenizer is refused with the reason (advisor/catalog/drafts.py)."""
+    from advisor.catalog.drafts import MTP, draft_spec, has_own_head, tokenizer_problem
+
+    if draft_id == MTP:
+        if not has_own_head(model):
+            raise CliInputError(f"--spec-draft mtp: {model.id} has no MTP head of its own")
+        return draft_spec(model, MTP)
+    draft = resolve_model(draft_id, "--spec-draft")
+    why = tokenizer_problem(model, draft)
+    if why:
+        raise CliInputError(f"--spec-draft {draft.id}: {why}")
+    return draft
 
 
 def _args_dict(args: argparse.Namespace) -> dict:

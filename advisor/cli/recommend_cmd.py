@@ -96,7 +96,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument(
         "--weights",
         type=_list_of(list(WEIGHT_DTYPES), "weight dtype"),
-        default=["fp16", "fp8", "int8", "int4"],
+        default=None,
+        help="weight dtypes to search (default: a model released quantized in its released "
+        "precision only, e.g. gpt-oss in mxfp4, DeepSeek in fp8; else fp16, fp8, int8, int4); a "
+        "list given here is searched as given (re-quantizing is an explicit choice)",
     )
     p.add_argument("--kv", type=_list_of(list(KV_DTYPES), "KV dtype"), default=["fp16", "fp8"])
     p.add_argument(
@@ -104,8 +107,19 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=choice_of(ENGINES, "engine"),
         default=DEFAULT_ENGINE,
     )
-    p.add_argument("--spec-draft", default=None, help="draft model id (enables speculation)")
-    p.add_argument("--spec-acceptance", type=float_in(0, 1), default=0.7)
+    p.add_argument(
+        "--spec-draft", default=None,
+        help="draft model id with the target's tokenizer, or mtp (the model's own head); "
+        "enables speculation. A model with its own MTP head (DeepSeek-V3/R1, GLM-4.5) is "
+        "searched with it by default",
+    )  # fmt: skip
+    p.add_argument("--no-speculative", action="store_true",
+                   help="do not search speculative decoding (not even a model's own MTP head)")  # fmt: skip
+    p.add_argument("--spec-tokens", type=int_in(1, 16), default=None,
+                   help="draft tokens per step (default: the MTP layers of an own head, else 4)")  # fmt: skip
+    p.add_argument("--spec-acceptance", type=float_in(0, 1), default=None,
+                   help="per drafted token (default: the pair's published figure, "
+                   "data/spec_acceptance.yaml, else 0.7)")  # fmt: skip
     p.add_argument("--no-disaggregated", action="store_true", help="skip prefill/decode pools")
     add_profile_flag(p)
     p.add_argument("--rank-by", type=choice_of(["cost", "gpus"], "ranking"), default="cost")
@@ -152,11 +166,7 @@ def scenario_from_args(args: argparse.Namespace):
         raise CliInputError(
             f"--model: unknown model {args.model!r} (allowed: {', '.join(sorted(models()))})"
         )
-    if args.spec_draft is not None and args.spec_draft not in models():
-        raise CliInputError(
-            f"--spec-draft: unknown model {args.spec_draft!r} "
-            f"(allowed: {', '.join(sorted(models()))})"
-        )
+    spec = _speculation(args, models()[args.model])
     from advisor.catalog import accelerators
     from advisor.cli.common import check_context, check_link
 
@@ -180,10 +190,10 @@ def scenario_from_args(args: argparse.Namespace):
                     ttft_ms=targets[0] if any(v is not None for v in targets) else TTFT_DEFAULT_MS,
                     tpot_ms=targets[1] if any(v is not None for v in targets) else 50.0,
                     e2e_ms=targets[2], confidence=args.confidence),
-            options=Options(weight_dtypes=args.weights, kv_dtypes=args.kv, engine=args.engine,
-                            speculative=args.spec_draft is not None,
-                            draft_model=args.spec_draft or "llama-3.2-1b",
-                            spec_acceptance=args.spec_acceptance,
+            options=Options(**({"weight_dtypes": args.weights, "released_weights": False}
+                               if args.weights is not None else {}),
+                            kv_dtypes=args.kv, engine=args.engine,
+                            **spec,
                             disaggregated=not args.no_disaggregated),
             rank_by=args.rank_by,
         )  # fmt: skip
@@ -211,6 +221,35 @@ def _with_flags(message: str) -> str:
         head = problem.split(":", 1)[0].split(".")[-1]
         parts.append(f"{_FLAG_OF[head]} ({problem}" + ")" if head in _FLAG_OF else problem)
     return "; ".join(parts)
+
+
+def _speculation(args: argparse.Namespace, model) -> dict:
+    """Options of speculative decoding from the flags: a chosen draft (refused with the reason
+    when it has another tokenizer), or the model's own MTP head by default; k and the
+    acceptance rate default to the head's layers and the pair's published figure."""
+    from advisor.catalog.drafts import MTP, OWN_HEADS, has_own_head, tokenizer_problem
+    from advisor.catalog.spec_acceptance import default_acceptance
+
+    draft = args.spec_draft
+    if draft is not None and args.no_speculative:
+        raise CliInputError(f"--spec-draft {draft} and --no-speculative: give one of them")
+    if draft == MTP and not has_own_head(model):
+        raise CliInputError(f"--spec-draft mtp: {model.id} has no MTP head of its own")
+    if draft not in (None, MTP):
+        if draft not in models():
+            raise CliInputError(f"--spec-draft: unknown model {shown(draft)} (allowed: {MTP}, "
+                                f"{', '.join(sorted(models()))})")  # fmt: skip
+        why = tokenizer_problem(model, models()[draft])
+        if why:
+            raise CliInputError(f"--spec-draft {draft}: {why}")
+    if draft is None and has_own_head(model) and not args.no_speculative:
+        draft = MTP
+    k = args.spec_tokens or (OWN_HEADS[model.id] if draft == MTP else 4)
+    a = args.spec_acceptance
+    if a is None:
+        a = default_acceptance(model.id, draft).acceptance
+    return {"speculative": draft is not None, "draft_model": draft, "spec_tokens": k,
+            "spec_acceptance": a}  # fmt: skip
 
 
 def _rate(args: argparse.Namespace) -> float | None:

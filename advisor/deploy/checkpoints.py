@@ -56,6 +56,11 @@ def choose(model_id: str, weights: str, engine: str) -> Checkpoint:
     base = _entry(model_id, "bf16")
     if hit and engine in formats[hit["format"]]:
         return Checkpoint(hit["repo"], True, source=hit["source"])
+    released = _released(model_id)
+    if base is None and released is not None:
+        # Only the publisher's quantized release exists (gpt-oss: MXFP4): another dtype is a
+        # re-quantization of it, never an engine's load-time flag on that checkpoint.
+        return _requantize(released, weights, engine)
     origin = (base or hit or {}).get("repo")
     if origin is None:  # an imported config.json or a model without a listed release
         origin = model_id
@@ -82,3 +87,42 @@ def choose(model_id: str, weights: str, engine: str) -> Checkpoint:
         step = (f"quantize {where} with llm-compressor, scheme {_LLM_COMPRESSOR[weights]}, "
                 "save_compressed=True, then serve the saved folder")  # fmt: skip
     return Checkpoint(origin, False, prepare=step)
+
+
+def _released(model_id: str) -> tuple[str, dict] | None:
+    """(dtype, checkpoint entry) of the model's own quantized release (ModelSpec.released_weights)
+    when data/checkpoints.yaml lists it, else None."""
+    from advisor.catalog import models
+
+    m = models().get(model_id)
+    dtype = m.released_weights if m is not None else None
+    entry = checkpoints()["models"].get(model_id, {}).get(dtype) if dtype else None
+    return (dtype, entry) if entry else None
+
+
+def _requantize(released: tuple[str, dict], weights: str, engine: str) -> Checkpoint:
+    """A dtype other than the released one, from a model released only quantized: dequantize the
+    release to bf16 first, then (unless 16-bit is wanted) quantize that copy.
+
+    >>> c = choose("gpt-oss-120b", "fp8", "vllm")
+    >>> c.repo, c.published, c.online_quantization, c.prepare[:62]
+    ('openai/gpt-oss-120b', False, None, 'openai/gpt-oss-120b is released in mxfp4: fp8 is a re-quantiza')
+    """
+    dtype, entry = released
+    repo = entry["repo"]
+    sixteen = weights in SIXTEEN_BIT + ("fp32",)
+    change = "a dequantization" if sixteen else "a re-quantization"
+    first = (f"{repo} is released in {dtype}: {weights} is {change}. Dequantize it to "
+             "bf16 first (e.g. transformers' Mxfp4Config(dequantize=True) or the publisher's "
+             "cast script) and save the bf16 copy")  # fmt: skip
+    if sixteen:
+        return Checkpoint(repo, False, prepare=f"{first}, then serve it", source=entry["source"])
+    if engine == "trtllm" and weights in _MODELOPT:
+        then = (f"quantize the copy with TensorRT Model Optimizer (--qformat "
+                f"{_MODELOPT[weights]}) and serve the export")  # fmt: skip
+    elif weights in _LLM_COMPRESSOR:
+        then = (f"quantize the copy with llm-compressor, scheme {_LLM_COMPRESSOR[weights]}, and "
+                "serve the saved folder")  # fmt: skip
+    else:
+        then = f"quantize the copy to {weights} with a tool that writes it, and serve that"
+    return Checkpoint(repo, False, prepare=f"{first}; {then}", source=entry["source"])

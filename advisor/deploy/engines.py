@@ -46,6 +46,7 @@ from dataclasses import dataclass, field, replace
 import yaml
 
 from advisor.catalog import models
+from advisor.catalog.drafts import MTP
 from advisor.catalog.loader import DATA_DIR
 from advisor.catalog.quoting import shell_comment
 from advisor.deploy.checkpoints import Checkpoint, choose
@@ -242,7 +243,7 @@ def _layout_vllm(p: PoolSettings) -> list[tuple[str, str | None]]:
 
 def vllm(plan: Plan, version: str | None = None) -> Launch:
     la, ck = _start(plan, "vllm", version)
-    if plan.spec.speculative and la.version == "0.11.0":
+    if plan.spec.speculative and la.version == "0.11.0" and plan.draft_model != MTP:
         la.unsupported.append(
             "vLLM 0.11.0 (V1 engine) refuses a separate draft model: 'Draft model speculative "
             "decoding is not supported yet' (vllm/engine/arg_utils.py); nearest: "
@@ -264,7 +265,13 @@ def vllm(plan: Plan, version: str | None = None) -> Launch:
             ("--kv-cache-dtype", _kv("vllm", plan.spec.kv)),
         ]  # fmt: skip
         args += _weight_args(plan, ck)
-        if p.speculative:
+        if p.speculative and plan.draft_model == MTP:
+            # the checkpoint's own MTP layers (vLLM SpeculativeConfig methods deepseek_mtp and
+            # the generic mtp, the spelling GLM-4.5's README gives)
+            method = "deepseek_mtp" if plan.model.family == "deepseek_v3" else "mtp"
+            spec = {"method": method, "num_speculative_tokens": plan.spec_tokens}
+            args.append(("--speculative-config", json.dumps(spec, separators=(",", ":"))))
+        elif p.speculative:
             spec = {"method": "draft_model", "model": _draft_repo(plan.draft_model),
                     "num_speculative_tokens": plan.spec_tokens}  # fmt: skip
             args.append(("--speculative-config", json.dumps(spec, separators=(",", ":"))))
@@ -322,9 +329,12 @@ def sglang(plan: Plan, version: str | None = None) -> Launch:
         args += _weight_args(plan, ck)
         if p.speculative:
             k = plan.spec_tokens
+            # an own MTP head: EAGLE on the checkpoint's NextN layer, no draft path (SGLang's
+            # DeepSeek docs: --speculative-algorithm EAGLE --speculative-num-steps 1 ...)
+            own = plan.draft_model == MTP
             args += [
-                ("--speculative-algorithm", "STANDALONE"),
-                ("--speculative-draft-model-path", _draft_repo(plan.draft_model)),
+                ("--speculative-algorithm", "EAGLE" if own else "STANDALONE"),
+                *([] if own else [("--speculative-draft-model-path", _draft_repo(plan.draft_model))]),
                 ("--speculative-num-steps", str(k)), ("--speculative-eagle-topk", "1"),
                 ("--speculative-num-draft-tokens", str(k + 1)),
             ]  # fmt: skip
@@ -375,7 +385,11 @@ def _trt_options(plan: Plan, p: PoolSettings) -> dict:
         # the experts' split over the TP GPUs, said explicitly: all EP, or all TP
         ep = p.tp if p.ep else 1
         opts["moe_expert_parallel_size"], opts["moe_tensor_parallel_size"] = ep, p.tp // ep
-    if p.speculative:
+    if p.speculative and plan.draft_model == MTP:  # LlmArgs MTPDecodingConfig
+        opts["speculative_config"] = {
+            "decoding_type": "MTP", "num_nextn_predict_layers": plan.spec_tokens,
+        }  # fmt: skip
+    elif p.speculative:
         opts["speculative_config"] = {
             "decoding_type": "Draft_Target", "max_draft_len": plan.spec_tokens,
             "speculative_model_dir": _draft_repo(plan.draft_model),

@@ -25,7 +25,7 @@ from advisor.physics.memory import (
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.evaluate import _build
-from advisor.search.space import Shape, replica_config
+from advisor.search.space import Shape, replica_config, scenario_draft
 
 #: Decimals of the memory fractions written on a command line (4: 1e-4 x 80 GB = 8 MB).
 FRACTION_DECIMALS = 4
@@ -239,7 +239,7 @@ def plan(scenario: Scenario, spec: DeploymentSpec, max_context: int | None = Non
     o = scenario.options
     base = dict(spec=spec, model=scenario.model_spec(), gpu=accelerators()[spec.gpu],
                 gpus_per_node=scenario.hardware.gpus_per_node,
-                draft_model=o.draft_model if spec.speculative else None,
+                draft_model=scenario_draft(scenario)[0] if spec.speculative else None,
                 spec_tokens=o.spec_tokens)  # fmt: skip
     context, why = context_tokens(scenario, max_context)
     base["context_why"] = why

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from advisor.catalog.drafts import MTP, has_own_head, tokenizer_problem
 from advisor.catalog.specs import ModelSpec
 from advisor.perf.replica import ReplicaConfig, build_replicas
 from advisor.perf.step import decode_step
@@ -89,34 +90,34 @@ def break_even_batch(batches: np.ndarray, speedup: np.ndarray) -> float | None:
     return float(np.asarray(batches)[below[0]]) if below.size else None
 
 
-def draft_candidates(target: ModelSpec, catalog: dict[str, ModelSpec]) -> list[str]:
-    """Catalog models with fewer parameters than ``target`` (smallest first): possible drafts.
+def compatible_drafts(target: ModelSpec, catalog: dict[str, ModelSpec] | None = None) -> list[str]:
+    """Drafts for ``target``: its own head (``MTP``) first, then smaller catalog models with its
+    tokenizer, smallest first (the cheapest draft step).
 
-    >>> from advisor.catalog import get_model, models
-    >>> draft_candidates(get_model("llama-3.1-8b"), models())[:2]
+    >>> from advisor.catalog import get_model
+    >>> compatible_drafts(get_model("qwen3-235b-a22b"))
+    ['qwen3-8b', 'qwen3-30b-a3b', 'qwen3-32b']
+    >>> compatible_drafts(get_model("deepseek-r1"))
+    ['mtp']
+    >>> compatible_drafts(get_model("llama-3.1-70b"))[:2]
     ['llama-3.2-1b', 'llama-3.2-3b']
     """
+    from advisor.catalog import models
     from advisor.physics.params import param_breakdown
 
-    n = param_breakdown(target).total
-    sizes = {k: param_breakdown(m).total for k, m in catalog.items() if k != target.id}
-    return sorted((k for k, s in sizes.items() if s < n), key=lambda k: sizes[k])
-
-
-def same_family_smaller(target: ModelSpec, catalog: dict[str, ModelSpec]) -> list[str]:
-    """Catalog models that can draft for ``target``: same family and vocabulary (a draft must
-    share the target's tokenizer), fewer parameters; largest first.
-
-    >>> from advisor.catalog import get_model, models
-    >>> same_family_smaller(get_model("llama-3.1-70b"), models())
-    ['llama-3.1-8b', 'llama-3.2-3b', 'llama-3.2-1b']
-    """
-    from advisor.physics.params import param_breakdown
-
+    catalog = models() if catalog is None else catalog
     n = param_breakdown(target).total
     sizes = {
         k: param_breakdown(m).total
         for k, m in catalog.items()
-        if k != target.id and m.family == target.family and m.vocab_size == target.vocab_size
+        if k != target.id and tokenizer_problem(target, m) is None
     }
-    return sorted((k for k, s in sizes.items() if s < n), key=lambda k: -sizes[k])
+    smaller = sorted((k for k, s in sizes.items() if s < n), key=lambda k: sizes[k])
+    return ([MTP] if has_own_head(target) else []) + smaller
+
+
+def default_draft(target: ModelSpec) -> str | None:
+    """The draft a target gets unless one is chosen: its own head, else the smallest catalog
+    model with its tokenizer, else None (no speculative decoding to search)."""
+    drafts = compatible_drafts(target)
+    return drafts[0] if drafts else None

@@ -759,7 +759,7 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
         ("SLA time to first token", _opt(s.sla.ttft_ms), "ms"),
         ("SLA time per output token", _opt(s.sla.tpot_ms), "ms"),
         ("SLA end-to-end latency", _opt(s.sla.e2e_ms), "ms"),
-        ("Weight dtypes allowed", ", ".join(o.weight_dtypes), ""),
+        ("Weight dtypes allowed", _weights_words(s), ""),
         ("KV-cache dtypes allowed", ", ".join(o.kv_dtypes), ""),
         ("Serving engine", o.engine, ""),
         ("Max TP / max PP", f"{o.max_tp} / {o.max_pp}", ""),
@@ -767,7 +767,7 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
     ]
     if o.speculative:
         rows += [
-            ("Draft model", str(o.draft_model), ""),
+            ("Draft model", _draft_words(s), ""),
             ("Draft tokens per step (k)", str(o.spec_tokens), "tokens"),
             ("Acceptance rate", f"{o.spec_acceptance:g}", "fraction"),
         ]
@@ -1257,3 +1257,20 @@ def _missing_charts(doc: _Doc, ctx: _Context) -> None:
     doc.bullets([f"{t}: {why}" for t, why in ctx.missing_charts], 9)
     if not images.charts_status()[0]:
         doc.para(f"To enable charts: {images.ENABLE_HINT}.", 9)
+
+
+def _draft_words(s) -> str:
+    """The draft the search ran, in words ("DeepSeek-R1's own MTP head"), or why none."""
+    from advisor.catalog.drafts import draft_name
+    from advisor.search.space import scenario_draft
+
+    draft, why = scenario_draft(s)
+    return draft_name(s.model_spec(), draft) if draft else f"none ({why})"
+
+
+def _weights_words(s) -> str:
+    """The weight dtypes the search tried, the model's released precision marked."""
+    from advisor.search.space import search_weights
+
+    released = s.model_spec().released_weights
+    return ", ".join(w + (" (released)" if w == released else "") for w in search_weights(s))

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from advisor.catalog import models
+from advisor.catalog.drafts import draft_spec
 from advisor.perf.closed_loop import closed_loop_load
 from advisor.perf.predict import prefill_interruption_s
 from advisor.perf.replica import ReplicaArrays, build_replicas, max_running, with_draft
@@ -45,7 +45,7 @@ from advisor.physics.queueing import (
 )
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import Scenario
-from advisor.search.space import Shape, dp_pairs, replica_config, shapes
+from advisor.search.space import Shape, dp_pairs, replica_config, scenario_draft, shapes
 from advisor.search.timing import phase
 
 GRID = 2.0 ** np.arange(0, 13)  # decode batch grid 1..4096
@@ -109,7 +109,7 @@ def _build(
     k = opt.spec_tokens
     e_tok = float(expected_tokens_per_step(opt.spec_acceptance, k))
     if spec.any():
-        dmodel = models()[opt.draft_model]
+        dmodel = draft_spec(scenario.model_spec(), scenario_draft(scenario)[0])
         keys: dict[tuple, int] = {}
         dcfgs = []
         for i, s in enumerate(all_shapes):

@@ -11,14 +11,16 @@ import math
 
 import numpy as np
 
+from advisor.catalog.drafts import draft_name
 from advisor.physics.queueing import unstable_text
 from advisor.search.evaluate import interp_step
 from advisor.search.results import DecisionMatrix
-from advisor.search.space import Shape
+from advisor.search.space import Shape, scenario_draft, search_weights
 
 
 def _find(st, **want) -> int | None:
-    """Row of the shape with exactly these fields (gpu, tp, pp, weights, kv, spec), or None."""
+    """Row of the shape with exactly these fields (gpu, tp, pp, weights, kv, spec, layout), or
+    None."""
     return st.row_of.get(Shape(**want))
 
 
@@ -44,10 +46,10 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
     comm = float(step.communication[0])
     link = str(st.r.tp_link_id[k])
     if s.tp > 1:
+        what = "all-reduce" if not (s.ep or s.dpa) else "collectives"
         out.append(
-            f"{pool}TP={s.tp} on {link}: all-reduce {comm / total:.0%} of the {total * 1e3:.2f} ms "
-            "decode "
-            f"step at batch {b:.0f}."
+            f"{pool}{s.layout} on {link}: {what} {comm / total:.0%} of the {total * 1e3:.2f} ms "
+            f"decode step at batch {b:.0f}."
         )
     else:
         out.append(
@@ -59,7 +61,17 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
     for tp2, word in ((s.tp * 2, "double"), (s.tp // 2, "halve")):
         if tp2 < 1 or tp2 == s.tp:
             continue
-        k2 = _find(st, gpu=s.gpu, tp=tp2, pp=s.pp, weights=s.weights, kv=s.kv, spec=s.spec)
+        k2 = _find(
+            st,
+            gpu=s.gpu,
+            tp=tp2,
+            pp=s.pp,
+            weights=s.weights,
+            kv=s.kv,
+            spec=s.spec,
+            ep=s.ep,
+            dpa=s.dpa,
+        )
         if k2 is None:
             if word == "halve":
                 out.append(f"TP={tp2} does not fit in memory with {s.weights} weights.")
@@ -73,7 +85,17 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
             f"{s.tp * s.pp} GPU{'' if s.tp * s.pp == 1 else 's'} per replica."
         )
     if s.weights != "fp16":
-        k16 = _find(st, gpu=s.gpu, tp=s.tp, pp=s.pp, weights="fp16", kv=s.kv, spec=s.spec)
+        k16 = _find(
+            st,
+            gpu=s.gpu,
+            tp=s.tp,
+            pp=s.pp,
+            weights="fp16",
+            kv=s.kv,
+            spec=s.spec,
+            ep=s.ep,
+            dpa=s.dpa,
+        )
         mem = float(step.bytes_per_gpu[0])
         if k16 is None:
             out.append(f"{s.weights.upper()} weights make TP={s.tp} fit; fp16 would not.")
@@ -93,14 +115,18 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
             / interp_step(st.step_tab_s[k : k + 1], np.array([b]))[0]
         )
         out.append(
-            f"Speculative decoding ({sc.options.draft_model}, k={sc.options.spec_tokens}, "
+            f"Speculative decoding ({draft_name(sc.model_spec(), scenario_draft(sc)[0])}, "
+            f"k={sc.options.spec_tokens}, "
             f"acceptance {sc.options.spec_acceptance:g}: {st.tokens_per_step:.2f} tokens/step): "
             f"{speed:.2f}x faster per token at batch 1, {sp_b:.2f}x at batch {b:.0f}."
         )
+    elif sc.options.speculative and scenario_draft(sc)[0] is None:
+        out.append(f"Speculative decoding not searched: {scenario_draft(sc)[1]}.")
     elif sc.options.speculative and disagg:
         out.append("Speculative decoding is not modelled inside disaggregated pools.")
     elif sc.options.speculative:
-        k2 = _find(st, gpu=s.gpu, tp=s.tp, pp=s.pp, weights=s.weights, kv=s.kv, spec=True)
+        k2 = _find(st, gpu=s.gpu, tp=s.tp, pp=s.pp, weights=s.weights, kv=s.kv, spec=True,
+                   ep=s.ep, dpa=s.dpa)  # fmt: skip
         if k2 is not None:
             sp_b = float(
                 interp_step(st.plain_tab_s[k2 : k2 + 1], np.array([b]))[0]
@@ -254,11 +280,15 @@ def _search_bounds(sc) -> str:
     """What the sidebar let the search try: GPUs, dtypes, speculative decoding."""
     h, o = sc.hardware, sc.options
     gpus = h.gpus_per_node * h.nodes
+    spec = "off"
+    if o.speculative:
+        draft, why = scenario_draft(sc)
+        spec = f"on ({draft_name(sc.model_spec(), draft)})" if draft else f"not searched: {why}"
     return (
         f"The search tried up to {gpus:,} GPU{'s' if gpus != 1 else ''} ({h.nodes:,} "
         f"node{'s' if h.nodes != 1 else ''} of {h.gpus_per_node}) of {', '.join(h.gpus)}, "
-        f"weights in {', '.join(o.weight_dtypes)}, KV cache in {', '.join(o.kv_dtypes)}, "
-        f"speculative decoding {'on' if o.speculative else 'off'}."
+        f"weights in {', '.join(search_weights(sc))}, KV cache in {', '.join(o.kv_dtypes)}, "
+        f"speculative decoding {spec}."
     )
 
 

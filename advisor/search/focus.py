@@ -16,6 +16,7 @@ from dataclasses import fields
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from advisor.catalog.drafts import draft_spec
 from advisor.perf.estimate import EstimateInput
 from advisor.perf.sweeps import users_load
 from advisor.physics.memory import expert_parallel_blocker, moe_spread_blocker, tp_head_split
@@ -25,7 +26,7 @@ from advisor.search.disaggregated import Disagg, evaluate_disaggregated
 from advisor.search.evaluate import _build, evaluate_aggregated
 from advisor.search.recommend import _deployment, _sla, _Table, misses
 from advisor.search.results import Deployment
-from advisor.search.space import Shape, replica_config
+from advisor.search.space import Shape, replica_config, scenario_draft
 
 
 class Focus(BaseModel):
@@ -61,8 +62,9 @@ def _precheck(sc: Scenario, spec: DeploymentSpec) -> list[str]:
         if not tp:
             continue
         out += [pool + why for why in layout_problems(model, tp, ep > 1, dpa > 1)]
-    if spec.speculative and not sc.options.draft_model:
-        out.append("speculative decoding needs a draft model (options.draft_model)")
+    draft, why = scenario_draft(sc)
+    if spec.speculative and draft is None:
+        out.append(f"speculative decoding needs a draft: {why}")
     context = sc.workload.isl_tokens + sc.workload.osl_tokens
     if context > model.max_position_embeddings:
         out.append(
@@ -175,8 +177,6 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
     """
     import math
 
-    from advisor.catalog import models
-
     hw, w, o = scenario.hardware, scenario.workload, scenario.options
     load: dict = {"dp": spec.dp}
     fixed_batch = spec.disaggregated or spec.speculative
@@ -190,8 +190,9 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
         load["concurrency"] = spec.dp
     else:
         load.update(qps=float(w.arrival_rate_per_s), concurrency=None)
-    if spec.speculative and o.draft_model:
-        load.update(spec_draft=models()[o.draft_model], spec_tokens=o.spec_tokens,
+    draft = scenario_draft(scenario)[0]
+    if spec.speculative and draft:
+        load.update(spec_draft=draft_spec(scenario.model_spec(), draft), spec_tokens=o.spec_tokens,
                     spec_acceptance=o.spec_acceptance)  # fmt: skip
     inp = EstimateInput(
         tp=spec.tp, pp=spec.pp, weights=spec.weights, kv=spec.kv, isl=w.isl_tokens,

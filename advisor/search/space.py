@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.catalog import accelerators, interconnects
+from advisor.catalog.drafts import MTP, has_own_head, tokenizer_problem
 from advisor.perf.replica import ReplicaConfig
 from advisor.physics.memory import expert_parallel_blocker, moe_spread_blocker, tp_head_split
 from advisor.scenario import Scenario
@@ -107,20 +108,68 @@ def powers_of_two_upto(limit: int) -> list[int]:
     return out
 
 
+def scenario_draft(scenario: Scenario) -> tuple[str | None, str | None]:
+    """(the draft the scenario's speculative decoding runs, or None; why none): the chosen
+    ``options.draft_model`` if it shares the target's tokenizer, else the target's default
+    (its own MTP head, else the smallest catalog model with its tokenizer).
+
+    >>> from advisor.scenario import Options
+    >>> scenario_draft(Scenario(model="deepseek-r1"))
+    ('mtp', None)
+    >>> scenario_draft(Scenario(model="qwen3-235b-a22b"))
+    ('qwen3-8b', None)
+    >>> scenario_draft(Scenario(model="qwen3-235b-a22b", options=Options(draft_model="llama-3.2-1b")))[1][:60]
+    'draft llama-3.2-1b uses another tokenizer than qwen3-235b-a2'
+    """
+    from advisor.catalog import models
+    from advisor.perf.speculative_sweep import default_draft
+
+    model = scenario.model_spec()
+    chosen = scenario.options.draft_model
+    if chosen is None:
+        d = default_draft(model)
+        if d is None:
+            return None, (f"no draft for {model.id}: it has no MTP head of its own and no "
+                          "smaller catalog model shares its tokenizer")  # fmt: skip
+        return d, None
+    if chosen == MTP:
+        return (MTP, None) if has_own_head(model) else (None, f"{model.id} has no MTP head")
+    why = tokenizer_problem(model, models()[chosen])
+    return (None, why) if why else (chosen, None)
+
+
+def search_weights(scenario: Scenario) -> list[str]:
+    """The weight dtypes the search tries: a model released quantized in its released precision
+    only (``options.released_weights``), else ``options.weight_dtypes``.
+
+    >>> from advisor.scenario import Options
+    >>> search_weights(Scenario(model="gpt-oss-120b")), search_weights(Scenario(model="deepseek-r1"))
+    (['mxfp4'], ['fp8'])
+    >>> search_weights(Scenario(model="gpt-oss-120b", options=Options(released_weights=False)))
+    ['fp16', 'fp8', 'int8', 'int4']
+    >>> search_weights(Scenario(model="llama-3.1-70b"))
+    ['fp16', 'fp8', 'int8', 'int4']
+    """
+    o = scenario.options
+    released = scenario.model_spec().released_weights
+    return [released] if o.released_weights and released else list(o.weight_dtypes)
+
+
 def shapes(scenario: Scenario) -> list[Shape]:
     """Every replica shape the hardware and options allow (memory not yet checked)."""
     hw, opt = scenario.hardware, scenario.options
     total = hw.total_gpus
     model = scenario.model_spec()
     layers = model.num_hidden_layers
-    specs = [False, True] if opt.speculative and opt.draft_model else [False]
+    specs = [False, True] if opt.speculative and scenario_draft(scenario)[0] else [False]
     out = []
+    weights = search_weights(scenario)
     # an engine refuses a TP that does not split the heads, unless attention is not split
     by_tp = {tp: layouts(model, tp) for tp in powers_of_two_upto(min(opt.max_tp, total))}
     for gpu in hw.gpus:
         for tp, lays in by_tp.items():
             for pp in powers_of_two_upto(min(opt.max_pp, layers, total // tp)):
-                for w in opt.weight_dtypes:
+                for w in weights:
                     for kv in opt.kv_dtypes:
                         for ep, dpa in lays if pp == 1 else [x for x in lays if x == PLAIN]:
                             for sp in specs:

@@ -64,7 +64,7 @@ def setup() -> SimpleNamespace | None:
         f"{spec.prefill_tp} with the same weights." if spec.disaggregated else ""
     )  # fmt: skip
     draft = (
-        f" Speculative decoding: the draft ({scenario.options.draft_model}) shares these GPUs "
+        f" Speculative decoding: the draft ({md_escape(_draft_words(scenario))}) shares these GPUs "
         "and its weights come out of the KV budget." if spec.speculative else ""
     )  # fmt: skip
     st.caption(
@@ -219,3 +219,10 @@ if ctx is not None:
     guarded("Max sequences against context", sweep_section, ctx)
     if budget is not None:
         guarded("The article's KV formula", article_section, ctx, budget)
+
+
+def _draft_words(scenario) -> str:
+    from advisor.catalog.drafts import draft_name
+    from advisor.search.space import scenario_draft
+
+    return draft_name(scenario.model_spec(), scenario_draft(scenario)[0])

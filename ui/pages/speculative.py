@@ -7,13 +7,14 @@ from types import SimpleNamespace
 import numpy as np
 import streamlit as st
 
-from advisor.catalog import accelerators, models
+from advisor.catalog import accelerators
+from advisor.catalog.drafts import draft_name, draft_spec
 from advisor.catalog.spec_acceptance import default_acceptance
 from advisor.charts import latency_charts as lc
 from advisor.perf.replica import build_replicas
 from advisor.perf.speculative_sweep import (
     break_even_batch,
-    draft_candidates,
+    compatible_drafts,
     speedup_grid,
     speedup_vs_batch,
 )
@@ -28,7 +29,6 @@ from ui.state import current, guarded
 SS = st.session_state
 ACCEPTANCES = np.round(np.linspace(0.0, 1.0, 21), 2)
 KS = np.arange(1, 9)
-DEFAULT_DRAFT = "llama-3.2-1b"
 
 
 def setup() -> SimpleNamespace | None:
@@ -37,14 +37,14 @@ def setup() -> SimpleNamespace | None:
     f = show_focus(scenario)
     spec = f.spec
     gpu = accelerators()[spec.gpu]
-    cat = models()
-    drafts = draft_candidates(model, cat)
+    drafts = compatible_drafts(model)
     if not drafts:
         st.warning(
-            f"No catalog model is smaller than {md_escape(model.name)}: nothing to draft with."
+            f"{md_escape(model.name)} has no MTP head of its own and no smaller catalog model "
+            "shares its tokenizer: nothing to draft with (a draft must share the vocabulary)."
         )
         return None
-    preferred = scenario.options.draft_model or DEFAULT_DRAFT
+    preferred = scenario.options.draft_model
     default = preferred if preferred in drafts else drafts[0]
     o = scenario.options
     # A change of the sidebar's values resets these what-if controls to them.
@@ -55,7 +55,7 @@ def setup() -> SimpleNamespace | None:
         SS["spec.side"] = side
     c1, c2, c3 = st.columns(3)
     draft_id = c1.selectbox("Draft model", drafts, index=drafts.index(default),
-                            format_func=lambda m: cat[m].name, key="spec.draft")  # fmt: skip
+                            format_func=lambda m: draft_name(model, m), key="spec.draft")  # fmt: skip
     a = c2.slider("Acceptance rate (per drafted token)", 0.0, 1.0,
                   float(o.spec_acceptance), 0.05, key="spec.acceptance")  # fmt: skip
     k = c3.slider("Draft tokens per step (k)", 1, 8, min(int(o.spec_tokens), 8),
@@ -77,7 +77,7 @@ def setup() -> SimpleNamespace | None:
     n_seq, how = sequences_in_flight(scenario, f, view.concurrency)
     batch = float(max(1, min(n_seq, cap))) if cap >= 1 else 1.0
     on = (
-        f"on in the deployment in focus (draft {scenario.options.draft_model}, "
+        f"on in the deployment in focus (draft {md_escape(draft_name(model, default))}, "
         f"k = {scenario.options.spec_tokens}, acceptance {scenario.options.spec_acceptance:g})"
         if spec.speculative
         else "off in the deployment in focus: this page shows what it would do"
@@ -85,13 +85,13 @@ def setup() -> SimpleNamespace | None:
     st.caption(
         f"Speculative decoding is {on}. "
         f"Target **{md_escape(model.name)}** on **{gpu.name}** (TP={inp.tp}, PP={inp.pp}, {inp.weights} "
-        f"weights, KV {inp.kv}), draft **{cat[draft_id].name}** on the same GPUs. Batch "
+        f"weights, KV {inp.kv}), draft **{md_escape(draft_name(model, draft_id))}** on the same GPUs. Batch "
         f"**{batch:,.0f} sequences** per replica ({how}"
         + (f"; capped at the {cap:,} the KV cache holds" if n_seq > cap else "")
         + f"), context {ctx:,.0f} tokens."
     )  # fmt: skip
     return SimpleNamespace(
-        scenario=scenario, model=model, gpu=gpu, draft=cat[draft_id], a=a, k=k, inp=inp,
+        scenario=scenario, model=model, gpu=gpu, draft=draft_spec(model, draft_id), a=a, k=k, inp=inp,
         cfg=cfg, ctx=ctx, cap=cap, batch=batch,
     )  # fmt: skip
 
