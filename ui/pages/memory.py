@@ -20,6 +20,13 @@ from ui.format import gb, gb_gib, md_escape, small_bytes
 from ui.state import current, guarded, local_key, remember_local, view_now
 
 
+def _draft_words(scenario) -> str:
+    from advisor.catalog.drafts import draft_name
+    from advisor.search.space import scenario_draft
+
+    return draft_name(scenario.model_spec(), scenario_draft(scenario)[0])
+
+
 def setup() -> SimpleNamespace | None:
     """Page-local inputs and everything the sections share."""
     scenario, _ = current()
@@ -219,10 +226,3 @@ if ctx is not None:
     guarded("Max sequences against context", sweep_section, ctx)
     if budget is not None:
         guarded("The article's KV formula", article_section, ctx, budget)
-
-
-def _draft_words(scenario) -> str:
-    from advisor.catalog.drafts import draft_name
-    from advisor.search.space import scenario_draft
-
-    return draft_name(scenario.model_spec(), scenario_draft(scenario)[0])
