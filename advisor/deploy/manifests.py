@@ -155,7 +155,8 @@ def compose(la: Launch, lay: Layout, vendor: str, gpus_per_node: int) -> str:
             "# On host N: docker compose --profile hostN up -d   (" +
             "; ".join(f"host{h}: " + " ".join(n for n, s in services.items()
                                               if s["labels"]["host"] == h) for h in hosts) + ")",
-            "# Run from the folder of this file: it is mounted at /config (options, proxy)."]  # fmt: skip
+            "# Run from the folder of this file: it is mounted at /config (option files, "
+            "scripts)."]  # fmt: skip
     if lay.hosts > 1:
         head.append("# Export HOST0_IP ... on every host: the address of each host, which the "
                     "servers use to reach each other (host networking).")  # fmt: skip
@@ -163,8 +164,8 @@ def compose(la: Launch, lay: Layout, vendor: str, gpus_per_node: int) -> str:
             head.append("# ./models must be storage every host shares (NFS): host0's service "
                         "quantize writes it; start the servers once it has finished.")  # fmt: skip
     if la.engine == "trtllm" and "disagg-config.yaml" in la.files:
-        head.append("# disagg-config.yaml must list the same host:port as here (compose.yaml's "
-                    "ports): the bundle's copy does.")  # fmt: skip
+        head.append("# disagg-config.yaml lists each server's host:port as its --port here; "
+                    "keep the two in step if you edit one.")  # fmt: skip
     return "\n".join(head) + "\n" + dump([{"services": services}])
 
 
