@@ -194,12 +194,10 @@ def test_max_model_len_covers_the_workloads_longest_request():
     assert "the longest request stated" in b.files["README.md"]
 
 
-def test_a_huge_cluster_gets_a_bounded_answer_quickly():
+def test_a_huge_cluster_gets_a_bounded_answer():
     # the 73,728 GPUs: 1,024 nodes of 72; Llama 3.1 8B at TP1 on each GPU
     sc = Scenario(model="llama-3.1-8b", hardware=Hardware(nodes=1024, gpus_per_node=72))
-    t = time.perf_counter()
-    b = deploy_bundle(sc, parse_spec("h100-sxm.tp1.pp1.dp73728.fp8.fp8"), "vllm")
-    assert time.perf_counter() - t < 60  # a guard against the 504 s, not a speed goal
+    b = deploy_bundle(sc, parse_spec("h100-sxm.tp1.pp1.dp73728.fp8.fp8"), "vllm")  # time: bench/
     assert (
         "docker-compose.yaml" not in b.files
         and str(MAX_INSTANCES) in b.refused["docker-compose.yaml"]
