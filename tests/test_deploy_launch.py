@@ -28,7 +28,7 @@ from advisor.search.deployment_spec import parse_spec
 
 ENGINES = ("vllm", "sglang", "trtllm")
 #: 405B and DeepSeek-R1 at TP8 x PP2 on two 8-GPU H100 nodes (the issue's commands).
-MULTI = [("llama-3.1-405b", "h100-sxm.tp8.pp2.dp1.fp8.fp8"), ("deepseek-r1", "h200-sxm.tp8.pp2.dp1.fp8.fp8")]  # fmt: skip
+MULTI = [("llama-3.1-405b", "h100-sxm.tp8.pp2.dp1.fp8.fp8"), ("deepseek-r1", "h100-sxm.tp8.pp2.dp1.fp8.fp8")]  # fmt: skip
 DISAGG = "h100-sxm.tp4.pp1.dp1.ptp2.pdp2.fp8.fp8"
 CASES = [
     (Scenario(), "h100-sxm.tp4.pp1.dp2.fp8.fp8"),
