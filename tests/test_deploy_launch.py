@@ -227,17 +227,34 @@ def _fake_bin(tmp_path: Path) -> Path:
     return bin_
 
 
-def test_launch_sh_starts_every_server_on_its_gpus_and_stops_them_all(tmp_path):
-    b = deploy_bundle(Scenario(), parse_spec(DISAGG), "vllm")
+def _run(tmp_path: Path, launch: str, expect: int) -> tuple[subprocess.Popen, list[str]]:
+    """Run launch.sh with the stand-ins until ``expect`` of them have logged."""
     script = tmp_path / "launch.sh"
-    script.write_text(b.files["launch.sh"])
+    script.write_text(launch)
     log = tmp_path / "log"
     env = {**os.environ, "PATH": f"{_fake_bin(tmp_path)}:{os.environ['PATH']}", "LOG": str(log)}
     p = subprocess.Popen(["bash", str(script)], env=env, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while time.time() < deadline and (not log.exists() or log.read_text().count("\n") < 4):
+    while time.time() < deadline and (not log.exists() or log.read_text().count("\n") < expect):
         time.sleep(0.2)
-    lines = log.read_text().splitlines()
+    return p, log.read_text().splitlines()
+
+
+def test_launch_sh_gives_each_replica_its_own_port(tmp_path):
+    # DP = 2 on one host: two servers on the host itself cannot share port 8000
+    p, lines = _run(tmp_path, deploy_bundle(Scenario(), parse_spec("h100-sxm.tp4.pp1.dp2.fp8.fp8"),
+                                            "vllm").files["launch.sh"], 2)  # fmt: skip
+    p.terminate()
+    p.wait(timeout=30)
+    ports = sorted(ln.split("--port ")[1].split()[0] for ln in lines)
+    assert ports == ["8000", "8001"] and sorted(ln.split()[1] for ln in lines) == [
+        "CUDA=0,1,2,3", "CUDA=4,5,6,7"]  # fmt: skip
+
+
+def test_launch_sh_starts_every_server_on_its_gpus_and_stops_them_all(tmp_path):
+    p, lines = _run(
+        tmp_path, deploy_bundle(Scenario(), parse_spec(DISAGG), "vllm").files["launch.sh"], 4
+    )
     assert len(lines) == 4  # two prefill servers, one decode, then the proxy
     gpus = sorted(ln.split()[1] for ln in lines if ln.startswith("vllm"))
     assert gpus == ["CUDA=0,1", "CUDA=2,3", "CUDA=4,5,6,7"]

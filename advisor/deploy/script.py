@@ -107,7 +107,7 @@ def launch_script(la: Launch, p: Plan, lay: Layout) -> str:
                       "    " + shell_comment(_what(inst, rank, vendor)),
                       f"    start {inst.name} "
                       + sh_line(_here(["env", *[f"{k}={v}" for k, v in env.items()]]
-                                      + node_argv(la, lay, inst, rank))),  # fmt: skip
+                                      + node_argv(la, lay, inst, rank, bare=True))),  # fmt: skip
                       "fi"]  # fmt: skip
             if rank == 0:
                 var = f"pid_{inst.name.replace('-', '_')}"

@@ -77,11 +77,14 @@ def compose_str(text: str) -> str:
     return "".join(p.replace("$", "$$") + h for p, h in zip(parts, holes, strict=True))
 
 
-def server_argv(la: Launch, lay: Layout, inst: Instance, rank: int) -> list[str]:
-    """The engine command of node ``rank`` of ``inst`` on hosts (launch.sh, Compose)."""
+def server_argv(
+    la: Launch, lay: Layout, inst: Instance, rank: int, bare: bool = False
+) -> list[str]:
+    """The engine command of node ``rank`` of ``inst`` on hosts (launch.sh, Compose); ``bare``:
+    run on the host itself (launch.sh), where every server needs its own port."""
     s = inst.server
     argv = s.commands[rank if len(s.commands) > 1 else 0].argv()
-    if lay.host_network:
+    if lay.host_network or bare:
         argv = set_flag(argv, "--port", str(inst.port))
     if la.engine == "sglang" and s.role in ("prefill", "decode"):
         argv = set_flag(argv, "--disaggregation-bootstrap-port", str(inst.bootstrap_port))
@@ -108,10 +111,10 @@ def ray_node(
             f"echo 'waiting for {nodes - 1} Ray worker node(s)'; sleep 5; done && exec {serve}"]  # fmt: skip
 
 
-def node_argv(la: Launch, lay: Layout, inst: Instance, rank: int) -> list[str]:
+def node_argv(la: Launch, lay: Layout, inst: Instance, rank: int, bare: bool = False) -> list[str]:
     """What node ``rank`` of ``inst`` runs on its host: the engine command, wrapped in the Ray
-    start for a multi-node vLLM replica."""
-    argv = server_argv(la, lay, inst, rank)
+    start for a multi-node vLLM replica (``bare``: see server_argv)."""
+    argv = server_argv(la, lay, inst, rank, bare)
     if la.engine == "vllm" and len(inst.nodes) > 1:
         gpus = sum(len(n.gpus) for n in inst.nodes)
         ip = lay.address(inst.nodes[rank].host)
