@@ -231,3 +231,18 @@ def test_plain_tp_writes_no_layout_flags():
     b = deploy_bundle(_r1_scenario(), parse_spec("h200-sxm.tp8.pp1.dp1.fp8.fp8"), "vllm")
     args = dict(b.launch.servers[0].commands[0].args)
     assert "--enable-expert-parallel" not in args and "--data-parallel-size" not in args
+
+
+def test_layout_survives_the_share_link_and_the_pdf():
+    from advisor.report.pdf import build_report
+    from tests.test_report import _flat, _text
+    from ui.url import DEP_KEY, dep_from_params
+
+    text = "h200-sxm.tp8.pp1.dp1.ep8.dpa8.fp8.fp8"
+    assert dep_from_params({DEP_KEY: text}) == (text, None)
+    bad = dep_from_params({DEP_KEY: "h200-sxm.tp8.pp1.dp1.ep4.fp8.fp8"})
+    assert bad[0] is None and "ep = 4" in bad[1]
+    sc = _r1_scenario(disaggregated=False)
+    focus = evaluate_spec(sc, parse_spec(text)).deployment
+    _, pdf = _text(build_report(sc, focus=focus, focus_note="chosen by hand", sensitivities=False))
+    assert "Deployment in focus: 1 x (TP=8, EP=8, attention DP=8, PP=1) on h200-sxm" in _flat(pdf)

@@ -388,8 +388,10 @@ class ModelSpec(BaseModel):
         """Layers i >= first_k_dense_layers with (i + 1) % moe_layer_step == 0."""
         if not self.is_moe:
             return 0
+        # (i + 1) runs over k + 1 .. layers: the multiples of step among them, in closed form
+        # (the search asks this for every replica it builds)
         k, step = self.first_k_dense_layers, self.moe_layer_step
-        return sum(1 for i in range(k, self.num_hidden_layers) if (i + 1) % step == 0)
+        return max(self.num_hidden_layers // step - k // step, 0)
 
     @property
     def attention_kind(self) -> str:

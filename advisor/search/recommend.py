@@ -109,7 +109,8 @@ def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list]:
     checks: (name, predicted percentile s, target ms, upper factor) per stated target."""
     qi = QUANTILES.index(sc.sla.percentile / 100)
     arrays = {"TTFT": t.ttft, "TPOT": t.tpot, "E2E": t.e2e}
-    gpu_ids = [t.st.shapes[int(k)].gpu for k in t.shape_of]
+    shape_gpu = np.array([s.gpu for s in t.st.shapes], dtype=str)
+    gpu_ids = shape_gpu[np.asarray(t.shape_of, dtype=int)]
     checks = [
         (name, arrays[name][:, qi], target, factor)
         for name, target, factor in sla_checks(sc, gpu_ids)

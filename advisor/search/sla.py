@@ -41,10 +41,13 @@ def intervals_by_gpu(sc, gpu_ids: Sequence[str]) -> dict[str, dict[str, Interval
 def sla_checks(sc, gpu_ids: Sequence[str]) -> list[tuple[str, float, np.ndarray]]:
     """(name, target ms, upper factor per candidate) for each stated target; a candidate meets
     the target when its predicted percentile x the factor is within the target."""
-    by_gpu = intervals_by_gpu(sc, gpu_ids)
+    # one interval per accelerator, spread over the candidates by index (the search passes
+    # tens of thousands of candidates and a handful of accelerators)
+    uniq, inv = np.unique(np.asarray(gpu_ids, dtype=str), return_inverse=True)
+    by_gpu = intervals_by_gpu(sc, list(uniq))
     return [
         (name, float(getattr(sc.sla, field)),
-         np.array([by_gpu[g][name].high for g in gpu_ids], dtype=float))
+         np.array([by_gpu[g][name].high for g in uniq], dtype=float)[inv.reshape(-1)])
         for name, _, field in TARGETS
         if getattr(sc.sla, field) is not None
     ]  # fmt: skip
