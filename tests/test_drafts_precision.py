@@ -137,3 +137,25 @@ def test_gpt_oss_is_searched_and_served_in_mxfp4():
     if not b8.reasons:
         assert "--quantization" not in dict(b8.launch.servers[0].commands[0].args)
         assert "re-quantization" in b8.launch.checkpoint.prepare
+
+
+def test_the_app_offers_a_qwen3_target_only_drafts_with_its_tokenizer(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from advisor.store import ENV_VAR
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "data"))
+    app = str(Path(__file__).resolve().parent.parent / "app.py")
+    at = AppTest.from_file(app, default_timeout=180)
+    # a share link from another target's session: Qwen3 with a Llama draft
+    at.query_params.update({"m": "qwen3-235b-a22b", "g": "h200-sxm", "sd": "1",
+                            "draft": "llama-3.2-1b"})  # fmt: skip
+    at.run()
+    assert not at.exception, at.exception
+    draft = at.selectbox(key="w.draft")
+    assert set(draft.options) >= {"Qwen3 8B"} and not any("Llama" in o for o in draft.options)
+    assert draft.value == "qwen3-8b"
+    want = "Draft llama-3.2-1b not used: draft llama-3.2-1b uses another tokenizer"
+    assert any(want in c.value.replace("\\", "") for c in at.caption)
