@@ -166,13 +166,12 @@ def _common_notes(plan: Plan, ck: Checkpoint) -> list[str]:
             + f"; KV budget {p.kv_budget_bytes / 1e9:.1f} GB per GPU, at most {p.max_num_seqs} "
             "sequences running per replica (the budget's count at ISL + OSL)"
         )
-    if any(p.replicas > 1 for p in plan.pools):
-        notes.append("Start one server per replica, each on its own GPUs (CUDA_VISIBLE_DEVICES "
-                     "or HIP_VISIBLE_DEVICES) and port, behind a load balancer (the Kubernetes "
-                     "Service, or any HTTP balancer).")  # fmt: skip
+    if any(p.replicas > 1 for p in plan.pools) and not plan.spec.disaggregated:
+        notes.append("launch.sh and Compose start each replica on its own GPUs and port; put an "
+                     "HTTP balancer in front of them (on Kubernetes the Service is one).")  # fmt: skip
     notes.append(f"max model length = {plan.pools[0].max_model_len:,} tokens: {plan.context_why}; "
-                 "a longer request is refused by the server (set the longest with --max-context). "
-                 "The KV cache must hold one such request: vLLM checks at start.")  # fmt: skip
+                 "a longer request is refused by the server (set the longest with --max-context); "
+                 "the KV budget holds one such request.")  # fmt: skip
     if ck.published and ck.source:
         notes.append(f"checkpoint: {ck.repo} ({ck.source})")
     return notes
