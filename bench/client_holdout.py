@@ -3,9 +3,9 @@
 The sweep: SGLang ``bench_serving`` output of Llama-3.1-405B (bf16, TP 8) on 8x H200, six runs
 (random 1024/1024 at 1, 2, 4, 8 req/s; ShareGPT at 4, 8 req/s), committed by DataCrunch
 (github:datacrunch-research/h200-benchmarks sglang/outputs/llama_405b_online_output.jsonl
-@c091ef530a525d2e788bc41c39a4450b09c9f2ad; tests/fixtures/client/). For every pair of runs, the pair
-is imported as the client's two files and ``fit_profile`` either writes a profile (then the other
-four runs are predicted with and without it: median absolute error of their TTFT, request
+@c091ef530a525d2e788bc41c39a4450b09c9f2ad; tests/fixtures/client/). For every set of two to five
+runs, the set is imported as the client's files and ``fit_profile`` either writes a profile (then
+the other runs are predicted with and without it: median absolute error of their TTFT, request
 latency and output throughput) or refuses it with its one-line reason. Issue 35's bar for a
 written profile: at most 15% median error on the rest, and at most half the error without it.
 Last, all six runs as the client's files: the leave-one-run-out figure the profile records.
@@ -37,13 +37,14 @@ def runs() -> list:
     return [load_bytes(line, f"run{i}.json", DEP) for i, line in enumerate(lines, start=1)]
 
 
-def held_out(pair: tuple[int, int], imported: list) -> tuple[str, float, float | None]:
-    """(fitted constants or the refusal, median error of the rest without, with the profile)."""
-    rest = [c for i, im in enumerate(imported) if i not in pair for c in im.cases]
+def held_out(subset: tuple[int, ...], imported: list) -> tuple[str, float, float | None]:
+    """(fitted constants or the refusal, median error of the other runs without, with the
+    profile fitted to ``subset``)."""
+    rest = [c for i, im in enumerate(imported) if i not in subset for c in im.cases]
     meas = np.array([c.measured for c in rest])
     before = float(np.median(np.abs(_predict(rest, DEP.gpu, DEP.engine, None) / meas - 1))) * 100
     try:
-        fit = fit_profile([imported[i] for i in pair], DEP, "holdout")
+        fit = fit_profile([imported[i] for i in subset], DEP, "holdout")
     except ProfileRefused as exc:
         return f"refused: {exc}", before, None
     ov = ProfileDoc.model_validate(fit.doc).overlay()
@@ -53,17 +54,22 @@ def held_out(pair: tuple[int, int], imported: list) -> tuple[str, float, float |
 
 def main() -> None:
     imported = runs()
-    met = written = 0
-    for pair in itertools.combinations(range(len(imported)), 2):
-        what, before, after = held_out(pair, imported)
-        shown = "n/a (no profile)" if after is None else f"{after:.1f}%"
-        print(
-            f"runs {pair[0] + 1}+{pair[1] + 1}: rest {before:.1f}% shipped, {shown} profile; {what}"
-        )
-        if after is not None:
-            written += 1
-            met += after <= 15 and after <= before / 2
-    print(f"{written} profiles written, {met} meet the bar (<=15% and <= half the shipped error)")
+    for k in range(2, len(imported)):
+        met = written = 0
+        pairs = []
+        for subset in itertools.combinations(range(len(imported)), k):
+            what, before, after = held_out(subset, imported)
+            shown = "n/a (no profile)" if after is None else f"{after:.1f}%"
+            runs_ = "+".join(str(i + 1) for i in subset)
+            print(f"runs {runs_}: rest {before:.1f}% shipped, {shown} profile; {what}")
+            if after is not None:
+                written += 1
+                met += after <= 15 and after <= before / 2
+                pairs.append((before, after))
+        done = np.array(pairs) if pairs else np.zeros((0, 2))
+        print(f"== {k} runs imported: {written} profiles written, {met} meet the bar (<=15% and "
+              f"<= half the shipped error)" + (f"; the rest's median {np.median(done[:, 0]):.1f}% "
+              f"shipped, {np.median(done[:, 1]):.1f}% with the written profiles" if pairs else ""))  # fmt: skip
     try:
         s = fit_profile(imported, DEP, "all").doc["summary"]
         print(f"all {len(imported)} runs: profile written; each run predicted by the profile fitted "
