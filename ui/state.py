@@ -207,9 +207,11 @@ def _hardware_inputs() -> Hardware:
 
 
 SPEC_HELP = (
-    "A small draft model proposes tokens; the target checks them in one step (Leviathan et al. "
-    "2023). The search then also tries each shape with speculative decoding (not with "
-    "disaggregated pools) and keeps it where it is cheaper within the target."
+    "A draft proposes tokens; the target checks them in one step (Leviathan et al. 2023). The "
+    "draft is the model's own MTP head where it ships one (DeepSeek-V3/R1, GLM-4.5), else a "
+    "smaller model with the same tokenizer. The search then also tries each shape with "
+    "speculative decoding (not with disaggregated pools) and keeps it where it is cheaper "
+    "within the target."
 )
 
 

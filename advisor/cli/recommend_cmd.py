@@ -128,7 +128,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=_deployment,
         default=None,
         help="also evaluate this deployment for the scenario, e.g. h100-sxm.tp4.pp1.dp2.fp8.fp8 "
-        "(accelerator.tpN.ppN.dpN[.ptpN.pdpN].weights.kv[.spec]; ptp/pdp: a prefill pool)",
+        "(accelerator.tpN.ppN.dpN[.epN][.dpaN][.ptpN.pdpN[.pepN][.pdpaN]].weights.kv[.spec]; "
+        "ptp/pdp: a prefill pool; ep/dpa = TP: MoE expert parallel, attention data parallel)",
     )
     add_json_flag(p)
     return p  # fmt: skip
