@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from advisor.catalog import accelerators, interconnects, models
 from advisor.catalog.files import (
     MAX_JSON_DEPTH,
-    bounded_int,
+    loads_json,
     no_duplicate_keys,
     object_depth,
     scan_json_depth,
@@ -316,9 +316,7 @@ def load_scenario(data: dict[str, Any] | str | bytes) -> Scenario:
                     f"scenario JSON is nested deeper than {MAX_JSON_DEPTH + 1} levels (at "
                     f"character {too_deep}); an embedded config.json may have {MAX_JSON_DEPTH}"
                 )
-            doc = json.loads(
-                text.removeprefix("\ufeff"), object_pairs_hook=_no_duplicates, parse_int=bounded_int
-            )
+            doc = loads_json(text.removeprefix("\ufeff"), object_pairs_hook=_no_duplicates)
         except UnicodeDecodeError:
             raise ScenarioError("scenario file is not UTF-8 text") from None
         except RecursionError:

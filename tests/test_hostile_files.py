@@ -53,7 +53,11 @@ CONFIG_CASES = [
     ("arch as object", cfg(architectures={"a": 1}), "'architectures' must be a list"),
     ("NaN literal", with_raw(b'"rope_theta": NaN'), "NaN/Infinity refused"),
     ("Infinity literal", with_raw(b'"rope_theta": Infinity'), "NaN/Infinity refused"),
-    ("10**400 layers", cfg(num_hidden_layers=10**400), "'num_hidden_layers'="),
+    (
+        "10**400 layers",
+        cfg(num_hidden_layers=10**400),
+        "field 'num_hidden_layers': an integer of 401 digits",
+    ),
     ("5001-digit int", with_raw(b'"x": 1' + b"0" * 5000), "unreadable JSON"),
     ("array at top", b"[" + BASE_BYTES + b"]", "top level must be a JSON object"),
     ("duplicate key", b'{"model_type": "llama", "model_type": "qwen2"}', "duplicate key"),
@@ -162,7 +166,7 @@ SCENARIO_CASES = [
     ("unknown key", sc(colour="red"), "colour: Extra inputs are not permitted"),
     ("isl as string", sc(workload={"isl_tokens": "1024"}), "workload.isl_tokens: Input should be a valid integer"),
     ("isl as bool", sc(workload={"isl_tokens": True}), "workload.isl_tokens: Input should be a valid integer"),
-    ("isl 10**400", sc(workload={"isl_tokens": 10**400}), "workload.isl_tokens: Input should be less than"),
+    ("isl 10**400", sc(workload={"isl_tokens": 10**400}), "field 'workload.isl_tokens': an integer of 401 digits"),
     ("isl 5001 digits", b'{"schema_version": 1, "workload": {"isl_tokens": 1' + b"0" * 5000 + b"}}",
      "unreadable number"),  # fmt: skip
     ("negative osl", sc(workload={"osl_tokens": -1}), "workload.osl_tokens: Input should be greater"),

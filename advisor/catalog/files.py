@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -11,6 +12,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from advisor.catalog.quoting import field_path
 
 #: Deepest nesting accepted in any JSON the tool reads (a config.json, an estimate line, a
 #: scenario's embedded config). Model configs need 3-4 levels; a scenario file may be one level
@@ -51,25 +54,50 @@ MAX_INT_DIGITS = 100
 
 
 class NumberTooLongError(ValueError):
-    """An integer with more than MAX_INT_DIGITS digits in JSON text."""
+    """An integer with more than MAX_INT_DIGITS digits in JSON text (the message names its field)."""
 
 
-def bounded_int(text: str) -> int:
-    """A ``json.loads`` ``parse_int`` hook: the integer, or NumberTooLongError if it is too long.
+class _LongInt:
+    """Stands in for an integer too long to convert while json.loads builds the document, so the
+    refusal can name the field that holds it (a parse_int hook cannot see where it is)."""
 
-    >>> bounded_int("-42"), len(str(bounded_int("9" * 100)))
-    (-42, 100)
-    >>> bounded_int("9" * 5000)
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+def _int_or_marker(text: str) -> int | _LongInt:
+    digits = len(text) - text.startswith("-")
+    return _LongInt(digits) if digits > MAX_INT_DIGITS else int(text)
+
+
+def loads_json(text: str, **kwargs: Any) -> Any:
+    """``json.loads`` with every integer bounded to MAX_INT_DIGITS digits; a longer one is
+    NumberTooLongError naming its field (a ValueError, as json's own errors are).
+
+    >>> loads_json('{"a": [1, -42]}')
+    {'a': [1, -42]}
+    >>> loads_json('{"workload": {"isl_tokens": 1' + "0" * 400 + '}}')
     Traceback (most recent call last):
     ...
-    advisor.catalog.files.NumberTooLongError: an integer of 5,000 digits (allowed: up to 100 digits)
+    advisor.catalog.files.NumberTooLongError: field 'workload.isl_tokens': an integer of 401 digits (allowed: up to 100 digits)
     """
-    digits = len(text) - text.startswith("-")
-    if digits > MAX_INT_DIGITS:
-        raise NumberTooLongError(
-            f"an integer of {digits:,} digits (allowed: up to {MAX_INT_DIGITS} digits)"
-        )
-    return int(text)
+    doc = json.loads(text, parse_int=_int_or_marker, **kwargs)
+    stack: list[tuple[Any, tuple[object, ...]]] = [(doc, ())]
+    while stack:  # iterative: the callers bound the depth, but not the width
+        node, path = stack.pop()
+        if isinstance(node, _LongInt):
+            where = f"field '{field_path(path)}': " if path else ""
+            raise NumberTooLongError(
+                f"{where}an integer of {node.digits:,} digits (allowed: up to "
+                f"{MAX_INT_DIGITS} digits)"
+            )
+        if isinstance(node, dict):
+            stack.extend((v, (*path, k)) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, (*path, i)) for i, v in enumerate(node))
+    return doc
 
 
 def object_depth(obj: Any) -> int:

@@ -32,7 +32,7 @@ from pydantic.fields import FieldInfo
 from advisor.catalog.files import (
     MAX_JSON_DEPTH,
     FileReadError,
-    bounded_int,
+    loads_json,
     no_duplicate_keys,
     read_bounded,
     scan_json_depth,
@@ -182,11 +182,10 @@ def load_hf_config_bytes(
         raise HFConfigError(f"{_PREFIX}: empty file (expected a JSON object)")
     unfinished = _check_depth(text, max_depth)
     try:
-        obj = json.loads(
+        obj = loads_json(
             text,
             object_pairs_hook=_no_duplicates,
             parse_constant=_no_constant,
-            parse_int=bounded_int,
         )
     except HFConfigError:
         raise

@@ -14,7 +14,7 @@ from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.catalog.files import (
     MAX_JSON_DEPTH,
     FileReadError,
-    bounded_int,
+    loads_json,
     no_duplicate_keys,
     open_bounded,
     scan_json_depth,
@@ -197,11 +197,10 @@ def _parse_line(raw: bytes, n: int) -> dict:
     if too_deep is not None:
         raise CliInputError(f"line {n}: not valid JSON: nested deeper than {MAX_JSON_DEPTH} levels")
     try:
-        d = json.loads(
+        d = loads_json(
             text,
             object_pairs_hook=_no_duplicates,
             parse_constant=_no_constant,
-            parse_int=bounded_int,
         )
     except _DuplicateKey as exc:
         raise CliInputError(f"line {n}: {exc} (each key may appear once)") from None

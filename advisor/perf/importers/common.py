@@ -19,7 +19,7 @@ from advisor.catalog.files import (
     MAX_JSON_DEPTH,
     FileReadError,
     NumberTooLongError,
-    bounded_int,
+    loads_json,
     no_duplicate_keys,
     read_bounded,
     scan_json_depth,
@@ -130,11 +130,10 @@ def parse_json(text: str, name: str, where: str = "") -> Any:
         return BenchmarkFileError(f"{name}{at}: key {echo(key)} given twice")
 
     try:
-        return json.loads(
+        return loads_json(
             text,
             object_pairs_hook=no_duplicate_keys(dup),
             parse_constant=_constant,
-            parse_int=bounded_int,
         )
     except json.JSONDecodeError as exc:
         raise BenchmarkFileError(
