@@ -159,3 +159,23 @@ def test_the_app_offers_a_qwen3_target_only_drafts_with_its_tokenizer(tmp_path, 
     assert draft.value == "qwen3-8b"
     want = "Draft llama-3.2-1b not used: draft llama-3.2-1b uses another tokenizer"
     assert any(want in c.value.replace("\\", "") for c in at.caption)
+
+
+def test_the_app_says_a_model_ships_its_own_mtp_head(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from advisor.store import ENV_VAR
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path / "data"))
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"),
+                           default_timeout=180)  # fmt: skip
+    at.query_params.update({"m": "deepseek-r1", "g": "h200-sxm"})
+    at.run()
+    assert not at.exception, at.exception
+    assert any("ships its own MTP draft head" in c.value for c in at.caption)
+    at.toggle(key="w.sd").set_value(True).run()
+    assert at.selectbox(key="w.draft").value == MTP
+    assert at.number_input(key="w.acc").value == pytest.approx(0.85)  # DeepSeek-V3 report
+    assert at.number_input(key="w.k").value == 1  # one MTP layer

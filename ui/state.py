@@ -255,6 +255,12 @@ def _speculative_inputs(model_id: str, cfg: dict | None) -> None:
 
     on = st.toggle("Speculative decoding", key=_K["options.speculative"], help=SPEC_HELP)
     if not on:
+        from advisor.catalog.drafts import has_own_head
+
+        target = _draft_target(model_id, cfg)
+        if target is not None and has_own_head(target):  # `recommend` searches it by default
+            st.caption(f"{md_escape(target.name)} ships its own MTP draft head: switch "
+                       "speculative decoding on to search it (the command line does by default).")  # fmt: skip
         return
     from advisor.catalog.drafts import draft_name, tokenizer_problem
 
