@@ -8,6 +8,7 @@ share, hosting $195.94/kW-month), the H100's 700 W TDP (datasheet), the sidebar 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -25,7 +26,13 @@ PRICES = yaml.safe_load((Path(__file__).resolve().parent.parent / "data/prices.y
 
 
 def _metric(page, label: str) -> str:
-    m = page.locator('[data-testid="stMetric"]', has_text=label).first
+    """The value of the metric whose label is exactly ``label``: has_text alone is a
+    case-insensitive substring, so "Per month" also finds "Per user per month", and which one
+    comes first depends on how far the page has rendered."""
+    exact = page.locator(
+        '[data-testid="stMetricLabel"]', has_text=re.compile(rf"^\s*{re.escape(label)}\s*$")
+    )
+    m = page.locator('[data-testid="stMetric"]').filter(has=exact).first
     return m.locator('[data-testid="stMetricValue"]').inner_text().strip()
 
 
