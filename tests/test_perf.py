@@ -190,7 +190,7 @@ def test_validation_in_sample_bounds():
     # nobody measured (that is the out-of-sample test above). Bounds: issue 12's out-of-sample
     # targets (12%; 15% for the vLLM/SGLang and AMD slices) hold in sample except for TTFT
     # (SGLang's first tokens on MoE models: bound 25%) and under load (bound 30%; a row predicted
-    # unstable counts as a 100% error, never dropped). README "How far to trust a number".
+    # unstable counts as a 100% error, never dropped). docs/accuracy.md "Rules: what counts as an error".
     from advisor.perf.validate import validation_report
 
     fam = validation_report()["families"]

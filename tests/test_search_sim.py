@@ -38,7 +38,7 @@ def _picks(rate: float, n: int = 3) -> list[tuple[Scenario, object, int]]:
 
     Not up to 0.8: an A100 TP=1 int4 candidate at 0.797 (16 req/s) came out 15 % low on mean
     TPOT and 28 % low on its P99 against the simulation. Near saturation the mean-field running
-    batch misses the batch's fluctuations; the README says so (trust the tail less there).
+    batch misses the batch's fluctuations; docs/accuracy.md says so (trust the tail less there).
     """
     sc = _scenario(rate)
     st, _ = build_shapes(sc)
