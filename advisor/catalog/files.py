@@ -67,11 +67,6 @@ class _LongInt:
         self.digits = digits
 
 
-def _int_or_marker(text: str) -> int | _LongInt:
-    digits = len(text) - text.startswith("-")
-    return _LongInt(digits) if digits > MAX_INT_DIGITS else int(text)
-
-
 def loads_json(text: str, **kwargs: Any) -> Any:
     """``json.loads`` with every integer bounded to MAX_INT_DIGITS digits; a longer one is
     NumberTooLongError naming its field (a ValueError, as json's own errors are).
@@ -83,7 +78,18 @@ def loads_json(text: str, **kwargs: Any) -> Any:
     ...
     advisor.catalog.files.NumberTooLongError: field 'workload.isl_tokens': an integer of 401 digits (allowed: up to 100 digits)
     """
-    doc = json.loads(text, parse_int=_int_or_marker, **kwargs)
+    long_ints: list[_LongInt] = []
+
+    def int_or_marker(digits_text: str) -> int | _LongInt:
+        digits = len(digits_text) - digits_text.startswith("-")
+        if digits <= MAX_INT_DIGITS:
+            return int(digits_text)
+        long_ints.append(_LongInt(digits))
+        return long_ints[-1]
+
+    doc = json.loads(text, parse_int=int_or_marker, **kwargs)
+    if not long_ints:  # the usual case: no walk over a large benchmark file
+        return doc
     stack: list[tuple[Any, tuple[object, ...]]] = [(doc, ())]
     while stack:  # iterative: the callers bound the depth, but not the width
         node, path = stack.pop()
