@@ -30,7 +30,7 @@ from advisor.perf.predict import (
     prefill_stall_per_token_s,
     static_throughput,
 )
-from advisor.perf.profiles import collective_efficiency, engine_profile, family_efficiency
+from advisor.perf.profiles import engine_profile, family_efficiency
 from advisor.perf.replica import (
     ReplicaArrays,
     ReplicaConfig,
@@ -317,7 +317,8 @@ def _header(model: ModelSpec, gpu: Accelerator, inp: EstimateInput, dep: _Deploy
             "max_num_seqs": eng.max_num_seqs,
             "eta_mem": eff.eta_mem, "eta_compute_16": eff.eta_compute_16,
             "eta_compute_fp8": eff.eta_compute_fp8, "family_calibrated": eff.fitted,
-            "collective_efficiency": collective_efficiency(),
+            # the value this deployment's link uses (1 over PCIe: physics.collectives.kernel_bound)
+            "collective_efficiency": float(r.comm_eff[0]),
             # the routed experts' kernels (MoE models only): fraction of the GEMM efficiency,
             # fitted apart for fp8/fp4 experts (profiles.moe_efficiency)
             "moe_efficiency": float(r.moe_eff[0]) if model.is_moe else None,

@@ -273,6 +273,11 @@ def moe_efficiency(low_precision: bool = False, family: str | None = None) -> fl
 #: all-reduce waits for the slowest rank to finish its GEMM (skew), pays a kernel launch between
 #: two GEMMs and shares the SMs and L2 with them, so it reaches a fraction of the benchmark's
 #: bus bandwidth. 1.0 (the benchmark) before calibration; fitted on the engines' multi-GPU rows.
+#: It applies only where the GPUs' copy kernels set a collective's rate (NVLink, Infinity
+#: Fabric: ``physics.collectives.kernel_bound``); over PCIe the link does, and a slower kernel
+#: leaves the time unchanged. Applied to PCIe too (until 2026-12-03), the 0.65 fitted on NVLink
+#: rows made a bandwidth-bound all-reduce over PCIe 1.54 x its benchmark time, and 8 x L40S
+#: TP 4/8 offline throughput 0.67 x of measured (issue 37).
 #: Source: NCCL documentation, "Performance" (nccl-tests measure isolated collectives); Rashidi
 #: et al. 2021 (ISCA, "Enabling Compute-Communication Overlap in Distributed Deep Learning
 #: Training Platforms") for the slowdown of collectives that share a GPU with compute kernels.

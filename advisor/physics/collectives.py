@@ -13,6 +13,10 @@ three corrections that matter in practice:
 * each algorithm has a fixed software latency (kernel launch, synchronisation) besides the
   per-step link latency: NCCL's own tuning model (``src/graph/tuning.cc``: ``baseLat`` Ring/LL
   6.6 us; NVLS 25 us);
+* NCCL's ring runs one of three protocols, each with its own latencies and share of the
+  bandwidth (:func:`nccl_ring_time_s`): LL (0.6 us per NVLink step, half the bandwidth) sets the
+  latency-bound regime, 32 KiB-1 MiB on 8 GPUs, where one Simple-protocol alpha made a ring
+  all-reduce 2-3 x too slow; Simple the bandwidth-bound one;
 * the algorithm is the fastest available one (NCCL and RCCL tune per size; vLLM and TensorRT-LLM
   use their one-shot / two-shot kernels where those are faster).
 
@@ -43,6 +47,33 @@ ALGORITHMS: tuple[str, ...] = NCCL_ALGORITHMS + CUSTOM_ALGORITHMS
 #: NCCL's base latency of a Ring/Tree collective with the LL protocol, s.
 #: Source: NCCL src/graph/tuning.cc ``baseLat`` (Ring LL 6.6 us, Tree LL 6.8 us), NCCL 2.18-2.27.
 NCCL_BASE_LATENCY_S = 6.6e-6
+
+Protocol = Literal["LL", "LL128", "Simple"]
+#: NCCL's three wire protocols. LL sends 8-byte lines of 4 data bytes and a 4-byte flag (no
+#: fence, the lowest latency, half the bandwidth); LL128 128-byte lines of 120 data bytes (on
+#: NVLink only); Simple plain chunks behind a fence (full bandwidth, the highest latency). NCCL
+#: times every (algorithm, protocol) pair with its own model and runs the fastest, so a ring
+#: all-reduce of 32 KiB on 8 GPUs runs LL, one of 1 GiB Simple.
+#: Source: NCCL src/graph/tuning.cc (``ncclTopoTuneModel``, ``ncclTopoGetAlgoTime``), NCCL 2.19-2.28.
+PROTOCOLS: tuple[str, ...] = ("LL", "LL128", "Simple")
+#: Base latency of a ring collective per protocol, s. Source: NCCL src/graph/tuning.cc
+#: ``baseLatencies`` Ring row (LL 6.6, LL128 14.0, Simple 8.4 us), NCCL 2.19-2.28 (master 5067397).
+NCCL_RING_BASE_LATENCY_S = {"LL": 6.6e-6, "LL128": 14.0e-6, "Simple": 8.4e-6}
+#: Per-step latency of a ring for the LL and LL128 protocols by link kind, s. Source: NCCL
+#: src/graph/tuning.cc ``hwLatencies`` Ring row: NVLink LL 0.6 / LL128 1.9 us, PCI 1.0 / 2.5 us
+#: (master 5067397). Simple uses the link's own ``latency_s`` (measured where a row exists).
+NCCL_RING_STEP_LATENCY_S = {
+    "nvlink": {"LL": 0.6e-6, "LL128": 1.9e-6},
+    "pcie": {"LL": 1.0e-6, "LL128": 2.5e-6},
+}
+#: Fraction of the Simple bus bandwidth each protocol carries: LL's lines are half flags
+#: (``busBw * .5``), LL128's 120 of 128 bytes data (``busBw * 0.92``). Source: NCCL
+#: src/graph/tuning.cc, "Various model refinements".
+NCCL_PROTOCOL_BANDWIDTH_FRACTION = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
+#: LL's bus bandwidth is also capped per GPU generation (one node), bytes/s: Ampere 87.7,
+#: Hopper 141, Blackwell 282 GB/s. Source: NCCL src/graph/tuning.cc ``llMaxBws`` (N1 column),
+#: keyed here by the NVLink generation each GPU generation has.
+NCCL_LL_MAX_BUSBW_BYTES_PER_S = {"nvlink3": 87.7e9, "nvlink4": 141e9, "nvlink5": 282e9}
 #: NCCL's latency of an NVLS (NVLink SHARP) all-reduce, s.
 #: Source: NCCL src/graph/tuning.cc ``hwLat[NVLINK][NVLS][Simple] = 25`` us (NCCL 2.19+).
 NVLS_BASE_LATENCY_S = 25e-6
@@ -292,6 +323,89 @@ def one_shot_allgather_time_s(
     return _ret(np.where(n > 1, t, 0.0), message_bytes)
 
 
+def nccl_protocols(link: Interconnect) -> tuple[str, ...]:
+    """NCCL's protocols on an intra-node NVIDIA link: LL and Simple, and LL128 on NVLink only.
+
+    Empty for the links whose ring runs one protocol in this model: Infinity Fabric (RCCL has its
+    own tuning model; its small-message sweeps A0596-A0645 fit the link's one alpha) and the
+    networks (their alpha is already NCCL's network LL128 step).
+
+    Source: NCCL src/graph/tuning.cc: LL128 is enabled by default only where the path is NVLink
+    (``typeIntra <= PATH_NVB``), so not over PCIe.
+
+    >>> from advisor.catalog import get_interconnect
+    >>> nccl_protocols(get_interconnect("pcie4")), nccl_protocols(get_interconnect("xgmi"))
+    (('LL', 'Simple'), ())
+    """
+    if link.scope != "intra_node" or link.kind not in NCCL_RING_STEP_LATENCY_S:
+        return ()
+    return PROTOCOLS if link.kind == "nvlink" else ("LL", "Simple")
+
+
+def protocol_bandwidth_bytes_per_s(
+    bandwidth_bytes_per_s: float, protocol: str, link_id: str = ""
+) -> float:
+    """Bus bandwidth one NCCL protocol carries: B_p = min(fraction_p x B, LL cap of the link).
+
+    fraction: LL 0.5, LL128 0.92, Simple 1; the LL cap per NVLink generation
+    (:data:`NCCL_LL_MAX_BUSBW_BYTES_PER_S`). Source: NCCL src/graph/tuning.cc ("Various model
+    refinements", ``llMaxBws``).
+
+    Hand check: H100 NVLink at 0.783 x 450 GB/s = 352.4 GB/s Simple: LL min(176.2, 141) = 141 GB/s.
+
+    >>> round(protocol_bandwidth_bytes_per_s(352.35e9, "LL", "nvlink4") / 1e9, 1)
+    141.0
+    >>> round(protocol_bandwidth_bytes_per_s(14e9, "LL", "pcie4") / 1e9, 1)
+    7.0
+    """
+    bw = NCCL_PROTOCOL_BANDWIDTH_FRACTION[protocol] * bandwidth_bytes_per_s
+    if protocol == "LL":
+        bw = min(bw, NCCL_LL_MAX_BUSBW_BYTES_PER_S.get(link_id, math.inf))
+    return bw
+
+
+_RING_FORMULAS = {
+    "allreduce": ring_allreduce_time_s,
+    "allgather": ring_allgather_time_s,
+    "reducescatter": ring_reducescatter_time_s,
+}
+
+
+def nccl_ring_time_s(
+    op: str, message_bytes: Number, n_gpus: int, link: Interconnect, bandwidth_bytes_per_s: float
+) -> Number:
+    """NCCL's ring with its fastest protocol: min over p of base_p + ring(S, N, B_p, alpha_p).
+
+    base_p: :data:`NCCL_RING_BASE_LATENCY_S`; alpha_p: :data:`NCCL_RING_STEP_LATENCY_S` for LL
+    and LL128, the link's ``latency_s`` for Simple; B_p: :func:`protocol_bandwidth_bytes_per_s`
+    of the Simple bandwidth B. Links without modelled protocols (:func:`nccl_protocols`) run one:
+    6.6 us + ring(S, N, B, link alpha). Source: NCCL src/graph/tuning.cc, whose tuner picks the
+    (algorithm, protocol) of least modelled time per call.
+
+    Hand check, 32 KiB on 8 x H100 (B = 0.783 x 450 GB/s): LL 6.6 + 14 x 0.6 + 1.75 x 32768 /
+    141e9 = 15.41 us; Simple 8.4 + 14 x 2.2 + 1.75 x 32768 / 352.35e9 = 39.36 us. 1 GiB: Simple,
+    8.4 + 30.8 + 1.75 x 2^30 / 352.35e9 = 5372.1 us.
+
+    >>> from advisor.catalog import get_interconnect
+    >>> nvl = get_interconnect("nvlink4")
+    >>> [round(float(nccl_ring_time_s("allreduce", s, 8, nvl, 352.35e9)) * 1e6, 2)
+    ...  for s in (32768, 2**30)]
+    [15.41, 5372.1]
+    """
+    ring = _RING_FORMULAS[op]
+    protocols = nccl_protocols(link)
+    if not protocols:
+        return NCCL_BASE_LATENCY_S + ring(
+            message_bytes, n_gpus, bandwidth_bytes_per_s, link.latency_s
+        )
+    times = []
+    for p in protocols:
+        alpha = link.latency_s if p == "Simple" else NCCL_RING_STEP_LATENCY_S[link.kind][p]
+        bw = protocol_bandwidth_bytes_per_s(bandwidth_bytes_per_s, p, link.id)
+        times.append(_arr(NCCL_RING_BASE_LATENCY_S[p] + ring(message_bytes, n_gpus, bw, alpha)))
+    return _ret(np.minimum.reduce(times), message_bytes)
+
+
 # --------------------------------------------------------------------------------------------
 # nccl-tests conventions
 # --------------------------------------------------------------------------------------------
@@ -391,9 +505,12 @@ def time_from_busbw_s(message_bytes: Number, busbw: Number, op: str, n_gpus: int
 #: * ``harness_overhead_s``: per benchmark harness, the median of measured - modelled time over
 #:   its rows with S <= 1 MiB, clipped at 0: nccl-tests / rccl-tests M0975, A0596-A0613,
 #:   A0628-A0645 (37 rows, 8 x MI300X / MI350X RCCL sweeps from 512 KiB); torch.distributed
-#:   M0997 M0998 M0999 M1000 (4 rows; PyTorch call
-#:   overhead). Used only to compare with those rows, never added to a prediction. These are
-#:   in-sample fits: the small-message rows they come from are not an independent check.
+#:   M0997 M0998 M0999 M1000 (4 rows; PyTorch call and timing overhead, 19 us: the 8 x H200
+#:   run takes 38-46 us from 128 KiB to 1 MiB where NCCL's LL ring takes 17-28 us). Used only to
+#:   compare with those rows, never added to a prediction. These are in-sample fits: the
+#:   small-message rows they come from are not an independent check. M0975 (A100, 64 KiB,
+#:   46.8 us) is nccl-tests in its one-process mode (``-g 8``: one thread launches all eight
+#:   GPUs' kernels), which the one nccl-tests overhead does not describe; it reads 57% low.
 CALIBRATION: dict = {
     "link_efficiency": {
         "nvlink": 0.783,
@@ -405,7 +522,7 @@ CALIBRATION: dict = {
     "nvls_efficiency": 0.8721,
     "custom_efficiency": 0.3773,
     "custom_base_latency_s": 8.48e-06,
-    "harness_overhead_s": {"nccl-tests": 2.35e-06, "torch.distributed": 9.43e-06},
+    "harness_overhead_s": {"nccl-tests": 4.04e-06, "torch.distributed": 1.938e-05},
 }
 
 
@@ -427,6 +544,26 @@ def achievable_fraction_for(link: Interconnect, calibration: Mapping | None = No
     """The fitted fraction of raw bandwidth a ring collective reaches on this link kind."""
     cal = CALIBRATION if calibration is None else calibration
     return float(cal["link_efficiency"][link.kind])
+
+
+def kernel_bound(link: Interconnect) -> bool:
+    """Whether a collective's rate on ``link`` is set by the GPUs' copy kernels, not the link.
+
+    True for NVLink and Infinity Fabric (hundreds of GB/s per GPU: NCCL needs 16-32 channels,
+    one SM each, and the custom all-reduces tens of thread blocks to fill them); False for PCIe
+    and the networks (tens of GB/s, which a few channels fill: NCCL gives a ring whose bandwidth
+    is under PCIe's 256 threads instead of its maximum). Inside an engine the copy kernels run
+    slower than in nccl-tests (``profiles.collective_efficiency``); that costs time only where
+    they, not the link, set the rate.
+
+    Source: NCCL src/graph/tuning.cc (``simpleDefaultThreads = (bwIntra x nChannels <= PCI_BW) ?
+    256 : NCCL_SIMPLE_MAX_NTHREADS``).
+
+    >>> from advisor.catalog import get_interconnect
+    >>> kernel_bound(get_interconnect("nvlink4")), kernel_bound(get_interconnect("pcie4"))
+    (True, False)
+    """
+    return link.kind in ("nvlink", "xgmi")
 
 
 def _supports_p2p(link: Interconnect) -> bool:
@@ -485,8 +622,8 @@ def algorithm_time_s(
     custom_base = cal["custom_base_latency_s"]
     custom_bw = bw * cal["custom_efficiency"]
     table = {
-        ("allreduce", "ring"): lambda: (
-            nccl + ring_allreduce_time_s(message_bytes, n_gpus, bw, alpha)
+        ("allreduce", "ring"): lambda: nccl_ring_time_s(
+            "allreduce", message_bytes, n_gpus, link, bw
         ),
         ("allreduce", "tree"): lambda: (
             nccl + tree_allreduce_time_s(message_bytes, n_gpus, bw, alpha)
@@ -501,11 +638,11 @@ def algorithm_time_s(
         ("allreduce", "two_shot"): lambda: (
             custom_base + two_shot_allreduce_time_s(message_bytes, n_gpus, custom_bw, alpha)
         ),
-        ("allgather", "ring"): lambda: (
-            nccl + ring_allgather_time_s(message_bytes, n_gpus, bw, alpha)
+        ("allgather", "ring"): lambda: nccl_ring_time_s(
+            "allgather", message_bytes, n_gpus, link, bw
         ),
-        ("reducescatter", "ring"): lambda: (
-            nccl + ring_reducescatter_time_s(message_bytes, n_gpus, bw, alpha)
+        ("reducescatter", "ring"): lambda: nccl_ring_time_s(
+            "reducescatter", message_bytes, n_gpus, link, bw
         ),
         ("allgather", "one_shot"): lambda: (
             custom_base + one_shot_allgather_time_s(message_bytes, n_gpus, custom_bw, alpha)

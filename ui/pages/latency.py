@@ -82,6 +82,13 @@ def profile_section(c: SimpleNamespace) -> None:
         if p.get("moe_efficiency") is not None
         else ""
     )
+    comm = (
+        f"All-reduces run at {p['collective_efficiency']:.0%} of their nccl-tests speed (fitted "
+        "on the engines' multi-GPU rows)."
+        if p["collective_efficiency"] < 1
+        else "All-reduces run at their nccl-tests speed (the link, not the GPUs' copy kernels, "
+        "sets it)."
+    )
     st.info(
         f"Engine profile **{p['name']}** ({cal}): step overhead {p['step_overhead_ms']:.2f} ms, "
         f"{p['layer_overhead_us']:.1f} µs per layer, {dispatch}, "
@@ -90,9 +97,7 @@ def profile_section(c: SimpleNamespace) -> None:
         f"×{p['mem_efficiency']:.2f} memory, "
         f"max {p['max_num_seqs']:,} running sequences. {c.gpu.family} efficiencies ({fam}): "
         f"memory bandwidth {p['eta_mem']:.0%}, 16-bit compute {p['eta_compute_16']:.0%}, "
-        f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet.{moe} All-reduces run at "
-        f"{p['collective_efficiency']:.0%} of their nccl-tests speed (fitted on the engines' "
-        f"multi-GPU rows)."
+        f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet.{moe} {comm}"
     )
 
 
