@@ -1138,9 +1138,7 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
             f"(MoE) kernels at {_fmt(g.get('moe_efficiency'), '.2f')} with 16-bit experts (with "
             "fp8/fp4 experts, the family's value in the table above), and all-reduces / "
             f"all-to-alls at {_fmt(g.get('collective_efficiency'), '.2f')} of their nccl-tests "
-            "speed over NVLink and Infinity Fabric (a collective inside the engine waits for the "
-            "slowest rank and its copy kernels run slower than in the benchmark), and at that "
-            "speed over PCIe and networks, where the link sets the rate.",
+            "speed over NVLink and Infinity Fabric (over PCIe at that speed: the link sets it).",
             8.5,
         )
     else:
