@@ -176,6 +176,10 @@ class Options(BaseModel):
     #: percentiles explode as utilisation nears 1 (Kingman: wait ~ rho / (1 - rho)) and real
     #: traffic is burstier than Poisson, so a plan without headroom fails in production.
     max_utilisation: Annotated[float, Field(gt=0.1, le=1.0)] = 0.85
+    #: "n+1": every deployment carries one spare replica (one per pool, disaggregated) that is
+    #: bought and powered but not counted in the capacity, so losing a replica (a GPU or server
+    #: failure, a rolling upgrade) keeps the SLA. "none": no spare.
+    redundancy: Literal["none", "n+1"] = "none"
 
     @model_validator(mode="after")
     def _draft(self) -> Options:
@@ -195,8 +199,11 @@ class Cost(BaseModel):
     model_config = _STRICT
 
     mode: Literal["purchase", "hourly"] = "purchase"
-    #: Price per GPU including its share of the server and network, USD; None = catalog default.
+    #: Price per GPU (with its share of the GPU baseboard), USD; None = catalog default.
     gpu_price_usd: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
+    #: The host server around the GPUs (chassis, CPUs, memory, NICs), USD per server, bought
+    #: once per server; None = catalog default (data/prices.yaml ``server``).
+    server_usd: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
     amortisation_years: Annotated[float, Field(gt=0, le=20)] = 4.0
     utilisation: Annotated[float, Field(gt=0, le=1)] = 0.7
     pue: Annotated[float, Field(ge=1, le=5)] = 1.3
@@ -206,6 +213,21 @@ class Cost(BaseModel):
     #: Colocation of bought GPUs, USD per kW of GPU TDP per month (power billed separately);
     #: None = catalog default (data/prices.yaml hosting: CBRE H2 2025 asking rate).
     hosting_usd_per_kw_month: Annotated[float, Field(ge=0, le=10_000)] | None = None
+    #: The data must stay on the client's premises: no rented (cloud) GPUs anywhere; costs are
+    #: purchase, power and operations (hosting) only.
+    on_prem: bool = False
+    #: Most a deployment may cost to buy (whole servers), USD; above it a deployment is a
+    #: result that says so, not the recommendation. None = no cap. Bought GPUs only.
+    max_capex_usd: Annotated[float, Field(gt=0, le=1e10)] | None = None
+
+    @model_validator(mode="after")
+    def _on_prem(self) -> Cost:
+        if self.on_prem and self.mode == "hourly":
+            raise ValueError(
+                "on_prem is true but mode is 'hourly' (rented GPUs): data that must stay on-prem "
+                "runs on bought GPUs; set mode to 'purchase' or on_prem to false"
+            )
+        return self
 
 
 class Scenario(BaseModel):

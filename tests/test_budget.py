@@ -1,6 +1,7 @@
 """The budget of a deployment (advisor/search/budget.py): every number recomputed by hand from
 data/prices.yaml (read here with yaml, not through the code under test) and the H100 SXM TDP
-(700 W, NVIDIA H100 datasheet)."""
+(700 W, NVIDIA H100 datasheet). Bought GPUs come in whole 8-GPU servers, each with the host
+server's non-GPU price (data/prices.yaml ``server``: SemiAnalysis' DGX H100 bill of materials)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from advisor.search.recommend import recommend
 PRICES = yaml.safe_load((Path(__file__).resolve().parent.parent / "data/prices.yaml").read_text())
 H100 = PRICES["prices"]["h100-sxm"]
 HOST = PRICES["hosting"]["usd_per_kw_month"]
+SERVER = PRICES["server"]["non_gpu_usd"]  # $32,010 (SemiAnalysis DGX H100 BOM, non-GPU items)
 
 
 def _scenario(**cost) -> Scenario:
@@ -36,10 +38,12 @@ def rec(point_predictions_module):
 def test_purchase_budget_by_hand(rec):
     s, d = _scenario(), rec.best
     b = budget(s, d)
-    n = d.gpus
-    assert b.servers == -(-n // 8)  # ceil(GPUs / 8 per server)
-    purchase = n * H100["purchase_usd"]  # $37,000 per GPU incl. server share
+    servers = -(-d.gpus // 8)  # ceil(GPUs / 8 per server)
+    assert b.servers == servers
+    n = servers * 8  # whole servers bought
+    purchase = servers * (8 * H100["purchase_usd"] + SERVER)  # 8 x $37,000 + $32,010 each
     assert b.purchase_usd == pytest.approx(purchase)
+    assert b.billed_gpus == n
     kw = n * 0.700
     parts = {x.item: x.usd_per_month for x in b.lines}
     assert parts["amortisation"] == pytest.approx(purchase / 48)  # 4 years x 12 months
@@ -55,7 +59,7 @@ def test_purchase_budget_by_hand(rec):
     assert any("CBRE" in x for x in b.sources) and any("2026-05" in x for x in b.sources)
     # the comparison: renting the same GPUs at the catalog's $/GPU-hour, every hour
     assert b.other_mode == "hourly"
-    assert b.other_mode_monthly_usd == pytest.approx(n * H100["hour_usd"] * 730)
+    assert b.other_mode_monthly_usd == pytest.approx(d.gpus * H100["hour_usd"] * 730)
 
 
 def test_rental_budget_by_hand(rec):
@@ -66,19 +70,23 @@ def test_rental_budget_by_hand(rec):
     assert b.monthly_usd == pytest.approx(n * H100["hour_usd"] * 730)  # $2.95/GPU-h
     assert [x.item for x in b.lines] == ["rental"]
     assert b.other_mode == "purchase"
-    kw = n * 0.7
+    servers = -(-n // 8)
+    kw = servers * 8 * 0.7
     assert b.other_mode_monthly_usd == pytest.approx(
-        n * H100["purchase_usd"] / 48 + kw * 1.3 * 730 * 0.12 + kw * HOST
+        servers * (8 * H100["purchase_usd"] + SERVER) / 48 + kw * 1.3 * 730 * 0.12 + kw * HOST
     )
 
 
 def test_every_assumption_is_editable(rec):
     s = _scenario(gpu_price_usd=20_000.0, amortisation_years=3.0, pue=1.1, usd_per_kwh=0.2,
-                  hosting_usd_per_kw_month=100.0)  # fmt: skip
+                  hosting_usd_per_kw_month=100.0, server_usd=50_000.0)  # fmt: skip
     b = budget(s, rec.best)
-    n, kw = rec.best.gpus, rec.best.gpus * 0.7
-    assert b.monthly_usd == pytest.approx(n * 20_000 / 36 + kw * 1.1 * 730 * 0.2 + kw * 100)
-    assert b.sources[1].endswith("your input") and b.sources[2].endswith("your input")
+    servers = -(-rec.best.gpus // 8)
+    kw = servers * 8 * 0.7
+    assert b.monthly_usd == pytest.approx(
+        servers * (8 * 20_000 + 50_000) / 36 + kw * 1.1 * 730 * 0.2 + kw * 100
+    )
+    assert all(x.endswith("your input") for x in b.sources[1:4])
 
 
 def test_rate_load_has_no_cost_per_user():

@@ -6,7 +6,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from advisor.search.budget import ITEMS, budget, other_text, per_token_text, usd
+from advisor.search.budget import (
+    ITEMS,
+    budget,
+    other_text,
+    per_token_text,
+    purchase_text,
+    spare_text,
+    usd,
+)
 from advisor.search.results import Deployment
 from ui.format import md_escape
 
@@ -22,11 +30,9 @@ def budget_section(scenario, d: Deployment | None, which: str = "recommended") -
     c[0].metric("Servers", f"{b.servers:,}",
                 help=f"{b.gpus:,} {b.gpu_name} GPU{'s' if b.gpus != 1 else ''}, "
                      f"{b.gpus_per_server} per server")  # fmt: skip
-    c[1].metric("GPUs", f"{b.gpus:,}")
+    c[1].metric("GPUs", f"{b.gpus:,}", help=spare_text(b) or None)
     if b.purchase_usd is not None:
-        c[2].metric("Purchase", usd(b.purchase_usd),
-                    help=f"{b.gpus:,} × {usd(b.gpu_price_usd or 0.0)} per GPU incl. its share "
-                         "of the server and network")  # fmt: skip
+        c[2].metric("Purchase", usd(b.purchase_usd), help=purchase_text(b))
     else:
         c[2].metric("Purchase", "rented", help=f"{usd(b.gpu_hour_usd or 0.0)} per GPU-hour")
     c[3].metric("Per month", usd(b.monthly_usd),
@@ -41,6 +47,9 @@ def budget_section(scenario, d: Deployment | None, which: str = "recommended") -
             for x in b.lines]  # fmt: skip
     rows.append({"item": "Total", "USD per month": usd(b.monthly_usd), "how": ""})
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    if b.purchase_usd is not None:
+        spare = spare_text(b)
+        st.caption(f"Purchase: {purchase_text(b)}" + (f"; {spare}." if spare else "."))
     st.caption(
         f"{per_token_text(b)}{other_text(b)}Every price and assumption is "
         "editable in the sidebar under Cost."

@@ -26,6 +26,8 @@ def summary(notes: list[dict]) -> str:
     for q in notes:
         what = "weights" if q["tensor"] == "weights" else "KV cache"
         text = q["finding"] if q["measured"] else "not measured for this model"
+        if q.get("unknown"):
+            text += f" ({q['unknown']})"
         parts.append(f"{what} {q['dtype']}: {text}")
     return "Quality: " + "; ".join(parts) + "."
 
@@ -51,6 +53,8 @@ def quality_section(scenario, d: Deployment | None) -> None:
                         + ("" if q["measured"] else ": *not measured for this model*"))  # fmt: skip
             for n in q["notes"] or ([q["finding"]] if q["measured"] else []):
                 st.caption(md_escape(n))
+            if q.get("unknown"):
+                st.caption(md_escape(q["unknown"].capitalize() + "."))
         if quantized and len(allowed) > 1:
             st.caption("Exclude a weight dtype from the search (edits the sidebar's list):")
             cols = st.columns(len(quantized))

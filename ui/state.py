@@ -322,11 +322,18 @@ def _serving_inputs(model_id: str, cfg: dict | None) -> Options:
         list(KV_DTYPES), key=_K["options.kv_dtypes"],
     )  # fmt: skip
     _speculative_inputs(model_id, cfg)
+    st.selectbox(
+        "Redundancy", ["none", "n+1"], key=_K["options.redundancy"],
+        format_func=lambda r: {"none": "none", "n+1": "N+1 (a spare replica)"}[r],
+        help="N+1: every deployment carries one spare replica (one per pool, disaggregated), "
+        "bought and powered but not counted in the capacity, so one GPU or replica failure "
+        "keeps the SLA.",
+    )  # fmt: skip
     st.caption(
         "The detail pages show one deployment: the recommended one, or another chosen on the "
         "Recommendation page."
     )
-    spec = ("speculative", "draft_model", "spec_tokens", "spec_acceptance")
+    spec = ("speculative", "draft_model", "spec_tokens", "spec_acceptance", "redundancy")
     return _section(
         "Serving",
         lambda: Options(
@@ -409,14 +416,37 @@ def _sla_inputs() -> SLA:
     )
 
 
+def _on_prem_changed() -> None:
+    if SS[_K["cost.on_prem"]]:  # nothing is rented: the mode radio is hidden, bought it is
+        SS[_K["cost.mode"]] = "purchase"
+
+
 def _cost_inputs() -> Cost:
-    mode = st.radio(
-        "GPU cost", ["purchase", "hourly"], key=_K["cost.mode"], horizontal=True,
-        format_func=lambda m: {"purchase": "bought (amortised)", "hourly": "rented"}[m],
+    on_prem = st.checkbox(
+        "Data must stay on-prem", key=_K["cost.on_prem"], on_change=_on_prem_changed,
+        help="Bought GPUs only: rental prices are hidden everywhere (pages, PDF); the cost is "
+        "purchase + power + hosting.",
     )  # fmt: skip
+    if on_prem:
+        SS[_K["cost.mode"]] = "purchase"  # a link may say both: on-prem wins
+        mode = "purchase"
+    else:
+        mode = st.radio(
+            "GPU cost", ["purchase", "hourly"], key=_K["cost.mode"], horizontal=True,
+            format_func=lambda m: {"purchase": "bought (amortised)", "hourly": "rented"}[m],
+        )  # fmt: skip
     if mode == "purchase":
-        st.number_input("Price per GPU incl. server share (USD)", 0.0, 1e7, value=None,
-                        step=1000.0, placeholder="catalog default", key=_K["cost.gpu_price_usd"])  # fmt: skip
+        st.number_input("Price per GPU (USD)", 0.0, 1e7, value=None, step=1000.0,
+                        placeholder="catalog default", key=_K["cost.gpu_price_usd"])  # fmt: skip
+        st.number_input("Server without GPUs (USD)", 0.0, 1e7, value=None, step=1000.0,
+                        placeholder="catalog default", key=_K["cost.server_usd"],
+                        help="Chassis, CPUs, memory, NICs: bought once per server. Default "
+                        "$32,010: SemiAnalysis' DGX H100 bill of materials (data/prices.yaml). "
+                        "Deployments are bought as whole servers.")  # fmt: skip
+        st.number_input("Budget cap on the purchase (USD)", 1.0, 1e10, value=None,
+                        step=10_000.0, placeholder="no cap", key=_K["cost.max_capex_usd"],
+                        help="Deployments whose servers cost more are listed with the reason, "
+                        "not recommended.")  # fmt: skip
         c1, c2 = st.columns(2)
         c1.number_input("Amortisation (years)", 0.5, 20.0, step=0.5, key=_K["cost.amortisation_years"])  # fmt: skip
         c2.number_input("Utilisation (0-1)", 0.01, 1.0, step=0.05, key=_K["cost.utilisation"])

@@ -69,13 +69,18 @@ URL_KEYS: dict[str, str] = {
     "cost.usd_per_kwh": "kwh",
     "cost.gpu_hour_usd": "hr",
     "cost.hosting_usd_per_kw_month": "host",
+    "cost.server_usd": "srv",
+    "cost.on_prem": "prem",
+    "cost.max_capex_usd": "capex",
+    "options.redundancy": "red",
     "view.block_size": "bs",
     "view.concurrency": "c",
     "view.max_model_len": "ml",
 }
 
 #: How an absent (None) value is written; intra_link None means "each GPU's own link".
-NONE_TOKENS: dict[str, str] = {"hardware.intra_link": "own"}
+#: options.redundancy is never None and "none" is one of its values (no spare replica).
+NONE_TOKENS: dict[str, str] = {"hardware.intra_link": "own", "options.redundancy": "(unset)"}
 _LISTS = {"hardware.gpus", "options.weight_dtypes", "options.kv_dtypes"}
 _INTS = {
     "hardware.gpus_per_node", "hardware.nodes", "workload.isl_tokens", "workload.osl_tokens",
@@ -87,9 +92,9 @@ _FLOATS = {
     "sla.e2e_ms", "sla.confidence",
     "cost.gpu_price_usd", "cost.amortisation_years", "cost.utilisation", "cost.pue",
     "cost.usd_per_kwh", "cost.gpu_hour_usd", "cost.hosting_usd_per_kw_month",
-    "options.spec_acceptance",
+    "options.spec_acceptance", "cost.server_usd", "cost.max_capex_usd",
 }  # fmt: skip
-_BOOLS = {"options.speculative", "options.released_weights"}
+_BOOLS = {"options.speculative", "options.released_weights", "cost.on_prem"}
 #: Fields that must change together (the load is a rate or a number of users, never both).
 _GROUPS: tuple[tuple[str, ...], ...] = (
     ("workload.arrival_rate_per_s", "workload.concurrent_users"),

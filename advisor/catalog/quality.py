@@ -8,7 +8,7 @@ from functools import cache
 import yaml
 
 from advisor.catalog.loader import DATA_DIR, CatalogError
-from advisor.catalog.specs import QualityNote
+from advisor.catalog.specs import QUALITY_DOMAINS_ASKED, QualityNote
 
 #: Said wherever no source measured the dtype's effect on the model.
 NOT_MEASURED = "not measured for this model"
@@ -53,7 +53,7 @@ def describe(note: QualityNote) -> str:
     parts = []
     if note.recovery is not None:
         parts.append(f"{note.benchmark} {note.quantized_score:.2f} vs {note.baseline_score:.2f} "
-                     f"unquantized ({note.recovery:.1%} recovered)")  # fmt: skip
+                     f"{note.baseline} ({note.recovery:.1%} recovered)")  # fmt: skip
     if note.summary:
         parts.append(note.summary)
     return f"{note.scheme}: {'; '.join(parts)} (source: {note.source}, retrieved {note.retrieved})"
@@ -66,9 +66,27 @@ def finding(note: QualityNote) -> str:
     '99.8% of the unquantized score (Open LLM Leaderboard v1 average 78.54 vs 78.67)'
     """
     if note.recovery is not None:
-        return (f"{note.recovery:.1%} of the unquantized score ({note.benchmark} "
+        return (f"{note.recovery:.1%} of the {note.baseline} score ({note.benchmark} "
                 f"{note.quantized_score:.2f} vs {note.baseline_score:.2f})")  # fmt: skip
     return note.summary or ""
+
+
+def unknown_text(model_id: str, kind: str, dtype: str, released: bool = False) -> str:
+    """What no source measured for this model at this dtype, said plainly: the domains clients
+    ask about (medical, code, legal) with no note measured on the model ('' when all have one).
+
+    >>> unknown_text("llama-3.1-70b", "weights", "int4")
+    'no published medical, code or legal evaluation at int4 for this model'
+    >>> unknown_text("gpt-oss-120b", "weights", "mxfp4", released=True)
+    'no published code or legal evaluation of the mxfp4 release'
+    """
+    own = [n for n in notes_for(model_id, kind, dtype) if "*" not in n.models]
+    missing = [d for d in QUALITY_DOMAINS_ASKED if not any(n.domain == d for n in own)]
+    if not missing:
+        return ""
+    words = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + " or " + missing[-1]
+    where = f"of the {dtype} release" if released else f"at {dtype} for this model"
+    return f"no published {words} evaluation {where}"
 
 
 def cite(note: QualityNote) -> str:
@@ -106,24 +124,34 @@ def quality_for(model_id: str, weights: str, kv: str) -> list[dict]:
     """Per quantized dtype of a deployment (16/32-bit weights and 16-bit KV are the reference:
     left out): ``{"tensor", "dtype", "measured", "finding", "notes"}``: ``measured`` False when
     no source measured this dtype on ``model_id`` (its notes then hold only notes for every
-    model); ``finding`` the first note's finding in a few words; ``notes`` with their sources.
+    model); ``finding`` the first note's finding in a few words; ``notes`` with their sources;
+    ``unknown``: the domains no source measured on the model at that dtype (``unknown_text``).
 
-    >>> quality_for("mistral-7b", "int4", "fp16")
-    [{'tensor': 'weights', 'dtype': 'int4', 'measured': False, 'finding': 'not measured for this model', 'notes': []}]
+    >>> quality_for("mistral-7b", "int4", "fp16")[0]["finding"]
+    'not measured for this model'
+    >>> quality_for("mistral-7b", "int4", "fp16")[0]["unknown"]
+    'no published medical, code or legal evaluation at int4 for this model'
+
     """
     out = []
     for kind, dtype in (("weights", weights), ("kv", kv)):
         if dtype not in ("fp8", "int8", "int4", "mxfp4", "nvfp4"):
             continue
+        found = notes_for(model_id, kind, dtype)
         if kind == "weights" and dtype == _released(model_id):
             out.append({"tensor": kind, "dtype": dtype, "measured": True,
-                        "finding": RELEASED.format(dtype=dtype), "notes": []})  # fmt: skip
+                        "finding": RELEASED.format(dtype=dtype),
+                        "notes": [describe(n) for n in found if "*" not in n.models],
+                        "unknown": unknown_text(model_id, kind, dtype, released=True)})  # fmt: skip
             continue
-        found = notes_for(model_id, kind, dtype)
         out.append({"tensor": kind, "dtype": dtype,
                     "measured": any("*" not in n.models for n in found),
-                    "finding": finding(found[0]) if found else NOT_MEASURED,
-                    "notes": [describe(n) for n in found]})  # fmt: skip
+                    # a domain study of other models is a note, never the headline
+                    "finding": next((finding(n) for n in found
+                                     if n.domain == "general" or "*" not in n.models),
+                                    NOT_MEASURED),
+                    "notes": [describe(n) for n in found],
+                    "unknown": unknown_text(model_id, kind, dtype) if kind == "weights" else ""})  # fmt: skip
     return out
 
 
@@ -131,18 +159,24 @@ def quality_lines(model_id: str, weights: str, kv: str, brief: bool = False) -> 
     """``quality_for`` as one line per quantized dtype (``brief``: findings with short
     citations, ``cite``, instead of the full sources).
 
-    >>> quality_lines("mistral-7b", "int4", "fp16")
-    ['Weights int4: not measured for this model.']
-    >>> quality_lines("deepseek-v3", "fp8", "fp16")
-    ["Weights fp8: the publisher's own fp8 release, the reference model (not a quantization of it)."]
+    >>> line = quality_lines("mistral-7b", "int4", "fp16", brief=True)[0]
+    >>> line.split(";")[0], line.endswith("legal evaluation at int4 for this model.")
+    ('Weights int4: not measured for this model', True)
+    >>> quality_lines("deepseek-v3", "fp8", "fp16")[0][:92]
+    "Weights fp8: the publisher's own fp8 release, the reference model (not a quantization of it)"
     """
     lines = []
     for q in quality_for(model_id, weights, kv):
         head = f"{'Weights' if q['tensor'] == 'weights' else 'KV cache'} {q['dtype']}: "
-        found = notes_for(model_id, q["tensor"], q["dtype"])
+        released = q["finding"] == RELEASED.format(dtype=q["dtype"])
+        # brief (the PDF): a domain study of other models is left to the app's sources; the
+        # unknown is still said
+        found = [n for n in notes_for(model_id, q["tensor"], q["dtype"])
+                 if "*" not in n.models or not (released or brief and n.domain != "general")]  # fmt: skip
         notes = [f"{finding(n)} [{cite(n)}]" for n in found] if brief else q["notes"]
-        parts = ([] if q["measured"] else [NOT_MEASURED]) + notes
-        if not parts:  # the model's own release: nothing to measure against
-            parts = [q["finding"]]
-        lines.append(head + "; ".join(parts) + ("." if not notes else ""))
+        parts = [q["finding"]] if released else ([] if q["measured"] else [NOT_MEASURED])
+        parts += notes
+        if q.get("unknown"):
+            parts.append(q["unknown"])
+        lines.append(head + "; ".join(parts) + ("" if parts[-1].endswith(")") else "."))
     return lines

@@ -417,6 +417,12 @@ def slugify(text: str) -> str:
     return s[:64].strip("-.") or "model"
 
 
+#: Domains a quality note can be about (data/quality.yaml ``domain``); the ones clients ask about
+#: by name (QUALITY_DOMAINS_ASKED) are said to be unknown when no source measured them.
+QualityDomain = Literal["general", "reasoning", "medical", "code", "legal"]
+QUALITY_DOMAINS_ASKED = ("medical", "code", "legal")
+
+
 class QualityNote(BaseModel):
     """A published accuracy effect of quantizing one model's weights or KV cache (data/quality.yaml).
 
@@ -439,6 +445,10 @@ class QualityNote(BaseModel):
     summary: Annotated[str, Field(min_length=1, max_length=400)] | None = None
     source: Annotated[str, Field(min_length=1, max_length=600)]
     retrieved: Annotated[str, Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")]
+    #: What the benchmark measures: general knowledge and chat, or a domain a client asks about.
+    domain: QualityDomain = "general"
+    #: What the quantized score is compared with: the 16-bit model, or (DeepSeek) the FP8 release.
+    baseline: Annotated[str, Field(min_length=1, max_length=60)] = "unquantized"
 
     @model_validator(mode="after")
     def _content(self) -> QualityNote:

@@ -53,6 +53,18 @@ def _front(pts: Sequence, y) -> list:
     return out
 
 
+#: Point groups: (key, legend name, colour); "over": meets the SLA but its purchase is above
+#: the scenario's budget cap (cost.max_capex_usd), so it is not recommended.
+_GROUPS = (("meets", "meets the SLA", MEETS), ("over", "meets the SLA, over the budget",
+           PALETTE[3]), ("misses", "misses it", MISSES))  # fmt: skip
+
+
+def _group(p) -> str:
+    if not p.meets_sla:
+        return "misses"
+    return "over" if getattr(p, "over_budget", False) else "meets"
+
+
 #: 1-2-5 ticks labelled in full on the log latency axis (ms).
 TICKS = [m * 10**e for e in range(-1, 6) for m in (1, 2, 5)]
 
@@ -84,6 +96,7 @@ def pareto_figure(
         (1, throughput_points, "throughput_per_gpu_tok_s", "output tokens/s per GPU"),
         (2, cost_points, "usd_per_million_tokens", "USD per million output tokens"),
     )
+    points_all = [*throughput_points, *cost_points]
     for col, points, key, unit in panels:
         pts = sorted(points, key=lambda p: p.latency_ms)
         sign = -1.0 if key == "throughput_per_gpu_tok_s" else 1.0
@@ -100,14 +113,20 @@ def pareto_figure(
             row=1,
             col=col,
         )
-        for meets, name, colour in ((True, "meets the SLA", MEETS), (False, "misses it", MISSES)):
-            sel = [p for p in pts if bool(p.meets_sla) is meets]
+        for group, name, colour in _GROUPS:
+            sel = [p for p in pts if _group(p) == group]
+            if group == "over" and not any(_group(p) == "over" for p in points_all):
+                continue  # no budget cap, or nothing above it: no legend entry
             fig.add_trace(
                 go.Scatter(
                     x=[p.latency_ms for p in sel],
                     y=[getattr(p, key) for p in sel],
                     mode="markers",
-                    marker={"color": colour, "size": 11},
+                    marker={
+                        "color": colour,
+                        "size": 11,
+                        "symbol": "x" if group == "over" else "circle",
+                    },
                     name=name,
                     legendgroup=name,
                     showlegend=col == 1,

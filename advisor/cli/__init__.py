@@ -154,11 +154,16 @@ def add_json_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every subcommand; or, when ``argv`` names one, of that one alone, so that
+    `advisor recommend` does not import the deploy bundle, the calibration and the file
+    importers (import time is most of a CLI run's wall time on a loaded machine)."""
     parser = _Parser(prog="advisor", description="Inference Architect: LLM serving planner")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name, module in SUBCOMMANDS.items():
+    first = argv[0] if argv else None
+    chosen = {first: SUBCOMMANDS[first]} if first in SUBCOMMANDS else SUBCOMMANDS
+    for name, module in chosen.items():
         mod = importlib.import_module(module)
         p = mod.add_parser(sub)
         p.set_defaults(_module=mod, _name=name, _parser=p)
@@ -341,7 +346,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else list(argv))
     args, extra = parser.parse_known_args(argv)
     if extra:  # said by the subcommand's parser, so the message names the command
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")

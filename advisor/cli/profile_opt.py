@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from advisor.catalog.quoting import inert
 from advisor.cli import CliInputError, shown
-from advisor.perf.client_profile import (
-    ProfileDoc,
-    ProfileError,
-    activate,
-    check_applies,
-    describe,
-    narrow,
-    narrowing,
-    read_profile,
-)
+
+if TYPE_CHECKING:  # the profile machinery (its file importers) loads only when --profile is given
+    from advisor.perf.client_profile import ProfileDoc
+
+
+def describe(doc: ProfileDoc) -> dict:
+    """advisor.perf.client_profile.describe (imported when a profile is in use)."""
+    from advisor.perf.client_profile import describe as describe_profile
+
+    return describe_profile(doc)
 
 
 def add_profile_flag(p: argparse.ArgumentParser) -> None:
@@ -33,6 +34,8 @@ def load_profile(value: str | None) -> ProfileDoc | None:
     """The profile named by --profile, validated and made active; exit 2 naming the field."""
     if value is None:
         return None
+    from advisor.perf.client_profile import ProfileError, activate, read_profile
+
     try:
         doc = read_profile(value)
     except ProfileError as exc:
@@ -54,6 +57,8 @@ def check(doc: ProfileDoc, gpus: Iterable[str], engine: str) -> None:
 
 def apply_to_estimate(result: dict, doc: ProfileDoc, gpu_id: str) -> dict:
     """Check the estimate's accelerator and engine, narrow its intervals, say the profile was used."""
+    from advisor.perf.client_profile import ProfileError, check_applies, narrow, narrowing
+
     try:
         check_applies(doc, gpu_id, str(result["engine"]))
     except ProfileError as exc:
@@ -88,6 +93,8 @@ def render_line(block: dict) -> str:
 def apply_to_recommendation(out: dict, doc: ProfileDoc) -> dict:
     """Narrow the recommended deployment's ranges when it runs on the profile's accelerator
     (the search ranked candidates with the profile's constants already), say the profile was used."""
+    from advisor.perf.client_profile import narrow, narrowing
+
     f, floor = narrowing(doc)
     best = out.get("best")
     if isinstance(best, dict) and best.get("gpu") == doc.deployment.gpu:

@@ -41,7 +41,11 @@ def _list_of(allowed, what, most: int = 16):
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("recommend", help="search deployments that meet a latency SLA")
-    p.add_argument("--scenario", help="scenario JSON file (other flags are then ignored)")
+    p.add_argument(
+        "--scenario",
+        help="scenario JSON file (other flags are then ignored, but "
+        "--on-prem, --max-capex-usd and --redundancy apply on top)",
+    )
     p.add_argument("--model", default="llama-3.1-70b", help="catalog model id")
     p.add_argument(
         "--gpu",
@@ -123,6 +127,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-disaggregated", action="store_true", help="skip prefill/decode pools")
     add_profile_flag(p)
     p.add_argument("--rank-by", type=choice_of(["cost", "gpus"], "ranking"), default="cost")
+    add_cost_flags(p)
     p.add_argument(
         "--deployment",
         type=_deployment,
@@ -135,6 +140,38 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return p  # fmt: skip
 
 
+def add_cost_flags(p: argparse.ArgumentParser) -> None:
+    """--on-prem, --max-capex-usd, --redundancy: the client's constraints on what is bought."""
+    p.add_argument("--on-prem", action="store_true", default=None,
+                   help="the data must stay on-prem: bought GPUs only, no rental prices shown; "
+                   "cost is purchase + power + hosting")  # fmt: skip
+    p.add_argument("--max-capex-usd", type=float_in(0, 1e10, lo_open=True), default=None,
+                   help="budget cap on the purchase (whole servers), USD; deployments above it "
+                   "are listed with the reason, not recommended")  # fmt: skip
+    p.add_argument("--redundancy", type=choice_of(["none", "n+1"], "redundancy"), default=None,
+                   help="n+1: add a spare replica (bought, not counted in the capacity) so one "
+                   "failure keeps the SLA (default none)")  # fmt: skip
+
+
+def apply_cost_flags(args: argparse.Namespace, sc):  # noqa: ANN001, ANN201
+    """The scenario with the flags of ``add_cost_flags`` that were given put in."""
+    cost, options = {}, {}
+    if getattr(args, "on_prem", None):
+        cost |= {"on_prem": True, "mode": "purchase"}
+    if getattr(args, "max_capex_usd", None) is not None:
+        cost["max_capex_usd"] = args.max_capex_usd
+    if getattr(args, "redundancy", None) is not None:
+        options["redundancy"] = args.redundancy
+    if not cost and not options:
+        return sc
+    from advisor.scenario import Scenario
+
+    doc = sc.model_dump()
+    doc["cost"] |= cost
+    doc["options"] |= options
+    return Scenario.model_validate(doc)
+
+
 def _deployment(text: str):
     from advisor.search.deployment_spec import DeploymentSpecError, parse_spec
 
@@ -145,6 +182,12 @@ def _deployment(text: str):
 
 
 def scenario_from_args(args: argparse.Namespace):
+    """The scenario of ``--scenario`` or the flags, with --on-prem, --max-capex-usd and
+    --redundancy put in (recommend, report and deploy)."""
+    return apply_cost_flags(args, _scenario_from_flags(args))
+
+
+def _scenario_from_flags(args: argparse.Namespace):
     from advisor.scenario import (
         MAX_SCENARIO_BYTES,
         SLA,
@@ -289,9 +332,14 @@ def scenario_profile(args: argparse.Namespace, sc):  # noqa: ANN001, ANN201
 
 def budget_lines(bg: dict) -> list[str]:
     """The budget (advisor/search/budget.py) as text lines."""
-    from advisor.search.budget import plural
+    from advisor.search.budget import Budget, plural, purchase_text, spare_text
 
-    buy = f"purchase ${bg['purchase_usd']:,.0f}; " if bg["purchase_usd"] is not None else ""
+    b = Budget.model_construct(**bg)
+    spare = f" ({spare_text(b)})" if spare_text(b) else ""
+    # "x", not "×": a Latin-1 terminal gets the same bytes as everyone else
+    buy = (
+        f"purchase {purchase_text(b).replace('×', 'x')}; " if bg["purchase_usd"] is not None else ""
+    )
     per_user = (
         f"; ${bg['usd_per_user_month']:,.2f} per user per month"
         if bg["usd_per_user_month"] is not None
@@ -299,7 +347,7 @@ def budget_lines(bg: dict) -> list[str]:
     )
     parts = ", ".join(f"{x['item']} ${x['usd_per_month']:,.0f}" for x in bg["lines"])
     return [
-        f"budget: {plural(bg['gpus'], 'GPU')} in {plural(bg['servers'], 'server')}; {buy}"
+        f"budget: {plural(bg['gpus'], 'GPU')} in {plural(bg['servers'], 'server')}{spare}; {buy}"
         f"${bg['monthly_usd']:,.0f} per month ({parts}){per_user}; "
         f"${bg['usd_per_million_tokens']:.3f} per 1M output tokens",
     ]
@@ -334,8 +382,13 @@ def render(r: dict) -> str:
         lines += budget_lines(r["budget"])
     for q in r.get("quality") or []:
         what = "weights" if q["tensor"] == "weights" else "KV cache"
-        parts = ([] if q["measured"] else ["not measured for this model"]) + q["notes"]
-        parts = parts or [q["finding"]]  # the model's own release
+        released = q["finding"].startswith("the publisher's own")
+        parts = (
+            [q["finding"]]
+            if released
+            else ([] if q["measured"] else ["not measured for this model"])
+        )
+        parts += q["notes"] + ([q["unknown"]] if q.get("unknown") else [])
         lines.append(f"quality, {what} {q['dtype']}: " + "; ".join(parts))
     lines.append("why:" if b is not None else "why no deployment meets the SLA:")
     lines += [f"  - {x}" for x in r["explanation"]]

@@ -8,7 +8,15 @@ from typing import Any
 from advisor.catalog.quality import quality_lines
 from advisor.report.text import clean
 from advisor.scenario import Scenario
-from advisor.search.budget import ITEMS, Budget, budget, other_text, usd
+from advisor.search.budget import (
+    ITEMS,
+    Budget,
+    budget,
+    other_text,
+    purchase_text,
+    spare_text,
+    usd,
+)
 from advisor.search.results import Deployment
 
 
@@ -26,11 +34,10 @@ def budget_rows(b: Budget) -> list[tuple[str, str, str]]:
     """(item, value, how) rows: servers, GPUs, purchase, each monthly item, totals, per user."""
     rows = [
         ("Servers", f"{b.servers:,}", f"{b.gpus_per_server} GPUs per server"),
-        ("GPUs", f"{b.gpus:,}", b.gpu_name),
+        ("GPUs", f"{b.gpus:,}", b.gpu_name + (f"; {spare_text(b)}" if spare_text(b) else "")),
     ]
     if b.purchase_usd is not None:
-        rows.append(("Purchase", usd(b.purchase_usd),
-                     f"{b.gpus:,} × {usd(b.gpu_price_usd or 0.0)} per GPU incl. server share"))  # fmt: skip
+        rows.append(("Purchase", usd(b.purchase_usd), purchase_text(b)))
     rows += [(f"{ITEMS[x.item]} per month", usd(x.usd_per_month), x.how) for x in b.lines]
     rows.append(("Total per month", usd(b.monthly_usd), ""))
     if b.usd_per_user_month is not None:

@@ -772,10 +772,17 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
             ("Acceptance rate", f"{o.spec_acceptance:g}", "fraction"),
         ]
     rows.append(("Disaggregated prefill/decode", "considered" if o.disaggregated else "off", ""))
-    rows.append(("Pricing", c.mode, ""))
+    if o.redundancy == "n+1":
+        rows.append(("Redundancy", "N+1 (a spare replica)", ""))
+    rows.append(("Pricing", "purchase (data stays on-prem)" if c.on_prem else c.mode, ""))
     if c.mode == "purchase":
         rows += [
-            ("GPU price (incl. server share)", _opt(c.gpu_price_usd, "catalog default"), "USD"),
+            ("GPU price / server without GPUs",
+             f"{_opt(c.gpu_price_usd, 'catalog')} / {_opt(c.server_usd, 'catalog')}", "USD"),
+        ]  # fmt: skip
+        if c.max_capex_usd is not None:
+            rows.append(("Budget cap on the purchase", f"{c.max_capex_usd:,.0f}", "USD"))
+        rows += [
             ("Amortisation", f"{c.amortisation_years:g}", "years"),
             ("Utilisation", f"{c.utilisation:g}", "fraction of hours"),
             ("PUE", f"{c.pue:g}", ""),

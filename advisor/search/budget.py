@@ -4,12 +4,15 @@ Takes any evaluated :class:`~advisor.search.results.Deployment` (the recommended
 deployment in focus) and the scenario's Cost settings; prices come from data/prices.yaml
 (advisor/search/cost.py) unless the scenario overrides them. A month is 8760 / 12 = 730 hours.
 
-Bought GPUs (``cost.mode == "purchase"``)::
+Bought GPUs (``cost.mode == "purchase"``) come in whole servers (convention: the whole server
+is amortised, whatever share of its GPUs the deployment uses; the spare GPUs are said)::
 
-    purchase      = GPUs x price per GPU (its share of the server, network included)
+    servers       = the deployment's servers (ceil(GPUs / GPUs per server), or more when a
+                    replica spans servers); bought GPUs = servers x GPUs per server
+    purchase      = servers x (GPUs per server x price per GPU + host server without GPUs)
     amortisation  = purchase / (years x 12)                        per month
-    power         = GPUs x TDP_kW x PUE x 730 h x usd/kWh          per month
-    hosting       = GPUs x TDP_kW x hosting usd/kW-month           per month
+    power         = bought GPUs x TDP_kW x PUE x 730 h x usd/kWh   per month
+    hosting       = bought GPUs x TDP_kW x hosting usd/kW-month    per month
 
 Rented GPUs (``"hourly"``): rental = GPUs x usd/GPU-hour x 730 h per month.
 
@@ -29,17 +32,17 @@ from pydantic import BaseModel, ConfigDict
 from advisor.catalog import accelerators
 from advisor.scenario import Scenario
 from advisor.search.cost import (
+    FALLBACK_HOUR_USD,
     HOURS_PER_MONTH,
     default_hosting,
     default_prices,
+    default_server,
+    gpu_purchase_usd,
     hosting_usd_per_kw_month,
     prices_retrieved,
+    server_usd,
 )
 from advisor.search.results import Deployment
-
-#: Purchase price per GPU when data/prices.yaml has none for the accelerator (cost.py's fallback).
-FALLBACK_PRICE_USD = 30e3
-FALLBACK_HOUR_USD = 3.0
 
 _M = ConfigDict(extra="forbid", frozen=True)
 #: Display names of the monthly items.
@@ -68,8 +71,13 @@ class Budget(BaseModel):
     gpus: int
     gpus_per_server: int
     servers: int
+    #: GPUs paid for: whole servers' (bought) or the GPUs used (rented)
+    billed_gpus: int = 0
+    #: GPUs of the N+1 spare replica(s), included in ``gpus``
+    spare_replica_gpus: int = 0
     mode: str  # "purchase" | "hourly"
-    gpu_price_usd: float | None  # per GPU incl. its server share (purchase)
+    gpu_price_usd: float | None  # per GPU (purchase)
+    server_usd: float | None = None  # per server without its GPUs (purchase)
     gpu_hour_usd: float | None  # per GPU-hour (hourly)
     purchase_usd: float | None
     lines: list[BudgetLine]
@@ -187,41 +195,77 @@ def rental_usd_per_month(gpus: int, usd_per_gpu_hour: float) -> float:
     return gpus * usd_per_gpu_hour * HOURS_PER_MONTH
 
 
-def _price_and_source(user_usd: float | None, price, field: str, fallback_usd: float):
-    """A price (USD) and where it comes from: the user's input, else the catalog's price with
-    its source (data/prices.yaml), else the stated fallback assumption."""
-    if user_usd is not None:
-        return user_usd, "your input"
-    if price:
-        return getattr(price, field), price.sources.get(field, "")
-    return fallback_usd, "no catalog price: assumed"
+def spare_text(b: Budget) -> str:
+    """The bought GPUs a deployment leaves idle, and its N+1 spare, in words ('' for none).
+
+    >>> spare_text(Budget.model_construct(gpus=4, billed_gpus=8, spare_replica_gpus=0,
+    ...     mode="purchase"))
+    'uses 4 of 8 GPUs; 4 spare'
+    >>> spare_text(Budget.model_construct(gpus=8, billed_gpus=8, spare_replica_gpus=1,
+    ...     mode="purchase"))
+    'uses 8 of 8 GPUs, 1 of them the N+1 spare replica'
+    """
+    if b.mode != "purchase":
+        return ""
+    idle = b.billed_gpus - b.gpus
+    out = f"uses {b.gpus:,} of {b.billed_gpus:,} GPUs"
+    if b.spare_replica_gpus:
+        out += f", {b.spare_replica_gpus:,} of them the N+1 spare replica"
+    if idle:
+        out += f"; {idle:,} spare"
+    return out if (idle or b.spare_replica_gpus) else ""
+
+
+def purchase_text(b: Budget) -> str:
+    """How the purchase adds up: '1 server × (8 × $55,000 + $32,010 host) = $472,010'."""
+    if b.purchase_usd is None:
+        return ""
+    return (f"{plural(b.servers, 'server')} × ({b.gpus_per_server} × {usd(b.gpu_price_usd)} + "
+            f"{usd(b.server_usd)} host) = {usd(b.purchase_usd)}")  # fmt: skip
 
 
 def budget(scenario: Scenario, d: Deployment, other: bool = True) -> Budget:
     """The budget of deployment ``d`` under ``scenario.cost`` (module docstring); ``other``:
-    also the monthly cost of the other mode (rented instead of bought, or the reverse)."""
+    also the monthly cost of the other mode (rented instead of bought, or the reverse), never
+    for data that must stay on-prem (``cost.on_prem``: nothing is rented)."""
     c, w = scenario.cost, scenario.workload
     alt = "hourly" if c.mode == "purchase" else "purchase"
     other_b = (
         budget(scenario.model_copy(update={"cost": c.model_copy(update={"mode": alt})}), d, False)
-        if other
+        if other and not c.on_prem
         else None
     )
     acc = accelerators()[d.gpu]
     price = default_prices().get(d.gpu)
     per_server = scenario.hardware.gpus_per_node
-    servers = servers_for(d.gpus, per_server)
+    servers = max(d.nodes, servers_for(d.gpus, per_server))
     sources = [f"GPU prices: data/prices.yaml, retrieved {prices_retrieved()}"]
     assumptions = [
         f"{plural(d.gpus, 'GPU')} in {plural(servers, 'server')} of {per_server} GPUs (the "
         "scenario's GPUs per node).",
         f"A month is {HOURS_PER_MONTH:g} hours (8760 / 12), every hour paid.",
     ]
+    if d.spare_gpus:
+        assumptions.append(
+            f"N+1 redundancy: {plural(d.spare_gpus, 'GPU')} of a spare replica, bought and "
+            "powered, not counted in the capacity"
+            + (" (one server: a server failure still stops the service; spread the replicas "
+               "over two servers for that)." if servers == 1 else ".")
+        )  # fmt: skip
     lines: list[BudgetLine] = []
+    srv_usd = None
     if c.mode == "purchase":
-        gpu_price, why = _price_and_source(c.gpu_price_usd, price, "purchase_usd",
-                                           FALLBACK_PRICE_USD)  # fmt: skip
+        gpu_price, why = gpu_purchase_usd(d.gpu, c)
+        srv_usd, srv_why = server_usd(c)
         sources.append(f"{d.gpu} price ${gpu_price:,.0f} per GPU: {why}")
+        sources.append(
+            f"host server without GPUs ${srv_usd:,.0f}: "
+            + (
+                "your input"
+                if c.server_usd is not None
+                else default_server().source.split(" (")[0] + " (data/prices.yaml)"
+            )
+        )
         host = hosting_usd_per_kw_month(c)
         hosting = default_hosting()
         sources.append(
@@ -232,37 +276,40 @@ def budget(scenario: Scenario, d: Deployment, other: bool = True) -> Budget:
                 else f"{hosting.source} (retrieved {hosting.retrieved})"
             )  # fmt: skip
         )
-        purchase = d.gpus * gpu_price
-        kw = d.gpus * acc.tdp_w / 1000.0
+        billed = servers * per_server
+        purchase = servers * (per_server * gpu_price + srv_usd)
+        kw = billed * acc.tdp_w / 1000.0
         lines = [
             BudgetLine(item="amortisation",
                        usd_per_month=amortisation_usd_per_month(purchase, c.amortisation_years),
                        how=f"${purchase:,.0f} / ({c.amortisation_years:g} years × 12)"),
             BudgetLine(item="power",
-                       usd_per_month=power_usd_per_month(d.gpus, acc.tdp_w, c.pue, c.usd_per_kwh),
+                       usd_per_month=power_usd_per_month(billed, acc.tdp_w, c.pue, c.usd_per_kwh),
                        how=f"{kw:,.1f} kW × PUE {c.pue:g} × {HOURS_PER_MONTH:g} h × "
                            f"${c.usd_per_kwh:g}/kWh"),
             BudgetLine(item="hosting",
-                       usd_per_month=hosting_usd_per_month(d.gpus, acc.tdp_w, host),
+                       usd_per_month=hosting_usd_per_month(billed, acc.tdp_w, host),
                        how=f"{kw:,.1f} kW × ${host:,.2f}/kW-month"),
         ]  # fmt: skip
         useful = c.utilisation
         assumptions += [
-            f"Purchase price per GPU includes its share of the server and network; "
-            f"amortised straight-line over {c.amortisation_years:g} years.",
-            f"Power and hosting at the GPUs' TDP ({acc.tdp_w:,.0f} W each), power at PUE "
-            f"{c.pue:g}; CPUs, memory and switches are not counted.",
+            f"Bought as whole servers ({per_server} GPUs + host: chassis, CPUs, memory, NICs), "
+            f"amortised straight-line over {c.amortisation_years:g} years, spare GPUs included, "
+            "in every cost per token and per month.",
+            f"Power and hosting at the TDP of every GPU bought ({acc.tdp_w:,.0f} W each), PUE "
+            f"{c.pue:g}; the host's own power is not counted.",
             f"The fleet does useful work {c.utilisation:.0%} of the hours (utilisation).",
         ]
         gpu_hour = None
     else:
-        gpu_hour, why = _price_and_source(c.gpu_hour_usd, price, "hour_usd", FALLBACK_HOUR_USD)
+        billed = d.gpus
+        gpu_hour, why = _hour_price(c.gpu_hour_usd, price)
         sources.append(f"{d.gpu} rental ${gpu_hour:,.2f}/GPU-hour: {why}")
         lines = [BudgetLine(item="rental", usd_per_month=rental_usd_per_month(d.gpus, gpu_hour),
                             how=f"{d.gpus} GPUs × ${gpu_hour:,.2f} × {HOURS_PER_MONTH:g} h")]  # fmt: skip
         purchase, gpu_price, useful = None, None, 1.0
-        assumptions.append("Rented on demand, every hour of the month; no purchase, power or "
-                           "hosting on top (included in the rate).")  # fmt: skip
+        assumptions.append("Rented on demand per GPU, every hour of the month; no purchase, "
+                           "power or hosting on top (included in the rate).")  # fmt: skip
     monthly = sum(x.usd_per_month for x in lines)
     rate = d.throughput_tok_s / w.osl_tokens
     tokens = d.throughput_tok_s * 3600.0 * HOURS_PER_MONTH * useful
@@ -273,7 +320,9 @@ def budget(scenario: Scenario, d: Deployment, other: bool = True) -> Budget:
                            "users with a think time for one).")  # fmt: skip
     return Budget(
         deployment=d.description, gpu=d.gpu, gpu_name=acc.name, gpus=d.gpus,
-        gpus_per_server=per_server, servers=servers, mode=c.mode, gpu_price_usd=gpu_price,
+        gpus_per_server=per_server, servers=servers, billed_gpus=billed,
+        spare_replica_gpus=d.spare_gpus, mode=c.mode, gpu_price_usd=gpu_price,
+        server_usd=srv_usd,
         gpu_hour_usd=gpu_hour, purchase_usd=purchase, lines=lines, monthly_usd=monthly,
         requests_per_s=rate, output_tokens_per_month=tokens,
         usd_per_million_tokens=monthly / tokens * 1e6 if tokens > 0 else math.inf,
@@ -283,6 +332,16 @@ def budget(scenario: Scenario, d: Deployment, other: bool = True) -> Budget:
         other_mode=other_b.mode if other_b else None,
         other_mode_monthly_usd=other_b.monthly_usd if other_b else None,
     )  # fmt: skip
+
+
+def _hour_price(user_usd: float | None, price) -> tuple[float, str]:
+    """A rental rate (USD per GPU-hour) and where it comes from: the user's, the catalog's
+    with its source (data/prices.yaml), else the stated fallback assumption."""
+    if user_usd is not None:
+        return user_usd, "your input"
+    if price:
+        return price.hour_usd, price.sources.get("hour_usd", "")
+    return FALLBACK_HOUR_USD, "no catalog price: assumed"
 
 
 def monthly_usd(scenario: Scenario, d: Deployment) -> float:

@@ -110,7 +110,7 @@ def capacity_plan(sc, t, best_i: int, checks):
     k = int(t.shape_of[best_i])
     s = st.shapes[k]
     gpr = s.tp * s.pp
-    dp = int(t.gpus[best_i] // gpr)
+    dp = int((t.gpus[best_i] - t.spare_gpus[best_i]) // gpr)  # serving replicas, no N+1 spare
     r1 = max_rate_at_sla(sc, st, k, targets, include=offered / dp if offered > 0 else None)
     rows = []
     if r1 > 0:

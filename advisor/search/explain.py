@@ -246,7 +246,15 @@ def unmet_lines(sc, t, checks, describe) -> list[str]:
                 else "."
             )
         )
-    if together.any():
+    meets = together & (np.asarray(t.util) <= sc.options.max_utilisation)
+    if meets.any() and sc.cost.max_capex_usd is not None:  # then every one is over the budget
+        i = int(np.flatnonzero(meets)[np.argmin(t.capex[meets])])
+        out.append(
+            f"{int(meets.sum()):,} deployments meet the SLA, but none within the "
+            f"${sc.cost.max_capex_usd:,.0f} budget: the cheapest to buy, {describe(i)}, costs "
+            f"${float(t.capex[i]):,.0f} (whole servers). Raise the budget or relax the SLA."
+        )
+    elif together.any():
         lightest = float(t.util[together].min())
         out.append(
             f"{int(together.sum()):,} deployments meet every latency target but would run above "

@@ -21,7 +21,14 @@ from advisor.physics.params import param_breakdown
 from advisor.physics.queueing import QUANTILES, REASONS, latency_under_load, unstable_text
 from advisor.scenario import Scenario
 from advisor.search.capacity import capacity_plan
-from advisor.search.cost import usd_per_gpu_hour, usd_per_million_tokens
+from advisor.search.cost import (
+    deployment_capex_usd,
+    deployment_usd_per_hour,
+    server_basis,
+    servers_needed,
+    usd_per_gpu_hour,
+    usd_per_million_tokens,
+)
 from advisor.search.decision_matrix import article_answer
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import evaluate_disaggregated
@@ -82,16 +89,29 @@ class _Table:
         self.tpot_mean = cat(res.tpot.mean_s, dg.tpot_mean_s if dg else None)
         shape_of = cat(ev.shape_idx, dg.dec_shape if dg else None)
         self.shape_of = shape_of
+        # N+1: one spare replica (one per pool) bought and powered, not counted in the capacity
+        self.spare_replicas = 1 if sc.options.redundancy == "n+1" else 0
+        rep = np.array([s.tp * s.pp for s in st.shapes], dtype=int)
+        spare = rep[np.asarray(ev.shape_idx, dtype=int)]
+        if dg is not None:
+            spare = np.concatenate([spare, rep[dg.pre_shape] + rep[dg.dec_shape]])
+        self.spare_gpus = spare * self.spare_replicas
+        self.gpus = self.gpus + self.spare_gpus
+        self.servers = servers_needed(self.gpus, rep[np.asarray(shape_of, dtype=int)],
+                                      sc.hardware.gpus_per_node, na)  # fmt: skip
         gpu_ids = sorted({s.gpu for s in st.shapes})
         self.rates = {g: usd_per_gpu_hour(g, sc.cost) for g in gpu_ids}
         per_gpu = np.array([self.rates[st.shapes[i].gpu][0] for i in range(len(st.shapes))])
-        self.usd_h = self.gpus * per_gpu[shape_of] if len(st.shapes) else np.zeros(0)
-        self.tput = np.where(self.stable, self.rate * sc.workload.osl_tokens, 0.0)
-        self.cost = (
-            usd_per_million_tokens(self.gpus, per_gpu[shape_of], self.tput)
-            if self.n
-            else np.zeros(0)
+        self.usd_h = deployment_usd_per_hour(sc, self.gpus, self.servers, per_gpu[shape_of])
+        self.capex = deployment_capex_usd(sc, self.servers,
+                                          [st.shapes[i].gpu for i in range(len(st.shapes))],
+                                          shape_of)  # fmt: skip
+        cap_usd = sc.cost.max_capex_usd
+        self.over_budget = (
+            self.capex > cap_usd if cap_usd is not None else np.zeros(self.n, dtype=bool)
         )
+        self.tput = np.where(self.stable, self.rate * sc.workload.osl_tokens, 0.0)
+        self.cost = usd_per_million_tokens(1, self.usd_h, self.tput) if self.n else np.zeros(0)
 
 
 def unmet_head(sla_text: str) -> str:
@@ -149,7 +169,6 @@ def _layout(s, names: str = "spec") -> dict[str, int]:
 
 def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: bool) -> Deployment:
     st = t.st
-    gpn = sc.hardware.gpus_per_node
     if i < t.na:
         s = st.shapes[int(t.ev.shape_idx[i])]
         dp = int(t.ev.dp[i])
@@ -158,8 +177,6 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         kind, tp, pp, extra = "aggregated", s.tp, s.pp, {}
         extra["spec"] = DeploymentSpec(gpu=s.gpu, tp=s.tp, pp=s.pp, dp=dp, weights=s.weights,
                                        kv=s.kv, speculative=s.spec, **_layout(s))  # fmt: skip
-        per_replica_nodes = math.ceil(s.tp * s.pp / gpn)
-        nodes = max(per_replica_nodes * dp if s.tp * s.pp >= gpn else math.ceil(t.gpus[i] / gpn), 1)
     else:
         j = i - t.na
         dg = t.dg
@@ -177,7 +194,9 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         pre = {f"prefill_{k}": v for k, v in _layout(ps).items()}
         extra["spec"] = DeploymentSpec(gpu=s.gpu, tp=s.tp, dp=ddp, weights=s.weights, kv=s.kv,
                                        prefill_tp=ps.tp, prefill_dp=pdp, **_layout(s), **pre)  # fmt: skip
-        nodes = math.ceil(t.gpus[i] / gpn)
+    nodes = max(int(t.servers[i]), 1)
+    if t.spare_replicas:
+        desc += f" + {t.spare_replicas} spare replica{'s' if kind == 'disaggregated' else ''} (N+1)"
     rate = float(t.rate[i])
     qi = QUANTILES.index(sc.sla.percentile / 100)
     bd: dict[str, float] = {}
@@ -202,6 +221,9 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         intervals=percentile_intervals(sc, s.gpu, *(float(a[i, qi]) * 1e3 for a in
                                                     (t.ttft, t.tpot, t.e2e))),
         tpot_mean_ms=float(t.tpot_mean[i]) * 1e3,
+        spare_gpus=int(t.spare_gpus[i]),
+        capex_usd=float(t.capex[i]) if sc.cost.mode == "purchase" else None,
+        over_budget=bool(t.over_budget[i]),
         **extra,
     )  # fmt: skip
 
@@ -295,16 +317,34 @@ def _fails(sc: Scenario, checks, i: int) -> list[str]:
     return out
 
 
+def budget_text(capex_usd: float, max_capex_usd: float) -> str:
+    """Why a deployment is not recommended under a budget cap.
+
+    >>> budget_text(440_000.0, 300_000.0)
+    'capex $440,000 exceeds the $300,000 budget'
+    """
+    return f"capex ${capex_usd:,.0f} exceeds the ${max_capex_usd:,.0f} budget"
+
+
 def misses(sc: Scenario, checks, i: int, d: Deployment) -> list[str]:
-    """Why candidate ``i`` (deployment ``d``, not meeting the SLA) misses it, one line per
-    target; or its utilisation above the cap; or that it is unstable at the offered load."""
+    """Why candidate ``i`` (deployment ``d``, not recommended) is not: one line per missed
+    target; or its utilisation above the cap; or that it is unstable at the offered load; and
+    its purchase above the budget cap."""
+    over = (
+        [budget_text(d.capex_usd, sc.cost.max_capex_usd)]
+        if d.over_budget and d.capex_usd is not None and sc.cost.max_capex_usd is not None
+        else []
+    )
     if not d.stable:
-        return [unstable_text(d.unstable_reason)]
-    return _fails(sc, checks, i) or [
+        return [unstable_text(d.unstable_reason), *over]
+    if d.meets_sla:
+        return over
+    fails = _fails(sc, checks, i) or [
         f"utilisation {1 / d.headroom:.0%} above the {sc.options.max_utilisation:.0%} cap"
         if d.headroom > 0
         else "no capacity at the offered load"
     ]
+    return [*fails, *over]
 
 
 def recommend(scenario: Scenario) -> Recommendation:
@@ -365,7 +405,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         t = _Table(sc, st, ev, dg)
         ratio, checks = _sla(sc, t)
         metric, lat = _latency_metric(sc, t)
-        feasible = ratio <= 1.0
+        feasible = (ratio <= 1.0) & ~t.over_budget
         order = _rank_key(sc, t, lat)
         ranked = order[feasible[order]]
         best_i = int(ranked[0]) if ranked.size else None
@@ -386,7 +426,14 @@ def _recommend(sc: Scenario) -> Recommendation:
             near.append(NearMiss(deployment=d, fails=misses(sc, checks, int(i), d)))
             if len(near) == 5:
                 break
-        if best is None:
+        if best is None and near and near[0].deployment.meets_sla:  # over the budget cap
+            closest = near[0]
+            reason = (
+                f"no deployment that meets {sc.sla.describe()} fits the "
+                f"${sc.cost.max_capex_usd:,.0f} budget; the cheapest: "
+                f"{closest.deployment.description} ({'; '.join(closest.fails)})"
+            )
+        elif best is None:
             closest = near[0] if near else None
             reason = unmet_head(sc.sla.describe()) + (
                 f"; closest: {closest.deployment.description} ({'; '.join(closest.fails)})"
@@ -408,6 +455,7 @@ def _recommend(sc: Scenario) -> Recommendation:
                     throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
                     usd_per_million_tokens=d.usd_per_million_tokens,
                     latency_ms=float(lat[i]), meets_sla=d.meets_sla, spec=d.spec,
+                    over_budget=d.over_budget,
                     ttft_ms=getattr(d.ttft_ms, f"p{pct}"), tpot_ms=getattr(d.tpot_ms, f"p{pct}"),
                     e2e_ms=getattr(d.e2e_ms, f"p{pct}")))  # fmt: skip
             return out
@@ -449,7 +497,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         best=best, no_best_reason=reason, pareto=pareto, pareto_cost=pareto_cost,
         near_misses=near, explanation=explanation, candidates_evaluated=int(t.n),
         feasible=int(feasible.sum()), rejected=dict(rejected), decision_matrix=dm,
-        capacity=cap, cost_basis=[v[1] for v in t.rates.values()], lowest_latency=fastest,
+        capacity=cap, cost_basis=[*(v[1] for v in t.rates.values()), *server_basis(sc)], lowest_latency=fastest,
         assumptions=[*ASSUMPTIONS, _headroom_note(sc), confidence_note(sc), *_calibration_notes(sc)],
         elapsed_ms=(time.perf_counter() - t0) * 1e3,
     )  # fmt: skip

@@ -76,6 +76,12 @@ class Deployment(BaseModel):
     #: Mean TPOT at the offered load (the percentiles' mean): the decode step plus, aggregated,
     #: the prefills of arriving prompts that stall it; a disaggregated decode pool never stalls.
     tpot_mean_ms: float | None = None
+    #: GPUs of the N+1 spare replica(s) (options.redundancy), included in ``gpus``.
+    spare_gpus: int = 0
+    #: Purchase price of its whole servers (bought GPUs; None when rented), USD.
+    capex_usd: float | None = None
+    #: Its purchase is above the scenario's cost.max_capex_usd (so not recommended).
+    over_budget: bool = False
 
 
 class ParetoPoint(BaseModel):
@@ -87,6 +93,8 @@ class ParetoPoint(BaseModel):
     latency_ms: float
     meets_sla: bool  # every stated target (TTFT, TPOT, E2E) and the headroom
     spec: DeploymentSpec | None = None
+    #: Its purchase is above the scenario's budget cap (cost.max_capex_usd).
+    over_budget: bool = False
     #: TTFT, TPOT and end-to-end latency at the SLA's percentile (ms).
     ttft_ms: float | None = None
     tpot_ms: float | None = None
