@@ -55,8 +55,11 @@ def test_budget_adds_up_from_the_prices_file(server, browser):
     s = Scenario(workload=Workload(concurrent_users=200, arrival_rate_per_s=None),
                  sla=SLA(ttft_ms=1000.0, tpot_ms=50.0))  # fmt: skip
     n = recommend(s).best.gpus
-    kw = n * 0.700
-    monthly = (n * PRICES["prices"]["h100-sxm"]["purchase_usd"] / 48 + kw * 1.3 * 730 * 0.12
+    servers = -(-n // 8)  # bought as whole 8-GPU servers, each with its host (data/prices.yaml)
+    purchase = servers * (8 * PRICES["prices"]["h100-sxm"]["purchase_usd"]
+                          + PRICES["server"]["non_gpu_usd"])  # fmt: skip
+    kw = servers * 8 * 0.700
+    monthly = (purchase / 48 + kw * 1.3 * 730 * 0.12
                + kw * PRICES["hosting"]["usd_per_kw_month"])  # fmt: skip
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1280, "height": 800})
@@ -65,7 +68,7 @@ def test_budget_adds_up_from_the_prices_file(server, browser):
     assert _metric(page, "GPUs") == f"{n:,}"
     assert _metric(page, "Per month") == f"${monthly:,.0f}"
     assert _metric(page, "Per user per month") == f"${monthly / 200:,.2f}"
-    assert _metric(page, "Purchase") == f"${n * 37_000:,.0f}"
+    assert _metric(page, "Purchase") == f"${purchase:,.0f}"
     page.get_by_text("Budget", exact=True).scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / "budget-1280.png"))
     page.close()

@@ -10,6 +10,7 @@ TDPs from the datasheets (B200 1,000 W: NVIDIA DGX B200 datasheet).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,21 @@ def test_sidebar_on_prem_hides_rental(point_predictions):
     assert "Renting" not in captions
     assert f"Purchase: 1 server × (8 × $55,000 + ${SERVER:,.0f} host) = $472,010" in captions
     assert "uses 4 of 8 GPUs; 4 spare" in captions
+
+
+def test_page_says_the_budget_not_the_sla(point_predictions):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    q = {"m": "gpt-oss-120b", "g": "b200", "users": "400", "rate": "none", "think": "60",
+         "in": "6000", "out": "400", "ttft": "3000", "tpot": "60", "capex": "300000"}  # fmt: skip
+    for k, v in q.items():
+        at.query_params[k] = v
+    at = at.run().switch_page("ui/pages/recommendation.py").run()
+    assert not at.exception, at.exception
+    errors = re.sub(r"\\(.)", r"\1", " ".join(e.value for e in at.error))  # md_escape's \$
+    assert "fits the $300,000 budget.** The cheapest: 4 x (TP=2" in errors
+    assert "capex $472,010 exceeds the $300,000 budget" in errors
+    frames = [df.value for df in at.dataframe]
+    assert any("misses by" in f.columns and f["misses by"].str.contains("capex").any()
+               for f in frames)  # fmt: skip

@@ -54,6 +54,16 @@ def _after_headline(reason: str, scenario) -> str:
 def best_section(rec, scenario) -> None:
     pct = scenario.sla.percentile
     b = rec.best
+    cap = scenario.cost.max_capex_usd
+    if b is None and cap is not None and "budget" in (rec.no_best_reason or ""):
+        st.error(
+            f"**No deployment that meets the SLA ({md_escape(rec.sla)}) fits the "
+            f"{md_escape(f'${cap:,.0f}')} budget.** "
+            f"{md_escape(_after_headline(rec.no_best_reason.split('; ', 1)[-1], scenario))}"
+            "The deployments over the budget are listed below with their purchase price: raise "
+            "the budget cap in the sidebar (Cost), or relax the SLA."
+        )
+        return
     if b is None:
         st.error(
             f"**No deployment meets the SLA ({md_escape(rec.sla)}) at the offered load.** "
@@ -228,6 +238,7 @@ def _point(rec, scenario, f: InFocus):
         description=d.description, gpus=d.gpus, throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
         usd_per_million_tokens=d.usd_per_million_tokens, meets_sla=d.meets_sla, spec=d.spec,
         latency_ms=_pct(getattr(d, f"{name}_ms"), scenario.sla.percentile),
+        over_budget=d.over_budget,
     )  # fmt: skip
 
 
@@ -245,8 +256,9 @@ def alternatives(rec) -> dict[str, tuple[str, str]]:
     for i, m in enumerate(rec.near_misses, 1):
         add(m.deployment, f"Near miss {i} ({'; '.join(m.fails)})", "a near miss")
     for p in sorted(rec.pareto + rec.pareto_cost, key=lambda p: p.latency_ms):
+        over = ", over the budget" if p.over_budget else ""
         add(p, f"Pareto point ({rec.latency_metric} {_ms(p.latency_ms)}, "
-               f"{usd(p.usd_per_million_tokens)}/M tokens)", "a Pareto point")  # fmt: skip
+               f"{usd(p.usd_per_million_tokens)}/M tokens{over})", "a Pareto point")  # fmt: skip
     return out
 
 
@@ -291,7 +303,8 @@ def focus_section(rec, scenario, f: InFocus) -> None:
         c[1].metric(f"P{pct} TTFT", _ms(_pct(d.ttft_ms, pct)))
         c[2].metric(f"P{pct} TPOT", _ms(_pct(d.tpot_ms, pct)))
         c[3].metric("USD per M tokens", usd(d.usd_per_million_tokens))
-        c[4].metric("Meets the SLA", "yes" if d.meets_sla else "no")
+        c[4].metric("Meets the SLA", ("yes, over the budget" if d.over_budget else "yes")
+                    if d.meets_sla else "no")  # fmt: skip
     with st.expander("Set a deployment by hand"):
         hand_form(scenario, f)
 
