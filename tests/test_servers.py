@@ -190,6 +190,35 @@ def test_page_says_the_budget_not_the_sla(point_predictions):
     errors = re.sub(r"\\(.)", r"\1", " ".join(e.value for e in at.error))  # md_escape's \$
     assert "fits the $300,000 budget.** The cheapest: 4 x (TP=2" in errors
     assert "capex $472,010 exceeds the $300,000 budget" in errors
+    warnings = " ".join(w.value for w in at.warning)
+    assert (
+        "the cheapest deployment meeting the SLA (none fits the budget): over the budget"
+        in warnings
+    )
+    assert any("Why none is recommended" in m.value for m in at.markdown)
     frames = [df.value for df in at.dataframe]
     assert any("misses by" in f.columns and f["misses by"].str.contains("capex").any()
                for f in frames)  # fmt: skip
+
+
+def test_pdf_says_servers_spare_and_no_rental(point_predictions):
+    import io
+
+    from pypdf import PdfReader
+
+    from advisor.report.pdf import build_report
+
+    s = _hospital(on_prem=True)
+    s = s.model_copy(update={"options": s.options.model_copy(update={"redundancy": "n+1"})})
+    rec = recommend(s)
+    pdf = build_report(s, recommendation=rec, charts=False, sensitivities=False)
+    flat = " ".join(" ".join((p.extract_text() or "") for p in PdfReader(io.BytesIO(pdf)).pages).split())  # fmt: skip
+    assert f"1 server × (8 × $55,000 + ${SERVER:,.0f} host) = $472,010" in flat
+    assert "an N+1 spare replica" in flat and "the N+1 spare replica" in flat
+    assert "purchase (data stays on-prem)" in flat
+    assert "Renting" not in flat and "GPU-hour" not in flat
+    # without the switch the same PDF compares with renting (data/prices.yaml hour_usd)
+    s2 = _hospital()
+    flat2 = " ".join(" ".join((p.extract_text() or "") for p in PdfReader(io.BytesIO(
+        build_report(s2, recommendation=recommend(s2), charts=False, sensitivities=False))).pages).split())  # fmt: skip
+    assert "Renting the same" in flat2

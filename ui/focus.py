@@ -50,7 +50,8 @@ class InFocus:
         if not r.fits:
             return "does not fit: " + "; ".join(r.reasons)
         if r.fails:
-            return "misses the SLA: " + "; ".join(r.fails)
+            over = r.deployment is not None and r.deployment.meets_sla
+            return ("over the budget: " if over else "misses the SLA: ") + "; ".join(r.fails)
         return ""
 
     def banner_text(self) -> str:
@@ -98,8 +99,9 @@ def in_focus(scenario: Scenario) -> InFocus:
     if rec is not None and rec.near_misses:
         m = rec.near_misses[0]
         result = Focus(spec=m.deployment.spec, fits=True, deployment=m.deployment, fails=m.fails)
-        return InFocus(m.deployment.spec, "the closest near miss (no deployment meets the SLA)",
-                       result, False, False)  # fmt: skip
+        origin = ("the cheapest deployment meeting the SLA (none fits the budget)"
+                  if m.deployment.meets_sla else "the closest near miss (no deployment meets the SLA)")  # fmt: skip
+        return InFocus(m.deployment.spec, origin, result, False, False)
     spec = _fallback(scenario)
     return InFocus(spec, "no deployment fits the hardware", cache.focus_for(sj, str(spec)),
                    False, False)  # fmt: skip

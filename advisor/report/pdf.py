@@ -103,6 +103,7 @@ class Deployment:
     unstable_reason: str | None = None
     #: The search's intervals of the SLA percentiles (search/sla.percentile_intervals), or None.
     intervals: dict | None = None
+    spare_gpus: int = 0  # of the N+1 spare replica(s), included in gpus
 
     def range_ms(self, label: str) -> tuple[float, float] | None:
         """[low, high] of the predicted percentile of "TTFT", "TPOT" or "E2E", if known."""
@@ -142,6 +143,8 @@ class Deployment:
         else:
             shape = f"{self.dp} replica{'s' if self.dp != 1 else ''} (DP={self.dp}) of TP={self.tp} × PP={self.pp}"
             batching = "continuous batching"
+        if self.spare_gpus:
+            shape += f" + an N+1 spare replica ({self.spare_gpus} GPU{'s' if self.spare_gpus != 1 else ''})"
         return (
             f"{n} × {self.gpu_name}, {shape}, weights {self.weights}, KV cache {self.kv}, "
             f"{spec}, {batching}"
@@ -192,6 +195,7 @@ def deployment(obj: Any, percentile: int = 99) -> Deployment:
         stable=bool(_pick(obj, "stable", default=True)),
         unstable_reason=_pick(obj, "unstable_reason"),
         intervals=iv if isinstance(iv := _pick(obj, "intervals"), dict) else None,
+        spare_gpus=int(_pick(obj, "spare_gpus", default=0) or 0),
     )
 
 

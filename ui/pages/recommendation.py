@@ -96,7 +96,9 @@ def best_section(rec, scenario) -> None:
 def why_section(rec) -> None:
     if not rec.explanation:
         return
-    head = "Why" if rec.best is not None else "Why no deployment meets the SLA"
+    over = rec.near_misses and rec.near_misses[0].deployment.over_budget
+    head = "Why" if rec.best is not None else (
+        "Why none is recommended" if over else "Why no deployment meets the SLA")  # fmt: skip
     st.markdown(f"**{head}**\n\n" + "\n".join(f"- {md_escape(x)}" for x in rec.explanation))
 
 
