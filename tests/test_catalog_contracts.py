@@ -541,3 +541,21 @@ def test_b300_gains_fp4_and_memory_not_bf16():
     assert b300.peak_flops_per_s.bf16 == b200.peak_flops_per_s.bf16 == 2.25e15
     assert b300.peak_flops_per_s.fp4 == pytest.approx(12.6e15)
     assert b300.memory_gb_datasheet == 288 and b300.hbm_bandwidth_bytes_per_s == 8e12
+
+
+def test_data_yaml_reads_the_same_with_libyaml():
+    """advisor.catalog.files.load_data_yaml (libyaml's parser when PyYAML has it) gives exactly
+    what yaml.safe_load gives, file by file (YAML 1.1 quirks included: '4.8e12' stays a string)."""
+    from pathlib import Path
+
+    import yaml
+
+    from advisor.catalog.files import load_data_yaml
+
+    data = Path(__file__).resolve().parent.parent / "data"
+    files = [p for p in sorted(data.rglob("*.yaml")) if p.name != "crossval.yaml"]  # 445 kB: slow
+    assert len(files) >= 8
+    for p in files:
+        text = p.read_text(encoding="utf-8")
+        assert load_data_yaml(text) == yaml.safe_load(text), p.name
+    assert load_data_yaml("x: 4.8e12\ny: 4.8e+12\n") == {"x": "4.8e12", "y": 4.8e12}

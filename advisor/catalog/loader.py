@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from advisor.catalog.files import load_data_yaml
 from advisor.catalog.quoting import echo
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
 
@@ -48,7 +49,7 @@ def _resolve_sources(raw: dict[str, Any], refs: dict[str, str]) -> dict[str, Any
 def load_entries(path: Path, key: str, model: type[T]) -> dict[str, T]:
     """Validate every entry of ``path[key]`` with ``model``; ids must be unique."""
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = load_data_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise CatalogError(f"{path.name}: cannot read: {exc}") from exc
     if not isinstance(doc, dict) or not isinstance(doc.get(key), list):

@@ -7,6 +7,7 @@ from functools import cache
 
 import yaml
 
+from advisor.catalog.files import load_data_yaml
 from advisor.catalog.loader import DATA_DIR, CatalogError
 from advisor.catalog.specs import QUALITY_DOMAINS_ASKED, QualityNote
 
@@ -21,7 +22,7 @@ def quality_notes() -> dict[str, QualityNote]:
     """data/quality.yaml, validated; a source starting with a ref key gets the ref's text."""
     path = DATA_DIR / "quality.yaml"
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = load_data_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise CatalogError(f"{path.name}: cannot read: {exc}") from exc
     refs = doc.get("refs") or {}

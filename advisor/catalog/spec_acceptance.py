@@ -9,6 +9,7 @@ from typing import Annotated
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from advisor.catalog.files import load_data_yaml
 from advisor.catalog.loader import DATA_DIR, CatalogError
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
@@ -37,7 +38,7 @@ class _Pair(BaseModel):
 def _table() -> tuple[Acceptance, dict[tuple[str, str], Acceptance]]:
     path = DATA_DIR / "spec_acceptance.yaml"
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = load_data_yaml(path.read_text(encoding="utf-8"))
         default = Acceptance(**doc["default"], published=False)
         pairs: dict[tuple[str, str], Acceptance] = {}
         for i, raw in enumerate(doc.get("pairs") or []):

@@ -5,9 +5,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from advisor.catalog.files import load_data_yaml
 from advisor.catalog.loader import DATA_DIR, CatalogError
 from advisor.catalog.specs import SLUG, WeightDType
 
@@ -20,7 +20,7 @@ def engine_flags(engine: str, version: str | None = None) -> dict[str, Any]:
     ``flags`` (flag -> {choices?}), ``source``, ``version``."""
     version = version or releases()[engine].default
     path = DATA_DIR / "engine-flags" / f"{engine}-{version}.yaml"
-    return yaml.safe_load(path.read_text("utf-8"))
+    return load_data_yaml(path.read_text("utf-8"))
 
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -78,7 +78,7 @@ def _version_key(v: str) -> tuple[int, ...]:
 def releases() -> dict[str, EngineReleases]:
     """engine -> its releases and images (data/engine-images.yaml), validated; every release's
     flag list exists."""
-    raw = yaml.safe_load((DATA_DIR / "engine-images.yaml").read_text("utf-8"))["engines"]
+    raw = load_data_yaml((DATA_DIR / "engine-images.yaml").read_text("utf-8"))["engines"]
     try:
         out = {e: EngineReleases.model_validate(raw[e]) for e in ENGINES}
     except (ValidationError, KeyError) as exc:
@@ -148,5 +148,5 @@ def load_checkpoint_table(raw: Any) -> CheckpointTable:
 def checkpoints() -> dict[str, Any]:
     """data/checkpoints.yaml, validated: ``models`` (model -> dtype -> {repo, format, source})
     and ``formats`` (format -> engines)."""
-    raw = yaml.safe_load((DATA_DIR / "checkpoints.yaml").read_text("utf-8"))
+    raw = load_data_yaml((DATA_DIR / "checkpoints.yaml").read_text("utf-8"))
     return load_checkpoint_table(raw).model_dump()

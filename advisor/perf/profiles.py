@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import yaml
-
+from advisor.catalog.files import load_data_yaml
 from advisor.catalog.loader import DATA_DIR
 
 CALIBRATION_PATH = DATA_DIR / "calibration.yaml"
@@ -204,7 +203,7 @@ def _calibration(path: Path = CALIBRATION_PATH) -> dict:
         return _ACTIVE
     if not path.exists():
         return {}
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    doc = load_data_yaml(path.read_text(encoding="utf-8")) or {}
     return doc if isinstance(doc, dict) else {}
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from advisor.catalog.files import load_data_yaml
 from advisor.perf.measurements import cases, load_rows
 from advisor.perf.validate import FAILURE_ERROR_PCT
 
@@ -136,7 +137,7 @@ def out_of_sample() -> dict | None:
 
     path = DATA_DIR / "crossval.yaml"
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = load_data_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("held_out"), dict):

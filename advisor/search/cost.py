@@ -26,10 +26,10 @@ from functools import cache
 from typing import Annotated
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from advisor.catalog import accelerators
+from advisor.catalog.files import load_data_yaml
 from advisor.catalog.loader import DATA_DIR
 from advisor.scenario import Cost, Scenario
 
@@ -59,7 +59,7 @@ class Hosting(BaseModel):
 
 @cache
 def _prices_doc() -> dict:
-    return yaml.safe_load((DATA_DIR / "prices.yaml").read_text())
+    return load_data_yaml((DATA_DIR / "prices.yaml").read_text())
 
 
 @cache
