@@ -222,3 +222,14 @@ def test_pdf_says_servers_spare_and_no_rental(point_predictions):
     flat2 = " ".join(" ".join((p.extract_text() or "") for p in PdfReader(io.BytesIO(
         build_report(s2, recommendation=recommend(s2), charts=False, sensitivities=False))).pages).split())  # fmt: skip
     assert "Renting the same" in flat2
+
+
+def test_deploy_files_launch_the_spare_replica():
+    from advisor.deploy.settings import plan
+
+    s = _hospital()
+    spec = parse_spec("b200.tp1.pp1.dp7.mxfp4.fp8")
+    assert plan(s, spec).pools[0].replicas == 7
+    n1 = s.model_copy(update={"options": s.options.model_copy(update={"redundancy": "n+1"})})
+    p = plan(n1, spec)
+    assert not p.reasons and p.pools[0].replicas == 8  # 7 counted + the spare, all 8 GPUs

@@ -247,8 +247,11 @@ def plan(scenario: Scenario, spec: DeploymentSpec, max_context: int | None = Non
     if not focus.fits:
         return Plan(pools=(), reasons=tuple(focus.reasons), **base)
     pools, reasons = [], []
+    # N+1: the spare replica of each pool is launched too (it serves, behind the same load
+    # balancer; the capacity the search counted is the other replicas')
+    spare = 1 if o.redundancy == "n+1" else 0
     for role, shape, dp in spec_shapes(spec):
-        got = _pool(scenario, role, shape, dp, context)
+        got = _pool(scenario, role, shape, dp + spare, context)
         if isinstance(got, list):
             reasons += got
         else:
