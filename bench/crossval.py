@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from advisor.perf import profiles  # noqa: E402
 from advisor.perf.calibrate import PRIOR_WEIGHT, fit  # noqa: E402
+from advisor.perf.intervals import ErrorTable  # noqa: E402
 from advisor.perf.measurements import Case, cases, load_rows, source_key  # noqa: E402
 from advisor.perf.validate import (  # noqa: E402
     COARSE_KIND,
@@ -113,6 +114,33 @@ def _family_of_row(row: dict) -> str:
 
 #: The rows the folds split, set before the worker processes fork (they inherit it unpickled).
 _ITEMS: list[Case] = []
+#: Published percentile rows (``percentiles.percentile_cases``) predicted by the source folds
+#: with ``--percentiles``; empty otherwise.
+_PCT: list = []
+
+
+#: The percentile rows of the last source scheme run (``--percentiles``).
+PERCENTILE_ROWS: list[dict] = []
+
+
+def _percentile_rows(v: str, fams: set, engines: set) -> list[dict]:
+    """The held-out predictions of the percentile rows of source ``v`` (the active constants
+    were fitted without it), in data/crossval_percentiles.yaml's schema."""
+    from advisor.perf.percentiles import predict_percentiles
+
+    pcs = [pc for pc in _PCT if source_key(pc.source) == v]
+    out = []
+    for pp in predict_percentiles(pcs):
+        c = pp.pc.case
+        out.append({
+            "id": pp.pc.id, "source": v, "metric": pp.pc.metric, "quantile": pp.pc.quantile,
+            "engine": c.config.engine, "accelerator_family": c.config.gpu.family,
+            "calibrated": c.config.gpu.family in fams and c.config.engine in engines,
+            "moe": bool(c.config.model.is_moe), "attention_dp": bool(c.config.dp_attention),
+            "closed_loop": pp.pc.closed_loop, "utilisation": round(float(pp.utilisation), 4),
+            "measured": float(pp.pc.measured_s), "predicted": float(pp.predicted_s),
+        })  # fmt: skip
+    return out
 
 
 def _fold(name: str, v: str, warm: dict | None, max_evals: int, prior_weight: float):
@@ -127,6 +155,7 @@ def _fold(name: str, v: str, warm: dict | None, max_evals: int, prior_weight: fl
     profiles.set_active(doc)
     try:
         pred = predict_cases(test)
+        pct = _percentile_rows(v, fams, engines) if name == "source" and _PCT else []
     finally:
         profiles.set_active(None)
     rows = []
@@ -140,7 +169,7 @@ def _fold(name: str, v: str, warm: dict | None, max_evals: int, prior_weight: fl
             **({"attention_dp": True} if c.config.dp_attention else {}),
             **({"moe": True} if c.config.model.is_moe else {}),
         })  # fmt: skip
-    return rows, time.perf_counter() - t0
+    return rows + [{"percentile": True, **r} for r in pct], time.perf_counter() - t0
 
 
 def run_scheme(
@@ -158,7 +187,8 @@ def run_scheme(
     """
     global _ITEMS
     _ITEMS = items
-    groups = sorted({SCHEMES[name](c) for c in items})
+    groups = sorted({SCHEMES[name](c) for c in items}
+                    | ({source_key(pc.source) for pc in _PCT} if name == "source" else set()))  # fmt: skip
     args = [(name, v, warm, max_evals, prior_weight) for v in groups]
     done: dict[str, list[dict]] = {}
     if jobs > 1:
@@ -173,7 +203,11 @@ def run_scheme(
         for a in args:
             done[a[1]], seconds = _fold(*a)
             print(f"  held out {name}={a[1]}: {len(done[a[1]])} rows, {seconds:.0f} s", flush=True)
-    rows: list[dict] = [r for v in groups for r in done[v]]
+    rows: list[dict] = [r for v in groups for r in done[v] if not r.get("percentile")]
+    PERCENTILE_ROWS[:] = [
+        {k: x for k, x in r.items() if k != "percentile"}
+        for v in groups for r in done[v] if r.get("percentile")
+    ]  # fmt: skip
     if name in ("source", "accelerator_family"):
         by = (lambda r: source_key(r.get("source", ""))) if name == "source" else _family_of_row
         raw = {r["id"]: r for r in load_rows()}
@@ -221,6 +255,150 @@ def print_table(name: str, t: dict[str, dict]) -> None:
         print(f"  {fam:<22} {s['rows']:>4} rows  median {s['median_ape_pct']:6.1f}%  "
               f"p90 {s['p90_ape_pct']:6.1f}%  failures {s['failures']}"
               f"{'' if target is None else f'  (target <= {target}%)'}{mark}")  # fmt: skip
+
+
+#: Case kinds of one request at a time (no queue): light load whatever the deployment.
+_ONE_AT_A_TIME = ("decode_b1", "tpot_b1", "ttft_b1", "itl_fit_intercept", "itl_fit_slope")
+
+
+def utilisations(items: list[Case]) -> np.ndarray:
+    """Utilisation of each case's deployment at the case's load (``intervals.load_regime``).
+
+    Poisson rows: offered rate / capacity (``latency_under_load``'s utilisation, at the
+    REQUESTED rate). Closed loops of N clients (and static batches of N): the throughput the
+    model gives them / capacity, or N / the KV slots when N is larger (the rest wait for a
+    slot: a queue). Offline runs: infinite (every request queued at once). One request at a
+    time (batch-1 rows): 0. Predicted with data/calibration.yaml: a property of the
+    deployment and its load, never of the measured value.
+    """
+    from advisor.perf.predict import concurrency_throughput
+    from advisor.perf.replica import build_replicas
+    from advisor.perf.validate import service_for
+    from advisor.physics.queueing import latency_under_load
+
+    out = np.zeros(len(items))
+    by_kind: dict[str, list[int]] = {}
+    for i, c in enumerate(items):
+        by_kind.setdefault(c.kind, []).append(i)
+    for kind, idx in by_kind.items():
+        if kind in _ONE_AT_A_TIME:
+            continue
+        if kind == "offline":
+            out[idx] = np.inf
+            continue
+        sel = [items[i] for i in idx]
+        r = build_replicas([c.config for c in sel])
+        isl = np.array([c.isl for c in sel], dtype=float)
+        osl = np.array([c.osl for c in sel], dtype=float)
+        sm = service_for(r, isl, osl)
+        if kind.startswith("load_"):
+            qps = np.array([c.qps for c in sel], dtype=float)
+            out[idx] = latency_under_load(sm, qps, osl, isl_tokens=isl).utilisation
+            continue
+        n = np.array([c.batch for c in sel], dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cap = 1.0 / (sm.prefill_s + np.maximum(osl - 1, 0) * sm.per_token_at_max_batch_s())
+            x = concurrency_throughput(r, n, isl, osl) / osl
+            out[idx] = np.maximum(x / cap, n / np.asarray(sm.max_running, dtype=float))
+    return out
+
+
+def row_statistic(c: Case) -> str:
+    """What a row reports, for the ranges and the per-statistic table: "wave-mean" for the
+    mean TTFT / E2E of a closed-loop run of stated length whose first N requests left at once
+    (its start-up wave, ``predict.first_wave_ttft_s``), else the row's mean or median."""
+    wave = (c.kind in ("conc_ttft", "conc_e2e") and c.statistic == "mean" and c.batch > 1
+            and c.requests > c.batch)  # fmt: skip
+    return "wave-mean" if wave else c.statistic
+
+
+def ranges_table(doc: dict) -> ErrorTable:
+    """The error table of a crossval.yaml document with each row's load regime and statistic
+    (computed from the row's case with the current constants; rows no longer representable
+    keep "")."""
+    import dataclasses
+
+    from advisor.perf.intervals import load_regime, table_from_doc
+
+    t = table_from_doc(doc)
+    items, _ = cases()
+    by_id = {c.id: c for c in items}
+    util = dict(zip([c.id for c in items], utilisations(items), strict=True))
+    rows = []
+    for r in t.rows:
+        c = by_id.get(r.id)
+        extra = {} if c is None else {"regime": load_regime(float(util[r.id])),
+                                      "statistic": row_statistic(c)}  # fmt: skip
+        rows.append(dataclasses.replace(r, **extra))
+    return dataclasses.replace(t, rows=tuple(rows) + percentile_error_rows())
+
+
+def percentile_error_rows() -> tuple:
+    """ErrorRows of the P90 / P99 rows of data/crossval_percentiles.yaml (TTFT, TPOT, E2E; the
+    model predicts no ITL percentile range), each with its load regime; () without the file."""
+    import yaml
+
+    from advisor.perf.intervals import ErrorRow, load_regime, log_ratio
+    from advisor.perf.percentiles import TAIL_STATISTIC
+
+    if not PERCENTILES_PATH.exists():
+        return ()
+    doc = yaml.safe_load(PERCENTILES_PATH.read_text(encoding="utf-8"))
+    out = []
+    for r in doc.get("rows") or []:
+        stat = TAIL_STATISTIC.get(float(r["quantile"]))
+        if stat is None or r["metric"] not in ("ttft", "tpot", "e2e"):
+            continue
+        out.append(ErrorRow(
+            id=f"{r['id']}", kind=r["metric"], engine=r["engine"],
+            accelerator_family=r["accelerator_family"], calibrated=bool(r["calibrated"]),
+            log_ratio=log_ratio(float(r["measured"]), float(r["predicted"])),
+            attention_dp=bool(r["attention_dp"]), moe=bool(r["moe"]), source=r["source"],
+            regime=load_regime(float(r["utilisation"])), statistic=stat,
+        ))  # fmt: skip
+    return tuple(out)
+
+
+PERCENTILES_PATH = Path(__file__).resolve().parent.parent / "data" / "crossval_percentiles.yaml"
+
+
+def write_percentiles(args: argparse.Namespace, seconds: float) -> None:
+    """data/crossval_percentiles.yaml: every published percentile row predicted by the
+    constants fitted without its source, then data/crossval_ranges.json again."""
+    import yaml
+
+    how = (f"bench/crossval.py --schemes source --percentiles --max-evals {args.max_evals}"
+           + (" --warm" if args.warm else ""))  # fmt: skip
+    doc = {
+        "generated_by": how,
+        "generated_on": datetime.date.today().isoformat(),
+        "meaning": "each published percentile row (P50/P90/P95/P99 of TTFT, TPOT, ITL, E2E) "
+        "predicted by the percentile model with the constants refitted without its source"
+        + (" (folds started from the full fit: --warm)" if args.warm else "")
+        + "; predicted inf = unstable, a failure, never dropped.",
+        "seconds": seconds,
+        "rows": PERCENTILE_ROWS,
+    }
+    PERCENTILES_PATH.write_text(yaml.safe_dump(doc, sort_keys=False, width=100), encoding="utf-8")
+    print(f"wrote data/crossval_percentiles.yaml ({len(PERCENTILE_ROWS)} rows)")
+    write_ranges()
+
+
+def write_ranges() -> None:
+    """data/crossval_ranges.json from data/crossval.yaml (``intervals.compact_doc``)."""
+    import json
+
+    import yaml
+
+    from advisor.catalog.loader import DATA_DIR
+    from advisor.perf.intervals import RANGES_PATH, compact_doc
+
+    doc = yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8"))
+    made = f"bench/crossval.py --ranges from data/crossval.yaml of {doc.get('generated_on')}"
+    out = compact_doc(ranges_table(doc), made)
+    text = json.dumps(out, separators=(",", ":"))
+    RANGES_PATH.write_text(text.replace("],[", "],\n[") + "\n", encoding="utf-8")
+    print(f"wrote {RANGES_PATH.relative_to(DATA_DIR.parent)} ({len(out['rows'])} rows)")
 
 
 COLUMNS = ("batch-1 decode", "TTFT", "TTFT/ITL under load", "offline throughput", "all-reduce",
@@ -272,12 +450,22 @@ def main() -> None:
                     "cross-validates: how the default was chosen")  # fmt: skip
     ap.add_argument("--markdown", action="store_true",
                     help="print the README table from data/crossval.yaml (no refit)")  # fmt: skip
+    ap.add_argument("--percentiles", action="store_true",
+                    help="leave one source out for the published percentile rows (P50/P90/P99 "
+                    "of TTFT, TPOT, ITL, E2E) too, and write data/crossval_percentiles.yaml "
+                    "(with --schemes source; --warm allowed: the file says how it was made)")  # fmt: skip
+    ap.add_argument("--ranges", action="store_true",
+                    help="write data/crossval_ranges.json (the compact table the answers' ranges "
+                    "read) from data/crossval.yaml, with each row's load regime (no refit)")  # fmt: skip
     ap.add_argument("--warm", action="store_true",
                     help="start every fold's refit from the full fit (which has seen the held-out "
                     "rows): a quicker check with a few --max-evals; not for --write")  # fmt: skip
     args = ap.parse_args()
     if not 1 <= args.jobs <= 64:
         ap.error(f"--jobs: {args.jobs} is outside 1-64")
+    if args.ranges:
+        write_ranges()
+        return
     if args.markdown:
         import yaml
 
@@ -295,6 +483,11 @@ def main() -> None:
         ap.error(f"--prior-weight: {args.prior_weight} is outside 0-100")
     if args.prior_weight is not None and args.write:
         ap.error("--prior-weight: compare weights without --write (data/ keeps the default)")
+    if args.percentiles:
+        from advisor.perf.percentiles import percentile_cases
+
+        global _PCT
+        _PCT = percentile_cases()[0]
     if args.warm and args.write:
         ap.error("--warm: a quick check; data/crossval.yaml keeps folds refitted from scratch")
     if args.prior_weight is not None and args.warm:  # the full fit at that weight to start from
@@ -321,6 +514,8 @@ def main() -> None:
         print(f"  ({seconds[name]:.0f} s)", flush=True)
     total = time.perf_counter() - t_start
     print(f"total {total:.0f} s")
+    if args.percentiles and PERCENTILE_ROWS:
+        write_percentiles(args, round(seconds.get("source", 0.0), 1))
     if args.write:
         import yaml
 
@@ -344,6 +539,7 @@ def main() -> None:
             yaml.safe_dump(doc, sort_keys=False, width=100), encoding="utf-8"
         )
         print("wrote data/crossval.yaml")
+        write_ranges()
 
 
 if __name__ == "__main__":

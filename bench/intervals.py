@@ -21,9 +21,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from advisor.perf.intervals import (  # noqa: E402
-    CROSSVAL_PATH,
     KINDS,
     LEAVE_OUT,
+    RANGES_PATH,
     coverage,
     factors_for,
     load_table,
@@ -36,11 +36,16 @@ QUERIES = (("trtllm", "hopper"), ("vllm", "hopper"), ("vllm", "cdna3"), ("sglang
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--confidence", type=float, nargs="+", default=[0.8, 0.5, 0.9])
-    ap.add_argument("--crossval", type=Path, default=CROSSVAL_PATH, help="crossval.yaml to read")
+    ap.add_argument(
+        "--crossval",
+        type=Path,
+        default=RANGES_PATH,
+        help="data/crossval_ranges.json (default), or a crossval.yaml to read",
+    )
     args = ap.parse_args()
     table = load_table(args.crossval)
     counts = Counter((r.kind, r.calibrated) for r in table.rows)
-    print(f"{len(table.rows)} held-out rows in data/crossval.yaml loso_rows:")
+    print(f"{len(table.rows)} held-out rows in {args.crossval.name}:")
     for k in KINDS:
         print(f"  {k:<11} {counts[(k, True)]:>4} calibrated  {counts[(k, False)]:>4} uncalibrated")
     if not table.rows:

@@ -461,3 +461,43 @@ def test_coverage_leaves_out_the_rows_whole_source():
     assert coverage(t, 0.8)["all"]["inside_pct"] == pytest.approx(75.0)
     with pytest.raises(ValueError, match="leave_out 'page'; allowed: source, row"):
         coverage(t, 0.8, leave_out="page")
+
+
+def test_the_compact_ranges_table_holds_every_held_out_row_of_crossval_yaml():
+    """data/crossval_ranges.json (read by the answers; issue 38: yaml.safe_load of the 445 KB
+    crossval.yaml took most of a fresh process's first recommend) is crossval.yaml's loso_rows,
+    each with its load regime: regenerate it with bench/crossval.py --ranges when this fails."""
+    import yaml
+
+    from advisor.catalog.loader import DATA_DIR
+    from advisor.perf.intervals import RANGES_PATH, REGIMES, load_table
+
+    full = rows_from_doc(yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8")))
+    compact = {r.id: r for r in load_table(RANGES_PATH).rows if r.statistic not in ("p90", "p99")}
+    assert set(compact) == {r.id for r in full}
+    for r in full:
+        c = compact[r.id]
+        assert (c.kind, c.engine, c.accelerator_family, c.moe, c.source) == (
+            r.kind, r.engine, r.accelerator_family, r.moe, r.source)  # fmt: skip
+        assert c.log_ratio == pytest.approx(r.log_ratio, abs=1e-6)
+        assert c.regime in REGIMES
+
+
+def test_load_regimes_and_statistics_select_their_own_rows():
+    # 12 light rows at ratio 1.0 and 12 near-saturation rows at 2.0, 4 sources each: a light
+    # query gets [1, 1], a near-saturation one [2, 2]; a P99 query without P99 rows says so
+    light = rows(ratios=[1.0] * 12, regime="light", tag="l")
+    near = rows(ratios=[2.0] * 12, regime="near saturation", tag="n")
+    table = ErrorTable(tuple(_sources(light) + _sources(near)), {})
+    lo = interval_factors("ttft", "vllm", "hopper", table=table, regime="light")
+    hi = interval_factors("ttft", "vllm", "hopper", table=table, regime="near saturation")
+    assert (round(lo.low, 6), round(lo.high, 6), round(hi.low, 6), round(hi.high, 6)) == (
+        1.0, 1.0, 2.0, 2.0)  # fmt: skip
+    p99 = interval_factors("ttft", "vllm", "hopper", table=table, statistic="p99")
+    assert "0 held-out P99 rows, too few" in p99.basis
+
+
+def _sources(rs):
+    import dataclasses
+
+    return [dataclasses.replace(r, source=f"s{i % 4}") for i, r in enumerate(rs)]

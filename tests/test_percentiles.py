@@ -101,7 +101,7 @@ def test_range_coverage_scores_the_published_percentile_against_the_answers_rang
     # 214.7 / 192.9 ms = 1.11, inside; A0053 P99 TPOT 157.8 / 91.8 ms = 1.72, outside; E0461
     # P50 TTFT 218.8 / 131.1 ms = 1.67, outside; X0001 predicted unstable, outside.
     fixed = intervals.Interval(0.5, 1.4, "fixed", 10, True)
-    monkeypatch.setattr(intervals, "factors_for", lambda *a, **k: fixed)
+    monkeypatch.setattr(intervals, "range_factors", lambda *a, **k: fixed)
     rows = [_row("E0051"), _row("A0053"), _row("E0461")]
     rows.append(dict(_row("E0461"), id="X0001", batch_or_concurrency="request rate 1000 req/s"))
     cov = range_coverage(predict_percentiles(percentile_cases(rows)[0]))

@@ -71,9 +71,6 @@ from functools import cache
 from pathlib import Path
 from statistics import NormalDist
 
-import numpy as np
-import yaml
-
 from advisor.catalog.loader import DATA_DIR
 
 CROSSVAL_PATH = DATA_DIR / "crossval.yaml"
@@ -157,6 +154,11 @@ class ErrorRow:
     attention_dp: bool = False
     moe: bool = False  # the model is a mixture of experts (its architecture class)
     source: str = ""  # measurements.source_key of the row's source; "" -> the row's own id
+    #: Load regime of the row's deployment at its load (``load_regime``); "" when not recorded.
+    regime: str = ""
+    #: What the row reports: mean | median | wave-mean (a closed-loop mean that carries its
+    #: start-up wave) | p90 | p99; "" when not recorded.
+    statistic: str = ""
 
     def __post_init__(self) -> None:
         if not self.source:  # a row of unknown source counts as a source of its own
@@ -247,7 +249,8 @@ def rows_from_doc(doc: Mapping) -> list[ErrorRow]:
                 calibrated=bool(r["calibrated"]),
                 log_ratio=log_ratio(float(r["measured"]), float(r["predicted"]), kind[1]),
                 attention_dp=r.get("attention_dp") is True, moe=r.get("moe") is True,
-                source=str(r.get("source") or ""),
+                source=str(r.get("source") or ""), regime=str(r.get("regime") or ""),
+                statistic=str(r.get("statistic") or ""),
             )
         )  # fmt: skip
     return _failures_at_the_extremes(out)
@@ -268,12 +271,75 @@ def table_from_doc(doc: Mapping) -> ErrorTable:
     return ErrorTable(rows=tuple(rows_from_doc(doc)), p90_by_group=_p90s(doc))
 
 
+#: The columns of a row of data/crossval_ranges.json, in order.
+COMPACT_COLUMNS = ("id", "kind", "engine", "accelerator_family", "calibrated", "log_ratio",
+                   "attention_dp", "moe", "source", "regime", "statistic")  # fmt: skip
+
+
+def _json_float(x: float) -> float | str:
+    """A log ratio as JSON holds it: rounded to 1e-6 (0.0001% of a ratio), "inf"/"-inf" kept."""
+    return round(x, 6) if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+def compact_doc(table: ErrorTable, generated_from: str) -> dict:
+    """The error table as data/crossval_ranges.json holds it: only what the ranges read.
+
+    One list per row (``COMPACT_COLUMNS``, sources by index into ``sources``), the P90s as
+    [group, family, p90]. Read by ``load_table`` in a few ms, where yaml.safe_load of the
+    445 KB data/crossval.yaml took 1.5-2.6 s of a fresh process's first ``recommend`` (issue 38).
+
+    >>> t = ErrorTable((ErrorRow("A1", "ttft", "vllm", "hopper", True, 0.1, source="s"),), {})
+    >>> d = compact_doc(t, "x"); d["rows"], d["sources"]
+    ([['A1', 'ttft', 'vllm', 'hopper', 1, 0.1, 0, 0, 0, '', '']], ['s'])
+    >>> table_from_compact(d) == t
+    True
+    """
+    sources = sorted({r.source for r in table.rows})
+    index = {s: i for i, s in enumerate(sources)}
+    rows = [
+        [r.id, r.kind, r.engine, r.accelerator_family, int(r.calibrated),
+         _json_float(r.log_ratio), int(r.attention_dp), int(r.moe), index[r.source], r.regime,
+         r.statistic]
+        for r in table.rows
+    ]  # fmt: skip
+    p90 = [[g, f, v] for (g, f), v in sorted(table.p90_by_group.items())]
+    return {"generated_from": generated_from, "columns": list(COMPACT_COLUMNS),
+            "sources": sources, "rows": rows, "p90_by_group": p90}  # fmt: skip
+
+
+def table_from_compact(doc: Mapping) -> ErrorTable:
+    """The ErrorTable of a data/crossval_ranges.json document (``compact_doc``)."""
+    if list(doc.get("columns") or []) != list(COMPACT_COLUMNS):
+        raise ValueError(f"crossval_ranges columns {doc.get('columns')!r}; expected "
+                         f"{list(COMPACT_COLUMNS)} (regenerate: bench/crossval.py --ranges)")  # fmt: skip
+    src = doc["sources"]
+    rows = tuple(
+        ErrorRow(id=i, kind=k, engine=e, accelerator_family=f, calibrated=bool(c),
+                 log_ratio=float(lr), attention_dp=bool(dp), moe=bool(m), source=src[s],
+                 regime=reg, statistic=st)
+        for i, k, e, f, c, lr, dp, m, s, reg, st in doc["rows"]
+    )  # fmt: skip
+    return ErrorTable(rows, {(g, f): float(v) for g, f, v in doc.get("p90_by_group") or []})
+
+
+#: The compact table the answers read (bench/crossval.py --ranges writes it from
+#: data/crossval.yaml, which stays the full, human-readable report).
+RANGES_PATH = DATA_DIR / "crossval_ranges.json"
+
+
 @cache
-def load_table(path: Path = CROSSVAL_PATH) -> ErrorTable:
-    """The error table of data/crossval.yaml (empty when the file or the key is absent)."""
+def load_table(path: Path = RANGES_PATH) -> ErrorTable:
+    """The error table: data/crossval_ranges.json (or a crossval.yaml given as ``path``), read
+    on first use; empty when the file or its rows are absent."""
     if not path.exists():
         return ErrorTable((), {})
-    doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    if path.suffix == ".json":
+        import json
+
+        return table_from_compact(json.loads(path.read_text(encoding="utf-8")))
+    from advisor.catalog.files import load_data_yaml
+
+    doc = load_data_yaml(path.read_text(encoding="utf-8")) or {}
     return table_from_doc(doc if isinstance(doc, dict) else {})
 
 
@@ -325,9 +391,26 @@ def quantile_bounds(log_ratios: Iterable[float], confidence: float) -> tuple[flo
     >>> round(lo, 4), round(hi, 4)  # of 5: statistics 1.5 and 4.5, halfway in logs
     (0.8485, 1.1726)
     """
-    x = np.asarray(list(log_ratios), dtype=float)
-    q = np.quantile(x, [(1 - confidence) / 2, (1 + confidence) / 2], method="weibull")
-    return float(math.exp(q[0])), float(math.exp(q[1]))
+    x = sorted(float(v) for v in log_ratios)
+    return math.exp(_weibull(x, (1 - confidence) / 2)), math.exp(_weibull(x, (1 + confidence) / 2))
+
+
+def _weibull(x: list[float], p: float) -> float:
+    """Quantile p of sorted ``x`` at order statistic p (n + 1), interpolated, clamped to the
+    extremes (numpy's method="weibull", without its import of numpy.ma: ~60 ms of a fresh
+    process's first answer).
+
+    >>> _weibull([1.0, 2.0, 3.0, 4.0], 0.5), _weibull([1.0, 2.0], 0.1), _weibull([5.0], 0.9)
+    (2.5, 1.0, 5.0)
+    """
+    h = min(max(p * (len(x) + 1), 1.0), float(len(x)))
+    k = int(math.floor(h))
+    if k >= len(x):
+        return x[-1]
+    lo, hi = x[k - 1], x[k]
+    if h == k or lo == hi:
+        return lo
+    return lo + (h - k) * (hi - lo)
 
 
 def uncalibrated_widening(
@@ -364,6 +447,38 @@ def uncalibrated_widening(
 
 ALL_ROWS = "all engines and accelerators"
 
+#: Load regimes, by the utilisation u = offered request rate / the deployment's capacity (the
+#: queueing model's, ``physics.queueing.latency_under_load``; for a closed loop of N clients
+#: its throughput / capacity, or N / the KV slots when N is larger).
+REGIMES = ("light", "near saturation", "overloaded")
+#: Below this utilisation a request rarely waits for another's prefill: "light".
+LIGHT_BELOW = 0.5
+#: At or above this the offered load exceeds what the deployment serves (a queue grows for
+#: the run's length; offline runs and closed loops with more clients than KV slots): "overloaded".
+OVERLOADED_FROM = 1.0
+
+
+def load_regime(utilisation: float) -> str:
+    """The load regime of a prediction at utilisation u: light (u < 0.5), near saturation
+    (0.5 <= u < 1) or overloaded (u >= 1, or not finite: no steady state).
+
+    Why these: the model's errors differ by regime. At light load a latency is the step
+    and the prefill, which batch-1 rows check; near saturation the queueing waits (the tail's
+    shape, the running batch's fixed point) dominate and the model's spread doubles; overloaded
+    runs are finite backlogs (the run's length sets them).
+
+    >>> load_regime(0.2), load_regime(0.5), load_regime(0.95), load_regime(1.4), load_regime(math.inf)
+    ('light', 'near saturation', 'near saturation', 'overloaded', 'overloaded')
+    """
+    if not math.isfinite(utilisation) or utilisation >= OVERLOADED_FROM:
+        return "overloaded"
+    return "light" if utilisation < LIGHT_BELOW else "near saturation"
+
+
+#: Statistics a range can be asked for: a steady mean or median (the model's point
+#: predictions), or a percentile (P90, P99) checked against published percentile rows.
+STATISTICS = ("mean", "p90", "p99")
+
 
 def _enough(rows: list[ErrorRow]) -> bool:
     """A level speaks for a new deployment: MIN_ROWS rows from MIN_SOURCES sources or more."""
@@ -372,7 +487,7 @@ def _enough(rows: list[ErrorRow]) -> bool:
 
 def _select(
     fitted: list[ErrorRow], engine: str, family: str, attention_dp: bool = False,
-    moe: bool | None = None,
+    moe: bool | None = None, regime: str | None = None,
 ) -> tuple[str, list[float], bool]:  # fmt: skip
     """The first level of the hierarchy that is ``_enough`` (else all rows): label, log ratios,
     and whether that level is of the engine and/or family (not all rows of the pool).
@@ -380,23 +495,32 @@ def _select(
     ``attention_dp``: the rows of that layout first (the same levels, then all of them).
     ``moe``: the rows of that architecture class first (MoE when True, dense when False; both
     when None), with every level inside the class; too few of them: both classes.
+    ``regime``: inside the class, the rows of that load regime (``load_regime``) first; too
+    few of them: every regime (rows without a recorded regime count in no regime).
     """
     few = f"fewer than {MIN_ROWS} rows or {MIN_SOURCES} sources"
     if attention_dp:
         dp_rows = [r for r in fitted if r.attention_dp]
         if _enough(dp_rows):
-            label, chosen, specific = _select(dp_rows, engine, family, moe=moe)
+            label, chosen, specific = _select(dp_rows, engine, family, moe=moe, regime=regime)
             return f"attention-DP deployments: {label}", chosen, specific
-        label, chosen, specific = _select(fitted, engine, family, moe=moe)
+        label, chosen, specific = _select(fitted, engine, family, moe=moe, regime=regime)
         return f"{label}; {few} of held-out attention-DP deployments, any layout", chosen, specific
     if moe is not None:
         same = [r for r in fitted if r.moe == moe]
         cls = "MoE" if moe else "dense"
         if _enough(same):
-            label, chosen, specific = _select(same, engine, family)
+            label, chosen, specific = _select(same, engine, family, regime=regime)
             return f"{cls} models: {label}", chosen, specific
-        label, chosen, specific = _select(fitted, engine, family)
+        label, chosen, specific = _select(fitted, engine, family, regime=regime)
         return f"{label}; {few} of held-out {cls}-model rows, both classes", chosen, specific
+    if regime:
+        at = [r for r in fitted if r.regime == regime]
+        if _enough(at):
+            label, chosen, specific = _select(at, engine, family)
+            return f"{regime} load, {label}", chosen, specific
+        label, chosen, specific = _select(fitted, engine, family)
+        return f"{label}; {few} at {regime} load, any load", chosen, specific
     levels = (
         (f"{engine} on {family}", lambda r: r.engine == engine and r.accelerator_family == family),
         (f"{family}, any engine", lambda r: r.accelerator_family == family),
@@ -422,6 +546,8 @@ def interval_factors(
     attention_dp: bool = False,
     moe: bool | None = None,
     exclude_source: str | None = None,
+    regime: str | None = None,
+    statistic: str = "mean",
 ) -> Interval:
     """Multiplicative interval for a ``kind`` prediction of ``engine`` on accelerator ``family``.
 
@@ -429,21 +555,41 @@ def interval_factors(
     check scores each row by an interval built without it, or without its source). No rows of
     the kind: [1, 1] (widened if uncalibrated) with a basis saying so.
     ``attention_dp``: the prediction is for that layout; ``moe``: for a mixture-of-experts
-    (True) or dense (False) model, None for a pool over both (``_select``).
+    (True) or dense (False) model, None for a pool over both (``_select``); ``regime``: the
+    load regime of the prediction (``load_regime``), None for any.
+    ``statistic``: "mean" (a steady mean or median: rows of those statistics; the means of
+    short closed-loop runs that carry a start-up wave, which no steady prediction has, are
+    their own family and stay out) or "p90"/"p99" (a predicted percentile: the held-out
+    percentile rows of that statistic when there are enough, else the mean/median rows, and
+    the basis says so).
     """
     if kind not in KINDS:
         raise ValueError(f"kind {kind!r}; allowed: {', '.join(KINDS)}")
+    if statistic not in STATISTICS:
+        raise ValueError(f"statistic {statistic!r}; allowed: {', '.join(STATISTICS)}")
     check_confidence(confidence)
     table = load_table() if table is None else table
     calibrated = family_calibrated and engine_calibrated
     pool = [r for r in table.rows
             if r.kind == kind and r.id != exclude_id and r.source != exclude_source]  # fmt: skip
+    steady = [r for r in pool if r.statistic in ("", "mean", "median")]
+    what = kind
+    if statistic != "mean":
+        tail = [r for r in pool if r.statistic == statistic]
+        pool = tail if _enough(tail) else steady
+        what = (
+            f"{statistic.upper()} {kind}"
+            if pool is tail
+            else (f"{kind} (mean/median; {len(tail)} held-out {statistic.upper()} rows, too few)")
+        )
+    else:
+        pool = steady
     fitted = [r for r in pool if r.calibrated] or pool
-    label, chosen, specific = _select(fitted, engine, family, attention_dp, moe)
+    label, chosen, specific = _select(fitted, engine, family, attention_dp, moe, regime)
     matched = bool(chosen) and specific
     if chosen:
         lo, hi = quantile_bounds(chosen, confidence)
-        basis = f"{len(chosen)} held-out {kind} rows ({label})"
+        basis = f"{len(chosen)} held-out {what} rows ({label})"
     else:
         lo, hi = 1.0, 1.0
         basis = f"no out-of-sample {kind} rows in data/crossval.yaml"
@@ -477,7 +623,8 @@ def is_calibrated(engine: str, family: str) -> tuple[bool, bool]:
 
 def factors_for(
     kind: str, engine: str, family: str, confidence: float = DEFAULT_CONFIDENCE,
-    table: ErrorTable | None = None, moe: bool | None = None,
+    table: ErrorTable | None = None, moe: bool | None = None, regime: str | None = None,
+    statistic: str = "mean",
 ) -> Interval:  # fmt: skip
     """``interval_factors`` with the calibration state read from data/calibration.yaml; kind e2e
     without e2e rows: the wider of the TTFT and TPOT factors at each end (an upper bound of the
@@ -485,18 +632,25 @@ def factors_for(
     fam_ok, eng_ok = is_calibrated(engine, family)
     t = load_table() if table is None else table
     # The search asks for the same few (kind, engine, family) once per deployment it reports.
-    key = (id(t), kind, engine, family, confidence, fam_ok, eng_ok, moe)
+    key = (id(t), kind, engine, family, confidence, fam_ok, eng_ok, moe, regime, statistic)
     if key in _MEMO:
         return _MEMO[key][1]
     if len(_MEMO) > 4096:
         _MEMO.clear()
     got = _any_kind(kind, engine, family, confidence, family_calibrated=fam_ok,
-                    engine_calibrated=eng_ok, table=t, moe=moe)  # fmt: skip
+                    engine_calibrated=eng_ok, table=t, moe=moe, regime=regime,
+                    statistic=statistic)  # fmt: skip
     _MEMO[key] = (t, got)  # holding t keeps its id from being reused
     return got
 
 
 _MEMO: dict[tuple, tuple[ErrorTable, Interval]] = {}
+
+
+def range_factors(kind: str, engine: str, family: str, confidence: float, **kw) -> Interval:
+    """The interval an answer shows (``interval_factors`` keywords; for e2e without rows of
+    this engine or family, the hull of the TTFT and TPOT intervals)."""
+    return _any_kind(kind, engine, family, confidence, **kw)
 
 
 def _any_kind(kind: str, engine: str, family: str, confidence: float, **kw) -> Interval:
@@ -579,15 +733,22 @@ def coverage(
             r.kind, r.engine, r.accelerator_family, confidence, table=table,
             family_calibrated=r.calibrated, engine_calibrated=True, exclude_id=r.id,
             exclude_source=r.source if leave_out == "source" else None,
-            attention_dp=r.attention_dp, moe=r.moe,
+            attention_dp=r.attention_dp, moe=r.moe, regime=r.regime or None,
+            statistic=r.statistic if r.statistic in STATISTICS else "mean",
         )  # fmt: skip
         if iv.rows == 0:
             continue
         ok = math.log(iv.low) <= r.log_ratio <= math.log(iv.high)
+        if r.statistic == "wave-mean":  # no answer predicts it: scored apart, not in "all"
+            inside.setdefault("start-up-wave means", []).append(ok)
+            continue
+        if r.regime:
+            inside.setdefault(f"{r.regime} load", []).append(ok)
         inside.setdefault(r.kind, []).append(ok)
         inside.setdefault("MoE models" if r.moe else "dense models", []).append(ok)
         inside.setdefault("calibrated" if r.calibrated else "uncalibrated", []).append(ok)
-    order = [*KINDS, "dense models", "MoE models", "calibrated", "uncalibrated"]
+    order = [*KINDS, "dense models", "MoE models", "calibrated", "uncalibrated",
+             *(f"{g} load" for g in REGIMES), "start-up-wave means"]  # fmt: skip
     out = {
         k: {"rows": len(inside[k]), "inside_pct": 100 * sum(inside[k]) / len(inside[k])}
         for k in order

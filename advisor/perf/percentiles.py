@@ -21,10 +21,12 @@ draws each length uniformly from [r L, L] (``--random-range-ratio r``, default 0
 ``bench serve`` from [L (1 - r), L (1 + r)] (default 0: fixed); :func:`length_cv` reads this
 from the notes.
 
-ITL percentiles are compared with the model's TPOT percentiles: the model has no per-token
-gap distribution (a P99 ITL is a decode step stalled by another request's prefill; the P99
-of a request's mean gap is much smaller), so the ITL rows show how far that approximation is
-off rather than a calibrated prediction.
+ITL percentiles are compared with the model's inter-token gap
+(:func:`advisor.physics.queueing.inter_token_stats`): a mixture of plain decode steps and steps
+that carry a prefill (or a chunk of one), in the share the arrival rate and the prompt give
+(a P99 ITL is a decode step stalled by another request's prefill as soon as more than 1% of
+the gaps carry one; the P99 of a request's mean gap, its TPOT, is much smaller). Until
+2026-12-03 they were compared with the TPOT percentiles.
 
 Errors are signed (predicted / measured - 1) and absolute in %. A row predicted unstable
 (load above capacity) is a failure: listed with an infinite error, it counts as a 100 % error
@@ -161,8 +163,8 @@ def percentile_case(row: dict) -> PercentileCase | Skipped | None:
     if not m:
         return None
     what = "e2e" if m.group(1) == "e2el" else m.group(1)
-    # ITL percentiles are held against the model's TPOT distribution (it has no per-gap one), so
-    # the deployment is read as for a TPOT row: the check shows how far the ITL tail is missed
+    # an ITL row's deployment and load are read as for a TPOT row (the parser knows those);
+    # its percentile is then the inter-token gap's (physics.queueing.inter_token_stats)
     as_metric = "tpot" if what == "itl" else what
     parsed = parse_row(dict(_with_lengths(row), metric=f"{as_metric}_ms_median"))
     if isinstance(parsed, Skipped):
@@ -241,7 +243,7 @@ def _load_results(items: list[PercentileCase]) -> list[tuple[LoadResult, int]]:
         osl = np.array([pc.case.osl for pc in sel], dtype=float)
         cv = np.array([pc.isl_cv for pc in sel], dtype=float)
         load = np.array([pc.load for pc in sel], dtype=float)
-        kw = dict(isl_tokens=isl, isl_cv=cv, osl_cv=cv)
+        kw = dict(isl_tokens=isl, isl_cv=cv, osl_cv=cv, with_itl=True)
         sm = service_for(r, isl, osl)
         if closed:
 
@@ -278,7 +280,7 @@ def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePredictio
     """The model's percentile for each case at the case's load (inf where predicted unstable)."""
     out = []
     for pc, (res, j) in zip(items, _load_results(items), strict=True):
-        stats = {"ttft": res.ttft, "tpot": res.tpot, "itl": res.tpot, "e2e": res.e2e}[pc.metric]
+        stats = {"ttft": res.ttft, "tpot": res.tpot, "itl": res.itl, "e2e": res.e2e}[pc.metric]
         stable = bool(res.stable[j])
         pred = float(stats.quantile_s(pc.quantile)[j]) if stable else math.inf
         if stable and pc.metric == "ttft":
@@ -321,7 +323,7 @@ SLA_METRICS = ("ttft", "tpot", "e2e")
 def summarise_percentiles(preds: list[PercentilePrediction]) -> dict[str, dict[str, dict]]:
     """Error tables: ``headline`` per percentile and load level ("P99 high") pooled over the SLA
     metrics (TTFT, TPOT, E2E); ``by_metric`` per metric, percentile and level ("TTFT P99 high"),
-    ITL included (compared with the model's TPOT; no SLA is stated in ITL).
+    ITL included (the model's inter-token gap; no SLA is stated in ITL).
 
     Every prediction counts (an unstable one as a failure, 100 % |error|).
     """
@@ -373,8 +375,10 @@ def tail_ratios(preds: list[PercentilePrediction]) -> list[dict]:
     return out
 
 
+#: Percentile -> the statistic of the range a prediction of it carries (intervals.STATISTICS).
+TAIL_STATISTIC = {0.9: "p90", 0.99: "p99"}
 #: The prediction kind of advisor/perf/intervals.py whose range a percentile row's metric
-#: carries in the answers (ITL is predicted by the model's TPOT).
+#: carries in the answers (an ITL range is the TPOT's: no ITL rows are in the held-out table).
 RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot", "e2e": "e2e"}
 
 
@@ -382,19 +386,27 @@ def range_coverage(preds: list[PercentilePrediction], confidence: float = 0.8) -
     """Share of published percentiles inside the range an answer shows beside its prediction.
 
     The app, the PDF and ``recommend`` put a predicted P99 (or P50) between the prediction x the
-    interval factors of its kind, engine, accelerator family and model class
-    (``intervals.factors_for``), factors measured on mean and median rows. This scores that range
-    against the published percentile itself: the tail's own error (its shape) is in it too. A row
-    predicted unstable is outside. Keys "P50", "P99" (all metrics) and "P99 TTFT"-style per
+    interval factors of its kind, engine, accelerator family, model class, load regime and
+    statistic (``intervals.range_factors``: a P90/P99 from the held-out percentile rows where
+    there are enough, else from mean and median rows). This scores that range against the
+    published percentile itself, built without the row's source (as for a new deployment): the
+    tail's own error (its shape) is in it too. A row predicted unstable is outside. Keys "P50", "P99" (all metrics) and "P99 TTFT"-style per
     metric: rows and inside_pct.
     """
-    from advisor.perf.intervals import factors_for
+    from advisor.perf.intervals import is_calibrated, load_regime, range_factors
 
     inside: dict[str, list[bool]] = {}
     for p in preds:
         c = p.pc.case
-        iv = factors_for(RANGE_KIND[p.pc.metric], c.config.engine, c.config.gpu.family,
-                         confidence, moe=c.config.model.is_moe)  # fmt: skip
+        fam_ok, eng_ok = is_calibrated(c.config.engine, c.config.gpu.family)
+        iv = range_factors(
+            RANGE_KIND[p.pc.metric], c.config.engine, c.config.gpu.family, confidence,
+            family_calibrated=fam_ok, engine_calibrated=eng_ok, moe=c.config.model.is_moe,
+            attention_dp=c.config.dp_attention,
+            regime=load_regime(p.utilisation if p.stable else math.inf),
+            statistic=TAIL_STATISTIC.get(p.pc.quantile, "mean"),
+            exclude_source=source_key(p.pc.source),
+        )  # fmt: skip
         ok = p.stable and iv.low * p.predicted_s <= p.pc.measured_s <= iv.high * p.predicted_s
         label = LABEL_OF[p.pc.quantile]
         inside.setdefault(label, []).append(ok)
@@ -470,7 +482,7 @@ def render_percentiles(rep: dict) -> list[str]:
     """Text lines of the percentile section (``advisor validate`` and bench/percentiles.py)."""
     lines = [
         "PERCENTILES (published median/P90/P99 TTFT, TPOT, ITL, E2E vs the queueing model's "
-        "percentiles at the row's load; ITL compared with TPOT):",
+        "percentiles at the row's load; ITL: the inter-token gap's):",
         f"  rows: {rep['rows_total']} percentile rows, {rep['rows_used']} predicted, "
         f"{rep['rows_skipped']} not representable",
         "  The engine constants were fitted to rows that include these runs' medians: P50/P99",
@@ -481,7 +493,7 @@ def render_percentiles(rep: dict) -> list[str]:
     ]
     for title, table in (
         ("SLA metrics (TTFT, TPOT, E2E) pooled:", rep["by_percentile"]["headline"]),
-        ("per metric (ITL against the model's TPOT: no ITL distribution is modelled):",
+        ("per metric (ITL: plain steps and steps carrying a prefill, mixed):",
          rep["by_percentile"]["by_metric"]),
     ):  # fmt: skip
         lines.append(f"  {title}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -37,6 +37,18 @@ class SimResult:
     running_mean: float
     throughput_tok_per_s: float
     utilisation: float
+    #: Inter-token gaps (s) of the decode iterations inside the measurement window, each with
+    #: the sequences that waited it (a gap seen by 8 running sequences counts 8 times).
+    itl_gap_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    itl_weight: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def itl_quantile_s(self, q: float) -> float:
+        """Quantile q of the inter-token gap over every decoding sequence's gaps (weighted)."""
+        if self.itl_gap_s.size == 0:
+            return 0.0
+        order = np.argsort(self.itl_gap_s)
+        cum = np.cumsum(self.itl_weight[order])
+        return float(self.itl_gap_s[order][np.searchsorted(cum, q * cum[-1])])
 
     def stats(self) -> LoadResult:
         """The samples summarised as a one-candidate :class:`LoadResult`."""
@@ -139,6 +151,18 @@ def simulate(
         if hi > lo:
             area += count * (hi - lo)
 
+    gaps: list[float] = []
+    weights: list[int] = []
+    last_token_t = [0.0]
+
+    def gap(t_end: float, seqs: int) -> None:
+        """A decode iteration ended at t_end: ``seqs`` sequences that had a token at the
+        previous iteration's end waited t_end minus it (prefills in between included)."""
+        if seqs > 0 and t0 <= last_token_t[0] and t_end <= t1:
+            gaps.append(t_end - last_token_t[0])
+            weights.append(seqs)
+        last_token_t[0] = t_end
+
     waiting: deque[int] = deque()
     t = 0.0
     nxt = 0
@@ -179,6 +203,7 @@ def simulate(
                 continue
             if not chunked:
                 k = min(len(waiting), m_slots - running)
+                k_new = 0  # admitted now: their first gap starts at their first token
                 if k > 0:
                     idx = [waiting.popleft() for _ in range(k)]
                     dur = float(pre_i[idx].sum())
@@ -192,10 +217,12 @@ def simulate(
                         else:
                             heapq.heappush(heap, (g + int(osl[j]) - 1, j))
                             running += 1
+                            k_new += 1
                 if running > 0:
                     dur = step(running)
                     occupy(t, dur, running)
                     t += dur
+                    gap(t, running - k_new)
                     g += 1
                     while heap and heap[0][0] == g:
                         _, j = heapq.heappop(heap)
@@ -226,6 +253,7 @@ def simulate(
                 occupy(t, dur, decoding)
                 t += dur
                 if decoding > 0:
+                    gap(t, decoding)
                     g += 1
                     while heap and heap[0][0] == g:
                         _, j = heapq.heappop(heap)
@@ -256,4 +284,6 @@ def simulate(
         running_mean=area / window,
         throughput_tok_per_s=float(osl_k.sum()) / window,
         utilisation=rho,
+        itl_gap_s=np.array(gaps),
+        itl_weight=np.array(weights, dtype=float),
     )

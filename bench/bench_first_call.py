@@ -1,0 +1,66 @@
+"""How long the first answer takes in a fresh process (issue 38's speed item).
+
+Starts a new Python process per run and times, inside it: the imports, the first
+``recommend()`` (catalogs, calibration and the ranges table read on first use) and a second,
+warm one, for the full 8 x 8-GPU search of bench/bench_search.py (3 accelerators, speculative
+and disaggregated: ~31,000-36,000 candidates) and for the default scenario. Prints each run and
+the medians; target (issue 38): the first full search within 150 ms, which on a shared machine
+reads best as the first call's extra time over the warm one (first - warm) and their ratio.
+Never asserts on speed.
+
+    .venv/bin/python bench/bench_first_call.py [RUNS]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, ".")
+from advisor.scenario import Hardware, Options, Scenario
+from advisor.search.recommend import recommend
+t1 = time.perf_counter()
+if sys.argv[1] == "full":
+    sc = Scenario(model="llama-3.1-70b", options=Options(speculative=True, disaggregated=True),
+                  hardware=Hardware(gpus=["h100-sxm", "a100-sxm-80gb", "mi300x"],
+                                    gpus_per_node=8, nodes=8))
+else:
+    sc = Scenario()
+t2 = time.perf_counter()
+r = recommend(sc)
+t3 = time.perf_counter()
+recommend(sc)
+t4 = time.perf_counter()
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t3 - t2) * 1e3,
+                  "warm_ms": (t4 - t3) * 1e3, "candidates": r.candidates_evaluated}))
+"""
+
+
+def run(kind: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, kind], cwd=ROOT, capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(runs: int = 3) -> None:
+    for kind in ("full", "default"):
+        got = [run(kind) for _ in range(runs)]
+        for g in got:
+            print(f"{kind:<8} {g['candidates']:>6,} candidates: imports {g['import_ms']:6.0f} ms, "
+                  f"first recommend {g['first_ms']:6.0f} ms, warm {g['warm_ms']:6.0f} ms")  # fmt: skip
+        med = {k: statistics.median(g[k] for g in got) for k in ("first_ms", "warm_ms")}
+        print(f"{kind:<8} median: first {med['first_ms']:.0f} ms, warm {med['warm_ms']:.0f} ms, "
+              f"first - warm {med['first_ms'] - med['warm_ms']:.0f} ms, "
+              f"first / warm {med['first_ms'] / med['warm_ms']:.2f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 3)
