@@ -261,7 +261,7 @@ class Scenario(BaseModel):
                 "(or an imported config.json)"
             )
         if self.model_config_json is not None:  # refused now, not when a page first uses it
-            from advisor.catalog.hf_import import HFConfigError
+            from advisor.catalog.hf import HFConfigError
 
             depth = object_depth(self.model_config_json)
             if depth > MAX_JSON_DEPTH:  # the limit a standalone config.json has
@@ -279,7 +279,7 @@ class Scenario(BaseModel):
     def model_spec(self) -> ModelSpec:
         """The model this scenario is about (catalog entry or imported config)."""
         if self.model_config_json is not None:
-            from advisor.catalog.hf_import import model_from_hf_config
+            from advisor.catalog.hf import model_from_hf_config
 
             return model_from_hf_config(self.model_config_json, model_id=self.model)
         return models()[self.model]

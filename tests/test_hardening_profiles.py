@@ -305,7 +305,7 @@ def test_calibrate_page_refuses_hostile_uploads_with_a_message(tmp_path, monkeyp
 
 
 def test_a_50000_character_key_given_twice_is_echoed_short():
-    from advisor.catalog.hf_import import HFConfigError, load_hf_config_bytes
+    from advisor.catalog.hf import HFConfigError, load_hf_config_bytes
     from advisor.perf.importers.common import BenchmarkFileError, parse_json
 
     key = "k" * 50_000

@@ -1,4 +1,4 @@
-"""Tests for advisor.catalog.hf_import (Hugging Face config.json -> ModelSpec).
+"""Tests for advisor.catalog.hf (Hugging Face config.json -> ModelSpec).
 
 Fixtures in tests/fixtures/hf/ are config.json files as Hugging Face publishes them (extra keys
 such as torch_dtype, rope_scaling, bos_token_id, quantization_config included, and ignored by the
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.catalog.hf_import import (
+from advisor.catalog.hf import (
     SUPPORTED_FAMILIES,
     HFConfigError,
     detect_family,
@@ -762,3 +762,17 @@ def test_minimax_m2_counts_by_hand() -> None:
     shared = _load("minimax-m2") | {"shared_intermediate_size": 1536}
     with pytest.raises(HFConfigError, match="'shared_intermediate_size'=1536"):
         model_from_hf_config(shared)
+
+
+def test_registry_maps_every_spec_family_once():
+    """Each ModelSpec family has exactly one Family record, and no model_type or architecture
+    name is claimed by two families (the registry's dicts would keep the last one silently)."""
+    from advisor.catalog.hf.registry import _MODULES, FAMILIES
+    from advisor.catalog.specs import MODEL_FAMILIES
+
+    records = [f for m in _MODULES for f in m.FAMILIES]
+    assert sorted(f.name for f in records) == sorted(MODEL_FAMILIES)
+    for attr in ("model_types", "architectures"):
+        names = [n for f in records for n in getattr(f, attr)]
+        assert len(names) == len(set(names)), attr
+    assert all(FAMILIES[f].model_types for f in MODEL_FAMILIES)

@@ -2,7 +2,7 @@
 (--scenario, the app upload, saved scenarios). Each is refused with a message naming the field
 or the limit; nothing in user data is executed or unpickled.
 
-Expected messages are the validators' own (advisor/catalog/hf_import.py, advisor/scenario.py);
+Expected messages are the validators' own (advisor/catalog/hf/, advisor/scenario.py);
 the base config is tests/fixtures/hf/llama-3.1-8b.json (the Hugging Face file).
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.catalog import hf_import
-from advisor.catalog.hf_import import HFConfigError, load_hf_config_bytes, model_from_hf_config
+from advisor.catalog import hf
+from advisor.catalog.hf import HFConfigError, load_hf_config_bytes, model_from_hf_config
 from advisor.cli import main
 from advisor.scenario import MAX_SCENARIO_BYTES, Scenario, ScenarioError, load_scenario
 from advisor.store import Store
@@ -235,7 +235,7 @@ def test_upload_size_caps():
     """Streamlit refuses uploads over maxUploadSize (MB); the parsers cap again in bytes."""
     server = tomllib.loads((ROOT / ".streamlit/config.toml").read_text())["server"]
     assert server["maxUploadSize"] <= 2
-    assert hf_import.DEFAULT_MAX_BYTES <= 2_000_000 and MAX_SCENARIO_BYTES <= 2_000_000
+    assert hf.DEFAULT_MAX_BYTES <= 2_000_000 and MAX_SCENARIO_BYTES <= 2_000_000
     assert "max_upload_size=MAX_UPLOAD_MB" in (ROOT / "ui/pages/scenarios.py").read_text()
 
 

@@ -126,7 +126,7 @@ def _section(name: str, build: Any, fallback: Any) -> Any:
 def _parse_upload(data: bytes) -> tuple[dict | None, str | None, str]:
     """(config dict, model id, error message) for uploaded config.json bytes."""
     try:
-        from advisor.catalog.hf_import import (
+        from advisor.catalog.hf import (
             HFConfigError,
             load_hf_config_bytes,
             model_from_hf_config,
@@ -224,7 +224,7 @@ def _released_precision(model_id: str, cfg: dict | None) -> str | None:
 def _draft_target(model_id: str, cfg: dict | None):
     target = models().get(model_id)
     if target is None and cfg is not None:
-        from advisor.catalog.hf_import import model_from_hf_config
+        from advisor.catalog.hf import model_from_hf_config
 
         target = model_from_hf_config(cfg)
     return target

@@ -35,7 +35,7 @@ def resolve_model(value: str, flag: str = "--model") -> ModelSpec:
     except OSError:  # e.g. a name longer than the file system allows
         is_file = False
     if value.endswith(".json") or is_file:
-        from advisor.catalog.hf_import import (
+        from advisor.catalog.hf import (
             HFConfigError,
             load_hf_config_file,
             model_from_hf_config,
