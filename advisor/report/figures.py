@@ -12,15 +12,6 @@ from typing import Any
 from advisor.scenario import Scenario
 
 
-def _pick_percentile(p: Any, percentile: int) -> float | None:
-    if p is None:
-        return None
-    if isinstance(p, int | float):
-        return float(p)
-    v = getattr(p, f"p{percentile}", None)
-    return None if v is None else float(v)
-
-
 def latency_rows(best: Any, scenario: Scenario) -> dict[str, dict[str, float]]:
     """The search's own mean breakdown of deployment ``best`` at the scenario's load (ms):
     the prefill of one prompt alone, and the mean TPOT = one decode step at the mean running

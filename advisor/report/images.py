@@ -150,10 +150,3 @@ def figure_png(fig, width: int, height: int, scale: float = 2) -> bytes | None:
                 f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
             )
         return None
-
-
-def warm_up() -> bool:
-    """Start the server and render a trivial figure (so the first real export is fast)."""
-    import plotly.graph_objects as go
-
-    return figure_png(go.Figure(), 100, 100, scale=1) is not None

@@ -629,18 +629,6 @@ def _sla_lines(s: Scenario, d: Deployment) -> list[str]:
     return out
 
 
-def _sla_short(s: Scenario, d: Deployment) -> str:
-    """Each SLA target as "P99 TPOT 19.2 ms ≤ 50: met" (one line per target)."""
-    out = []
-    for label, target, got in (("TTFT", s.sla.ttft_ms, d.ttft_ms),
-                               ("TPOT", s.sla.tpot_ms, d.tpot_ms), ("E2E", s.sla.e2e_ms, d.e2e_ms)):  # fmt: skip
-        if target is None or got is None:
-            continue
-        out.append(f"P{s.sla.percentile} {label} {got:,.1f} ms{d.range_text(label, got)} "
-                   f"(≤ {target:g}): {d.verdict(label, got, target)}")  # fmt: skip
-    return "\n".join(out)
-
-
 def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None:
     s = ctx.scenario
     doc.h1(clean(title, 120))
