@@ -401,6 +401,52 @@ def write_ranges() -> None:
     print(f"wrote {RANGES_PATH.relative_to(DATA_DIR.parent)} ({len(out['rows'])} rows)")
 
 
+#: Targets per statistic (issue 37), out of sample: steady means and medians per family, P99s.
+STATISTIC_TARGETS = {"mean": 12, "median": 12, "p99": 20}
+
+
+def statistic_table() -> str:
+    """The leave-one-source-out table per statistic (issue 37), as markdown: median |error|
+    (rows) of steady means, medians and start-up-wave means (closed-loop runs of stated length
+    whose first wave is in their mean, reported apart) per metric family, from data/crossval.yaml
+    and data/crossval_ranges.json; and of the published P50/P99 rows per metric, from
+    data/crossval_percentiles.yaml. Every row counts (a failure as 100%)."""
+    import yaml
+
+    from advisor.catalog.loader import DATA_DIR
+    from advisor.perf.intervals import load_table
+
+    doc = yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8"))
+    stat = {r.id: r.statistic for r in load_table().rows}
+    cells: dict[tuple[str, str], list[float]] = {}
+    names = {"wave-mean": "start-up-wave mean", "median": "median"}
+    for r in doc["loso_rows"]:
+        if r["kind"] == "allreduce":
+            continue
+        p, m = float(r["predicted"]), float(r["measured"])
+        e = abs(p / m - 1) if np.isfinite(p) and p > 0 else np.inf
+        cells.setdefault((r["family"], names.get(stat.get(r["id"], ""), "mean")), []).append(e)
+    if PERCENTILES_PATH.exists():
+        pct = yaml.safe_load(PERCENTILES_PATH.read_text(encoding="utf-8"))["rows"]
+        for r in pct:
+            p, m = float(r["predicted"]), float(r["measured"])
+            e = abs(p / m - 1) if np.isfinite(p) else np.inf
+            q = {0.5: "P50", 0.9: "P90", 0.95: "P95", 0.99: "P99"}[float(r["quantile"])]
+            cells.setdefault((f"published {r['metric'].upper()}", q), []).append(e)
+
+    def cell(v: list[float]) -> str:
+        x = np.minimum(np.array(v), 1.0)  # a failure counts as a 100% error, never dropped
+        return f"{100 * float(np.median(x)):.1f}% ({len(v)})"
+
+    lines = ["| family | statistic | median \\|error\\| (rows) | target |", "|---|---|---|---|"]
+    for (fam, st), v in sorted(cells.items()):
+        key = "p99" if st == "P99" else ("median" if st in ("median", "P50") else
+                                         ("mean" if st == "mean" else ""))  # fmt: skip
+        target = f"<= {STATISTIC_TARGETS[key]}%" if key else "reported apart"
+        lines.append(f"| {fam} | {st} | {cell(v)} | {target} |")
+    return "\n".join(lines)
+
+
 COLUMNS = ("batch-1 decode", "TTFT", "TTFT/ITL under load", "offline throughput", "all-reduce",
            "vLLM/SGLang rows", "AMD rows")  # fmt: skip
 
@@ -454,6 +500,9 @@ def main() -> None:
                     help="leave one source out for the published percentile rows (P50/P90/P99 "
                     "of TTFT, TPOT, ITL, E2E) too, and write data/crossval_percentiles.yaml "
                     "(with --schemes source; --warm allowed: the file says how it was made)")  # fmt: skip
+    ap.add_argument("--by-statistic", dest="by_statistic", action="store_true",
+                    help="print the leave-one-source-out table per statistic (mean, median, "
+                    "start-up-wave mean, published P50/P99) from the data files (no refit)")  # fmt: skip
     ap.add_argument("--ranges", action="store_true",
                     help="write data/crossval_ranges.json (the compact table the answers' ranges "
                     "read) from data/crossval.yaml, with each row's load regime (no refit)")  # fmt: skip
@@ -465,6 +514,9 @@ def main() -> None:
         ap.error(f"--jobs: {args.jobs} is outside 1-64")
     if args.ranges:
         write_ranges()
+        return
+    if args.by_statistic:
+        print(statistic_table())
         return
     if args.markdown:
         import yaml

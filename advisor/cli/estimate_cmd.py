@@ -42,16 +42,19 @@ from advisor.cli.profile_opt import add_profile_flag, apply_to_estimate, load_pr
 from advisor.cli.profile_opt import check as check_profile
 from advisor.perf.client_profile import ProfileDoc
 from advisor.perf.estimate import EstimateInput, estimate
-from advisor.perf.intervals import range_note
+from advisor.perf.intervals import narrowing_advice, range_note
 from advisor.perf.profiles import ENGINES
-from advisor.scenario import DEFAULT_ENGINE, format_validation_error
+from advisor.perf.sweeps import fmt_ms
+from advisor.scenario import DEFAULT_ENGINE, THINK_TIME_DEFAULT_S, format_validation_error
 
 MAX_INPUT_BYTES = 10_000_000
 _KEYS = {
     "model", "gpu", "tp", "pp", "dp", "weights", "kv", "isl", "osl", "concurrency", "qps",
     "link", "inter_link", "engine", "spec_draft", "spec_tokens", "spec_acceptance", "gpus_per_node",
-    "ep", "dp_attention", "batching", "confidence",
+    "ep", "dp_attention", "batching", "confidence", "users", "think_time_s",
 }  # fmt: skip
+#: Bounds of the users' load (as recommend's and the scenario's Workload).
+USERS_RANGE, THINK_RANGE_S = (1, 1_000_000), (0.0, 3600.0)
 
 
 def _concurrency(text: str) -> int | str:
@@ -78,6 +81,16 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "spread evenly over the --dp replicas); max: every replica's KV cache full",
     )  # fmt: skip
     p.add_argument("--qps", type=float_in(0, 1e7, lo_open=True), default=None, help="requests/s")
+    p.add_argument(
+        "--users", type=int_in(*USERS_RANGE), default=None,
+        help="concurrent users over the whole deployment, each thinking --think-time-s between "
+        "an answer and the next request (the load recommend --users puts on it)",
+    )  # fmt: skip
+    p.add_argument(
+        "--think-time-s", dest="think_time_s", type=float_in(*THINK_RANGE_S), default=None,
+        help=f"seconds each --users user reads before the next request (0..3600, default "
+        f"{THINK_TIME_DEFAULT_S:g})",
+    )  # fmt: skip
     p.add_argument("--link", help="intra-node interconnect id (default: the GPU's own)")
     p.add_argument("--inter-link", dest="inter_link", help="inter-node interconnect id")
     p.add_argument("--gpus-per-node", dest="gpus_per_node", type=int_in(1, 72), default=8)
@@ -114,6 +127,7 @@ def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
             raise CliInputError(f"--{key} is required")
     if d.get("concurrency") is not None and d.get("qps") is not None:
         raise CliInputError("--concurrency and --qps are exclusive: give one of them")
+    users, think_s = _users(d)
     if d.get("spec_draft") is not None and d.get("qps") is not None:
         raise CliInputError("--spec-draft works with --concurrency N, not with --qps")
     model = resolve_model(str(d["model"]))
@@ -141,10 +155,55 @@ def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
         raise CliInputError("--spec-draft needs --concurrency N (a number), not max")
     if profile is not None:
         check_profile(profile, [gpu.id], inp.engine)
+    if users is not None:
+        inp, load = _users_rate(model, gpu, inp, users, think_s)
+        if inp is None:
+            result = estimate(
+                model, gpu, EstimateInput.model_validate({**fields, "concurrency": 1})
+            )
+            return {**result, "users": load}
     result = estimate(model, gpu, inp)
+    if users is not None:
+        result["users"] = load
     if "replicated" in layout:  # say it, as the engines' logs do
         result["notes"] = [*result.get("notes", []), layout]
     return apply_to_estimate(result, profile, gpu.id) if profile is not None else result
+
+
+def _users(d: dict) -> tuple[int | None, float]:
+    """(users, think time s) of a line or the flags, validated; (None, _) without --users."""
+    users, think = d.pop("users", None), d.pop("think_time_s", None)
+    if users is None:
+        if think is not None:
+            raise CliInputError(f"--think-time-s {think!r}: needs --users (the users who think)")
+        return None, THINK_TIME_DEFAULT_S
+    for flag, v in (("--qps", d.get("qps")), ("--concurrency", d.get("concurrency"))):
+        if v is not None:
+            raise CliInputError(f"--users {users!r} and {flag} {v!r}: give one load, not both")
+    if isinstance(users, bool) or not isinstance(users, int) or not (
+        USERS_RANGE[0] <= users <= USERS_RANGE[1]
+    ):  # fmt: skip
+        raise CliInputError(f"--users {users!r} is outside {USERS_RANGE[0]}..{USERS_RANGE[1]:,}")
+    think = THINK_TIME_DEFAULT_S if think is None else think
+    if isinstance(think, bool) or not isinstance(think, int | float) or not (
+        THINK_RANGE_S[0] <= think <= THINK_RANGE_S[1]
+    ):  # fmt: skip
+        raise CliInputError(f"--think-time-s {think!r} is outside 0..3600 (seconds)")
+    return users, float(think)
+
+
+def _users_rate(model, gpu, inp: EstimateInput, users: int, think_s: float):
+    """``inp`` at the request rate ``users`` users thinking ``think_s`` s put on it (the
+    search's closed loop, ``perf.sweeps.closed_loop_qps``), and the ``users`` field of the
+    result; None for the input when no sequence fits (the estimate then says why)."""
+    from advisor.perf.sweeps import closed_loop_qps
+
+    x = closed_loop_qps(model, gpu, inp, users, think_s)
+    load = {"users": users, "think_time_s": think_s,
+            "request_rate_per_s": x, "law": "X = N / (Z + E2E(X)) (interactive response-time law)"}  # fmt: skip
+    if x is None:
+        return None, load
+    return inp.model_copy(update={"qps": x, "concurrency": None}), load
 
 
 def _draft(model, draft_id: str):
@@ -304,6 +363,42 @@ def _in_flight(r: dict) -> str:
     return f"{total} over {r['dp']} replicas ({r['running_per_replica']:,.1f} per replica)"
 
 
+def _load_text(r: dict) -> str:
+    """The load an answer is at, as the user gave it."""
+    u = r.get("users")
+    if u:
+        return (f"{u['users']:,} users thinking {u['think_time_s']:g} s "
+                f"({u['request_rate_per_s']:.3g} req/s)")  # fmt: skip
+    if r.get("percentiles_load") == "poisson":
+        return f"{r['throughput_tok_s'] / r['osl']:.3g} req/s (Poisson arrivals)"
+    return f"{_in_flight(r)} (clients in a closed loop)"
+
+
+def _percentile_lines(r: dict) -> list[str]:
+    """P50 / P90 / P99 of TTFT, TPOT, ITL and E2E with their ranges, the load they are at,
+    and, for a range wider than 3x its prediction, the measurement that would narrow it."""
+    if "percentiles" not in r:
+        note = r.get("percentiles_note")
+        return [f"  percentiles: none ({note})"] if note else []
+    piv = r.get("percentile_intervals") or {}
+    pct = f"{piv.get('confidence', 0.8):.0%}"
+    lines = [f"  percentiles at {_load_text(r)}: utilisation {r['utilisation']:.0%}, "
+             f"{r['load_regime']} load; {pct} ranges from held-out errors at that load:"]  # fmt: skip
+    for metric, label in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"),
+                          ("e2e_ms", "E2E")):  # fmt: skip
+        cells = []
+        for p in ("p50", "p90", "p99"):
+            v = r["percentiles"][metric][p]
+            lo, hi = (piv.get(metric) or {}).get(p, (v, v))
+            cells.append(f"{p.upper()} {fmt_ms(v)} ({fmt_ms(lo)}-{fmt_ms(hi)})")
+        lines.append(f"    {label:<5} " + "   ".join(cells))
+    if piv.get("wide"):
+        load = f"{_load_text(r)} ({r['utilisation']:.0%} utilisation)"
+        lines.append("  WIDE RANGE: " + narrowing_advice(", ".join(piv["wide"]), r["engine"],
+                                                         r["gpu"], load))  # fmt: skip
+    return lines
+
+
 def render(r: dict) -> str:
     head = (
         f"{r['model']} on {r['gpus']} x {r['gpu']} (TP={r['tp']} PP={r['pp']} DP={r['dp']}"
@@ -335,6 +430,7 @@ def render(r: dict) -> str:
                                 (f"engine {r['engine']}", iv["engine_calibrated"])) if not ok]  # fmt: skip
         lines.append(f"  UNCALIBRATED: {' and '.join(what)} predicted from priors; ranges widened")
     lines.append(f"  ranges from out-of-sample errors: {iv['basis']}")
+    lines += _percentile_lines(r)
     if "client_profile" in r:
         lines.append(render_line(r["client_profile"]))
     for phase, comp in r["breakdown"].items():

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.catalog import get_interconnect, interconnects
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.perf.intervals import estimate_intervals
+from advisor.perf.intervals import estimate_intervals, percentile_intervals
 from advisor.perf.predict import (
     concurrency_tpot,
     concurrency_ttft,
@@ -247,6 +247,11 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         return _infeasible(base, load.reasons, dep.mem.suggestions, load.concurrency, breakdown)
 
     base.update(load.extra)
+    if inp.qps is None and "percentiles" not in base:
+        why = _no_percentiles(inp)
+        if why is None:
+            base.update(_closed_loop_percentiles(dep, inp, float(inp.concurrency)))
+        base.setdefault("percentiles_note", why or "the closed loop is beyond its capacity")
     e2e = load.ttft_s + (dep.osl - 1) * load.tpot_s
     in_flight = load.concurrency * inp.dp if load.in_flight is None else load.in_flight
     gpus = inp.tp * inp.pp * inp.dp
@@ -263,7 +268,23 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     out["intervals"] = estimate_intervals(
         out, gpu.family, inp.confidence, inp.qps is not None, moe=model.is_moe
     )
+    if "percentiles" in out:
+        out["percentile_intervals"] = percentile_intervals(out, gpu.family, inp.confidence,
+                                                           moe=model.is_moe)  # fmt: skip
     return out
+
+
+def _no_percentiles(inp: EstimateInput) -> str | None:
+    """Why a fixed-concurrency estimate has no percentiles, or None when it has them."""
+    if inp.concurrency == "max":
+        return "offline (every request queued at once): no steady latency distribution"
+    if inp.batching == "static":
+        return "static batches: every request of a batch waits the same; see TTFT and TPOT"
+    if inp.spec_draft is not None:
+        return "speculative decoding: the queueing model has no percentiles for it"
+    if inp.prefill_elsewhere:
+        return "a disaggregated decode pool: percentiles are the search's (recommend)"
+    return None
 
 
 def _deployment(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> _Deployment:
@@ -394,7 +415,7 @@ def _at_request_rate(
     isl, osl = dep.isl, dep.osl
     res = latency_under_load(
         service_for(dep.r, np.array([isl]), np.array([osl])), inp.qps / inp.dp, osl,
-        isl_tokens=isl, policy=inp.batching,
+        isl_tokens=isl, policy=inp.batching, with_itl=True,
     )  # fmt: skip
     if not bool(res.stable[0]):
         cap_rate = float(res.capacity_req_per_s[0]) * inp.dp
@@ -412,12 +433,43 @@ def _at_request_rate(
     ttft = float(res.ttft.mean_s[0])
     breakdown["decode_step"] = _components(decode_step(dep.r, max(b, 1.0), isl + osl / 2.0))
     breakdown["queueing_ms"] = (ttft - prefill_s) * 1e3
-    percentiles = {
-        name: {f"p{q}": float(getattr(stats, f"p{q}_s")[0]) * 1e3 for q in (50, 90, 95, 99)}
-        for name, stats in (("ttft_ms", res.ttft), ("tpot_ms", res.tpot))
-    }
     return _Load(ttft, float(res.tpot.mean_s[0]), inp.qps * osl, b,
-                 extra={"percentiles": percentiles})  # fmt: skip
+                 extra=load_percentiles(res, "poisson"))  # fmt: skip
+
+
+def load_percentiles(res, load: str) -> dict:
+    """The ``percentiles`` (ms: P50, P90, P95, P99 of TTFT, TPOT, ITL and E2E), ``utilisation``
+    and ``load_regime`` fields of a result, from the queueing model at its load (replica 0 of
+    ``res``, a ``LoadResult`` computed ``with_itl``). ``load``: "poisson" (a request rate) or
+    "closed loop" (clients at the rate their cycle gives, ``perf.closed_loop``)."""
+    from advisor.perf.intervals import load_regime
+
+    stats = (("ttft_ms", res.ttft), ("tpot_ms", res.tpot), ("itl_ms", res.itl), ("e2e_ms", res.e2e))
+    u = float(res.utilisation[0])
+    return {
+        "percentiles": {
+            name: {f"p{q}": float(getattr(st, f"p{q}_s")[0]) * 1e3 for q in (50, 90, 95, 99)}
+            for name, st in stats
+        },
+        "percentiles_load": load,
+        "utilisation": u,
+        "load_regime": load_regime(u),
+    }
+
+
+def _closed_loop_percentiles(dep: _Deployment, inp: EstimateInput, clients: float) -> dict:
+    """Percentiles of ``clients`` clients in a closed loop over the ``dp`` replicas (no think
+    time): the queueing model at the rate X with X x E2E_mean(X) = clients, the model
+    ``recommend`` uses for concurrent users and ``perf.percentiles`` checks against published
+    ``--max-concurrency`` P50/P99 rows (its means can differ from the closed loop's above by a
+    few per cent: two models of one load)."""
+    from advisor.perf.closed_loop import closed_loop_load
+    from advisor.perf.validate import service_for
+
+    sm = service_for(dep.r, np.array([dep.isl]), np.array([dep.osl]))
+    kw = {"isl_tokens": dep.isl, "policy": inp.batching, "with_itl": True}
+    res, _ = closed_loop_load(sm, clients, dep.osl, kw, dp=np.array([float(inp.dp)]))
+    return load_percentiles(res, "closed loop") if bool(res.stable[0]) else {}
 
 
 def _static_batch(dep: _Deployment, inp: EstimateInput, n: float, breakdown: dict) -> _Load | str:

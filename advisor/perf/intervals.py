@@ -573,23 +573,26 @@ def interval_factors(
     pool = [r for r in table.rows
             if r.kind == kind and r.id != exclude_id and r.source != exclude_source]  # fmt: skip
     steady = [r for r in pool if r.statistic in ("", "mean", "median")]
-    what = kind
+    what, note = kind, ""
     if statistic != "mean":
         tail = [r for r in pool if r.statistic == statistic]
-        pool = tail if _enough(tail) else steady
-        what = (
-            f"{statistic.upper()} {kind}"
-            if pool is tail
-            else (f"{kind} (mean/median; {len(tail)} held-out {statistic.upper()} rows, too few)")
-        )
+        if _enough(tail):
+            pool, what = tail, f"{statistic.upper()} {kind}"
+        else:
+            pool = steady
+            note = f"; {len(tail)} held-out {statistic.upper()} rows, too few: mean/median rows"
     else:
         pool = steady
     fitted = [r for r in pool if r.calibrated] or pool
+    # Throughput's errors do not split by regime usefully: offline rows are "overloaded" and
+    # come from a few large sources, so a regime level there held 64.7% of the held-out
+    # throughputs at 80% against 73.2% without (bench/intervals.py, 2026-12-03).
+    regime = None if kind == "throughput" else regime
     label, chosen, specific = _select(fitted, engine, family, attention_dp, moe, regime)
     matched = bool(chosen) and specific
     if chosen:
         lo, hi = quantile_bounds(chosen, confidence)
-        basis = f"{len(chosen)} held-out {what} rows ({label})"
+        basis = f"{len(chosen)} held-out {what} rows ({label}){note}"
     else:
         lo, hi = 1.0, 1.0
         basis = f"no out-of-sample {kind} rows in data/crossval.yaml"
@@ -679,7 +682,8 @@ def estimate_intervals(
     engine = str(result["engine"])
     fam_ok, eng_ok = is_calibrated(engine, family)
     kw = dict(family_calibrated=fam_ok, engine_calibrated=eng_ok, table=table,
-              attention_dp=bool(result.get("attention_data_parallel")), moe=moe)  # fmt: skip
+              attention_dp=bool(result.get("attention_data_parallel")), moe=moe,
+              regime=result.get("load_regime"))  # fmt: skip
     iv = {k: interval_factors(k, engine, family, confidence, **kw) for k in ("ttft", "tpot")}
     ttft, tpot = float(result["ttft_ms"]), float(result["tpot_ms"])
     e = interval_factors("e2e", engine, family, confidence, **kw)
@@ -708,6 +712,66 @@ def estimate_intervals(
         "family_calibrated": fam_ok,
         "engine_calibrated": eng_ok,
     }
+
+
+#: A range is "wide" when an end lies beyond this factor of its prediction: it then names the
+#: measurement that would narrow it (``narrowing_advice``).
+WIDE_FACTOR = 3.0
+#: Percentile of an answer -> the statistic of its range (P95 reads as P99: the nearer tail).
+PERCENTILE_STATISTIC = {"p50": "mean", "p90": "p90", "p95": "p99", "p99": "p99"}
+#: Metric of an answer -> the prediction kind of its range (an ITL takes the TPOT's: the
+#: held-out table has no ITL rows).
+METRIC_KIND = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "tpot", "e2e_ms": "e2e"}
+
+
+def is_wide(point: float, low: float, high: float) -> bool:
+    """An end of the range beyond WIDE_FACTOR (3x) of the prediction, either way.
+
+    >>> is_wide(1.66, 1.4, 11.7), is_wide(100, 80, 250), is_wide(100, 30, 120)
+    (True, False, True)
+    """
+    return high > WIDE_FACTOR * point or low * WIDE_FACTOR < point
+
+
+def narrowing_advice(what: str, engine: str, gpu: str, load: str) -> str:
+    """What to measure when a range is too wide to inform (issue 37): the client's own run of
+    that statistic at that load, which the Calibrate page (``calibrate --from``) fits."""
+    return (
+        f"{what}: the range is wider than {WIDE_FACTOR:g}x the prediction, so it cannot decide "
+        f"the answer. Measure it: one replica of this deployment ({engine} on {gpu}) under "
+        f"{load} with the engine's serving benchmark (vllm bench serve / sglang.bench_serving "
+        "/ trtllm-bench), then load the result on the Calibrate page (or `python -m advisor "
+        "calibrate --from FILE`): the answer then uses your cluster's constants"
+    )
+
+
+def percentile_intervals(
+    result: Mapping, family: str, confidence: float = DEFAULT_CONFIDENCE,
+    table: ErrorTable | None = None, moe: bool | None = None,
+) -> dict:  # fmt: skip
+    """The range of each predicted percentile of an estimate (``result["percentiles"]``): its
+    kind, engine, family, class, load regime (``result["load_regime"]``) and statistic (P50 from
+    mean/median rows, P90/P99 from held-out P90/P99 rows where enough). ``wide``: the
+    percentiles whose range is wider than WIDE_FACTOR x the prediction."""
+    engine = str(result["engine"])
+    fam_ok, eng_ok = is_calibrated(engine, family)
+    kw = dict(family_calibrated=fam_ok, engine_calibrated=eng_ok, table=table,
+              attention_dp=bool(result.get("attention_data_parallel")), moe=moe,
+              regime=result.get("load_regime"))  # fmt: skip
+    out: dict = {"confidence": confidence, "basis": {}, "wide": []}
+    for metric, pct in result["percentiles"].items():
+        out[metric] = {}
+        for p, point in pct.items():
+            if p not in PERCENTILE_STATISTIC or not math.isfinite(point):
+                continue
+            iv = range_factors(METRIC_KIND[metric], engine, family, confidence,
+                               statistic=PERCENTILE_STATISTIC[p], **kw)  # fmt: skip
+            lo, hi = iv.of(point)
+            out[metric][p] = [lo, hi]
+            out["basis"][f"{metric} {p}"] = iv.basis
+            if p != "p95" and is_wide(point, lo, hi):  # the answers show P50, P90, P99
+                out["wide"].append(f"{p.upper()} {metric.removesuffix('_ms').upper()}")
+    return out
 
 
 LEAVE_OUT = ("source", "row")

@@ -170,7 +170,7 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
     qi = QUANTILES.index(sc.sla.percentile / 100)
     gpu = get_accelerator(t.st.shapes[int(t.shape_of[best_i])].gpu)
     got = [float(a[best_i, qi]) * 1e3 for a in (t.ttft, t.tpot, t.e2e)]
-    iv = percentile_intervals(sc, gpu.id, *got)
+    iv = percentile_intervals(sc, gpu.id, *got, utilisation=float(t.util[best_i]))
     pct, conf = sc.sla.percentile, f"{sc.sla.confidence:.0%}"
     stated = [(n, k) for n, k, f in TARGETS if getattr(sc.sla, f) is not None] or [("E2E", "e2e")]
     ranges = ", ".join(
@@ -280,7 +280,9 @@ def _at_half(sc, t, i: int, name: str, point_ms: float, target_ms: float) -> str
         return ""
     half = sc.model_copy(update={"sla": sc.sla.model_copy(update={"confidence": 0.5})})
     gpu = t.st.shapes[int(t.shape_of[i])].gpu
-    factor = next(float(f[0]) for n, _, f in sla_checks(half, [gpu]) if n == name)
+    factor = next(
+        float(f[0]) for n, _, f in sla_checks(half, [gpu], t.util[i : i + 1]) if n == name
+    )
     return ", and at 50% confidence it is met" if point_ms * factor <= target_ms else ""
 
 

@@ -133,7 +133,7 @@ def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list]:
     gpu_ids = shape_gpu[np.asarray(t.shape_of, dtype=int)]
     checks = [
         (name, arrays[name][:, qi], target, factor)
-        for name, target, factor in sla_checks(sc, gpu_ids)
+        for name, target, factor in sla_checks(sc, gpu_ids, t.util)
     ]
     ratio = np.zeros(t.n)
     for _, v, target, factor in checks:
@@ -219,7 +219,8 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         max_rate_req_s=float(t.cap[i]), headroom=float(t.cap[i] / rate) if rate > 0 else math.inf,
         running_batch=float(t.running[i]), step_breakdown_ms=bd, prefill_breakdown_ms=pbd,
         intervals=percentile_intervals(sc, s.gpu, *(float(a[i, qi]) * 1e3 for a in
-                                                    (t.ttft, t.tpot, t.e2e))),
+                                                    (t.ttft, t.tpot, t.e2e)),
+                                       utilisation=float(t.util[i])),
         tpot_mean_ms=float(t.tpot_mean[i]) * 1e3,
         spare_gpus=int(t.spare_gpus[i]),
         capex_usd=float(t.capex[i]) if sc.cost.mode == "purchase" else None,

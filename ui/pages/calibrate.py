@@ -165,6 +165,10 @@ def current_section() -> None:
     if doc is None:
         st.info(
             "No client profile: every prediction uses the shipped calibration (data/calibration.yaml)."
+            " Where an answer's range is wider than 3x its prediction (the Recommendation and "
+            "Latency pages and `estimate` say which), one run of that deployment at that load "
+            "with the engine's serving benchmark, fitted above, narrows it: the answers then use "
+            "your cluster's constants."
         )
         return
     st.success(active_text(doc))

@@ -1,0 +1,109 @@
+"""``estimate`` prints P50/P90/P99 of TTFT, TPOT, ITL and E2E with their ranges under every load:
+a request rate, a closed loop of clients, and users with think time (issue 37; issue 38 asked
+for ``--users/--think-time-s``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+BASE = ["estimate", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "4", "--weights",
+        "fp8", "--kv", "fp8", "--isl", "1024", "--osl", "256"]  # fmt: skip
+
+
+def _run(capsys, *extra):
+    from advisor.cli import main
+
+    try:
+        code = main([*BASE, *extra])
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("load", [["--qps", "4"], ["--concurrency", "16"],
+                                  ["--users", "400", "--think-time-s", "60"]])  # fmt: skip
+def test_every_load_has_percentiles_with_ranges(capsys, load):
+    code, out, _ = _run(capsys, *load, "--json")
+    r = json.loads(out)
+    assert code == 0
+    for metric in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+        p = r["percentiles"][metric]
+        assert 0 < p["p50"] <= p["p90"] <= p["p99"]
+        for q in ("p50", "p90", "p99"):
+            lo, hi = r["percentile_intervals"][metric][q]
+            assert lo <= hi
+    assert r["load_regime"] in ("light", "near saturation", "overloaded")
+    code, text, _ = _run(capsys, *load)
+    assert "percentiles at" in text and "ITL   P50" in text and "E2E   P50" in text
+
+
+def test_users_with_think_time_are_the_interactive_response_time_law(capsys):
+    from advisor.catalog import get_accelerator, get_model
+    from advisor.perf.estimate import EstimateInput
+    from advisor.perf.sweeps import closed_loop_qps
+
+    code, out, _ = _run(capsys, "--users", "400", "--think-time-s", "60", "--json")
+    r = json.loads(out)
+    x = r["users"]["request_rate_per_s"]
+    # the search's definition (one function): the same rate for the same deployment
+    inp = EstimateInput(tp=4, weights="fp8", kv="fp8", isl=1024, osl=256, concurrency=None)
+    assert x == pytest.approx(closed_loop_qps(get_model("llama-3.1-70b"),
+                                              get_accelerator("h100-sxm"), inp, 400, 60.0))  # fmt: skip
+    # X = N / (Z + E2E) (Lazowska et al. ch. 3): 400 / (60 s + E2E); E2E ~5.7 s -> ~6.1 req/s
+    assert x == pytest.approx(400 / (60 + r["e2e_ms"] / 1e3), rel=0.01)
+    assert r["throughput_tok_s"] == pytest.approx(x * 256)
+
+
+def test_p99_itl_is_a_step_carrying_a_prefill_not_the_mean_gap(capsys):
+    # 4 req/s on one replica, ~18 ms gaps: 7% of gaps carry a ~65 ms prefill, so P99 ITL is
+    # about step + prefill (~13 + 55 = 68 ms), far above the P99 of a request's mean gap (TPOT)
+    r = json.loads(_run(capsys, "--qps", "4", "--json")[1])
+    assert r["percentiles"]["itl_ms"]["p99"] > 3 * r["percentiles"]["tpot_ms"]["p99"]
+    assert r["percentiles"]["itl_ms"]["p50"] < r["tpot_ms"]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [(["--users", "0"], ["--users", "0", "1..1000000"]),
+     (["--users", "10", "--think-time-s", "-1"], ["--think-time-s", "-1", "3600"]),
+     (["--users", "10", "--think-time-s", "4000"], ["--think-time-s", "4000", "3600"]),
+     (["--users", "10", "--qps", "3"], ["--users", "--qps", "one load"]),
+     (["--users", "10", "--concurrency", "3"], ["--users", "--concurrency", "one load"]),
+     (["--think-time-s", "5"], ["--think-time-s", "needs --users"])],
+)  # fmt: skip
+def test_bad_users_or_think_time_exit_2_naming_flag_value_and_range(capsys, args, words):
+    code, out, err = _run(capsys, *args)
+    assert code == 2 and out == ""
+    assert all(w in err for w in words), err
+
+
+def test_jsonl_lines_take_users_too(tmp_path, capsys):
+    f = tmp_path / "in.jsonl"
+    f.write_text('{"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 512, "osl": 128, '
+                 '"users": 50, "think_time_s": 10}\n'
+                 '{"model": "llama-3.1-8b", "gpu": "h100-sxm", "isl": 512, "osl": 128, '
+                 '"users": 50, "think_time_s": 99999}\n')  # fmt: skip
+    from advisor.cli import main
+
+    assert main(["estimate", "--input", str(f), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["results"]
+    assert got[0]["users"]["users"] == 50 and "percentiles" in got[0]
+    assert "think-time-s 99999" in got[1]["error"] and "3600" in got[1]["error"]
+
+
+def test_a_range_wider_than_3x_names_the_measurement_that_narrows_it(capsys):
+    from advisor.perf.intervals import is_wide
+
+    r = json.loads(_run(capsys, "--qps", "4", "--json")[1])
+    piv = r["percentile_intervals"]
+    wide = [(m, q) for m in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms") for q in ("p50", "p90", "p99")
+            if is_wide(r["percentiles"][m][q], *piv[m][q])]  # fmt: skip
+    assert len(wide) == len(piv["wide"])
+    text = _run(capsys, "--qps", "4")[1]
+    if wide:
+        assert "WIDE RANGE" in text and "Calibrate page" in text and "vllm bench serve" in text
+    else:
+        assert "WIDE RANGE" not in text
