@@ -501,3 +501,31 @@ def _sources(rs):
     import dataclasses
 
     return [dataclasses.replace(r, source=f"s{i % 4}") for i, r in enumerate(rs)]
+
+
+def test_the_sla_factor_of_each_candidate_is_its_load_regimes(monkeypatch):
+    """search/sla.py: light candidates are judged on light-load errors, near-saturation ones on
+    theirs (hand table: TPOT measured 1.0 x predicted at light load, 1.5 x near saturation, ten
+    rows from five sources each)."""
+    import dataclasses
+
+    import numpy as np
+
+    import advisor.perf.intervals as intervals
+    from advisor.search.sla import sla_checks
+
+    light = [dataclasses.replace(r, regime="light", source=f"a{i % 5}")
+             for i, r in enumerate(rows(kind="tpot", ratios=(1.0,) * 10, tag="l"))]  # fmt: skip
+    near = [dataclasses.replace(r, regime="near saturation", source=f"b{i % 5}")
+            for i, r in enumerate(rows(kind="tpot", ratios=(1.5,) * 10, tag="n"))]  # fmt: skip
+    t = ErrorTable(tuple(light + near), {})
+    monkeypatch.setattr(intervals, "load_table", lambda path=None: t)
+    monkeypatch.setattr(intervals, "is_calibrated", lambda engine, family: (True, True))
+    intervals._MEMO.clear()
+    sc = _scenario("h100-sxm", 50.0)
+    ((name, target, factor),) = sla_checks(sc, ["h100-sxm"] * 3, np.array([0.2, 0.7, 0.45]))
+    assert name == "TPOT" and target == 50.0
+    assert [round(float(f), 6) for f in factor] == [1.0, 1.5, 1.0]
+    # without the utilisations: any load, the upper quantile of all 20 rows (1.5)
+    ((_, _, any_load),) = sla_checks(sc, ["h100-sxm"])
+    assert round(float(any_load[0]), 6) == 1.5
