@@ -107,3 +107,13 @@ def test_a_range_wider_than_3x_names_the_measurement_that_narrows_it(capsys):
         assert "WIDE RANGE" in text and "Calibrate page" in text and "vllm bench serve" in text
     else:
         assert "WIDE RANGE" not in text
+
+
+def test_recommend_names_the_measurement_for_a_wide_range_of_the_closest_deployment():
+    from advisor.cli.recommend_cmd import _wide_lines
+
+    dep = {"gpu": "mi300x", "intervals": {"wide": ["P99 TTFT"]}}
+    got = _wide_lines({"best": None, "near_misses": [{"deployment": dep}]})
+    assert len(got) == 1 and "closest deployment: P99 TTFT" in got[0]
+    assert "Calibrate page" in got[0] and "mi300x" in got[0]
+    assert _wide_lines({"best": {**dep, "intervals": {"wide": []}}, "near_misses": []}) == []

@@ -16,7 +16,7 @@ from advisor.cli.profile_opt import (
     render_line,
 )
 from advisor.cli.profile_opt import check as check_profile
-from advisor.perf.intervals import range_note
+from advisor.perf.intervals import narrowing_advice, range_note
 from advisor.perf.profiles import ENGINES
 from advisor.scenario import DEFAULT_ENGINE, THINK_TIME_DEFAULT_S, TTFT_DEFAULT_MS
 
@@ -353,6 +353,18 @@ def budget_lines(bg: dict) -> list[str]:
     ]
 
 
+def _wide_lines(r: dict) -> list[str]:
+    """Issue 37: the best deployment's (or, with none, the closest near miss's) ranges wider
+    than 3x their predictions, and the measurement that would narrow them."""
+    dep = r["best"] or (r["near_misses"][0]["deployment"] if r.get("near_misses") else None)
+    wide = ((dep or {}).get("intervals") or {}).get("wide")
+    if not wide:
+        return []
+    who = "" if r["best"] else "closest deployment: "
+    return ["  WIDE RANGE: " + who + narrowing_advice(
+        ", ".join(wide), "the chosen engine", dep["gpu"], "the scenario's load")]  # fmt: skip
+
+
 def render(r: dict) -> str:
     lines = [f"{r['model']}: {r['sla']}  ({r['candidates_evaluated']:,} deployments evaluated, "
              f"{r['feasible']:,} meet the SLA, {r['elapsed_ms']:.0f} ms)"]  # fmt: skip
@@ -376,6 +388,7 @@ def render(r: dict) -> str:
                 f"P95 {v['p95']:.1f}  P99 {v['p99']:.1f} ms  "
                 f"(P{iv['percentile']} {iv['confidence']:.0%} range {lo:.1f}-{hi:.1f}{note})"
             )
+    lines += _wide_lines(r)
     if r.get("client_profile"):
         lines.append(render_line(r["client_profile"]))
     if r.get("budget"):
