@@ -13,6 +13,14 @@ lies below a new one with probability k / (n + 1). numpy's default (type 7, at (
 spans only c (n - 1) / (n + 1) of it: 69% for an "80%" interval from 12 rows; held out, its
 intervals held 77.6% of the measurements at 80% and 71.2% of the TTFTs (2026-12-01).
 
+The rows are read from data/crossval_ranges.json (``load_table``; bench/crossval.py --ranges
+writes it from data/crossval.yaml and data/crossval_percentiles.yaml), each with its load regime
+(``load_regime``) and statistic. A steady (mean/median) prediction draws on mean and median rows
+(the start-up-wave means of short closed loops stay out: no steady answer has that wave); a
+P90/P99 on the held-out P90/P99 rows of its kind where they are enough (else the mean/median
+rows, and the basis says so). Latency kinds then keep the rows of the query's load regime when
+there are enough (``_select``).
+
 Which rows: first those of the same architecture class (mixture-of-experts or dense, ``moe``
 in ``loso_rows``), then, in that class, the first level of this hierarchy with at least
 ``MIN_ROWS`` rows of kind k from at least ``MIN_SOURCES`` sources (``source`` in ``loso_rows``):
