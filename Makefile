@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 PORT ?= 8501
 
-.PHONY: setup run test lint format bench clean lock
+.PHONY: setup run test test-fast lint format bench clean lock
 
 setup: $(STAMP)
 
@@ -34,6 +34,12 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest
+
+# The library tests and doctests alone (about 2 minutes on an idle 2-core machine): no AppTest, no
+# browser, no fuzzing suite, no test that starts a process (tiers set by tests/tiers.py; in this
+# lane a test that starts a process anyway fails, naming itself). CI runs `make test`.
+test-fast: setup
+	IA_TEST_TIER=fast $(BIN)/python -m pytest -m "not (app or browser or fuzz or subprocess)"
 
 format: setup
 	$(BIN)/ruff format .

@@ -27,6 +27,17 @@ CHROMIUM_ARGS = [
 ]  # fmt: skip
 
 
+#: Every browser wait is a ceiling, not a sleep: a passing run never reaches it, so it is scaled
+#: up (x3 by default) for a loaded 2-core machine, where a 10 s wait once failed a correct test.
+#: IA_BROWSER_WAIT_SCALE sets another factor.
+WAIT_SCALE = float(os.environ.get("IA_BROWSER_WAIT_SCALE") or 3.0)
+
+
+def wait_ms(ms: float) -> int:
+    """A browser wait's ceiling in ms, scaled for the machine's load (WAIT_SCALE)."""
+    return int(ms * WAIT_SCALE)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

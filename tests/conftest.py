@@ -5,6 +5,13 @@ from __future__ import annotations
 import pytest
 
 from tests.app_server import CHROMIUM, CHROMIUM_ARGS, running_app
+from tests.tiers import mark, spawn_guard  # noqa: F401  (an autouse fixture)
+
+pytest_plugins = ["pytester"]
+
+
+def pytest_collection_modifyitems(config, items):
+    mark(items)
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,7 @@ import pytest
 from advisor.catalog import get_accelerator, get_model
 from advisor.charts.memory_charts import memory_stack_title
 from advisor.physics.memory import memory_budget
-from tests.app_server import SHOTS
+from tests.app_server import SHOTS, wait_ms
 from ui.format import gb
 from ui.nav import PAGES
 
@@ -34,7 +34,7 @@ def _metric(page, label: str) -> str:
 
 
 def _wait_title(page, title: str) -> None:
-    page.wait_for_function(TITLE_JS, arg=title, timeout=30_000)
+    page.wait_for_function(TITLE_JS, arg=title, timeout=wait_ms(30_000))
 
 
 def test_change_gpu_and_tp_then_share_the_link(server, browser):
@@ -54,7 +54,7 @@ def test_change_gpu_and_tp_then_share_the_link(server, browser):
     gpus.locator("input").fill("MI300X")
     page.keyboard.press("Enter")
     page.keyboard.press("Escape")
-    page.wait_for_function("() => location.search.includes('g=mi300x')", timeout=10_000)
+    page.wait_for_function("() => location.search.includes('g=mi300x')", timeout=wait_ms(10_000))
     # a link naming a deployment on the new hardware puts it in focus
     page.goto(page.url.replace("/memory?", "/memory?dep=mi300x.tp2.pp1.dp1.fp16.fp16&"))
     mi300x = get_accelerator("mi300x")
@@ -68,7 +68,7 @@ def test_change_gpu_and_tp_then_share_the_link(server, browser):
         "Sequences (paged)": f"{b.max_concurrent_sequences:,}",
     }
     page.wait_for_function("() => location.search.includes('g=mi300x') && "
-                           "location.search.includes('dep=mi300x.tp2')", timeout=10_000)  # fmt: skip
+                           "location.search.includes('dep=mi300x.tp2')", timeout=wait_ms(10_000))  # fmt: skip
     page.screenshot(path=str(SHOTS / "memory.png"), full_page=True)
 
     fresh = browser.new_page(viewport={"width": 1600, "height": 2400})
@@ -101,7 +101,7 @@ def test_every_page_renders_without_error_and_is_screenshot(server, browser, pat
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1600, "height": 2400})
     page.goto(f"{server}/{url}")
-    page.wait_for_function(IDLE_JS, timeout=90_000, polling=250)
+    page.wait_for_function(IDLE_JS, timeout=wait_ms(90_000), polling=250)
     assert page.locator('[data-testid="stException"]').count() == 0, path
     assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text(), path
     page.screenshot(path=str(SHOTS / f"page-{url}.png"), full_page=True)
@@ -124,7 +124,7 @@ def test_clicking_a_pareto_point_puts_it_in_focus_on_every_page(server, browser)
 
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(server + "/")
-    page.wait_for_function(IDLE_JS, timeout=90_000, polling=250)
+    page.wait_for_function(IDLE_JS, timeout=wait_ms(90_000), polling=250)
     chart = page.locator('[data-testid="stPlotlyChart"]').first
     chart.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
@@ -134,12 +134,12 @@ def test_clicking_a_pareto_point_puts_it_in_focus_on_every_page(server, browser)
     want = parse_spec(p["spec"]).describe()
     page.wait_for_function(
         "(t) => [...document.querySelectorAll('[data-testid=\"stAlert\"]')]"
-        ".some(a => a.innerText.includes(t))", arg=want, timeout=30_000,
+        ".some(a => a.innerText.includes(t))", arg=want, timeout=wait_ms(30_000),
     )  # fmt: skip
     assert "a Pareto point (clicked)" in banner.inner_text()
     page.wait_for_function("(d) => location.search.includes('dep=' + d)", arg=p["spec"],
-                           timeout=10_000)  # fmt: skip
+                           timeout=wait_ms(10_000))  # fmt: skip
     page.locator('[data-testid="stSidebarNav"] a', has_text="Memory").click()
-    page.wait_for_function(IDLE_JS, timeout=90_000, polling=250)
+    page.wait_for_function(IDLE_JS, timeout=wait_ms(90_000), polling=250)
     assert want in page.locator('[data-testid="stAlert"]', has_text="In focus").first.inner_text()
     page.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.app_server import SHOTS
+from tests.app_server import SHOTS, wait_ms
 
 pytestmark = [
     pytest.mark.browser,
@@ -39,11 +39,11 @@ def _metric(page, label: str) -> str:
 def test_users_with_think_time_show_every_percentile_on_latency(server, browser):
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(f"{server}/latency?{QUERY}")
-    page.get_by_text("200 users thinking 15 s").first.wait_for(timeout=120_000)
+    page.get_by_text("200 users thinking 15 s").first.wait_for(timeout=wait_ms(120_000))
     grid = page.locator('[data-testid="stDataFrame"]').first
-    grid.wait_for(timeout=60_000)
+    grid.wait_for(timeout=wait_ms(60_000))
     for col in ("P50", "P90", "P95", "P99"):  # the grid's accessible header cells
-        grid.locator("th", has_text=col).first.wait_for(state="attached", timeout=30_000)
+        grid.locator("th", has_text=col).first.wait_for(state="attached", timeout=wait_ms(30_000))
     assert page.locator('[data-testid="stException"]').count() == 0
     page.close()
 
@@ -64,7 +64,7 @@ def test_budget_adds_up_from_the_prices_file(server, browser):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(f"{server}/recommendation?{QUERY}")
-    page.get_by_text("Per user per month").first.wait_for(timeout=180_000)
+    page.get_by_text("Per user per month").first.wait_for(timeout=wait_ms(180_000))
     assert _metric(page, "GPUs") == f"{n:,}"
     assert _metric(page, "Per month") == f"${monthly:,.0f}"
     assert _metric(page, "Per user per month") == f"${monthly / 200:,.2f}"

@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 
-from tests.app_server import SHOTS
+from tests.app_server import SHOTS, wait_ms
 from tests.test_browser import IDLE_JS
 from ui.nav import PAGES
 
@@ -41,7 +41,7 @@ def test_deep_link_in_a_fresh_context_shows_the_page(server, browser, url, size)
     try:
         page = ctx.new_page()
         page.goto(f"{server}/{url}")
-        page.wait_for_function(IDLE_JS, timeout=120_000, polling=250)
+        page.wait_for_function(IDLE_JS, timeout=wait_ms(120_000), polling=250)
         text = page.locator("body").inner_text()
         assert "Page not found" not in text, url
         assert page.locator('[data-testid="stException"]').count() == 0, url
@@ -51,7 +51,7 @@ def test_deep_link_in_a_fresh_context_shows_the_page(server, browser, url, size)
         # The page scrolls inside Streamlit's main block: a tall window shows all of it at the
         # same width, for looking at (metric boxes keep the width they had).
         page.set_viewport_size({"width": w, "height": 5000})
-        page.wait_for_function(IDLE_JS, timeout=120_000, polling=250)
+        page.wait_for_function(IDLE_JS, timeout=wait_ms(120_000), polling=250)
         page.screenshot(path=str(SHOTS / f"size-{w}x{h}-{url}-all.png"))
     finally:
         ctx.close()

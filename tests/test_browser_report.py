@@ -13,7 +13,7 @@ import shutil
 
 import pytest
 
-from tests.app_server import ROOT
+from tests.app_server import ROOT, wait_ms
 
 pytestmark = [
     pytest.mark.browser,
@@ -22,17 +22,17 @@ pytestmark = [
 OUT = ROOT / "test-output" / "pdf"
 CLIENT = "Société Générale – Zürich"
 #: The first PDF starts a browser for kaleido on a shared, slow machine.
-DOWNLOAD_TIMEOUT_MS = 90_000
+DOWNLOAD_TIMEOUT_MS = wait_ms(90_000)
 
 
 def test_download_pdf_summary(server, browser, tmp_path):
     from pypdf import PdfReader
 
     page = browser.new_page(viewport={"width": 1400, "height": 2000}, accept_downloads=True)
-    page.set_default_timeout(60_000)
+    page.set_default_timeout(wait_ms(60_000))
     page.goto(server + "/")
     best = page.locator('[data-testid="stAlert"]', has_text="Recommended:").first
-    best.wait_for(timeout=60_000)
+    best.wait_for(timeout=wait_ms(60_000))
     description = best.inner_text().split("Recommended:", 1)[1].strip()
     assert description
 

@@ -19,7 +19,7 @@ import pytest
 from advisor.scenario import SLA, Hardware, Scenario, Workload
 from advisor.search import comparison as cmp
 from advisor.search.recommend import recommend
-from tests.app_server import ROOT, SHOTS
+from tests.app_server import ROOT, SHOTS, wait_ms
 from ui.url import View, scenario_to_params
 
 pytestmark = [
@@ -29,7 +29,7 @@ pytestmark = [
 OUT = ROOT / "test-output" / "pdf"
 GPUS = {"h100-sxm": "Bank H100 SXM", "l40s": "Bank L40S", "mi300x": "Bank MI300X"}
 #: Three searches and four charts through kaleido on a shared, slow machine.
-DOWNLOAD_TIMEOUT_MS = 180_000
+DOWNLOAD_TIMEOUT_MS = wait_ms(180_000)
 TITLES_JS = """(want) => want.every(w => [...document.querySelectorAll('.js-plotly-plot')]
     .some(p => p?.layout?.title?.text?.replace(/<[^>]*>/g, '') === w))"""
 
@@ -51,11 +51,11 @@ def _no_exception(page) -> None:
 def _save(page, server: str, gpu: str) -> None:
     """Open the Scenarios page with the scenario in the URL (as a share link) and save it."""
     page.goto(server + "/scenarios?" + urlencode(scenario_to_params(bank(gpu), View())))
-    page.get_by_role("heading", name="Examples").wait_for(timeout=60_000)
+    page.get_by_role("heading", name="Examples").wait_for(timeout=wait_ms(60_000))
     page.locator(".st-key-sc-name input").fill(GPUS[gpu])
     page.locator(".st-key-sc-name input").press("Enter")
     page.locator(".st-key-sc-save button").click()
-    page.get_by_text(f"Saved “{GPUS[gpu]}”").wait_for(timeout=30_000)
+    page.get_by_text(f"Saved “{GPUS[gpu]}”").wait_for(timeout=wait_ms(30_000))
 
 
 def _pick(page, labels: list[str]) -> None:
@@ -64,7 +64,7 @@ def _pick(page, labels: list[str]) -> None:
     from playwright.sync_api import expect
 
     box = page.locator(".st-key-cmp-pick")
-    box.wait_for(timeout=60_000)
+    box.wait_for(timeout=wait_ms(60_000))
     inp = box.locator("input")
     tags = box.locator("[data-tag]")
     empty = page.get_by_text("Pick at least two scenarios.")
@@ -74,17 +74,17 @@ def _pick(page, labels: list[str]) -> None:
         if tags.count():
             tags.first.locator("button").click()
         page.wait_for_timeout(1000)
-    empty.wait_for(timeout=30_000)
+    empty.wait_for(timeout=wait_ms(30_000))
     for i, label in enumerate(labels, start=1):
         inp.click()
         inp.fill(label)
         inp.press("Enter")
-        expect(tags).to_have_count(i, timeout=30_000)
+        expect(tags).to_have_count(i, timeout=wait_ms(30_000))
         page.wait_for_timeout(500)
     inp.press("Escape")
     page.locator("h1").first.click()
     page.wait_for_timeout(1000)
-    expect(tags).to_have_count(len(labels), timeout=30_000)
+    expect(tags).to_have_count(len(labels), timeout=wait_ms(30_000))
 
 
 #: The element that scrolls (Streamlit's main area scrolls inside the page, so a full-page
@@ -118,7 +118,7 @@ def test_bank_workshop(server, browser, tmp_path):
 
     ctx = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     page = ctx.new_page()
-    page.set_default_timeout(60_000)
+    page.set_default_timeout(wait_ms(60_000))
     for gpu in GPUS:
         _save(page, server, gpu)
     _no_exception(page)
@@ -129,7 +129,7 @@ def test_bank_workshop(server, browser, tmp_path):
         TITLES_JS,
         arg=["Latency breakdown by scenario (ms)",
              "Throughput and TPOT against batch size, one replica"],
-        timeout=120_000,
+        timeout=wait_ms(120_000),
     )  # fmt: skip
     _no_exception(page)
     # the answers table: each scenario's deployment, cost and P99s, in the ranking's order
@@ -167,4 +167,4 @@ def test_bank_workshop(server, browser, tmp_path):
     assert f"${top.usd_per_million_tokens:,.3f} per million output tokens" in first
     if shutil.which("pdftoppm"):  # pages as images, to look at
         subprocess.run(["pdftoppm", "-r", "70", "-png", str(path), str(OUT / "workshop-page")],
-                       check=True, timeout=120)  # fmt: skip
+                       check=True, timeout=wait_ms(120))  # fmt: skip
