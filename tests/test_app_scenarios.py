@@ -138,7 +138,8 @@ def test_latency_breakdown_figure_bars_equal_the_breakdown():
     assert list(compute[1].y) == pytest.approx(
         [a["breakdown"]["decode_step"]["compute"], b["breakdown"]["decode_step"]["compute"], 0.0]
     )
-    assert list(compute[0].x)[2] == "C (does not<br>fit)"  # three bars: 14 characters a line
+    # three bars: 14 characters a line, numbered as the ranking (issue 38)
+    assert list(compute[0].x)[2] == "3. C (does not<br>fit)"
 
 
 def test_batch_sweep_and_throughput_figure():
@@ -219,3 +220,44 @@ def test_pareto_figure_hover_names_the_deployment():
     assert shown == {p.description for p in rec.pareto + rec.pareto_cost if p.meets_sla}
     assert any(t.name == "recommended" for t in fig.data)
     assert fig.layout.xaxis.type == "log"
+
+
+# -- issue 38: Compare opens with what the user has; labels that stay distinct ---------------------
+def test_compare_opens_with_the_sidebar_and_the_saved_scenarios_not_an_example(_data_dir):
+    # Before issue 38 it opened with the sidebar and the first built-in example (a Llama 3.1
+    # 70B the user never chose).
+    at = _page("ui/pages/compare.py")
+    _ok(at)
+    assert at.multiselect(key="cmp.pick").value == ["The sidebar scenario (now)"]
+    assert any("Pick at least two scenarios" in i.value for i in at.info)
+    store = Store(_data_dir / DB_NAME)
+    for key, name in (("8b-1xl40s", "Clinic 8B"), ("70b-4xh100-tpot50", "Clinic 70B")):
+        store.save("default", name, EXAMPLES[key].scenario.model_copy(update={"name": name}), {})
+    at2 = _page("ui/pages/compare.py")
+    _ok(at2)
+    picks = at2.multiselect(key="cmp.pick").value
+    # the store lists the most recently saved first
+    assert picks == ["The sidebar scenario (now)", "default / Clinic 70B", "default / Clinic 8B"]
+    assert not any(p.startswith("Example:") for p in picks)
+
+
+LONG = (
+    "Hospital workshop: Qwen3-235B-A22B for 400 clinicians, 6000/400 tokens, P99 3 s / 60 ms, on "
+)
+
+
+def test_compare_figures_keep_scenarios_sharing_a_long_prefix_apart():
+    # Three names differing only after 90 characters (issue 38: plotly stacked them into one
+    # bar, the x labels cut to the same 4 lines of 11 characters, and the legend entries were
+    # the same 40-character cut).
+    a = _est("llama-3.1-8b", "l40s", tp=1, concurrency=8)
+    names = [LONG + g for g in ("8x MI300X", "8x H200", "8x B200")]
+    fig = cc.latency_breakdown_figure(dict.fromkeys(names, a))
+    xs = fig.data[0].x
+    assert len(set(xs)) == 3
+    for x, gpu in zip(xs, ("MI300X", "H200", "B200"), strict=True):
+        assert x.endswith(gpu)  # the part that tells them apart is kept
+    sweep = [{"batch": 1, "tpot_ms": 10.0, "ttft_ms": 50.0, "throughput_tok_s_per_gpu": 100.0}]
+    fig2 = cc.throughput_vs_batch_figure(dict.fromkeys(names, sweep))
+    legend = [t.name for t in fig2.data if t.showlegend]
+    assert len(set(legend)) == 3 and legend[0].startswith("1. ") and legend[2].endswith("B200")

@@ -71,10 +71,12 @@ def latency_breakdown_figure(results: Mapping[str, Mapping]) -> go.Figure:
     # each bar gets a sixth (an eighth) of a page-wide figure with three (four) scenarios:
     # 14 (11) characters a line, so neighbouring labels do not overlap
     width = 20 if len(results) <= 2 else 14 if len(results) == 3 else 11
-    labels = [
-        _wrap(k + ("" if r.get("fits") else f" ({r.get('note', 'does not fit')})"), width, 4)
+    names = [
+        k + ("" if r.get("fits") else f" ({r.get('note', 'does not fit')})")
         for k, r in results.items()
     ]
+    # plotly stacks bars sharing an x category: every label must stay distinct once shortened
+    labels = [_wrap(x, width, 5) for x in distinct_labels(names, width * 4)]
     for key, name, colour in COMPONENTS:
         panels = {
             part: [(r.get("breakdown") or {}).get(part, {}).get(key, 0.0) if r.get("fits")
@@ -151,8 +153,9 @@ def throughput_vs_batch_figure(sweeps: Mapping[str, Sequence[Mapping]]) -> go.Fi
         subplot_titles=("Output throughput per GPU", "Time per output token (TPOT)"),
         horizontal_spacing=0.12,
     )
+    names = distinct_labels(list(sweeps), 40)
     for i, (label, rows) in enumerate(sweeps.items()):
-        colour = PALETTE[i % len(PALETTE)]
+        colour, name = PALETTE[i % len(PALETTE)], escape(names[i])
         xs = [r["batch"] for r in rows]
         for col, key, unit in (
             (1, "throughput_tok_s_per_gpu", "tokens/s per GPU"),
@@ -163,12 +166,11 @@ def throughput_vs_batch_figure(sweeps: Mapping[str, Sequence[Mapping]]) -> go.Fi
                     x=xs,
                     y=[r[key] for r in rows],
                     mode="lines+markers",
-                    name=_short(label),
+                    name=name,
                     legendgroup=escape(label),  # not shown, but no raw user text in a figure
                     showlegend=col == 1,
                     line={"color": colour},
-                    hovertemplate=f"{_short(label)}<br>batch %{{x}}<br>%{{y:.3g}} {unit}"
-                    "<extra></extra>",
+                    hovertemplate=f"{name}<br>batch %{{x}}<br>%{{y:.3g}} {unit}<extra></extra>",
                 ),
                 row=1,
                 col=col,
@@ -202,10 +204,48 @@ def _wrap(label: str, width: int = 20, lines: int = 3) -> str:
     return "<br>".join(escape(x) for x in out)  # user text: escaped, then our line breaks
 
 
-def _short(label: str, n: int = 40) -> str:
-    """A legend/hover label of at most ``n`` characters, escaped for plotly.
+def distinct_labels(labels: Sequence[str], limit: int) -> list[str]:
+    """Labels numbered in order ("1. ", "2. ", ... as the ranking's columns) and cut to at most
+    ``limit`` characters each, so that no two look alike: a long label keeps its start and the
+    part that tells it from the others (after their common prefix), with "…" for what is cut.
+    Not escaped (plotly text needs :func:`escape`).
 
-    >>> _short("<a href='//x.co'>X</a>")
-    "&lt;a href='//x.co'&gt;X&lt;/a&gt;"
+    >>> distinct_labels(["Hospital Qwen3-235B workshop, 400 clinicians on 8x MI300X",
+    ...                  "Hospital Qwen3-235B workshop, 400 clinicians on 8x B200"], 40)
+    ['1. Hospital Qwen3-235B … MI300X', '2. Hospital Qwen3-235B … B200']
+    >>> distinct_labels(["A", "B"], 40)
+    ['1. A', '2. B']
     """
-    return escape(label if len(label) <= n else label[: n - 1] + "…")
+    texts = [" ".join(str(x).split()) for x in labels]
+    room = max(limit - 4, 8)  # "1. " and a spare
+    tails = []
+    for i, t in enumerate(texts):
+        # what tells it from the label most like it, from the start of the word that begins it
+        shared = max((_common_prefix([t, u]) for j, u in enumerate(texts) if j != i), default=0)
+        start = t.rfind(" ", 0, shared) + 1 if shared else 0
+        tails.append(t[start:][-(room * 2 // 3) :] if start and len(t) > room else "")
+    out = []
+    for i, (text, tail) in enumerate(zip(texts, tails, strict=True), start=1):
+        if tail:
+            keep = text[: room - len(tail) - 3]
+            if " " in keep.strip():  # cut the start at a word boundary
+                keep = keep[: keep.rstrip().rfind(" ")]
+            text = f"{keep.rstrip()} … {tail}"
+        elif len(text) > room:
+            text = text[: room - 1] + "…"
+        out.append(f"{i}. {text}")
+    return out
+
+
+def _common_prefix(texts: Sequence[str]) -> int:
+    """How many leading characters all ``texts`` share.
+
+    >>> _common_prefix(["8x MI300X", "8x B200"])
+    3
+    """
+    n = 0
+    for chars in zip(*texts, strict=False):
+        if len(set(chars)) > 1:
+            break
+        n += 1
+    return n

@@ -53,6 +53,21 @@ def choices() -> tuple[dict[str, Choice], list[str]]:
     return out, problems
 
 
+def default_picks(options: dict[str, Choice]) -> list[str]:
+    """What the page opens with: what the user has, never a stray example. The sidebar (the
+    scenario in focus), then the saved scenarios of the engagement open on the Scenarios page,
+    then the others, most recently saved first, up to four; a saved copy of the sidebar is left
+    out (it would compare the scenario with itself)."""
+    from ui.scenarios import ENGAGEMENT_KEY
+
+    here = options[SIDEBAR].scenario.model_dump(exclude={"name"})
+    saved = [lab for lab in options if lab != SIDEBAR and not lab.startswith("Example: ")
+             and options[lab].scenario.model_dump(exclude={"name"}) != here]  # fmt: skip
+    open_eng = f"{SS.get(ENGAGEMENT_KEY, 'default')} / "
+    saved.sort(key=lambda lab: not lab.startswith(open_eng))  # stable: keeps the store's order
+    return [SIDEBAR, *saved[:3]]
+
+
 def inputs_table(picked: list[Choice]) -> pd.DataFrame:
     gpus, links = accelerators(), interconnects()
     cols = {}
@@ -113,9 +128,8 @@ def page() -> None:
     for msg in problems:
         st.warning(f"Saved scenarios: {md_escape(msg)}")
     labels = list(options)
-    default = [lab for lab in labels if lab.startswith("Example:")][:2]
     if "cmp.pick" not in SS:
-        SS["cmp.pick"] = [SIDEBAR] + default[:1]
+        SS["cmp.pick"] = default_picks(options)
     SS["cmp.pick"] = [lab for lab in SS["cmp.pick"] if lab in options]
     picked_labels = st.multiselect(
         "Scenarios to compare (two to four)", labels, key="cmp.pick", max_selections=4,
@@ -123,7 +137,10 @@ def page() -> None:
         "name), and the built-in examples.",
     )  # fmt: skip
     if len(picked_labels) < 2:
-        st.info("Pick at least two scenarios.")
+        st.info(
+            "Pick at least two scenarios. Save the ones you want to weigh on the Scenarios "
+            "page (they are picked here when the page opens), or add a built-in example."
+        )
         return
     picked = [options[lab] for lab in picked_labels]
     st.subheader("Inputs")
