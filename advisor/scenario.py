@@ -88,13 +88,25 @@ class Hardware(BaseModel):
         return self.gpus_per_node * self.nodes
 
 
+#: Upper bound of a length's coefficient of variation: a log-normal with CV 3 already puts its
+#: P99 at about 8x the mean (advisor/physics/queueing.py), beyond any prompt mix we have seen.
+ISL_CV_MAX = 3.0
+ISL_CV_HELP = (
+    "Spread of the prompt lengths: their coefficient of variation (standard deviation / mean) "
+    "around the mean input tokens, drawn log-normal. 0 = every prompt the same length; 1 = "
+    "lengths as spread as their mean (a few prompts several times longer). Longer prompts "
+    "take longer prefills and hold more KV cache: the TTFT percentiles grow with it. Range 0 "
+    f"to {ISL_CV_MAX:g}."
+)
+
+
 class Workload(BaseModel):
     model_config = _STRICT
 
     isl_tokens: Annotated[int, Field(ge=1, le=2_000_000)] = 1024
     osl_tokens: Annotated[int, Field(ge=1, le=200_000)] = 256
-    #: Spread of the lengths as a coefficient of variation (0 = fixed lengths).
-    isl_cv: Annotated[float, Field(ge=0, le=3)] = 0.0
+    #: Spread of the lengths as a coefficient of variation (0 = fixed lengths); help in ISL_CV_HELP.
+    isl_cv: Annotated[float, Field(ge=0, le=ISL_CV_MAX)] = 0.0
     osl_cv: Annotated[float, Field(ge=0, le=3)] = 0.0
     #: Poisson arrival rate, requests/s; or a fixed number of concurrent users (closed loop).
     arrival_rate_per_s: Annotated[float, Field(gt=0, le=1e6)] | None = 2.0

@@ -64,7 +64,7 @@ def test_default_report_content(default_report):
     assert "≤ 50 ms" in flat
     assert f"P99 TPOT {rec.best.tpot_ms.p99:,.1f} ms" in flat
     assert f"{rec.best.usd_per_million_tokens:,.3f} USD per million output tokens" in flat
-    assert "Page 1 of" in flat and "Sources" in flat and "the fit never saw" in flat
+    assert "Page 1 of" in flat and "Appendix C: sources" in flat and "the fit never saw" in flat
 
 
 @pytest.mark.skipif(not CHARTS, reason="no Chrome/Chromium for kaleido")

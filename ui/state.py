@@ -17,7 +17,16 @@ from pydantic import ValidationError
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
 from advisor.perf.profiles import ENGINES
-from advisor.scenario import SLA, Cost, Hardware, Options, Scenario, Workload
+from advisor.scenario import (
+    ISL_CV_HELP,
+    ISL_CV_MAX,
+    SLA,
+    Cost,
+    Hardware,
+    Options,
+    Scenario,
+    Workload,
+)
 from ui.focus import PENDING, apply_pending, url_value
 from ui.format import display_name, md_escape
 from ui.url import (
@@ -351,6 +360,8 @@ def _workload_inputs() -> Workload:
     c1, c2 = st.columns(2)
     c1.number_input("Input tokens", 1, 2_000_000, step=256, key=_K["workload.isl_tokens"])
     c2.number_input("Output tokens", 1, 200_000, step=64, key=_K["workload.osl_tokens"])
+    st.number_input("Prompt-length spread (CV)", 0.0, ISL_CV_MAX, step=0.1, format="%g",
+                    key=_K["workload.isl_cv"], help=ISL_CV_HELP)  # fmt: skip
     mode = st.radio("Load given as", [RATE, USERS], key=LOAD_MODE_KEY, horizontal=True)
     if mode == RATE:
         st.number_input(
@@ -375,6 +386,7 @@ def _workload_inputs() -> Workload:
         lambda: Workload(
             isl_tokens=SS[_K["workload.isl_tokens"]],
             osl_tokens=SS[_K["workload.osl_tokens"]],
+            isl_cv=SS[_K["workload.isl_cv"]],
             arrival_rate_per_s=SS[_K["workload.arrival_rate_per_s"]] if mode == RATE else None,
             concurrent_users=SS[_K["workload.concurrent_users"]] if mode == USERS else None,
             think_time_s=SS[_K["workload.think_time_s"]],

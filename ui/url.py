@@ -49,6 +49,7 @@ URL_KEYS: dict[str, str] = {
     "options.released_weights": "rw",
     "workload.isl_tokens": "in",
     "workload.osl_tokens": "out",
+    "workload.isl_cv": "icv",
     "workload.arrival_rate_per_s": "rate",
     "workload.concurrent_users": "users",
     "workload.think_time_s": "think",
@@ -88,7 +89,7 @@ _INTS = {
     "view.concurrency", "view.max_model_len",
 }  # fmt: skip
 _FLOATS = {
-    "workload.arrival_rate_per_s", "workload.think_time_s", "sla.ttft_ms", "sla.tpot_ms",
+    "workload.arrival_rate_per_s", "workload.think_time_s", "workload.isl_cv", "sla.ttft_ms", "sla.tpot_ms",
     "sla.e2e_ms", "sla.confidence",
     "cost.gpu_price_usd", "cost.amortisation_years", "cost.utilisation", "cost.pue",
     "cost.usd_per_kwh", "cost.gpu_hour_usd", "cost.hosting_usd_per_kw_month",

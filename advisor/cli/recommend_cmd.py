@@ -18,7 +18,13 @@ from advisor.cli.profile_opt import (
 from advisor.cli.profile_opt import check as check_profile
 from advisor.perf.intervals import narrowing_advice, range_note
 from advisor.perf.profiles import ENGINES
-from advisor.scenario import DEFAULT_ENGINE, THINK_TIME_DEFAULT_S, TTFT_DEFAULT_MS
+from advisor.scenario import (
+    DEFAULT_ENGINE,
+    ISL_CV_HELP,
+    ISL_CV_MAX,
+    THINK_TIME_DEFAULT_S,
+    TTFT_DEFAULT_MS,
+)
 
 
 def _list_of(allowed, what, most: int = 16):
@@ -59,6 +65,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--inter", type=choice_of(sorted(interconnects()), "link"), default="ib-ndr")
     p.add_argument("--isl", type=int_in(1, 2_000_000), default=1024, help="input tokens")
     p.add_argument("--osl", type=int_in(1, 200_000), default=256, help="output tokens")
+    p.add_argument("--isl-cv", type=float_in(0, ISL_CV_MAX), default=0.0,
+                   help=f"{ISL_CV_HELP} Default 0.")  # fmt: skip
     p.add_argument(
         "--qps",
         type=float_in(0, 1e6, lo_open=True),
@@ -222,12 +230,11 @@ def _scenario_from_flags(args: argparse.Namespace):
             check_link(value, gpus, scope, flag)
     targets = (args.ttft_p99_ms, args.tpot_p99_ms, args.e2e_p99_ms)
     try:
-        return Scenario(
-            name="cli",
+        s = Scenario(
             model=args.model,
             hardware=Hardware(gpus=args.gpu, gpus_per_node=args.gpus_per_node, nodes=args.nodes,
                               intra_link=args.intra, inter_link=args.inter),
-            workload=Workload(isl_tokens=args.isl, osl_tokens=args.osl,
+            workload=Workload(isl_tokens=args.isl, osl_tokens=args.osl, isl_cv=args.isl_cv,
                               arrival_rate_per_s=_rate(args), concurrent_users=args.users,
                               think_time_s=args.think_time_s),
             sla=SLA(percentile=int(args.percentile),
@@ -243,6 +250,10 @@ def _scenario_from_flags(args: argparse.Namespace):
         )  # fmt: skip
     except ValidationError as exc:
         raise CliInputError(_with_flags(format_validation_error(exc))) from None
+    from advisor.search.comparison import title
+
+    # named for what it is about (it was "cli", which a client's PDF printed as its title)
+    return s.model_copy(update={"name": title(s)})
 
 
 #: Scenario field -> the flag that sets it, so a message from the scenario's checks names the
@@ -250,7 +261,7 @@ def _scenario_from_flags(args: argparse.Namespace):
 _FLAG_OF = {
     "gpus": "--gpu", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
     "intra_link": "--intra", "inter_link": "--inter", "isl_tokens": "--isl",
-    "osl_tokens": "--osl", "arrival_rate_per_s": "--qps", "concurrent_users": "--users",
+    "osl_tokens": "--osl", "isl_cv": "--isl-cv", "arrival_rate_per_s": "--qps", "concurrent_users": "--users",
     "think_time_s": "--think-time-s", "percentile": "--percentile", "ttft_ms": "--ttft-p99-ms",
     "tpot_ms": "--tpot-p99-ms", "e2e_ms": "--e2e-p99-ms", "confidence": "--confidence",
     "weight_dtypes": "--weights", "kv_dtypes": "--kv", "engine": "--engine",

@@ -32,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--out", help="PDF file to write (required)")
     p.add_argument("--client", default="", help="client / engagement name (max 200 characters)")
     p.add_argument("--consultant", default="", help="consultant name (max 200 characters)")
+    p.add_argument("--title", default=None,
+                   help="the scenario's name on the cover and every page (max 200 characters; "
+                   "default: a --scenario file's name, else model, GPUs, load and lengths)")  # fmt: skip
     p.add_argument("--no-sensitivities", action="store_true", help="skip the perturbed re-runs")
     return p
 
@@ -42,13 +45,31 @@ def _check_out(value: str | None) -> Path:
     return writable_out_path(value, "report.pdf")
 
 
+def _titled(scenario, title: str | None):
+    """The scenario named ``title`` (checked as any scenario name: printable, 200 characters)."""
+    if title is None:
+        return scenario
+    if not title.strip():
+        raise CliInputError("--title: empty (give the report's title, 1 to 200 characters)")
+    from pydantic import ValidationError
+
+    from advisor.scenario import Scenario, format_validation_error
+
+    try:
+        return Scenario.model_validate({**scenario.model_dump(), "name": title})
+    except ValidationError as exc:
+        raise CliInputError(
+            "--title: " + format_validation_error(exc).removeprefix("name: ")
+        ) from None
+
+
 def run(args: argparse.Namespace) -> dict:
     from advisor.report import fonts, images
     from advisor.report.pdf import build_report, last_build_info
     from advisor.search.recommend import recommend
 
     out = _check_out(args.out)
-    scenario = recommend_cmd.scenario_from_args(args)
+    scenario = _titled(recommend_cmd.scenario_from_args(args), args.title)
     profile = recommend_cmd.scenario_profile(args, scenario)
     rec = recommend(scenario)
     pdf = build_report(

@@ -472,6 +472,9 @@ def build_report(
     else:
         ctx.missing_charts.append(("all charts", "charts were switched off for this export"))
     _assumptions(doc, ctx, sensitivities)
+    # reference material a client does not read front to back (issue 38: 2.5 pages of row ids
+    # and the article's Llama-2-70B table sat in a hospital's report body)
+    _calibration_appendix(doc, ctx)
     _article(doc, ctx)
     _sources(doc, ctx)
     if best_obj is not None:
@@ -1069,7 +1072,6 @@ def _sensitivity_rows(ctx: _Context) -> tuple[list[tuple[str, str, str]], str | 
 
 def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
     doc.h1("Assumptions and confidence")
-    cal = _calibration()
     doc.h2("How far to trust the predictions: error on measurements the fit never saw")
     try:
         v = _validation()
@@ -1094,7 +1096,22 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
             doc.para("No out-of-sample table (bench/crossval.py --write has not been run).", 9)
     except Exception as exc:  # noqa: BLE001
         doc.para(f"Out-of-sample table unavailable: {type(exc).__name__}", 9)
+    doc.para("The fitted constants and the in-sample fit: Appendix A.", 8.5, colour=GREY)
 
+    doc.h2("Sensitivities: what would change the recommendation")
+    if not sensitivities:
+        doc.para("Not computed for this export.", 9)
+        return
+    rows, why = _sensitivity_rows(ctx)
+    if why:
+        doc.para(f"Not computed: {why}.", 9)
+        return
+    doc.table([("Change", "Recommendation then", "Flips?"), *rows], (58, 100, 20))
+
+
+def _calibration_appendix(doc: _Doc, ctx: _Context) -> None:
+    doc.h1("Appendix A: calibration")
+    cal = _calibration()
     doc.h2("Calibration constants (data/calibration.yaml)")
     if cal:
         doc.para(
@@ -1160,16 +1177,6 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
     except Exception as exc:  # noqa: BLE001
         doc.para(f"Validation unavailable: {type(exc).__name__}", 9)
 
-    doc.h2("Sensitivities: what would change the recommendation")
-    if not sensitivities:
-        doc.para("Not computed for this export.", 9)
-        return
-    rows, why = _sensitivity_rows(ctx)
-    if why:
-        doc.para(f"Not computed: {why}.", 9)
-        return
-    doc.table([("Change", "Recommendation then", "Flips?"), *rows], (58, 100, 20))
-
 
 def _claim_text(c: Any) -> tuple[str, str, str]:
     claim = clean(_pick(c, "claim", "title", "rule", "text", default=str(c)), 300)
@@ -1181,7 +1188,7 @@ def _claim_text(c: Any) -> tuple[str, str, str]:
 
 
 def _article(doc: _Doc, ctx: _Context) -> None:
-    doc.h1("Where the article's rules of thumb disagree")
+    doc.h1("Appendix B: where the article's rules of thumb disagree")
     from advisor.search.decision_matrix import ARTICLE_CLAIM, ARTICLE_NAME
 
     doc.para(clean(f"The article is {ARTICLE_NAME}; {ARTICLE_CLAIM}.", 600), 8.5, colour=GREY)
@@ -1216,7 +1223,7 @@ def _article(doc: _Doc, ctx: _Context) -> None:
 
 
 def _sources(doc: _Doc, ctx: _Context) -> None:
-    doc.h1("Sources")
+    doc.h1("Appendix C: sources")
     s = ctx.scenario
     gpus = accelerators()
     doc.h2("Datasheets and model cards")
@@ -1241,13 +1248,19 @@ def _sources(doc: _Doc, ctx: _Context) -> None:
     except Exception:  # noqa: BLE001
         rows_used = []
     meta = _measurement_sources()
-    by_source: dict[str, list[str]] = {}
+    by_source: dict[str, int] = {}
     for r in rows_used:
         src = meta.get(r["id"], {}).get("source", "?")
-        by_source.setdefault(src, []).append(r["id"])
-    items = [f"{', '.join(ids[:12])}{' …' if len(ids) > 12 else ''} ({len(ids)} rows): "
-             f"{clean(src, 300)}" for src, ids in by_source.items()]  # fmt: skip
-    doc.bullets(items or ["(no measurement rows for these accelerators)"], 8)
+        by_source[src] = by_source.get(src, 0) + 1
+    # one line per publication; the row ids are in data/measurements*.csv (`advisor validate`)
+    items = [f"{n} row{'s' if n != 1 else ''}: {clean(src, 160)}"
+             for src, n in sorted(by_source.items(), key=lambda kv: -kv[1])]  # fmt: skip
+    if items:
+        doc.para(f"{len(rows_used):,} published measurements from {len(items)} sources; each "
+                 "row, with its id and exact source, is in the data/measurements*.csv files "
+                 "shipped with the tool (`python -m advisor validate` lists the errors per row).",
+                 8.5)  # fmt: skip
+    doc.bullets(items or ["(no measurement rows for these accelerators)"], 7.5)
 
 
 def _missing_charts(doc: _Doc, ctx: _Context) -> None:

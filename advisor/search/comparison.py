@@ -139,6 +139,24 @@ def load_text(s: Scenario) -> str:
     return f"{w.concurrent_users:,} concurrent users thinking {w.think_time_s:g} s"
 
 
+def title(s: Scenario) -> str:
+    """A scenario's name from what it is about, for one given on the command line without a
+    name (the PDF's cover and header): model, hardware, load, lengths; at most 200 characters.
+
+    >>> from advisor.scenario import Hardware, Workload
+    >>> t = title(Scenario(model="qwen3-235b-a22b", hardware=Hardware(gpus=["mi300x"]),
+    ...           workload=Workload(isl_tokens=6000, osl_tokens=400, arrival_rate_per_s=None,
+    ...                             concurrent_users=400, think_time_s=60)))
+    >>> t.split(": ")
+    ['Qwen3 235B-A22B on 8 × AMD Instinct MI300X 192GB', '400 concurrent users thinking 60 s, 6,000 / 400 tokens']
+    """
+    hw, w, gpus = s.hardware, s.workload, accelerators()
+    names = " / ".join(gpus[g].name if g in gpus else g for g in hw.gpus)
+    text = (f"{s.model_spec().name} on {hw.total_gpus} × {names}: {load_text(s)}, "
+            f"{w.isl_tokens:,} / {w.osl_tokens:,} tokens")  # fmt: skip
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
 def table_rows(c: Compared) -> dict[str, str]:
     """What the Compare page and the comparison PDF print about one scenario, by row name."""
     d, pct = c.deployment, c.percentile
