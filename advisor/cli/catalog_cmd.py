@@ -6,7 +6,7 @@ import argparse
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
 from advisor.cli import add_json_flag
-from advisor.physics.params import param_breakdown
+from advisor.physics.params import active_params_as_published, param_breakdown
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> dict:
                 "name": m.name,
                 "family": m.family,
                 "params": b.total,
-                "active_params": b.active,
+                "active_params": active_params_as_published(m),
                 "layers": m.num_hidden_layers,
                 "attention": m.attention_kind,
                 "moe": m.is_moe,

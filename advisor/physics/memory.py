@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.physics.params import ParamBreakdown, param_breakdown
+from advisor.physics.params import ParamBreakdown, active_params_as_published, param_breakdown
 
 #: Bytes per element of each storage dtype (before any quantization-scale overhead).
 DTYPE_BYTES: dict[str, float] = {
@@ -702,7 +702,7 @@ def memory_budget(
 
     return MemoryBudget(
         params=pb.total,
-        active_params=pb.active,
+        active_params=active_params_as_published(model),
         capacity_bytes=float(gpu.memory_bytes),
         usable_bytes=usable,
         weights_bytes_per_gpu=placement.per_gpu_bytes,

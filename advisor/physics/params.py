@@ -100,6 +100,26 @@ class ParamBreakdown:
         return self.attention + self.dense_mlp + self.moe_experts + self.moe_shared_and_router
 
 
+def active_params_as_published(m: ModelSpec) -> int:
+    """Parameters one token uses, counted as the model's publisher counts them: the one active
+    count every view shows (issue 38: 22.2B in the catalog, 21.6B on the Recommendation page).
+
+    active = total - routed experts + the top-k routed experts, less the input embedding (a
+    table lookup) when the publisher leaves it out and the output layer when it does too
+    (``published_active_excludes_*`` in data/models.yaml); Qwen and DeepSeek count both.
+    Source: OpenAI, gpt-oss model card (arXiv 2508.10925) Table 1: gpt-oss-120b 5.13B active
+    (the unembedding counted, not the embedding); Qwen3-235B-A22B card: 22B activated.
+
+    >>> from advisor.catalog import get_model
+    >>> [round(active_params_as_published(get_model(k)) / 1e9, 2)
+    ...  for k in ("gpt-oss-120b", "qwen3-235b-a22b")]
+    [5.13, 22.19]
+    """
+    b = param_breakdown(m)
+    out = b.active - (b.embedding if m.published_active_excludes_embedding else 0)
+    return out - (b.lm_head if m.published_active_excludes_lm_head else 0)
+
+
 def param_breakdown(m: ModelSpec) -> ParamBreakdown:
     """Count parameters by component.
 

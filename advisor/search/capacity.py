@@ -127,6 +127,38 @@ def capacity_plan(sc, t, best_i: int, checks):
     )
 
 
+def capacity_text(cap) -> str:
+    """What the capacity table counts, in the table's own terms: for a disaggregated deployment
+    a "replica" was a decode replica, while the table added the prefill replicas to it, so "one
+    replica serves up to 6.44 requests/s" sat above "2.69 requests/s: 2 replicas" (issue 38)."""
+    r = cap.max_rate_per_replica_at_sla_req_s
+    if cap.kind != "disaggregated":
+        return (f"One replica ({cap.replica}, {cap.gpus_per_replica} GPU"
+                f"{'s' if cap.gpus_per_replica != 1 else ''}) serves up to {r:.3g} requests/s "
+                "within the SLA; a target rate R needs ceil(R / that) replicas.")  # fmt: skip
+    rp = cap.prefill_max_rate_per_replica_at_sla_req_s or 0.0
+    return (f"Disaggregated: prefill and decode replicas are counted apart. One prefill replica "
+            f"(TP={cap.prefill_gpus_per_replica}) serves up to {rp:.3g} requests/s and one "
+            f"decode replica ({cap.replica.split(';')[0].removeprefix('decode replica ')}, "
+            f"{cap.gpus_per_replica} GPUs) up to {r:.3g} requests/s within the SLA (each "
+            "measured with the pools scaled together); a target rate R needs ceil(R / "
+            f"{rp:.3g}) prefill and ceil(R / {r:.3g}) decode replicas.")  # fmt: skip
+
+
+def capacity_rows(cap) -> list[dict[str, object]]:
+    """The capacity table's rows (requests/s to 3 significant figures), the prefill and decode
+    replicas in their own columns for a disaggregated deployment."""
+    out = []
+    for r in cap.rows:
+        row: dict[str, object] = {"requests/s": f"{r.target_rate_req_s:.3g}"}
+        if cap.kind == "disaggregated":
+            row |= {"prefill replicas": r.prefill_replicas, "decode replicas": r.decode_replicas}
+        else:
+            row["replicas"] = r.replicas
+        out.append(row | {"GPUs": r.gpus, "nodes": r.nodes})
+    return out
+
+
 def _disaggregated_plan(sc, t, j: int, offered: float, targets, Capacity, CapacityRow):
     st, dg = t.st, t.dg
     gpn = sc.hardware.gpus_per_node

@@ -87,9 +87,9 @@ def article_answer(params: float, active_params: float | None = None) -> Article
 
     >>> article_answer(70.6e9).row, article_answer(8e9).gpus, article_answer(405e9).gpus
     ('30B-70B', 1, 8)
-    >>> a = article_answer(116.8e9, 5.7e9)  # gpt-oss-120b
+    >>> a = article_answer(116.8e9, 5.13e9)  # gpt-oss-120b (its card: 5.13B active)
     >>> a.row, a.note.split(";")[0]
-    ('70B-180B', 'MoE: 116.8B total but 5.7B active per token')
+    ('70B-180B', 'MoE: 116.8B total but 5.1B active per token')
     """
     b = params / 1e9
     i = _row_index(b)

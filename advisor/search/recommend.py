@@ -17,7 +17,7 @@ from collections import Counter
 
 import numpy as np
 
-from advisor.physics.params import param_breakdown
+from advisor.physics.params import active_params_as_published, param_breakdown
 from advisor.physics.queueing import QUANTILES, REASONS, latency_under_load, unstable_text
 from advisor.scenario import Scenario
 from advisor.search.capacity import capacity_plan
@@ -364,7 +364,7 @@ def _nothing(sc: Scenario, t0: float, rejected: dict, reason: str) -> Recommenda
     """A result with no deployment and the reason (an infeasible question is not an error)."""
     pb = param_breakdown(sc.model_spec())
     params = pb.total
-    ans = article_answer(params, pb.active - pb.embedding)  # a lookup, not a matmul
+    ans = article_answer(params, active_params_as_published(sc.model_spec()))
     return Recommendation(
         scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric="",
         confidence=sc.sla.confidence,
@@ -396,7 +396,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         ev, dg = None, None
     pb = param_breakdown(model)
     params = pb.total
-    ans = article_answer(params, pb.active - pb.embedding)  # a lookup, not a matmul
+    ans = article_answer(params, active_params_as_published(model))
     if ev is None:
         return _nothing(
             sc, t0, dict(rejected), "no deployment fits in memory: " + "; ".join(

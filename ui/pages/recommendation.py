@@ -9,6 +9,7 @@ import streamlit as st
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.charts.recommend_charts import pareto_figure
 from advisor.physics.queueing import unstable_text
+from advisor.search.capacity import capacity_rows, capacity_text
 from advisor.search.decision_matrix import ARTICLE_NAME
 from advisor.search.recommend import unmet_head
 from ui.budget_view import budget_section
@@ -161,24 +162,8 @@ def details_section(rec) -> None:
     if rec.capacity is not None:
         cap = rec.capacity
         st.subheader("Capacity planning")
-        st.caption(
-            f"One replica ({cap.replica}, {plural(cap.gpus_per_replica, 'GPU')}) serves up to "
-            f"{sig3(cap.max_rate_per_replica_at_sla_req_s)} requests/s within the SLA."
-        )
-        st.dataframe(
-            pd.DataFrame(
-                [
-                    {
-                        "requests/s": sig3(r.target_rate_req_s),
-                        "replicas": r.replicas,
-                        "GPUs": r.gpus,
-                        "nodes": r.nodes,
-                    }  # fmt: skip
-                    for r in cap.rows
-                ]
-            ),
-            hide_index=True,
-        )
+        st.caption(md_escape(capacity_text(cap)))
+        st.dataframe(pd.DataFrame(capacity_rows(cap)), hide_index=True)
     with st.expander("Search details and assumptions"):
         st.markdown(
             f"{rec.candidates_evaluated:,} deployments evaluated, {rec.feasible:,} meet the SLA, "
