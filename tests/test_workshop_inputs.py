@@ -151,3 +151,34 @@ def test_one_active_parameter_count_in_the_catalog_memory_and_recommendation(mod
     (b,) = shown
     assert abs(b - card_b) <= 0.25  # the publisher's convention, to its rounding
     assert f"{b:.1f}B active" in note
+
+
+def test_speculative_page_tells_one_story_at_the_scenarios_load():
+    # The hospital question on B200: Qwen3-235B-A22B (MoE) with a Qwen3-8B draft. Its
+    # speedup grows with the batch (more experts read per target step, a flat dense draft
+    # step), so "Stops paying at batch 1" beside a speedup above 1x at batch 43 was wrong.
+    from advisor.scenario import SLA, Hardware
+    from ui.url import View, scenario_to_params
+
+    s = Scenario(model="qwen3-235b-a22b", hardware=Hardware(gpus=["b200"]),
+                 workload=Workload(isl_tokens=6000, osl_tokens=400, arrival_rate_per_s=None,
+                                   concurrent_users=400, think_time_s=60),
+                 sla=SLA(ttft_ms=3000, tpot_ms=60))  # fmt: skip
+    at = AppTest.from_file(APP, default_timeout=200)
+    for k, v in scenario_to_params(s, View()).items():
+        at.query_params[k] = v
+    at = at.run().switch_page("ui/pages/speculative.py").run()
+    assert not at.exception and not at.error
+    m = {x.label: x.value for x in at.metric}
+    label = next(k for k in m if k.startswith("Speedup per token at batch "))
+    batch = int(label.rsplit(" ", 1)[1].replace(",", ""))
+    speedup = float(m[label].rstrip("×"))
+    with_ = float(m[f"TPOT with speculation (ms), batch {batch:,}"])
+    without = float(m[f"TPOT without speculation (ms), batch {batch:,}"])
+    pays = m["Pays (speedup ≥ 1×) at"]
+    # TPOT = time per step / tokens per step, the same interleaved prefills in both: the
+    # faster one is the one the speedup says (Leviathan et al. 2023)
+    assert (with_ < without) == (speedup > 1)
+    assert "Stops paying" not in str(m)
+    if speedup > 1:
+        assert not pays.startswith("none")

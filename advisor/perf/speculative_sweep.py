@@ -90,6 +90,35 @@ def break_even_batch(batches: np.ndarray, speedup: np.ndarray) -> float | None:
     return float(np.asarray(batches)[below[0]]) if below.size else None
 
 
+def paying_batches(batches: np.ndarray, speedup: np.ndarray) -> str:
+    """The batches at which the speedup is at least 1, as text. Not always "up to a break-even":
+    a mixture-of-experts target reads more experts per step as its batch grows while a dense
+    draft's step stays flat, so speculation can start paying only at some batch (issue 38: the
+    page said "stops paying at batch 1" beside a 1.26x speedup at the scenario's batch 43).
+
+    >>> paying_batches(np.array([1, 2, 4, 8]), np.array([2.0, 1.5, 0.9, 0.7]))
+    'batch 1 to 2'
+    >>> paying_batches(np.array([1, 2, 4, 8, 16]), np.array([0.9, 0.95, 1.1, 1.2, 1.3]))
+    'batch 4 to 16 (the largest tried)'
+    >>> paying_batches(np.array([1, 2]), np.array([0.9, 0.8]))
+    'none up to batch 2'
+    """
+    b, ok = np.asarray(batches), np.asarray(speedup) >= 1.0
+    if not ok.any():
+        return f"none up to batch {b[-1]:,.0f}"
+    runs, i = [], 0
+    while i < ok.size:
+        if ok[i]:
+            j = i
+            while j + 1 < ok.size and ok[j + 1]:
+                j += 1
+            last = " (the largest tried)" if j == ok.size - 1 and ok.size > 1 else ""
+            runs.append(f"{b[i]:,.0f}" if i == j else f"{b[i]:,.0f} to {b[j]:,.0f}{last}")
+            i = j
+        i += 1
+    return "batch " + ", ".join(runs)
+
+
 def compatible_drafts(target: ModelSpec, catalog: dict[str, ModelSpec] | None = None) -> list[str]:
     """Drafts for ``target``: its own head (``MTP``) first, then smaller catalog models with its
     tokenizer, smallest first (the cheapest draft step).
