@@ -200,8 +200,9 @@ def test_estimate_refuses_ep_over_more_gpus_than_experts():
 DEP8_FLAGS = {
     "vllm": ({"--tensor-parallel-size": "1", "--data-parallel-size": "8",
               "--enable-expert-parallel": None}, {}),
-    "sglang": ({"--tp-size": "8", "--enable-dp-attention": None, "--dp-size": "8",
-                "--ep-size": "8"}, {}),
+    # SGLang 0.5.23 (the default): --attn-dp-size (its parser warns that --enable-dp-attention
+    # --dp-size is deprecated); sglang/srt/arg_groups/fields/parallel.py
+    "sglang": ({"--tp-size": "8", "--attn-dp-size": "8", "--ep-size": "8"}, {}),
     "trtllm": ({"--tp_size": "8"}, {"enable_attention_dp": True, "moe_expert_parallel_size": 8,
                                     "moe_tensor_parallel_size": 1}),
 }  # fmt: skip

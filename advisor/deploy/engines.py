@@ -31,10 +31,11 @@ MoE layouts (a pool's ``ep`` / ``dp_attention``, both over the replica's TP GPUs
 - Attention data parallel (DP-attention = TP): vLLM ``--data-parallel-size N`` ranks of
   ``--tensor-parallel-size 1`` whose expert layers form one TP group of N, or one EP group with
   ``--enable-expert-parallel`` (docs/serving/data_parallel_deployment.md); SGLang
-  ``--enable-dp-attention --dp-size N`` with ``--tp-size N``; TensorRT-LLM
-  ``enable_attention_dp: true`` at ``--tp_size N`` (LlmArgs). All three engines run both
-  layouts and their combination ("DEP"); each engine's flags are checked against
-  data/engine-flags/.
+  ``--attn-dp-size N`` (0.5.23; before, ``--enable-dp-attention --dp-size N``) with ``--tp-size
+  N``; TensorRT-LLM ``enable_attention_dp: true`` at ``--tp_size N`` (LlmArgs). All three
+  engines run both layouts and their combination ("DEP"); each engine's flags are checked
+  against data/engine-flags/ and, for vLLM and SGLang, by their own parsers in CI
+  (tests/test_engine_parsers.py).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from advisor.catalog.quoting import shell_comment
 from advisor.deploy.checkpoints import Checkpoint, choose
 from advisor.deploy.quantize import QuantizeJob, job_for
 from advisor.deploy.settings import Plan, PoolSettings
-from advisor.deploy.tables import checkpoints, releases
+from advisor.deploy.tables import checkpoints, engine_flags, releases
 
 PORT = 8000
 #: Port the SGLang/TensorRT-LLM multi-node rendezvous and disaggregation bootstrap use.
@@ -303,6 +304,16 @@ def vllm(plan: Plan, version: str | None = None) -> Launch:
 # -- SGLang ------------------------------------------------------------------------------------
 
 
+def _sglang_attention_dp(version: str, tp: int) -> list[tuple[str, str | None]]:
+    """Attention DP over the replica's TP GPUs: ``--attn-dp-size N`` where the release has it
+    (0.5.23: ``--enable-dp-attention`` is deprecated, "Use '--attn-dp-size <dp-size>' instead",
+    its parser warns), else ``--enable-dp-attention --dp-size N``; either way the server's
+    ``--max-running-requests`` is divided over the N schedulers."""
+    if "--attn-dp-size" in engine_flags("sglang", version)["flags"]:
+        return [("--attn-dp-size", str(tp))]
+    return [("--enable-dp-attention", None), ("--dp-size", str(tp))]
+
+
 def sglang(plan: Plan, version: str | None = None) -> Launch:
     la, ck = _start(plan, "sglang", version)
     if la.unsupported:
@@ -313,7 +324,7 @@ def sglang(plan: Plan, version: str | None = None) -> Launch:
             ("--tp-size", str(p.tp)),
         ]  # fmt: skip
         if p.dp_attention:
-            args += [("--enable-dp-attention", None), ("--dp-size", str(p.tp))]
+            args += _sglang_attention_dp(la.version, p.tp)
         if p.ep:
             args.append(("--ep-size", str(p.tp)))
         if p.pp > 1:
