@@ -5,9 +5,25 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 PORT ?= 8501
 
-.PHONY: setup run test test-fast lint format bench clean lock
+.PHONY: setup setup-engines run test test-fast lint format bench clean lock
 
-setup: $(STAMP)
+setup: $(STAMP) setup-engines
+
+# The engines whose own argument parsers tests/test_engine_parsers.py runs on the generated
+# commands: one venv per release (their pins clash), each the engine without its dependencies,
+# torch 2.13.0 (the CPU build) and what the import of its parser needs, pinned exactly in
+# requirements-engines/<engine>-<version>.txt (--no-deps: the file is the whole set).
+ENGINES := $(basename $(notdir $(wildcard requirements-engines/*.txt)))
+ENGINE_STAMPS := $(ENGINES:%=.venv-engines/%/.setup-stamp)
+
+setup-engines: $(ENGINE_STAMPS)
+
+.venv-engines/%/.setup-stamp: requirements-engines/%.txt
+	rm -rf .venv-engines/$*
+	$(PY) -m venv .venv-engines/$*
+	.venv-engines/$*/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+		-r requirements-engines/$*.txt
+	@touch $@
 
 # Re-installs only when a requirements file changes, so a second `make setup` is a no-op.
 # constraints.txt pins the whole resolved set (transitive dependencies too).
@@ -49,4 +65,4 @@ bench: setup
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis test-output
+	rm -rf $(VENV) .venv-engines .pytest_cache .ruff_cache .hypothesis test-output
