@@ -182,3 +182,15 @@ def test_speculative_page_tells_one_story_at_the_scenarios_load():
     assert "Stops paying" not in str(m)
     if speedup > 1:
         assert not pays.startswith("none")
+
+
+def test_memory_page_says_what_fits_and_where_offloading_starts_as_one_number():
+    # Issue 38: "Sequences (paged) 921" beside a chart titled "offloading starts: 922".
+    at = AppTest.from_file(APP, default_timeout=120).run().switch_page("ui/pages/memory.py").run()
+    assert not at.exception
+    fits = next(m.value for m in at.metric if m.label == "Sequences (paged)")
+    titles = [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    kv = next(t for t in titles if "offloading starts" in t)
+    # the same count in both, and the first sequence that does not fit is the next one
+    assert kv.startswith(f"KV fits {fits} sequences")
+    assert f"at sequence {int(fits.replace(',', '')) + 1:,}" in kv

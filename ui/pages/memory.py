@@ -133,7 +133,10 @@ def budget_section(c: SimpleNamespace):
 
     left, right = st.columns(2)
     off = curve["offload_at"]
-    t = f"Where offloading starts: {off:,} sequences" if off else "No room for any KV cache"
+    # the metric above counts what fits; the chart where it stops fitting: say both (issue 38:
+    # "Sequences (paged) 921" beside "offloading starts: 922 sequences" read as a disagreement)
+    t = (f"KV fits {off - 1:,} sequences (as above); offloading starts at sequence {off:,}"
+         if off else "No room for any KV cache")  # fmt: skip
     left.plotly_chart(mc.kv_demand_figure(curve, t), width="stretch")
     rows = cache.allocation_comparison(
         c.model, c.gpu.id, tp=c.tp, pp=c.pp, weights_dtype=c.wd, kv_dtype=c.kd,
