@@ -194,3 +194,23 @@ def test_memory_page_says_what_fits_and_where_offloading_starts_as_one_number():
     # the same count in both, and the first sequence that does not fit is the next one
     assert kv.startswith(f"KV fits {fits} sequences")
     assert f"at sequence {int(fits.replace(',', '')) + 1:,}" in kv
+
+
+def test_interconnect_all_reduce_per_step_is_the_decode_steps_communication():
+    # Issue 38: 6.29 ms on the Interconnect page, 9.69 ms on the Latency page (MI300X): the
+    # chart used the nccl-tests time, the decode step divides it by the fitted in-engine
+    # collective efficiency (data/calibration.yaml global.collective_efficiency).
+    from advisor.catalog import get_accelerator, get_model, interconnects
+    from advisor.charts import interconnect_charts as ic
+    from advisor.perf.replica import ReplicaConfig, build_replicas
+    from advisor.perf.step import decode_step
+
+    m = get_model("llama-3.1-70b")  # dense: the step's communication is the TP all-reduces
+    for gpu_id in ("mi300x", "h100-sxm"):
+        gpu = get_accelerator(gpu_id)
+        link = interconnects()[gpu.scale_up_link]
+        rows = ic.tp_comm_sweep(m, gpu, [link], batch_tokens=64, weights_dtype="fp8",
+                                kv_dtype="fp8", context_tokens=2048, tps=(8,))  # fmt: skip
+        r = build_replicas([ReplicaConfig(model=m, gpu=gpu, tp=8, weights="fp8", kv="fp8")])
+        step = decode_step(r, 64.0, 2048.0)
+        assert rows[0]["per_token_s"] == pytest.approx(float(step.communication[0]), rel=1e-6)

@@ -60,14 +60,17 @@ def tp_comm_sweep(
 ) -> list[dict]:
     """Per (link, TP): all-reduce time per layer and per token, and its share of a decode step.
 
-    Two all-reduces of ``batch_tokens x hidden x activation_bytes`` per layer (Megatron-LM);
+    Times are in-engine: nccl-tests time / the fitted collective efficiency on links whose copy
+    kernels set the rate (NVLink, Infinity Fabric), as in the decode step. Two all-reduces of ``batch_tokens x hidden x activation_bytes`` per layer (Megatron-LM);
     per token = layers x per layer (a token crosses every pipeline stage). The rest of the step
     (GEMMs, attention over ``context_tokens`` of KV cache, engine overhead) comes from the
     performance model (advisor.perf.step.decode_step) on ``gpu`` at that TP, so only the link
     differs between the lines.
     """
+    from advisor.perf.profiles import collective_efficiency
     from advisor.perf.replica import ReplicaConfig, build_replicas
     from advisor.perf.step import decode_step
+    from advisor.physics.collectives import kernel_bound
 
     msg = tp_allreduce_bytes(batch_tokens, model.hidden_size, activation_bytes)
     algs = engine_algorithms(engine)
@@ -94,7 +97,10 @@ def tp_comm_sweep(
             if tp > max_tp_on(link):
                 continue
             ar = allreduce(msg, tp, link, algorithms=_usable(algs, tp, link))
-            per_layer = 2 * ar.time_s
+            # inside the engine, as the decode step counts it (perf.replica: nccl-tests time /
+            # the fitted collective efficiency where copy kernels set the rate), so this page
+            # and the Latency page give one number (issue 38: 6.29 ms here, 9.69 ms there)
+            per_layer = 2 * ar.time_s / (collective_efficiency() if kernel_bound(link) else 1.0)
             per_token = model.num_hidden_layers * per_layer
             compute = float(rest[tp])
             rows.append(
