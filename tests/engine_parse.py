@@ -2,9 +2,10 @@
 
 Run by tests/test_engine_parsers.py inside .venv-engines/<engine> (make setup-engines), never
 by the project's venv: it imports vLLM or SGLang, whatever the project's code does not.
-stdin: ``{"engine": "vllm" | "sglang", "commands": [{"id": str, "argv": [str, ...]}]}`` where
-``argv`` is what follows ``vllm serve`` (the model first) or ``python3 -m
-sglang.launch_server``. stdout: one JSON list, per command ``{"id", "errors", "warnings"}``.
+stdin: ``{"engine": "vllm" | "sglang" | "sglang-router", "commands": [{"id": str, "argv":
+[str, ...]}]}`` where ``argv`` is what follows ``vllm serve`` (the model first), ``python3 -m
+sglang.launch_server`` or ``-m sglang_router.launch_router``. stdout: ``{"version", "results"}``,
+per command ``{"id", "errors", "warnings"}``.
 
 What runs, per engine (nothing is stubbed; no GPU, no model download):
 - vLLM: ``make_arg_parser(FlexibleArgumentParser())`` as ``vllm serve`` builds it
@@ -15,6 +16,8 @@ What runs, per engine (nothing is stubbed; no GPU, no model download):
 - SGLang: ``ServerArgs.add_cli_args`` on an ``argparse.ArgumentParser`` and ``parse_args`` as
   ``prepare_server_args`` does (sglang/srt/server_args.py). ``ServerArgs.from_cli_args`` runs
   the struct's checks, which read the GPU and the model config; they are not run.
+- sglang-router (in SGLang's venv): ``RouterArgs.add_cli_args`` and ``from_cli_args`` as
+  ``launch_router.parse_router_args`` does (prefill URL + bootstrap port pairs included).
 An argparse error (unknown flag, a value outside ``choices``, a value of the wrong type) is an
 error; a line the parser prints or logs with "deprecat" in it is a warning.
 """
@@ -68,6 +71,19 @@ def _sglang():
     return check
 
 
+def _router():
+    import argparse
+
+    from sglang_router.router_args import RouterArgs
+
+    def check(argv: list[str]) -> None:  # launch_router.parse_router_args, without its imports
+        parser = argparse.ArgumentParser(prog="sglang_router.launch_router")
+        RouterArgs.add_cli_args(parser, use_router_prefix=False)
+        RouterArgs.from_cli_args(parser.parse_args(argv), use_router_prefix=False)
+
+    return check
+
+
 def _version(engine: str) -> str:
     from importlib.metadata import version
 
@@ -77,7 +93,7 @@ def _version(engine: str) -> str:
 def main() -> None:
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     req = json.load(sys.stdin)
-    check = {"vllm": _vllm, "sglang": _sglang}[req["engine"]]()
+    check = {"vllm": _vllm, "sglang": _sglang, "sglang-router": _router}[req["engine"]]()
     log = io.StringIO()
     handler = logging.StreamHandler(log)
     logging.getLogger().addHandler(handler)

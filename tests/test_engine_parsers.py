@@ -6,7 +6,8 @@ engine without its dependencies, torch 2.13.0 (the CPU build), and only the pack
 import of its argument parser needs. tests/engine_parse.py runs in that venv and parses each
 command with the parser the server itself builds (vLLM ``make_arg_parser`` as ``vllm serve``
 does, then ``validate_parsed_serve_args`` and ``AsyncEngineArgs.from_cli_args``; SGLang
-``ServerArgs.add_cli_args`` as ``prepare_server_args`` does). Nothing is stubbed. What is not
+``ServerArgs.add_cli_args`` as ``prepare_server_args`` does; its PD router, sglang-router
+0.3.2, installed beside it: ``RouterArgs``). Nothing is stubbed. What is not
 run: the steps after parsing that read the GPU or the model's config.json from the Hub
 (vLLM ``create_engine_config``, SGLang ``ServerArgs.__post_init__``).
 
@@ -97,9 +98,12 @@ def _require(engine: str, version: str) -> Path:
     return py
 
 
-def parse(engine: str, version: str, commands: dict[str, list[str]]) -> dict[str, dict]:
-    """Each command parsed by the engine release's own parser: id -> {errors, warnings}."""
-    py = _require(engine, version)
+def parse(
+    engine: str, version: str, commands: dict[str, list[str]], venv: tuple[str, str] | None = None
+) -> dict[str, dict]:
+    """Each command parsed by the engine release's own parser (in the venv of ``venv``, default
+    the engine's own): id -> {errors, warnings}."""
+    py = _require(*(venv or (engine, version)))
     req = {"engine": engine, "commands": [{"id": k, "argv": v} for k, v in commands.items()]}
     r = subprocess.run([str(py), str(DRIVER)], input=json.dumps(req), capture_output=True,
                        text=True, timeout=600, env={**os.environ, "PYTHONWARNINGS": "ignore"})  # fmt: skip
@@ -119,6 +123,8 @@ def _engine_args(engine: str, argv: list[str]) -> list[str] | None:
             return _until_shell_operator(argv[i + 2 :])
         if engine == "sglang" and word == "sglang.launch_server" and argv[i - 1] == "-m":
             return _until_shell_operator(argv[i + 1 :])
+        if engine == "sglang-router" and word == "sglang_router.launch_router":
+            return _until_shell_operator(argv[i + 1 :])
     return None
 
 
@@ -133,13 +139,14 @@ def _until_shell_operator(words: list[str]) -> list[str]:
     return words[:stop]
 
 
-def commands(bundle) -> dict[str, list[str]]:
-    """Every engine command of a bundle's files: name -> the words its parser reads."""
-    engine, out = bundle.engine, {}
+def commands(bundle, engine: str | None = None) -> dict[str, list[str]]:
+    """Every command of ``engine`` (default the bundle's) in a bundle's files: name -> the
+    words its parser reads."""
+    engine, out = engine or bundle.engine, {}
     if "docker-compose.yaml" in bundle.files:
         for name, svc in yaml.safe_load(bundle.files["docker-compose.yaml"])["services"].items():
             argv = [*svc.get("entrypoint", []), *svc.get("command", [])]
-            if svc.get("entrypoint") is None and engine == "vllm":  # the image's: vllm serve
+            if svc.get("entrypoint") is None and bundle.engine == "vllm":  # the image's: vllm serve
                 argv = ["vllm", "serve", *argv]
             if (words := _engine_args(engine, argv)) is not None:
                 out[f"compose:{name}"] = words
@@ -246,3 +253,22 @@ def test_every_case_has_files_on_the_default_releases():
             b = deploy_bundle(sc, parse_spec(text), engine)
             assert not b.reasons, (engine, name, b.reasons)
             assert commands(b), (engine, name)
+
+
+#: The SGLang PD router (pip sglang-router, installed in SGLang's venv) and its release.
+ROUTER = ("sglang-router", "0.3.2")
+
+
+def test_the_sglang_routers_parser_accepts_its_generated_commands():
+    """The router lines of the disaggregated case (Compose, Kubernetes, launch.sh): each
+    prefill URL with its bootstrap port, each decode URL, as sglang-router 0.3.2 reads them."""
+    b = _bundles("sglang", "0.5.23")["disaggregated"]
+    cmds = commands(b, "sglang-router")
+    router = next(s for s in b.launch.servers if s.role == "router")  # as launch.sh runs it
+    cmds["launch.sh:router"] = _engine_args("sglang-router", router.commands[0].argv())
+    assert len(cmds) == 3, sorted(cmds)  # Compose, Kubernetes, launch.sh
+    cmds["misspelt"] = [*cmds["launch.sh:router"], "--prefil", "http://x:8000"]
+    got = parse(*ROUTER, cmds, venv=("sglang", "0.5.23"))
+    assert got.pop("misspelt")["errors"], "the router's parser must refuse --prefil"
+    bad = {k: v for k, v in got.items() if v["errors"] or v["warnings"]}
+    assert bad == {}, json.dumps(bad, indent=1)[:4000]
