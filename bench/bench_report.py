@@ -36,6 +36,23 @@ def main() -> None:
     t = time.perf_counter()
     build_report(s, client="Bench client")
     print(f"warm, charts re-rendered (image cache cleared): {time.perf_counter() - t:.2f} s")
+    # the comparison PDF of issue 38's workshop: Qwen3-235B-A22B for 400 users thinking 60 s,
+    # 6,000 / 400 tokens, P99 TTFT 3 s / TPOT 60 ms, on 8 x MI300X, H200 and B200
+    items = [(f"Hospital on 8x {g}", _hospital(g)) for g in ("mi300x", "h200-sxm", "b200")]
+    for label in ("cold", "warm"):
+        t = time.perf_counter()
+        build_report(items[0][1], compare=items)
+        print(f"comparison PDF of 3 scenarios, {label}: {time.perf_counter() - t:.2f} s")
+
+
+def _hospital(gpu: str) -> Scenario:
+    from advisor.scenario import SLA, Hardware, Workload
+
+    return Scenario(name=f"Hospital on 8x {gpu}", model="qwen3-235b-a22b",
+                    hardware=Hardware(gpus=[gpu], gpus_per_node=8),
+                    workload=Workload(isl_tokens=6000, osl_tokens=400, arrival_rate_per_s=None,
+                                      concurrent_users=400, think_time_s=60),
+                    sla=SLA(ttft_ms=3000, tpot_ms=60))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -214,3 +214,20 @@ def test_interconnect_all_reduce_per_step_is_the_decode_steps_communication():
         r = build_replicas([ReplicaConfig(model=m, gpu=gpu, tp=8, weights="fp8", kv="fp8")])
         step = decode_step(r, 64.0, 2048.0)
         assert rows[0]["per_token_s"] == pytest.approx(float(step.communication[0]), rel=1e-6)
+
+
+def test_compare_batch_sweep_means_do_not_depend_on_skipping_percentiles():
+    # The Compare sweep skips the closed-loop percentiles (issue 38: 29 of them made the
+    # comparison PDF take 15 s warm); the means it draws are the full estimate's.
+    from advisor.catalog import get_accelerator, get_model
+    from advisor.charts import compare_charts as cc
+    from advisor.perf.estimate import EstimateInput, estimate
+
+    m, g = get_model("llama-3.1-8b"), get_accelerator("l40s")
+    rows = cc.batch_sweep(m, g, EstimateInput(tp=1), [1, 8, 32])
+    for r in rows:
+        full = estimate(m, g, EstimateInput(tp=1, concurrency=r["batch"], qps=None))
+        assert "percentiles" in full  # the full estimate has them; the sweep does not need them
+        assert r["tpot_ms"] == pytest.approx(full["tpot_ms"])
+        assert r["ttft_ms"] == pytest.approx(full["ttft_ms"])
+        assert r["throughput_tok_s_per_gpu"] == pytest.approx(full["throughput_tok_s_per_gpu"])

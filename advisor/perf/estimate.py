@@ -90,6 +90,10 @@ class EstimateInput(BaseModel):
     #: pool, so decode never stalls for them and TPOT is the decode step (as in the search's
     #: decode pool, advisor/search/disaggregated.py). Needs a fixed concurrency.
     prefill_elsewhere: bool = False
+    #: Compute the percentiles of a fixed-concurrency load (the closed-loop queueing model,
+    #: about 0.4 s each); False for a sweep that draws means only (the Compare batch sweep: 29
+    #: of them made the comparison PDF take 15 s warm, issue 38).
+    percentiles: bool = True
 
     @model_validator(mode="after")
     def _prefill_elsewhere(self) -> EstimateInput:
@@ -247,7 +251,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
         return _infeasible(base, load.reasons, dep.mem.suggestions, load.concurrency, breakdown)
 
     base.update(load.extra)
-    if inp.qps is None and "percentiles" not in base:
+    if inp.qps is None and inp.percentiles and "percentiles" not in base:
         why = _no_percentiles(inp)
         if why is None:
             base.update(_closed_loop_percentiles(dep, inp, float(inp.concurrency)))
