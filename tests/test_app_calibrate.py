@@ -130,12 +130,14 @@ def test_a_refused_fit_keeps_its_points_for_the_table():
     exec(
         compile(src.split('\nst.title("Calibrate to your cluster")')[0], "calibrate.py", "exec"), ns
     )
-    # Runs 1 and 2 of the DataCrunch 405B sweep (tests/fixtures/client/README.md): refused with
+    # Runs 1 and 3 of the DataCrunch 405B sweep (tests/fixtures/client/README.md): refused with
     # two runs (bench/client_holdout.py), and the refusal's points kept for the page's table.
+    # (Runs 1 and 2 pass the bar since issue 37's all-reduce refit by a hair: a 97 ms request
+    # overhead, see tests/test_client_profile.py.)
     lines = (FIX / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
     dep = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")
-    doc, problems = ns["fit_uploads"]([("r1.json", lines[0]), ("r2.json", lines[1])], dep, "t")
-    assert doc is None and problems[-1].startswith("No profile: r1.json, r2.json: the profile")
+    doc, problems = ns["fit_uploads"]([("r1.json", lines[0]), ("r3.json", lines[2])], dep, "t")
+    assert doc is None and problems[-1].startswith("No profile: r1.json, r3.json: the profile")
     pts = ns["SS"][ns["REFUSED"]]
     assert [p["id"] for p in pts][:2] == ["r1.json:ttft", "r1.json:e2e"]
     assert all(p["loo_pct"] is not None and p["before_pct"] is not None for p in pts)
