@@ -75,5 +75,5 @@ def test_a_module_helper_that_spawns_marks_its_callers(pytester, word):
     path = pytester.makepyfile(
         test_x=f"def _inner():\n    {word}\n\ndef _outer():\n    _inner()\n\ndef test_a():\n    _outer()\n"
     )
-    _, spawning = _module_facts(str(path))
+    _, _, spawning = _module_facts(str(path))
     assert spawning == {"_inner", "_outer", "test_a"}  # test_a through _outer through _inner

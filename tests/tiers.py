@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 import os
 import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -38,12 +40,13 @@ _SPAWN_WORDS = (
 
 
 @functools.cache
-def _module_facts(path: str) -> tuple[bool, frozenset[str]]:
-    """(uses AppTest, names of module-level functions that start a process, transitively)."""
+def _module_facts(path: str) -> tuple[bool, frozenset[str], frozenset[str]]:
+    """(uses AppTest, module-level functions that use AppTest, module-level functions that start
+    a process, transitively), from one parse of the module."""
     try:
         source = Path(path).read_text(encoding="utf-8")
     except OSError:
-        return False, frozenset()
+        return False, frozenset(), frozenset()
     tree = ast.parse(source)
     funcs = {
         node.name: node
@@ -61,7 +64,8 @@ def _module_facts(path: str) -> tuple[bool, frozenset[str]]:
         more = {name for name, calls in called.items() if calls & spawning} - spawning
         spawning |= more
         grew = bool(more)
-    return "AppTest" in source, frozenset(spawning)
+    apptest = frozenset(name for name, body in text.items() if "AppTest" in body)
+    return "AppTest" in source, apptest, frozenset(spawning)
 
 
 def tiers_of(item: pytest.Item) -> set[str]:
@@ -74,19 +78,17 @@ def tiers_of(item: pytest.Item) -> set[str]:
         found.add("fuzz")
     if item.path.suffix != ".py" or not item.path.name.startswith("test_"):
         return found  # doctests and helper modules: the library tier
-    uses_apptest, spawning = _module_facts(str(item.path))
-    if uses_apptest and (
-        "AppTest" in _test_source(item) or _calls_module_helper_with(item, "AppTest")
-    ):
+    uses_apptest, apptest_helpers, spawning = _module_facts(str(item.path))
+    source = _test_source(item)
+    names |= _names_in(source)  # fixtures and the names the test's body uses
+    if uses_apptest and ("AppTest" in source or names & apptest_helpers):
         found.add("app")
-    if (names | _names_in(item)) & spawning or any(w in _test_source(item) for w in _SPAWN_WORDS):
+    if names & spawning or any(w in source for w in _SPAWN_WORDS):
         found.add("subprocess")
     return found
 
 
 def _test_source(item: pytest.Item) -> str:
-    import inspect
-
     fn = getattr(item, "function", None)
     try:
         return inspect.getsource(fn) if fn is not None else ""
@@ -94,35 +96,12 @@ def _test_source(item: pytest.Item) -> str:
         return ""
 
 
-def _names_in(item: pytest.Item) -> set[str]:
+def _names_in(source: str) -> set[str]:
     try:
-        tree = ast.parse(_dedent(_test_source(item)))
+        tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
         return set()
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-
-
-def _dedent(text: str) -> str:
-    import textwrap
-
-    return textwrap.dedent(text)
-
-
-@functools.cache
-def _helpers_using(path: str, word: str) -> frozenset[str]:
-    source = Path(path).read_text(encoding="utf-8")
-    tree = ast.parse(source)
-    return frozenset(
-        node.name
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef)
-        and word in (ast.get_source_segment(source, node) or "")
-    )
-
-
-def _calls_module_helper_with(item: pytest.Item, word: str) -> bool:
-    helpers = _helpers_using(str(item.path), word)
-    return bool((set(getattr(item, "fixturenames", ())) | _names_in(item)) & helpers)
 
 
 def mark(items: list[pytest.Item]) -> None:
