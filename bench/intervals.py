@@ -2,7 +2,7 @@
 70-90% of them inside their own 80% interval).
 
 Reads the leave-one-source-out rows of data/crossval.yaml (``loso_rows``, written by
-``bench/crossval.py --write``) and scores every row by the interval built without its source
+``python -m advisor crossval``) and scores every row by the interval built without its source
 (as for the next deployment, a source the table has not seen), then without the row alone, for its
 own kind, engine, accelerator family, model class (MoE or dense) and calibration state
 (advisor/perf/intervals.coverage). Prints the coverage per kind, per model class and overall at
@@ -49,7 +49,7 @@ def main() -> None:
     for k in KINDS:
         print(f"  {k:<11} {counts[(k, True)]:>4} calibrated  {counts[(k, False)]:>4} uncalibrated")
     if not table.rows:
-        print("no loso_rows: run bench/crossval.py --write first")
+        print("no loso_rows: run python -m advisor crossval first")
         return
     for leave_out in LEAVE_OUT:
         print(f"each row scored by the range built without its {leave_out}"

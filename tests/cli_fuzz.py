@@ -110,6 +110,8 @@ def _valid(rng: random.Random, sub: str, flag: str, tmp: Path, cheap: bool) -> s
         "--client": lambda: r.choice(["", "ACME", "<b>x</b>", "ü" * 300]),
         "--consultant": lambda: r.choice(["", "Z"]),
         "--max-evals": lambda: "1",
+        "--jobs": lambda: r.choice(["1", "2", "64"]),
+        "--schemes": lambda: r.choice(["source", "source,engine", "SOURCE, gpu", "model,source"]),
         "--scenario": lambda: str(tmp / "scenario.json"),
         "--profile": lambda: str(tmp / "profile-valid.yaml"),
         "--input": lambda: str(tmp / "input.jsonl"),
@@ -157,10 +159,16 @@ FLAGS["deploy"] = {
     "switches": ["--json", "--no-disaggregated"],
     "required": [],
 }
+#: crossval refits for half an hour and writes data/: driven with bad input only (see generate)
+FLAGS["crossval"] = {
+    "values": ["--max-evals", "--jobs", "--schemes"],
+    "switches": ["--json", "--all", "--percentiles", "--warm", "--ranges"],
+    "required": [],
+}
 assert set(FLAGS) == set(SUBCOMMANDS), "a subcommand has no fuzz table"
 
 #: Chance that an invocation is left exactly valid (the rest get 1-4 mutations).
-P_VALID = {"calibrate": 0.0, "report": 0.3, "validate": 0.01, "recommend": 0.15}
+P_VALID = {"calibrate": 0.0, "crossval": 0.0, "report": 0.3, "validate": 0.01, "recommend": 0.15}
 #: Chance that a report invocation is not forced to fail on a final ``--isl 0`` (a PDF takes s).
 P_LIVE_REPORT = 0.03
 #: Likewise for validate (its valid argvs are the 4 combinations of --rows and --json).
@@ -296,7 +304,7 @@ def generate(rng: random.Random, sub: str, tmp: Path, *, cheap: bool = True) -> 
 
     rng.shuffle(opts)
     argv = [sub] + [tok for o in opts for tok in o]
-    if sub == "calibrate":  # whatever the mutations did, never a real fit (last value wins)
+    if sub in ("calibrate", "crossval"):  # whatever the mutations did, never a real fit
         argv += ["--max-evals", "0"]
     if sub == "report" and rng.random() >= P_LIVE_REPORT:  # keep report cheap: bad --isl last
         argv += ["--isl", "0"]
@@ -384,6 +392,11 @@ def _mutate(rng: random.Random, sub: str, opts: list[list[str]], spec: dict, tmp
             ["--out", "/nonexistent/x.yaml"],
             ["--max-evals", rng.choice(["-1", "x", "", "1e30", "nan", "10001"])],
         ]
+        pairs["crossval"] = [
+            ["--schemes", rng.choice(["engine", "source,source", "", ",", "sources"])],
+            ["--all", "--schemes", "source"], ["--warm"], ["--ranges", "--jobs", "1"],
+            ["--jobs", rng.choice(["0", "65", "-1", "x"])],
+        ]  # fmt: skip
         choices = pairs.get(sub)
         if choices:
             opts.append(list(rng.choice(choices)))

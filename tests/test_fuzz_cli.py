@@ -52,7 +52,7 @@ def test_fuzz_subcommand_keeps_the_contract(sub, fuzz_dir):
     problems = [f"{o.problem}: {o.argv!r:.300} -> {o.stderr[:300]!r}" for o in tally.problems]
     assert problems == []
     # the generator reaches both outcomes (a generator that only made bad input proves little)
-    if sub not in ("calibrate",):
+    if sub not in ("calibrate", "crossval"):  # never a real fit (tests/cli_fuzz.py generate)
         assert tally.codes.get("0", 0) > 0, tally.codes
     assert tally.codes.get("2", 0) > 0, tally.codes
 

@@ -466,7 +466,7 @@ def test_coverage_leaves_out_the_rows_whole_source():
 def test_the_compact_ranges_table_holds_every_held_out_row_of_crossval_yaml():
     """data/crossval_ranges.json (read by the answers; issue 38: yaml.safe_load of the 445 KB
     crossval.yaml took most of a fresh process's first recommend) is crossval.yaml's loso_rows,
-    each with its load regime: regenerate it with bench/crossval.py --ranges when this fails."""
+    each with its load regime: regenerate it with python -m advisor crossval --ranges when this fails."""
     import yaml
 
     from advisor.catalog.loader import DATA_DIR

@@ -144,7 +144,7 @@ def test_spec_decoding_helps_at_batch1_hurts_at_large_batch():
 
 
 def test_out_of_sample_figures_lead_and_cover_the_current_rows():
-    # Issue 12: accuracy is claimed OUT OF SAMPLE. data/crossval.yaml (bench/crossval.py --write)
+    # Issue 12: accuracy is claimed OUT OF SAMPLE. data/crossval.yaml (python -m advisor crossval)
     # refits without each source (repository + path) and predicts its rows; validate's report
     # carries that table first. Every held-out id must still be a usable row (a stale file would
     # quote figures for rows that no longer exist) and it must cover most current rows.

@@ -33,6 +33,7 @@ SUBCOMMANDS: dict[str, str] = {
     "estimate": "advisor.cli.estimate_cmd",
     "validate": "advisor.cli.validate_cmd",
     "calibrate": "advisor.cli.calibrate_cmd",
+    "crossval": "advisor.cli.crossval_cmd",
     "report": "advisor.cli.report_cmd",
     "deploy": "advisor.cli.deploy_cmd",
 }
@@ -288,6 +289,8 @@ def _written(args: argparse.Namespace, result: object) -> str:
     files = result.get("files")
     if args._name == "deploy" and isinstance(files, list) and files:
         return ", ".join(map(str, files))
+    if args._name == "crossval" and isinstance(result.get("wrote"), dict):
+        return ", ".join(result["wrote"])
     if args._name == "calibrate":  # the shipped calibration: --out or the default file
         return getattr(args, "out", None) or "data/calibration.yaml"
     return ""

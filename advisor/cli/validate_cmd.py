@@ -72,7 +72,7 @@ def render(r: dict) -> str:
             lines.append(f" leave one {scheme} out:")
             lines += _table(fams)
     else:
-        lines.append("out of sample: data/crossval.yaml missing (run bench/crossval.py --write)")
+        lines.append("out of sample: data/crossval.yaml missing (run python -m advisor crossval)")
     lines.append("IN SAMPLE (the constants were fitted to these rows):")
     lines += _table(r["families"])
     if r.get("failures"):

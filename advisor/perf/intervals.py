@@ -5,7 +5,7 @@ An interval at confidence c for a prediction p of kind k (ttft, tpot, e2e, throu
     [p x exp(q_lo), p x exp(q_hi)],   q = quantiles (1-c)/2 and (1+c)/2 of log(measured / predicted)
 
 over the held-out rows of the leave-one-source-out cross-validation (``loso_rows`` of
-data/crossval.yaml, written by bench/crossval.py): each row is a published measurement predicted
+data/crossval.yaml, written by python -m advisor crossval): each row is a published measurement predicted
 by constants fitted without that row's source. Quantiles put the p-quantile at order statistic
 p (n + 1) (Hyndman & Fan 1996 type 6, numpy's "weibull"), so the interval between them holds
 a new draw from the same errors with probability c whatever n is: the k-th of n sorted values
@@ -13,7 +13,7 @@ lies below a new one with probability k / (n + 1). numpy's default (type 7, at (
 spans only c (n - 1) / (n + 1) of it: 69% for an "80%" interval from 12 rows; held out, its
 intervals held 77.6% of the measurements at 80% and 71.2% of the TTFTs (2026-12-01).
 
-The rows are read from data/crossval_ranges.json (``load_table``; bench/crossval.py --ranges
+The rows are read from data/crossval_ranges.json (``load_table``; ``python -m advisor crossval``
 writes it from data/crossval.yaml and data/crossval_percentiles.yaml), each with its load regime
 (``load_regime``) and statistic. A steady (mean/median) prediction draws on mean and median rows
 (the start-up-wave means of short closed loops stay out: no steady answer has that wave); a
@@ -319,7 +319,7 @@ def table_from_compact(doc: Mapping) -> ErrorTable:
     """The ErrorTable of a data/crossval_ranges.json document (``compact_doc``)."""
     if list(doc.get("columns") or []) != list(COMPACT_COLUMNS):
         raise ValueError(f"crossval_ranges columns {doc.get('columns')!r}; expected "
-                         f"{list(COMPACT_COLUMNS)} (regenerate: bench/crossval.py --ranges)")  # fmt: skip
+                         f"{list(COMPACT_COLUMNS)} (regenerate: python -m advisor crossval --ranges)")  # fmt: skip
     src = doc["sources"]
     rows = tuple(
         ErrorRow(id=i, kind=k, engine=e, accelerator_family=f, calibrated=bool(c),
@@ -330,7 +330,7 @@ def table_from_compact(doc: Mapping) -> ErrorTable:
     return ErrorTable(rows, {(g, f): float(v) for g, f, v in doc.get("p90_by_group") or []})
 
 
-#: The compact table the answers read (bench/crossval.py --ranges writes it from
+#: The compact table the answers read (python -m advisor crossval writes it from
 #: data/crossval.yaml, which stays the full, human-readable report).
 RANGES_PATH = DATA_DIR / "crossval_ranges.json"
 

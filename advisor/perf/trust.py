@@ -125,7 +125,7 @@ def error_table(rows: Iterable[dict], families: Iterable[str]) -> list[dict]:
 
 
 def out_of_sample() -> dict | None:
-    """The held-out error table written by ``bench/crossval.py --write`` (data/crossval.yaml).
+    """The held-out error table written by ``python -m advisor crossval`` (data/crossval.yaml).
 
     Rows: one per (held-out grouping, metric family) with rows, median and p90 |error| in %;
     ``schemes``: grouping -> family -> stats, leave-one-source-out first. None when the file is

@@ -316,7 +316,7 @@ def summarise(preds: list[Prediction]) -> dict[str, dict[str, float]]:
 def validation_report() -> dict:
     """In-sample validation: every usable row predicted with the constants fitted to all rows.
 
-    ``out_of_sample`` (data/crossval.yaml, written by bench/crossval.py) is the error on rows
+    ``out_of_sample`` (data/crossval.yaml, written by ``python -m advisor crossval``) is the error on rows
     the fit never saw; it is the figure to quote, this table is the in-sample one.
     """
     from advisor.perf.trust import out_of_sample

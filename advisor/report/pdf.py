@@ -1093,7 +1093,7 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
                 8.5,
             )
         else:
-            doc.para("No out-of-sample table (bench/crossval.py --write has not been run).", 9)
+            doc.para("No out-of-sample table (python -m advisor crossval has not been run).", 9)
     except Exception as exc:  # noqa: BLE001
         doc.para(f"Out-of-sample table unavailable: {type(exc).__name__}", 9)
     doc.para("The fitted constants and the in-sample fit: Appendix A.", 8.5, colour=GREY)

@@ -29,7 +29,7 @@ def out_of_sample_section() -> None:
     oos = out_of_sample_cached()
     st.subheader("Out of sample: error on measurements the fit never saw")
     if oos is None:
-        st.info("No cross-validation table (run `bench/crossval.py --write`).")
+        st.info("No cross-validation table (run `python -m advisor crossval`).")
         return
     st.caption(
         f"From `{oos['generated_by']}` ({oos['generated_on']}): the constants are refitted "
