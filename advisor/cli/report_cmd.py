@@ -64,13 +64,18 @@ def _titled(scenario, title: str | None):
 
 
 def run(args: argparse.Namespace) -> dict:
-    from advisor.report import fonts, images
-    from advisor.report.pdf import build_report, last_build_info
-    from advisor.search.recommend import recommend
+    from advisor.report import images
 
     out = _check_out(args.out)
     scenario = _titled(recommend_cmd.scenario_from_args(args), args.title)
     profile = recommend_cmd.scenario_profile(args, scenario)
+    # the browser starts while the PDF module loads and the search runs (issue 38: it was
+    # started at the first chart, 3-10 s of waiting in a 15-30 s report)
+    images.prestart()
+    from advisor.report import fonts
+    from advisor.report.pdf import build_report, last_build_info
+    from advisor.search.recommend import recommend
+
     rec = recommend(scenario)
     pdf = build_report(
         scenario, client=args.client, consultant=args.consultant, recommendation=rec,

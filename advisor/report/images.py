@@ -74,6 +74,26 @@ def _start() -> bool:
     return True
 
 
+def prestart() -> None:
+    """Start the browser now, without waiting for it (a no-op when charts are off or it runs).
+
+    kaleido opens the browser and loads plotly.js in its own thread (3-6 s, most of it waiting
+    on the browser): called before the CPU work that precedes the first chart (the search, the
+    PDF's first pages), that wait overlaps it. ``advisor report`` calls it first thing.
+    """
+    with _lock:
+        if _state["broken"]:
+            return
+        try:
+            _start()
+        except Exception as exc:  # noqa: BLE001 - figure_png reports it when a chart is asked
+            _state["broken"] = _why(exc)
+
+
+def _why(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+
+
 def _quiet_hook(*_args: object) -> None:
     """Swallow errors raised while the browser shuts down (see ``stop``)."""
 
@@ -146,7 +166,5 @@ def figure_png(fig, width: int, height: int, scale: float = 2) -> bytes | None:
         except FutureTimeout:
             _state["broken"] = f"no image within {EXPORT_TIMEOUT_S:.0f} s"
         except Exception as exc:  # noqa: BLE001 - the report goes on without the chart
-            _state["broken"] = (
-                f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-            )
+            _state["broken"] = _why(exc)
         return None

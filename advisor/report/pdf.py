@@ -423,6 +423,8 @@ def build_report(
     of the recommendation (the app's deployment in focus), with ``focus_note`` saying how it
     was chosen (or, without ``focus``, why it cannot run).
     """
+    if charts:
+        images.prestart()  # the browser starts while the searches and first pages run
     client_t = clean(client, NAME_LIMIT)
     consultant_t = clean(consultant, NAME_LIMIT)
     notes_t = clean(notes, NOTES_LIMIT, multiline=True)
