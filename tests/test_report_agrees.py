@@ -142,7 +142,7 @@ def test_latency_page_estimate_of_a_decode_pool_has_no_prefill_stalls(point_pred
 
 
 def test_speculative_page_of_a_decode_pool_charges_no_target_prefill():
-    """Reported on the Speculative page for the default scenario's disaggregated winner:
+    """Reported on the Speculative page for the default scenario's disaggregated deployment:
     "Speedup per token 1.82x" beside "TPOT, speculative 17.8 ms" and "Plain decode step 18.0 ms".
     The decode pool never prefills its prompts (the other pool does), but the speculative path
     charged every new prompt's target prefill as a stall anyway. Only the draft's pass over the
@@ -151,10 +151,12 @@ def test_speculative_page_of_a_decode_pool_charges_no_target_prefill():
     from advisor.catalog import accelerators, get_model
     from advisor.perf.estimate import estimate
     from advisor.scenario import Scenario
-    from advisor.search.focus import estimate_input
+    from advisor.search.deployment_spec import parse_spec
+    from advisor.search.focus import estimate_input, evaluate_spec
 
+    # the default scenario's disaggregated pair (its winner until the tie-break on headroom)
     s = Scenario()
-    b = recommend(s).best
+    b = evaluate_spec(s, parse_spec("h100-sxm.tp1.pp1.dp1.ptp1.pdp1.int4.fp8")).deployment
     assert b.kind == "disaggregated"
     inp = estimate_input(s, b.spec, concurrency=10).model_copy(update={
         "spec_draft": get_model("llama-3.2-1b"), "spec_tokens": 4, "spec_acceptance": 0.7})  # fmt: skip

@@ -108,12 +108,19 @@ def test_report_body_leaves_row_ids_and_the_article_to_the_appendices():
 def test_capacity_table_counts_prefill_and_decode_replicas_apart(point_predictions):
     import math
 
+    from advisor.scenario import SLA
     from advisor.search.recommend import recommend
+    from ui.url import View, scenario_to_params
 
-    # The default scenario's winner is disaggregated (1 prefill + 1 decode replica on H100).
-    cap = recommend(Scenario()).capacity
+    # The default scenario with P99 TPOT 20 ms: the winner is disaggregated (prefill and
+    # decode replicas on H100; at 50 ms an aggregated TP=2 with more headroom wins the tie).
+    s = Scenario(sla=SLA(ttft_ms=2000.0, tpot_ms=20.0))
+    cap = recommend(s).capacity
     assert cap.kind == "disaggregated"
-    at = AppTest.from_file(APP, default_timeout=120).run()  # Recommendation page
+    at = AppTest.from_file(APP, default_timeout=120)
+    for k, v in scenario_to_params(s, View()).items():
+        at.query_params[k] = v
+    at = at.run()  # Recommendation page
     assert not at.exception
     from ui.format import md_escape as E
 

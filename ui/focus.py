@@ -17,6 +17,7 @@ import streamlit as st
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.focus import Focus
+from advisor.search.results import decode_batch_seqs
 from advisor.search.space import powers_of_two_upto
 from ui import cache
 from ui.format import md_escape
@@ -49,6 +50,11 @@ class InFocus:
         r = self.result
         if not r.fits:
             return "does not fit: " + "; ".join(r.reasons)
+        d = r.deployment
+        if d is not None and d.sla_verdict == "at risk" and d.at_risk:
+            # its predictions meet the SLA, a range does not: said on every page, the range and
+            # the target named (the measurement that narrows it is on Recommendation)
+            return "at risk: " + "; ".join(d.at_risk[:-1] or d.at_risk)
         if r.fails:
             over = r.deployment is not None and r.deployment.meets_sla
             return ("over the budget: " if over else "misses the SLA: ") + "; ".join(r.fails)
@@ -155,8 +161,9 @@ def sequences_in_flight(scenario: Scenario, f: InFocus, page_value: int | None) 
     )
     if d is not None:
         n = max(1, math.ceil(d.running_batch - 1e-9))
-        if d.stable:
-            return n, f"{load}{per}: the search's mean running batch ({d.running_batch:.1f})"
+        if d.stable:  # the decode batch of every view (search/results.decode_batch)
+            n = decode_batch_seqs(d.running_batch)
+            return n, f"{load}{per}: the search's decode batch ({n:,})"
         return n, f"{load} saturates this deployment{per}: as many as it runs ({n:,})"
     if w.concurrent_users is not None:
         return math.ceil(w.concurrent_users / dp), f"{load}{per}"

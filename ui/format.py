@@ -141,3 +141,12 @@ def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = N
                      "one replica under this load with the engine's serving benchmark and load "
                      "the result on the Calibrate page to narrow it")  # fmt: skip
     return text + "".join(f". {n}" for n in notes)
+
+
+def sla_answer(d) -> str:
+    """A deployment's answer to "Meets the SLA?" (search/sla.py verdicts): "yes", "yes, over
+    the budget", "at risk" (its predictions meet the SLA, the upper end of a range does not) or
+    "no"."""
+    if d.meets_sla:
+        return "yes, over the budget" if getattr(d, "over_budget", False) else "yes"
+    return "at risk" if getattr(d, "sla_verdict", "") == "at risk" else "no"

@@ -54,14 +54,16 @@ def _front(pts: Sequence, y) -> list:
 
 
 #: Point groups: (key, legend name, colour); "over": meets the SLA but its purchase is above
-#: the scenario's budget cap (cost.max_capex_usd), so it is not recommended.
+#: the scenario's budget cap (cost.max_capex_usd), so it is not recommended; "risk": its
+#: predictions meet the SLA, the upper end of a range does not (search/sla.py).
 _GROUPS = (("meets", "meets the SLA", MEETS), ("over", "meets the SLA, over the budget",
-           PALETTE[3]), ("misses", "misses it", MISSES))  # fmt: skip
+           PALETTE[3]), ("risk", "at risk: predictions meet it, ranges reach past it",
+           PALETTE[1]), ("misses", "misses it", MISSES))  # fmt: skip
 
 
 def _group(p) -> str:
     if not p.meets_sla:
-        return "misses"
+        return "risk" if getattr(p, "sla_verdict", "") == "at risk" else "misses"
     return "over" if getattr(p, "over_budget", False) else "meets"
 
 
@@ -115,8 +117,8 @@ def pareto_figure(
         )
         for group, name, colour in _GROUPS:
             sel = [p for p in pts if _group(p) == group]
-            if group == "over" and not any(_group(p) == "over" for p in points_all):
-                continue  # no budget cap, or nothing above it: no legend entry
+            if group in ("over", "risk") and not any(_group(p) == group for p in points_all):
+                continue  # no budget cap, or nothing above it, or none at risk: no legend entry
             fig.add_trace(
                 go.Scatter(
                     x=[p.latency_ms for p in sel],
@@ -125,7 +127,7 @@ def pareto_figure(
                     marker={
                         "color": colour,
                         "size": 11,
-                        "symbol": "x" if group == "over" else "circle",
+                        "symbol": {"over": "x", "risk": "diamond"}.get(group, "circle"),
                     },
                     name=name,
                     legendgroup=name,
@@ -137,6 +139,8 @@ def pareto_figure(
                 col=col,
             )
         chosen = [p for p in pts if best is not None and p.description == best]
+        # a winner at risk says so in its legend entry and hover, not only by its colour
+        won = "recommended" + (", at risk" if chosen and _group(chosen[0]) == "risk" else "")
         if chosen:
             fig.add_trace(
                 go.Scatter(
@@ -149,11 +153,11 @@ def pareto_figure(
                         "color": BEST,
                         "line": {"color": "#FFFFFF", "width": 1.5},
                     },
-                    name="recommended",
+                    name=won,
                     legendgroup="best",
                     showlegend=col == 1,
                     customdata=[_custom(chosen[0])],
-                    hovertemplate="<b>recommended</b><br>"
+                    hovertemplate=f"<b>{won}</b><br>"
                     + _HOVER.format(metric=escape(latency_metric)),
                 ),  # fmt: skip
                 row=1,

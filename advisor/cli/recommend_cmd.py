@@ -378,13 +378,17 @@ def _wide_lines(r: dict) -> list[str]:
 
 def render(r: dict) -> str:
     lines = [f"{r['model']}: {r['sla']}  ({r['candidates_evaluated']:,} deployments evaluated, "
-             f"{r['feasible']:,} meet the SLA, {r['elapsed_ms']:.0f} ms)"]  # fmt: skip
+             f"{r['feasible']:,} meet the SLA, "
+             + (f"{r['at_risk_count']:,} at risk, " if r.get("at_risk") else "")
+             + f"{r['elapsed_ms']:.0f} ms)"]  # fmt: skip
     b = r["best"]
     if b is None:
         lines.append(f"NO DEPLOYMENT: {r['no_best_reason']}")
     else:
+        risk = r.get("at_risk")
         lines += [
-            f"best: {b['description']}",
+            f"best (AT RISK): {b['description']}" if risk else f"best: {b['description']}",
+            *([f"  {risk}"] if risk else []),
             f"  GPUs {b['gpus']} ({b['nodes']} node(s)); ${b['usd_per_million_tokens']:.3f} "
             f"per 1M output tokens; {b['throughput_tok_s']:.0f} tok/s "
             f"({b['throughput_per_gpu_tok_s']:.0f}/GPU); headroom {b['headroom']:.1f}x",
@@ -443,6 +447,8 @@ def _focus_lines(f: dict) -> list[str]:
         return [head + "does not fit: " + "; ".join(f["reasons"])]
     d = f["deployment"]
     verdict = "meets the SLA" if d["meets_sla"] else "misses the SLA: " + "; ".join(f["fails"])
+    if not d["meets_sla"] and d.get("sla_verdict") == "at risk":
+        verdict = "AT RISK: " + "; ".join(d["at_risk"])
     if not d["stable"]:  # no steady state: no cost per token and no percentiles to print
         return [head + verdict, f"  {d['description']}: GPUs {d['gpus']}"]
     lines = [head + verdict, f"  {d['description']}: GPUs {d['gpus']}; "

@@ -746,10 +746,19 @@ def narrowing_advice(what: str, engine: str, gpu: str, load: str) -> str:
     that statistic at that load, which the Calibrate page (``calibrate --from``) fits."""
     return (
         f"{what}: the range is wider than {WIDE_FACTOR:g}x the prediction, so it cannot decide "
-        f"the answer. Measure it: one replica of this deployment ({engine} on {gpu}) under "
-        f"{load} with the engine's serving benchmark (vllm bench serve / sglang.bench_serving "
-        "/ trtllm-bench), then load the result on the Calibrate page (or `python -m advisor "
-        "calibrate --from FILE`): the answer then uses your cluster's constants"
+        f"the answer. {measurement_advice(engine, gpu, load)}"
+    )
+
+
+def measurement_advice(engine: str, gpu: str, load: str) -> str:
+    """The measurement that narrows a range: the client's own serving run, which the Calibrate
+    page fits (for a wide range, ``narrowing_advice``; for an SLA verdict "at risk",
+    search/sla.py)."""
+    return (
+        f"Measure it: one replica of this deployment ({engine} on {gpu}) under {load} with the "
+        "engine's serving benchmark (vllm bench serve / sglang.bench_serving / trtllm-bench), "
+        "then load the result on the Calibrate page (or `python -m advisor calibrate --from "
+        "FILE`): the answer then uses your cluster's constants"
     )
 
 

@@ -20,7 +20,9 @@ def latency_rows(best: Any, scenario: Scenario) -> dict[str, dict[str, float]]:
     for prompts; a speculative deployment's step is the target's, so it is shown alone."""
     pre = dict(best.prefill_breakdown_ms)
     step = {k: v for k, v in best.step_breakdown_ms.items() if k != "batch"}
-    batch = best.step_breakdown_ms.get("batch", best.running_batch + 1)
+    from advisor.search.results import decode_batch
+
+    batch = best.step_breakdown_ms.get("batch", decode_batch(best.running_batch))
     isl = scenario.workload.isl_tokens
     rows = {f"Prefill of one {isl:,}-token prompt alone (no queueing)": pre}
     if best.speculative:

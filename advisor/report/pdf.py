@@ -34,6 +34,7 @@ from advisor.report.deploy_pdf import deploy_appendix
 from advisor.report.text import NAME_LIMIT, NOTES_LIMIT, clean, latin1, needs_shaping
 from advisor.scenario import Scenario
 from advisor.search.budget import plural
+from advisor.search.results import decode_batch_seqs
 
 TITLE = "LLM serving recommendation"
 BRAND = "Inference Architect"
@@ -104,6 +105,8 @@ class Deployment:
     #: The search's intervals of the SLA percentiles (search/sla.percentile_intervals), or None.
     intervals: dict | None = None
     spare_gpus: int = 0  # of the N+1 spare replica(s), included in gpus
+    #: Why it is "at risk" (search/sla.risk_lines; the last line: the measurement), else [].
+    at_risk: tuple[str, ...] = ()
 
     def range_ms(self, label: str) -> tuple[float, float] | None:
         """[low, high] of the predicted percentile of "TTFT", "TPOT" or "E2E", if known."""
@@ -126,9 +129,13 @@ class Deployment:
         return f" ({conf:.0%} range {r[0]:,.1f}-{r[1]:,.1f} ms{note})"
 
     def verdict(self, label: str, got: float, target: float) -> str:
-        """ "met" / "MISSED", by the upper end of the range when there is one."""
+        """ "met" / "AT RISK" / "MISSED": by the upper end of the range when there is one, and
+        "AT RISK" when the prediction is within the target and the range's upper end is not
+        (search/sla.py)."""
         r = self.range_ms(label)
-        return "met" if (r[1] if r else got) <= target else "MISSED"
+        if (r[1] if r else got) <= target:
+            return "met"
+        return "AT RISK" if got <= target else "MISSED"
 
     def sentence(self) -> str:
         spec = "with speculative decoding" if self.speculative else "no speculative decoding"
@@ -196,6 +203,7 @@ def deployment(obj: Any, percentile: int = 99) -> Deployment:
         unstable_reason=_pick(obj, "unstable_reason"),
         intervals=iv if isinstance(iv := _pick(obj, "intervals"), dict) else None,
         spare_gpus=int(_pick(obj, "spare_gpus", default=0) or 0),
+        at_risk=tuple(str(x) for x in (_pick(obj, "at_risk", default=()) or ())),
     )
 
 
@@ -663,7 +671,8 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
         doc.para("No recommendation: " + clean(reason, 600), 10.5, bold=True, colour=(170, 40, 0))
         _explanation(doc, ctx)
         return
-    head = "Deployment in focus" if ctx.focused else "Recommended deployment"
+    head = ("Deployment in focus" if ctx.focused else "Recommended deployment") + (
+        ", at risk" if d.at_risk else "")  # fmt: skip
     doc.para(f"{head}: " + clean(d.description, 400), 10.5, bold=True)
     if ctx.focused:
         rec_best = _pick(ctx.rec, "best") if ctx.rec is not None else None
@@ -673,6 +682,12 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
     warning = _pick(ctx.rec, "warning")
     if warning:  # in the headline, not a footnote: the winner is predicted from priors
         doc.para(clean(str(warning), 600), 10.5, bold=True, colour=(170, 40, 0))
+    risk = None if ctx.focused else _pick(ctx.rec, "at_risk")
+    if risk or d.at_risk:  # none meets with confidence: flagged in the headline, never silently
+        text = (
+            str(risk) if risk else "At risk: " + "; ".join(d.at_risk[:-1]) + f". {d.at_risk[-1]}."
+        )
+        doc.para(clean(text, 1200), 10.5, bold=True, colour=(170, 40, 0))
     doc.para(d.sentence()[:1].upper() + d.sentence()[1:] + ".", 10)
     if d.headroom is not None:
         doc.para(
@@ -696,7 +711,11 @@ def _summary(doc: _Doc, ctx: _Context, title: str = "Executive summary") -> None
             if d.throughput_tok_s and d.gpus
             else ""
         )
-        + (f", {d.running:,.0f} sequences running per replica" if d.running else "")
+        + (
+            f", decode batch {decode_batch_seqs(d.running)} per replica"
+            if d.running is not None
+            else ""
+        )  # fmt: skip
     )
     facts.append(f"Cost {_fmt(d.usd_per_mtok, ',.3f')} USD per million output tokens "
                  f"({s.cost.mode} pricing)")  # fmt: skip
@@ -828,7 +847,8 @@ def _memory_figure(ctx: _Context):
         model, gpu, tp=tp, pp=pp, weights_dtype=wd, kv_dtype=kd, context_tokens=context
     )
     paged = mc.paged_kv_bytes_per_sequence_per_gpu(model, kd, context, 16, tp, pp)
-    n = int(d.running) if d and d.running else max(1, b.max_concurrent_sequences)
+    # the decode batch every view shows (search/results.decode_batch), as the Memory page
+    n = decode_batch_seqs(d.running) if d and d.running is not None else b.max_concurrent_sequences
     stack = mc.memory_stack(gpu.name, b, paged, max(1, n))
     return mc.memory_stack_figure([stack], mc.memory_stack_title(model.name, gpu.name, tp, pp))
 
@@ -971,12 +991,12 @@ def _compare_section(doc: _Doc, ctx: _Context, ranking: Sequence[_Answer],
                f"{getattr(d.tpot_ms, f'p{pct}'):,.1f} ms") if d.stable else "unstable"  # fmt: skip
         table.append((str(i), a.label, f"{cmp.short_shape(d)} on {acc}", str(d.gpus),
                       _fmt(d.usd_per_million_tokens, ",.3f"), f"{monthly_usd(a.scenario, d):,.0f}",
-                      lat, "met" if a.row.meets_sla else "missed"))  # fmt: skip
+                      lat, a.row.sla_word))  # fmt: skip
         if not a.row.meets_sla:
             why.append(f"{a.label}: {clean(a.row.why, 400)}")
     doc.table(table, (6, 30, 56, 11, 17, 17, 27, 14), size=7.5)
     if why:
-        doc.h2("Why the others miss their SLA")
+        doc.h2("Why the others miss their SLA or are at risk")
         doc.bullets(why, 8.5)
 
     doc.h2("The scenarios")

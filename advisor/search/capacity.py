@@ -21,6 +21,7 @@ import numpy as np
 from advisor.physics.queueing import QUANTILES, latency_under_load
 from advisor.search.evaluate import service
 from advisor.search.results import Capacity, CapacityRow
+from advisor.search.sla import AT_RISK
 
 MULTIPLIERS = (0.5, 1.0, 2.0, 5.0, 10.0)
 GRID_POINTS = 64
@@ -97,16 +98,21 @@ def _label(s) -> str:
 
 
 def capacity_plan(sc, t, best_i: int, checks):
-
+    """The winner's capacity table. A winner "at risk" (search/sla.py) meets the SLA only on
+    its point predictions, so its rates are judged on them too (``Capacity.at_risk``): on the
+    ranges' upper ends it has no rate within the SLA at all."""
     st = t.st
     gpn = sc.hardware.gpus_per_node
-    targets = [(name, target, float(factor[best_i])) for name, _, target, factor in checks]
+    risky = str(t.verdict[best_i]) == AT_RISK
+    targets = [(name, target, 1.0 if risky else float(factor[best_i]))
+               for name, _, target, factor in checks]  # fmt: skip
     if sc.workload.arrival_rate_per_s is not None:
         offered = sc.workload.arrival_rate_per_s
     else:
         offered = float(t.rate[best_i])
     if best_i >= t.na:
-        return _disaggregated_plan(sc, t, best_i - t.na, offered, targets, Capacity, CapacityRow)
+        plan = _disaggregated_plan(sc, t, best_i - t.na, offered, targets, Capacity, CapacityRow)
+        return plan.model_copy(update={"at_risk": risky})
     k = int(t.shape_of[best_i])
     s = st.shapes[k]
     gpr = s.tp * s.pp
@@ -124,6 +130,7 @@ def capacity_plan(sc, t, best_i: int, checks):
         max_rate_per_replica_at_sla_req_s=r1,
         sla_headroom=dp * r1 / offered if offered > 0 else math.inf,
         rows=rows,
+        at_risk=risky,
     )
 
 
@@ -131,6 +138,15 @@ def capacity_text(cap) -> str:
     """What the capacity table counts, in the table's own terms: for a disaggregated deployment
     a "replica" was a decode replica, while the table added the prefill replicas to it, so "one
     replica serves up to 6.44 requests/s" sat above "2.69 requests/s: 2 replicas" (issue 38)."""
+    risk = (
+        "At risk: rates within the SLA on the point predictions (the ranges reach past it). "
+        if cap.at_risk
+        else ""
+    )
+    return risk + _capacity_text(cap)
+
+
+def _capacity_text(cap) -> str:
     r = cap.max_rate_per_replica_at_sla_req_s
     if cap.kind != "disaggregated":
         return (f"One replica ({cap.replica}, {cap.gpus_per_replica} GPU"

@@ -40,6 +40,17 @@ class Compared:
     def percentile(self) -> int:
         return self.scenario.sla.percentile
 
+    @property
+    def at_risk(self) -> bool:
+        """Its predictions meet the SLA, the upper end of a range does not (search/sla.py)."""
+        d = self.deployment
+        return not self.meets_sla and d is not None and d.sla_verdict == "at risk"
+
+    @property
+    def sla_word(self) -> str:
+        """ "met" / "at risk" / "missed", as the comparison's tables say it."""
+        return "met" if self.meets_sla else "at risk" if self.at_risk else "missed"
+
 
 def calibrated(gpu_id: str) -> bool:
     """Whether the accelerator's family has efficiencies fitted to published measurements."""
@@ -60,7 +71,7 @@ def compared(
         d, source = focus, "in focus"
         why = "" if focus.meets_sla and not fails else _why(focus, fails)
     elif rec is not None and rec.best is not None:
-        d, source, why = rec.best, "recommended", ""
+        d, source, why = rec.best, "recommended", _risk(rec.best)
     elif rec is not None and rec.near_misses:
         nm = rec.near_misses[0]
         d, source = nm.deployment, "closest miss"
@@ -75,7 +86,16 @@ def compared(
     )  # fmt: skip
 
 
+def _risk(d: Deployment) -> str:
+    """Why a deployment is at risk (its targets and ranges), or "" when it is not."""
+    if d.sla_verdict != "at risk" or not d.at_risk:
+        return ""
+    return "at risk: " + "; ".join(d.at_risk[:-1] or d.at_risk)
+
+
 def _why(d: Deployment, fails: Sequence[str] | None) -> str:
+    if _risk(d):
+        return _risk(d)
     if fails:
         return "; ".join(fails)
     if not d.stable:
@@ -84,16 +104,17 @@ def _why(d: Deployment, fails: Sequence[str] | None) -> str:
 
 
 def ranked(rows: Sequence[Compared]) -> list[Compared]:
-    """Those that meet their SLA by cost per million output tokens (then GPUs), then those that
-    miss by how far they miss (worst target / its limit), then those with no deployment."""
+    """Those that meet their SLA by cost per million output tokens (then GPUs), then those at
+    risk (predictions within the SLA, a range not) the same way, then those that miss by how
+    far they miss (worst target / its limit), then those with no deployment."""
 
     def key(c: Compared) -> tuple:
         d = c.deployment
         if d is None:
-            return (2, math.inf, math.inf)
-        if c.meets_sla:
-            return (0, d.usd_per_million_tokens, d.gpus)
-        return (1, d.sla_ratio, d.usd_per_million_tokens)
+            return (3, math.inf, math.inf)
+        if c.meets_sla or c.at_risk:
+            return (0 if c.meets_sla else 1, d.usd_per_million_tokens, d.gpus)
+        return (2, d.sla_ratio, d.usd_per_million_tokens)
 
     return sorted(rows, key=key)
 
@@ -162,7 +183,8 @@ def table_rows(c: Compared) -> dict[str, str]:
     d, pct = c.deployment, c.percentile
     hi = pct if pct != 50 else 99
     gpus = accelerators()
-    out = {"Verdict": ("meets " if c.meets_sla else "misses ") + c.scenario.sla.describe()}
+    word = "meets " if c.meets_sla else "at risk: its predictions meet " if c.at_risk else "misses "
+    out = {"Verdict": word + c.scenario.sla.describe()}
     if d is None:
         out["Deployment"] = c.why
         return out
@@ -190,7 +212,7 @@ def table_rows(c: Compared) -> dict[str, str]:
         else "no: efficiencies are priors, expect larger errors"
     )
     if c.why:
-        out["Why it misses"] = c.why
+        out["Why it is at risk" if c.at_risk else "Why it misses"] = c.why
     return out
 
 
@@ -201,6 +223,13 @@ def verdict(rows: Sequence[Compared]) -> str:
         return "No scenario to compare."
     top = order[0]
     d = top.deployment
+    if d is not None and top.at_risk:
+        return (
+            "None of the scenarios has a deployment that meets its SLA with confidence; the "
+            f"cheapest whose predictions meet it is {top.label}: {short_shape(d)} on {d.gpus} × "
+            f"{accelerators()[d.gpu].name}, ${d.usd_per_million_tokens:,.3f} per million output "
+            f"tokens, {top.why}."
+        )
     if d is None or not top.meets_sla:
         return "None of the scenarios has a deployment that meets its SLA" + (
             f"; the closest is {top.label}: {short_shape(d)} on {d.gpus} × "

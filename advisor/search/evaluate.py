@@ -190,6 +190,28 @@ def _build(
     )
 
 
+def decode_step_ms(st: ShapeTable, k: int, b: float):
+    """The decode step of shape row ``k`` at batch ``b`` as the search prices it: (its parts in
+    ms, the exact StepTimes for the diagnostics, bytes read per GPU).
+
+    The search's step is interpolated on a power-of-two grid of batch sizes (a few % off the
+    exact step between grid points); the parts are scaled to it, so they add up to the step,
+    and the mean TPOT, the search decided with, and every view that quotes a part (the
+    explanation's all-reduce, the PDF's chart) quotes the same figure (issue 38: 3.46 vs
+    3.44 ms). A speculative shape's table holds the time per token, not the target's step:
+    its target step is exact.
+    """
+    from advisor.perf.step import decode_step
+
+    step = decode_step(st.r.take(np.array([k])), b, st.context_tokens)
+    parts = step.component_dict(0)
+    exact = sum(parts.values())
+    if not st.shapes[k].spec and exact > 0:
+        searched = float(interp_step(st.step_tab_s[[k]], np.array([b]))[0]) * 1e3
+        parts = {name: ms * searched / exact for name, ms in parts.items()}
+    return parts, step
+
+
 def interp_step(tab: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Row-wise linear interpolation of ``tab`` [n, G] on the power-of-two GRID at batch ``b``.
 

@@ -13,8 +13,10 @@ import numpy as np
 
 from advisor.catalog.drafts import draft_name
 from advisor.physics.queueing import unstable_text
-from advisor.search.evaluate import interp_step
-from advisor.search.results import DecisionMatrix
+from advisor.search.evaluate import decode_step_ms, interp_step
+from advisor.search.ranking import SAME_PRICE_USD, rank_order, tie_break_text
+from advisor.search.results import DecisionMatrix, decode_batch
+from advisor.search.sla import AT_RISK
 from advisor.search.space import Shape, scenario_draft, search_weights
 
 
@@ -28,35 +30,36 @@ def _step_ms(st, k: int, b: float) -> float:
     return float(interp_step(st.step_tab_s[k : k + 1], np.array([b]))[0]) * 1e3
 
 
-def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
+def explain(sc, t, best_i: int, ratio, lat, metric: str, risk: list[str] = ()) -> list[str]:
+    """Why candidate ``best_i`` wins; ``risk``: its ``Deployment.at_risk`` lines when it is
+    recommended "at risk" (search/sla.py)."""
     st = t.st
     k = int(t.shape_of[best_i])
     s = st.shapes[k]
-    b = max(1.0, float(t.running[best_i]) + 1.0)
+    b = decode_batch(float(t.running[best_i]))
     warning, verdict = confidence_lines(sc, t, best_i)
     out = [warning] if warning else []
     disagg = best_i >= t.na
     pool = "Decode pool: " if disagg else ""
     if disagg:
         out.extend(_disaggregated_lines(sc, t, best_i, ratio, b, lat, metric))
-    from advisor.perf.step import decode_step
-
-    step = decode_step(st.r.take(np.array([k])), b, st.context_tokens)
-    total = float(step.total[0])
-    comm = float(step.communication[0])
+    # the step as the search priced it (the Deployment's step_breakdown_ms, the PDF's chart)
+    parts, step = decode_step_ms(st, k, b)
+    total = sum(parts.values()) / 1e3
+    comm = parts["communication"] / 1e3
     link = str(st.r.tp_link_id[k])
     if s.tp > 1:
         what = "all-reduce" if not (s.ep or s.dpa) else "collectives"
         out.append(
-            f"{pool}{s.layout} on {link}: {what} {comm / total:.0%} of the {total * 1e3:.2f} ms "
-            f"decode step at batch {b:.0f}."
+            f"{pool}{s.layout} on {link}: {what} {comm * 1e3:.2f} ms, {comm / total:.0%} of the "
+            f"{total * 1e3:.2f} ms decode step at batch {b:.0f}."
         )
     else:
         out.append(
             f"{pool}TP=1: no all-reduce; the {total * 1e3:.2f} ms decode step at batch {b:.0f} is "
-            f"{float(step.memory[0]) / total:.0%} memory reads, "
-            f"{float(step.compute[0]) / total:.0%} compute, "
-            f"{float(step.overhead[0]) / total:.0%} engine overhead."
+            f"{parts['memory'] / 1e3 / total:.0%} memory reads, "
+            f"{parts['compute'] / 1e3 / total:.0%} compute, "
+            f"{parts['overhead'] / 1e3 / total:.0%} engine overhead."
         )
     for tp2, word in ((s.tp * 2, "double"), (s.tp // 2, "halve")):
         if tp2 < 1 or tp2 == s.tp:
@@ -77,7 +80,7 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
                 out.append(f"TP={tp2} does not fit in memory with {s.weights} weights.")
             continue
         d_all = _step_ms(st, k2, b) - _step_ms(st, k, b)
-        c2 = float(decode_step(st.r.take(np.array([k2])), b, st.context_tokens).communication[0])
+        c2 = decode_step_ms(st, k2, b)[0]["communication"] / 1e3
         out.append(
             f"{pool}TP={tp2} ({str(st.r.tp_link_id[k2])}) would {'add' if d_all > 0 else 'save'} "
             f"{abs(d_all):.2f} ms per decode step at batch {b:.0f} (all-reduce "
@@ -101,7 +104,7 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
             out.append(f"{s.weights.upper()} weights make TP={s.tp} fit; fp16 would not.")
         else:
             s16 = _step_ms(st, k16, b)
-            dq = float(step.dequant[0])
+            dq = parts["dequant"] / 1e3
             out.append(
                 f"{s.weights.upper()} weights: decode step {_step_ms(st, k, b):.2f} ms vs "
                 f"{s16:.2f} ms at fp16 (batch {b:.0f}; {mem / 1e9:.1f} GB read per GPU per step"
@@ -136,22 +139,52 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str) -> list[str]:
                 f"Speculative decoding not chosen: {sp_b:.2f}x per-token speedup at batch "
                 f"{b:.0f} does not pay for the draft's memory and cost at this load."
             )
-    feas = np.nonzero(ratio <= 1.0)[0]
-    out.append(
-        f"{feas.size} of {t.n} evaluated deployments meet the SLA; the winner costs "
-        f"${float(t.cost[best_i]):.3f} per million output tokens on {int(t.gpus[best_i])} GPUs "
-        f"with {metric} {float(lat[best_i]):.1f} ms; headroom {float(t.cap[best_i] / max(t.rate[best_i], 1e-300)):.1f}x "
-        "the offered rate before saturation."
+    risky = str(t.verdict[best_i]) == AT_RISK
+    # the deployments the winner was chosen from: those that meet, or with none, those at risk
+    feas = np.nonzero(t.verdict == t.verdict[best_i])[0]
+    room = float(t.cap[best_i] / max(t.rate[best_i], 1e-300))
+    won = (
+        f"{feas.size} of {t.n} evaluated deployments meet the SLA; the winner"
+        if not risky
+        else f"None of the {t.n} evaluated deployments meets the SLA at "
+        f"{sc.sla.confidence:.0%} confidence; {feas.size} meet it on their predictions (at "
+        "risk), and the cheapest of those"
     )
+    out.append(
+        f"{won} costs ${float(t.cost[best_i]):.3f} per million output tokens on "
+        f"{int(t.gpus[best_i])} GPUs with {metric} {float(lat[best_i]):.1f} ms; headroom "
+        f"{room:.1f}x the offered rate before saturation."
+    )
+    out.extend(_tie_break_lines(sc, t, best_i, feas, room))
     if feas.size > 1:
         fastest = feas[np.argmin(lat[feas])]
         if fastest != best_i:
             out.append(
-                f"The lowest-latency deployment that meets the SLA has {metric} "
-                f"{float(lat[fastest]):.1f} ms on {int(t.gpus[fastest])} GPUs at "
+                f"The lowest-latency deployment that meets the SLA{' on its predictions' if risky else ''} "
+                f"has {metric} {float(lat[fastest]):.1f} ms on {int(t.gpus[fastest])} GPUs at "
                 f"${float(t.cost[fastest]):.3f}/M tokens."
             )
-    out.append(verdict)
+    out.append(verdict if not risky else "At risk: " + "; ".join(risk[:-1]) + f". {risk[-1]}.")
+    return out
+
+
+def _tie_break_lines(sc, t, best_i: int, pool: np.ndarray, room: float) -> list[str]:
+    """Bought whole servers: the deployments of the pool at the winner's price per hour, and why
+    the winner wins among them (search/ranking.py), with its spare GPUs."""
+    if sc.cost.mode != "purchase" or sc.rank_by != "cost":
+        return []
+    same = pool[np.isclose(t.usd_h[pool], t.usd_h[best_i], rtol=0, atol=SAME_PRICE_USD)]
+    others = int(same.size) - 1
+    if others < 1:
+        return []
+    bought = int(t.servers[best_i]) * sc.hardware.gpus_per_node
+    out = [f"{tie_break_text(int(t.gpus[best_i]), bought, room, others)}."]
+    if sc.workload.concurrent_users is not None:
+        out.append(
+            "Under a closed loop of users a faster deployment makes a few % more tokens only "
+            "because its users wait less, so at the same price per hour its cost per token "
+            "looks lower: the search compares the price per hour."
+        )
     return out
 
 
@@ -182,8 +215,11 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
     if who:
         warning = (
             f"{' and '.join(who)} {'is' if len(who) == 1 else 'are'} uncalibrated: predictions "
-            f"from priors, {conf} range {ranges}; it wins only with that range inside the SLA."
-        )
+            f"from priors, {conf} range {ranges}; "
+            + ("it wins only with that range inside the SLA."
+               if str(t.verdict[best_i]) != AT_RISK
+               else "that range reaches past the SLA: recommended at risk.")
+        )  # fmt: skip
     verdict = (
         f"Meets the SLA at {conf} confidence: the upper end of the {conf} range of each target "
         f"({ranges}) is within it (ranges from out-of-sample errors, advisor/perf/intervals.py)."
@@ -317,9 +353,7 @@ def _disaggregated_lines(sc, t, best_i: int, ratio, b: float, lat, metric: str) 
     rate = float(t.rate[best_i])
     pre_s = float(st.prefill_s[int(dg.pre_shape[j])])
     util_p = rate / pdp * pre_s
-    from advisor.perf.step import decode_step
-
-    step_s = float(decode_step(st.r.take(dg.dec_shape[j : j + 1]), b, st.context_tokens).total[0])
+    step_s = sum(decode_step_ms(st, int(dg.dec_shape[j]), b)[0].values()) / 1e3
     where = "inside one node" if int(t.gpus[best_i]) <= sc.hardware.gpus_per_node else (
         f"over {sc.hardware.inter_link} between nodes")  # fmt: skip
     out = [
@@ -330,18 +364,26 @@ def _disaggregated_lines(sc, t, best_i: int, ratio, b: float, lat, metric: str) 
         f"stall for prompts; the KV cache moves once per request {where} in "
         f"{float(dg.kv_transfer_s[j]) * 1e3:.2f} ms."
     ]
-    agg = np.nonzero(ratio[: t.na] <= 1.0)[0]
+    agg = np.nonzero(t.verdict[: t.na] == t.verdict[best_i])[0]
     if agg.size:
-        a = agg[np.lexsort((lat[agg], t.gpus[agg], t.cost[agg]))[0]]
+        room = np.where(t.rate > 0, t.cap / np.maximum(t.rate, 1e-300), np.inf)
+        a = agg[rank_order(sc.rank_by, t.usd_h[agg], t.gpus[agg], room[agg], lat[agg])[0]]
         s = st.shapes[int(t.ev.shape_idx[a])]
+        how = " on its predictions" if str(t.verdict[best_i]) == AT_RISK else ""
         what = (
-            f"The cheapest aggregated deployment meeting the SLA ({int(t.ev.dp[a])} x TP={s.tp}, "
+            f"The cheapest aggregated deployment meeting the SLA{how} ({int(t.ev.dp[a])} x TP={s.tp}, "
             f"PP={s.pp}, {s.weights}{', speculative' if s.spec else ''})"
         )
         tie = int(t.gpus[a]) == int(t.gpus[best_i]) and math.isclose(
-            float(t.cost[a]), float(t.cost[best_i]), rel_tol=1e-9
+            float(t.usd_h[a]), float(t.usd_h[best_i]), rel_tol=0, abs_tol=SAME_PRICE_USD
         )
-        if tie:
+        if tie and not math.isclose(float(room[a]), float(room[best_i]), rel_tol=1e-9):
+            out.append(
+                f"{what} costs the same per hour (${float(t.usd_h[a]):,.2f}) on "
+                f"{int(t.gpus[a])} GPUs; the disaggregated pair ranks first on its larger "
+                f"headroom ({float(room[best_i]):.1f}x vs {float(room[a]):.1f}x the offered rate)."
+            )
+        elif tie:
             out.append(
                 f"{what} costs the same, ${float(t.cost[a]):.3f}/M tokens on {int(t.gpus[a])} "
                 f"GPUs; the disaggregated pair ranks first on its lower {metric} "

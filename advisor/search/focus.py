@@ -25,7 +25,7 @@ from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import Disagg, evaluate_disaggregated
 from advisor.search.evaluate import _build, evaluate_aggregated
 from advisor.search.recommend import _deployment, _sla, _Table, misses
-from advisor.search.results import Deployment
+from advisor.search.results import Deployment, decode_batch_seqs
 from advisor.search.space import Shape, replica_config, scenario_draft
 
 
@@ -175,7 +175,6 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
     replica.
     Disaggregated: the decode pool's replica (TP, PP = 1, its DP).
     """
-    import math
 
     hw, w, o = scenario.hardware, scenario.workload, scenario.options
     load: dict = {"dp": spec.dp}
@@ -183,7 +182,7 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
     if concurrency is not None:
         load["concurrency"] = int(concurrency)
     elif fixed_batch and running_batch is not None:
-        load["concurrency"] = max(1, math.ceil(running_batch - 1e-9)) * spec.dp
+        load["concurrency"] = decode_batch_seqs(running_batch) * spec.dp
     elif w.concurrent_users is not None:
         load["concurrency"] = w.concurrent_users
     elif fixed_batch:

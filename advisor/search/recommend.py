@@ -2,8 +2,10 @@
 
 Pipeline: enumerate shapes (space.py) -> step tables and memory rejections (evaluate.py) ->
 latency under load for every (shape, DP) pair and every disaggregated pool pair -> SLA filter
-at the scenario's percentile -> cost per million output tokens (cost.py) -> rank by cost (or
-GPUs) -> best, Pareto frontiers, near misses, explanation, article decision matrix, capacity.
+at the scenario's percentile, three verdicts (sla.py: meets / at risk / misses) -> cost per
+million output tokens (cost.py) -> rank by price per hour, then GPUs, headroom, latency
+(ranking.py) -> best (the cheapest that meets; with none, the cheapest at risk, flagged), Pareto
+frontiers, near misses, explanation, article decision matrix, capacity.
 
 Cost per million output tokens is at the *offered* load (the GPUs are paid for whether busy or
 not). Throughput per GPU in the Pareto frontier is likewise the offered output tokens/s per GPU.
@@ -32,9 +34,16 @@ from advisor.search.cost import (
 from advisor.search.decision_matrix import article_answer
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import evaluate_disaggregated
-from advisor.search.evaluate import build_shapes, evaluate_aggregated, interp_step, service
+from advisor.search.evaluate import (
+    build_shapes,
+    decode_step_ms,
+    evaluate_aggregated,
+    interp_step,
+    service,
+)
 from advisor.search.explain import agreement, confidence_lines, explain, unmet_lines
 from advisor.search.pareto import pareto_min_min
+from advisor.search.ranking import rank_order
 from advisor.search.results import (
     PCT,
     DecisionMatrix,
@@ -43,8 +52,18 @@ from advisor.search.results import (
     ParetoPoint,
     Percentiles,
     Recommendation,
+    decode_batch,
 )
-from advisor.search.sla import confidence_note, percentile_intervals, sla_checks
+from advisor.search.sla import (
+    AT_RISK,
+    MEETS,
+    confidence_note,
+    percentile_intervals,
+    risk_headline,
+    risk_lines,
+    sla_checks,
+    verdicts,
+)
 from advisor.search.timing import PHASES, Phases, phase
 
 ASSUMPTIONS = [
@@ -126,7 +145,8 @@ def unmet_head(sla_text: str) -> str:
 
 def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list]:
     """Worst (upper end of the predicted percentile's interval / target) per candidate, and the
-    checks: (name, predicted percentile s, target ms, upper factor) per stated target."""
+    checks: (name, predicted percentile s, target ms, upper factor) per stated target. Sets
+    ``t.point_ratio`` (the same on the point predictions) and ``t.verdict`` (search/sla.py)."""
     qi = QUANTILES.index(sc.sla.percentile / 100)
     arrays = {"TTFT": t.ttft, "TPOT": t.tpot, "E2E": t.e2e}
     shape_gpu = np.array([s.gpu for s in t.st.shapes], dtype=str)
@@ -135,12 +155,15 @@ def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list]:
         (name, arrays[name][:, qi], target, factor)
         for name, target, factor in sla_checks(sc, gpu_ids, t.util)
     ]
-    ratio = np.zeros(t.n)
+    ratio, point = np.zeros(t.n), np.zeros(t.n)
     for _, v, target, factor in checks:
         ratio = np.maximum(ratio, v * factor * 1e3 / target)
+        point = np.maximum(point, v * 1e3 / target)
     # Headroom: the offered rate may use at most max_utilisation of the sustainable rate.
-    ratio = np.maximum(ratio, t.util / sc.options.max_utilisation)
-    ratio = np.where(t.stable, ratio, np.inf)
+    cap = t.util / sc.options.max_utilisation
+    ratio = np.where(t.stable, np.maximum(ratio, cap), np.inf)
+    t.point_ratio = np.where(t.stable, np.maximum(point, cap), np.inf)
+    t.verdict = verdicts(ratio, t.point_ratio)
     return ratio, checks
 
 
@@ -199,6 +222,11 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         desc += f" + {t.spare_replicas} spare replica{'s' if kind == 'disaggregated' else ''} (N+1)"
     rate = float(t.rate[i])
     qi = QUANTILES.index(sc.sla.percentile / 100)
+    points = {name: float(a[i, qi]) * 1e3 for name, a in (("TTFT", t.ttft), ("TPOT", t.tpot),
+                                                         ("E2E", t.e2e))}  # fmt: skip
+    intervals = percentile_intervals(sc, s.gpu, points["TTFT"], points["TPOT"], points["E2E"],
+                                     utilisation=float(t.util[i]))  # fmt: skip
+    verdict = str(t.verdict[i])
     bd: dict[str, float] = {}
     pbd: dict[str, float] = {}
     if breakdown:
@@ -212,15 +240,14 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
         ttft_ms=_pct(t.ttft[i]), tpot_ms=_pct(t.tpot[i]), e2e_ms=_pct(t.e2e[i]),
         stable=bool(t.stable[i]),
         unstable_reason=None if t.stable[i] else REASONS[int(t.reason[i])],
-        meets_sla=bool(ratio[i] <= 1.0), sla_ratio=float(ratio[i]),
+        meets_sla=bool(ratio[i] <= 1.0), sla_ratio=float(ratio[i]), sla_verdict=verdict,
+        at_risk=risk_lines(sc, s.gpu, points, intervals) if verdict == AT_RISK else [],
         throughput_tok_s=float(t.tput[i]),
         throughput_per_gpu_tok_s=float(t.tput[i] / t.gpus[i]),
         usd_per_hour=float(t.usd_h[i]), usd_per_million_tokens=float(t.cost[i]),
         max_rate_req_s=float(t.cap[i]), headroom=float(t.cap[i] / rate) if rate > 0 else math.inf,
         running_batch=float(t.running[i]), step_breakdown_ms=bd, prefill_breakdown_ms=pbd,
-        intervals=percentile_intervals(sc, s.gpu, *(float(a[i, qi]) * 1e3 for a in
-                                                    (t.ttft, t.tpot, t.e2e)),
-                                       utilisation=float(t.util[i])),
+        intervals=intervals,
         tpot_mean_ms=float(t.tpot_mean[i]) * 1e3,
         spare_gpus=int(t.spare_gpus[i]),
         capex_usd=float(t.capex[i]) if sc.cost.mode == "purchase" else None,
@@ -230,29 +257,22 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
 
 
 def step_breakdowns(sc: Scenario, t: _Table, i: int) -> tuple[dict, dict]:
-    """Decode step (at the running batch + 1) and prefill breakdowns of candidate ``i``, ms.
+    """Decode step (at the decode batch, ``results.decode_batch``) and prefill breakdowns of
+    candidate ``i``, ms.
 
     Aggregated: the replica's. Disaggregated: the decode step of a decode-pool replica and the
     prefill of a prefill-pool replica. Speculative shapes: the target's decode step; the
     prefill adds the draft's prompt pass as "draft".
     """
-    from advisor.perf.step import decode_step, prefill
+    from advisor.perf.step import prefill
 
     st = t.st
     if i < t.na:
         k = kp = int(t.ev.shape_idx[i])
     else:
         k, kp = int(t.dg.dec_shape[i - t.na]), int(t.dg.pre_shape[i - t.na])
-    b = max(1.0, float(t.running[i]) + 1.0)
-    bd = decode_step(st.r.take(np.array([k])), b, st.context_tokens).component_dict(0)
-    if not st.shapes[k].spec:
-        # The search's step is interpolated on a power-of-two grid of batch sizes (a few % off
-        # the exact step between grid points); scale the parts to it, so the breakdown adds up
-        # to the step, and the mean TPOT, that the search decided with.
-        exact = sum(bd.values())
-        searched = float(interp_step(st.step_tab_s[[k]], np.array([b]))[0]) * 1e3
-        if exact > 0:
-            bd = {name: ms * searched / exact for name, ms in bd.items()}
+    b = decode_batch(float(t.running[i]))
+    bd = decode_step_ms(st, k, b)[0]
     bd["batch"] = b
     pre = prefill(st.r.take(np.array([kp])), np.array([float(sc.workload.isl_tokens)]))
     pbd = pre.component_dict(0)
@@ -263,9 +283,10 @@ def step_breakdowns(sc: Scenario, t: _Table, i: int) -> tuple[dict, dict]:
 
 
 def _rank_key(sc: Scenario, t: _Table, lat: np.ndarray) -> np.ndarray:
-    if sc.rank_by == "gpus":
-        return np.lexsort((lat, t.cost, t.gpus))
-    return np.lexsort((lat, t.gpus, t.cost))
+    """Candidates best first (search/ranking.py)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(t.rate > 0, t.cap / t.rate, np.inf)
+    return rank_order(sc.rank_by, t.usd_h, t.gpus, room, lat)
 
 
 def _calibration_notes(sc: Scenario) -> list[str]:
@@ -406,16 +427,25 @@ def _recommend(sc: Scenario) -> Recommendation:
         t = _Table(sc, st, ev, dg)
         ratio, checks = _sla(sc, t)
         metric, lat = _latency_metric(sc, t)
-        feasible = (ratio <= 1.0) & ~t.over_budget
+        feasible = (t.verdict == MEETS) & ~t.over_budget
+        risky = (t.verdict == AT_RISK) & ~t.over_budget
+        # the cheapest that meets with confidence; with none, the cheapest at risk, flagged
+        pool = feasible if feasible.any() else risky
         order = _rank_key(sc, t, lat)
-        ranked = order[feasible[order]]
+        ranked = order[pool[order]]
         best_i = int(ranked[0]) if ranked.size else None
         best = _deployment(sc, t, best_i, ratio, True) if best_i is not None else None
         reason = None
+        at_risk = (
+            risk_headline(sc, best.description, best.at_risk)
+            if best is not None and best.sla_verdict == AT_RISK
+            else None
+        )
 
-        # near misses: infeasible, smallest violation first, distinct shapes
+        # near misses: infeasible, smallest violation first, distinct shapes (not the winner)
         miss_order = np.lexsort((t.cost, ratio))
-        miss_order = miss_order[~feasible[miss_order]]
+        winner = -1 if best_i is None else best_i
+        miss_order = miss_order[~feasible[miss_order] & (miss_order != winner)]
         near, seen = [], set()
         for i in miss_order[:200]:
             key = int(t.shape_of[i]) if i < t.na else ("d", int(t.shape_of[i]))
@@ -456,12 +486,13 @@ def _recommend(sc: Scenario) -> Recommendation:
                     throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
                     usd_per_million_tokens=d.usd_per_million_tokens,
                     latency_ms=float(lat[i]), meets_sla=d.meets_sla, spec=d.spec,
+                    sla_verdict=d.sla_verdict,
                     over_budget=d.over_budget,
                     ttft_ms=getattr(d.ttft_ms, f"p{pct}"), tpot_ms=getattr(d.tpot_ms, f"p{pct}"),
                     e2e_ms=getattr(d.e2e_ms, f"p{pct}")))  # fmt: skip
             return out
 
-        feas = np.nonzero(feasible)[0]
+        feas = np.nonzero(pool)[0]
         keep = np.array([] if best_i is None else [best_i], dtype=int)
 
         def frontier(y: np.ndarray) -> np.ndarray:
@@ -482,7 +513,7 @@ def _recommend(sc: Scenario) -> Recommendation:
     with phase("explain"):
         cap = capacity_plan(sc, t, best_i, checks) if best_i is not None else None
         explanation = (
-            explain(sc, t, best_i, ratio, lat, metric)
+            explain(sc, t, best_i, ratio, lat, metric, best.at_risk)
             if best_i is not None
             else unmet_lines(
                 sc, t, checks, lambda i: _deployment(sc, t, i, ratio, False).description
@@ -495,7 +526,7 @@ def _recommend(sc: Scenario) -> Recommendation:
     return Recommendation(
         scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric=metric,
         confidence=sc.sla.confidence, warning=warning,
-        best=best, no_best_reason=reason, pareto=pareto, pareto_cost=pareto_cost,
+        best=best, at_risk=at_risk, at_risk_count=int(risky.sum()), no_best_reason=reason, pareto=pareto, pareto_cost=pareto_cost,
         near_misses=near, explanation=explanation, candidates_evaluated=int(t.n),
         feasible=int(feasible.sum()), rejected=dict(rejected), decision_matrix=dm,
         capacity=cap, cost_basis=[*(v[1] for v in t.rates.values()), *server_basis(sc)], lowest_latency=fastest,

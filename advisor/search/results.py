@@ -17,6 +17,26 @@ _M = ConfigDict(extra="forbid")
 PCT = ("p50", "p90", "p95", "p99")
 
 
+def decode_batch(running_batch: float) -> float:
+    """The batch of the decode step a request's token waits for: its own sequence and the
+    others in decode (the search's mean running batch), at least 1:
+
+        b = 1 + n   (physics/queueing.DecodePhase, the tagged batch)
+
+    The one definition every view shows as "decode batch" (issue 38: 77 / 76 / 75.8 in three
+    views), rounded to whole sequences by ``decode_batch_seqs``.
+
+    >>> decode_batch(75.8), decode_batch_seqs(75.8), decode_batch_seqs(0.0)
+    (76.8, 77, 1)
+    """
+    return max(1.0, float(running_batch) + 1.0)
+
+
+def decode_batch_seqs(running_batch: float) -> int:
+    """``decode_batch`` as whole sequences (a page's estimate runs that many per replica)."""
+    return max(1, round(decode_batch(running_batch)))
+
+
 class Percentiles(BaseModel):
     model_config = _M
     p50: float
@@ -52,7 +72,14 @@ class Deployment(BaseModel):
     e2e_ms: Percentiles
     stable: bool
     unstable_reason: str | None = None
+    #: Meets every target with confidence (the upper end of each range) and the headroom.
     meets_sla: bool
+    #: "meets" | "at risk" (every point prediction within its target, some range's upper end
+    #: not) | "misses" (search/sla.py verdicts).
+    sla_verdict: str = "meets"
+    #: At risk: each target whose range reaches past it, with the range, then the measurement
+    #: that would narrow it (search/sla.risk_lines); else [].
+    at_risk: list[str] = []
     #: Worst (upper end of the predicted percentile's range at the SLA's confidence / target) over
     #: the stated targets, or utilisation / max_utilisation; <= 1 meets the SLA.
     sla_ratio: float
@@ -92,6 +119,8 @@ class ParetoPoint(BaseModel):
     usd_per_million_tokens: float
     latency_ms: float
     meets_sla: bool  # every stated target (TTFT, TPOT, E2E) and the headroom
+    #: "meets" | "at risk" | "misses" (Deployment.sla_verdict).
+    sla_verdict: str = "meets"
     spec: DeploymentSpec | None = None
     #: Its purchase is above the scenario's budget cap (cost.max_capex_usd).
     over_budget: bool = False
@@ -143,6 +172,8 @@ class Capacity(BaseModel):
     prefill_gpus_per_replica: int | None = None
     prefill_max_rate_per_replica_at_sla_req_s: float | None = None
     sla_headroom: float  # multiple of the offered rate the deployment serves within the SLA
+    #: The winner is "at risk": rates within the SLA judged on the point predictions.
+    at_risk: bool = False
     rows: list[CapacityRow]
 
 
@@ -158,6 +189,11 @@ class Recommendation(BaseModel):
     #: priors, with its range), else None; the first line of ``explanation`` too.
     warning: str | None = None
     best: Deployment | None
+    #: When ``best`` is "at risk" (none meets with confidence): the headline that says so, with
+    #: the targets, ranges and measurement (search/sla.risk_headline); else None.
+    at_risk: str | None = None
+    #: Deployments whose point predictions meet the SLA but whose ranges do not.
+    at_risk_count: int = 0
     no_best_reason: str | None = None
     pareto: list[ParetoPoint]
     pareto_cost: list[ParetoPoint]

@@ -17,6 +17,13 @@ P99 rows: published P99 TTFTs carry benchmarks' start-up waves that a steady ser
 pay, and ranges built on them (shown beside each percentile by ``estimate``) would refuse
 deployments the steady model and the published medians support. ``sla.confidence`` 0.5 puts
 the verdict on the median error (about the point prediction).
+
+Three verdicts (issue 38: with ranges up to 7x wide, "meets with confidence" alone refused every
+deployment of questions a point prediction answers): **meets** (the upper end of every range
+within its target), **at risk** (every point prediction within its target, some range's upper
+end not: the answer names the target, the range and the measurement that narrows it),
+**misses** (a point prediction misses, or the utilisation cap is broken). The search recommends
+the cheapest deployment that meets; when none does, the cheapest at risk, flagged as such.
 """
 
 from __future__ import annotations
@@ -34,7 +41,11 @@ from advisor.perf.intervals import (
     factors_for,
     is_wide,
     load_regime,
+    measurement_advice,
 )
+
+#: A deployment's verdict against the SLA (module docstring).
+MEETS, AT_RISK, MISSES = "meets", "at risk", "misses"
 
 #: Stated target name -> (prediction kind of advisor/perf/intervals.py, SLA field).
 TARGETS = (("TTFT", "ttft", "ttft_ms"), ("TPOT", "tpot", "tpot_ms"), ("E2E", "e2e", "e2e_ms"))
@@ -124,5 +135,60 @@ def confidence_note(sc) -> str:
         f"P{sc.sla.percentile} is within it: ranges from the out-of-sample (leave-one-source-out) "
         "errors of that prediction kind for the engine and accelerator family, among models of "
         "the same class (mixture-of-experts or dense), wider where either is uncalibrated "
-        "(advisor/perf/intervals.py; sla.confidence)."
+        "(advisor/perf/intervals.py; sla.confidence). When none meets so, the cheapest "
+        "deployment whose predictions meet every target is recommended, flagged at risk."
+    )
+
+
+def verdicts(ratio_high: np.ndarray, ratio_point: np.ndarray) -> np.ndarray:
+    """The verdict per candidate from its worst (upper end of the range / target) and worst
+    (point prediction / target), each with the utilisation cap folded in (<= 1 is within).
+
+    >>> verdicts(np.array([0.9, 1.4, 1.4]), np.array([0.5, 0.8, 1.1])).tolist()
+    ['meets', 'at risk', 'misses']
+    """
+    hi, pt = np.asarray(ratio_high, dtype=float), np.asarray(ratio_point, dtype=float)
+    return np.where(hi <= 1.0, MEETS, np.where(pt <= 1.0, AT_RISK, MISSES))
+
+
+def risk_lines(sc, gpu: str, points_ms: dict[str, float], intervals: dict) -> list[str]:
+    """Why a deployment is "at risk": each stated target its prediction meets while the upper
+    end of the range passes it, with the range, then the measurement that would narrow it
+    (the Calibrate page's); [] when no range reaches past its target.
+
+    ``points_ms``: the predicted percentile by target name; ``intervals``: the deployment's
+    ``percentile_intervals``.
+    """
+    pct, conf = sc.sla.percentile, f"{sc.sla.confidence:.0%}"
+    out, names = [], []
+    for name, kind, field in TARGETS:
+        target = getattr(sc.sla, field)
+        if target is None:
+            continue
+        lo, hi = intervals[f"{kind}_ms"]
+        point = points_ms[name]
+        if point <= target < hi:
+            names.append(f"P{pct} {name}")
+            out.append(
+                f"P{pct} {name} {point:,.1f} ms meets {target:,g} ms on the prediction, but its "
+                f"{conf} range {lo:,.1f}-{hi:,.1f} ms reaches past it"
+            )
+    if out:
+        load = f"the scenario's load ({' and '.join(names)})"
+        out.append(measurement_advice(sc.options.engine, gpu, load))
+    return out
+
+
+def risk_headline(sc, description: str, lines: list[str]) -> str:
+    """The headline of a recommendation "at risk" (every view shows it beside the deployment).
+
+    >>> from advisor.scenario import Scenario
+    >>> risk_headline(Scenario(), "1 x TP=8", ["P99 TPOT 50.0 ms meets ..."])[:60]
+    'At risk: no deployment meets P99 TTFT ≤ 2,000 ms, TPOT ≤ 50 '
+    """
+    return (
+        f"At risk: no deployment meets {sc.sla.describe()}; the cheapest "
+        f"whose predictions meet it is recommended ({description}): "
+        + "; ".join(lines[:-1] or lines)
+        + (f". {lines[-1]}." if len(lines) > 1 else ".")
     )

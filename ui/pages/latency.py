@@ -19,9 +19,18 @@ from advisor.perf.sweeps import (
     roofline_points,
 )
 from advisor.search.focus import estimate_input
+from advisor.search.results import decode_batch_seqs
 from ui.cache import estimate_for
 from ui.focus import show_focus
-from ui.format import interval_text, md_escape, percentile_points_ms, plural, sig3, usd
+from ui.format import (
+    interval_text,
+    md_escape,
+    percentile_points_ms,
+    plural,
+    sig3,
+    sla_answer,
+    usd,
+)
 from ui.state import current, guarded
 
 
@@ -115,7 +124,7 @@ def focus_section(c: SimpleNamespace) -> bool:
                 help="output tokens/s per GPU at the offered load")  # fmt: skip
     m[4].metric("USD / M tokens", usd(d.usd_per_million_tokens),
                 help="per million output tokens at the offered load")  # fmt: skip
-    m[5].metric("Meets the SLA", "yes" if d.meets_sla else "no", help=c.scenario.sla.describe())
+    m[5].metric("Meets the SLA", sla_answer(d), help=c.scenario.sla.describe())
     rows = [
         {"metric": name.upper(),
          **{p.upper(): fmt_ms(getattr(getattr(d, f"{name}_ms"), p)) for p in ("p50", "p90", "p95", "p99")}}
@@ -128,8 +137,8 @@ def focus_section(c: SimpleNamespace) -> bool:
         st.caption(ranges)
     st.caption(
         f"SLA: {c.scenario.sla.describe()}. Percentiles of the whole deployment from the "
-        f"search's queueing model ({plural(d.gpus, 'GPU')}, {sig3(d.running_batch)} sequences "
-        f"decoding per replica on average, saturates at {sig3(d.max_rate_req_s)} requests/s)."
+        f"search's queueing model ({plural(d.gpus, 'GPU')}, decode batch "
+        f"{decode_batch_seqs(d.running_batch)} per replica, saturates at {sig3(d.max_rate_req_s)} requests/s)."
     )
     return True
 

@@ -12,11 +12,21 @@ from advisor.physics.queueing import unstable_text
 from advisor.search.capacity import capacity_rows, capacity_text
 from advisor.search.decision_matrix import ARTICLE_NAME
 from advisor.search.recommend import unmet_head
+from advisor.search.results import decode_batch_seqs
 from ui.budget_view import budget_section
 from ui.cache import keys, recommend_for, scenario_key
 from ui.client_profile import pdf_kw
 from ui.focus import BY_HAND, InFocus, choose, show_focus
-from ui.format import interval_text, latency, md_escape, percentile_points_ms, plural, sig3, usd
+from ui.format import (
+    interval_text,
+    latency,
+    md_escape,
+    percentile_points_ms,
+    plural,
+    sig3,
+    sla_answer,
+    usd,
+)
 from ui.intro import intro
 from ui.pdf import pdf_download
 from ui.quality_view import quality_section
@@ -75,7 +85,11 @@ def best_section(rec, scenario) -> None:
         return
     if rec.warning:  # an uncalibrated winner is said in the headline, not in a footnote
         st.warning(md_escape(rec.warning))
-    st.success(f"**Recommended:** {b.description}")
+    if rec.at_risk:  # none meets with confidence: the cheapest whose predictions meet, flagged
+        st.warning(f"**Recommended, at risk:** {md_escape(b.description)}\n\n"
+                   f"{md_escape(rec.at_risk)}")  # fmt: skip
+    else:
+        st.success(f"**Recommended:** {b.description}")
     c = st.columns(5)
     c[0].metric("GPUs", f"{b.gpus:,}", help=plural(b.nodes, "node"))
     c[1].metric(f"P{pct} TTFT", _ms(_pct(b.ttft_ms, pct)))
@@ -89,7 +103,8 @@ def best_section(rec, scenario) -> None:
         st.caption(ranges)
     st.caption(
         f"SLA {rec.sla}; P{pct} end to end {_ms(_pct(b.e2e_ms, pct))}; "
-        f"{sig3(b.running_batch)} sequences decoding per replica on average; the deployment "
+        f"decode batch {decode_batch_seqs(b.running_batch)} per replica (its step: a request "
+        "and the others decoding beside it, on average); the deployment "
         f"saturates at {sig3(b.max_rate_req_s)} requests/s ({b.headroom:.1f}× the offered load)."
     )
 
@@ -124,7 +139,7 @@ def matrix_section(rec) -> None:
     if dm.article_shaped is not None:
         a = dm.article_shaped
         verdict = (
-            ("meets the SLA" if a.meets_sla else "misses the SLA")
+            {"yes": "meets the SLA", "no": "misses the SLA"}.get(sla_answer(a), sla_answer(a))
             + f", {usd(a.usd_per_million_tokens)} per million tokens"
             if a.stable
             else f"misses the SLA: {unstable_text(a.unstable_reason)}"
@@ -167,7 +182,12 @@ def details_section(rec) -> None:
     with st.expander("Search details and assumptions"):
         st.markdown(
             f"{rec.candidates_evaluated:,} deployments evaluated, {rec.feasible:,} meet the SLA, "
-            f"in {rec.elapsed_ms:,.0f} ms."
+            + (
+                f"{rec.at_risk_count:,} at risk (their predictions meet it), "
+                if rec.at_risk
+                else ""
+            )
+            + f"in {rec.elapsed_ms:,.0f} ms."
         )
         if rec.rejected:
             st.markdown(
@@ -224,6 +244,7 @@ def _point(rec, scenario, f: InFocus):
     return ParetoPoint(
         description=d.description, gpus=d.gpus, throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
         usd_per_million_tokens=d.usd_per_million_tokens, meets_sla=d.meets_sla, spec=d.spec,
+        sla_verdict=d.sla_verdict,
         latency_ms=_pct(getattr(d, f"{name}_ms"), scenario.sla.percentile),
         over_budget=d.over_budget,
     )  # fmt: skip
@@ -290,8 +311,7 @@ def focus_section(rec, scenario, f: InFocus) -> None:
         c[1].metric(f"P{pct} TTFT", _ms(_pct(d.ttft_ms, pct)))
         c[2].metric(f"P{pct} TPOT", _ms(_pct(d.tpot_ms, pct)))
         c[3].metric("USD per M tokens", usd(d.usd_per_million_tokens))
-        c[4].metric("Meets the SLA", ("yes, over the budget" if d.over_budget else "yes")
-                    if d.meets_sla else "no")  # fmt: skip
+        c[4].metric("Meets the SLA", sla_answer(d))
     with st.expander("Set a deployment by hand"):
         hand_form(scenario, f)
 

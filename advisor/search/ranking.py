@@ -1,0 +1,54 @@
+"""The search's order of deployments: what it pays per hour, then the GPUs it uses, then its
+headroom, then its latency (``rank_by="gpus"``: the GPUs first).
+
+Per hour, not per token: at a fixed arrival rate every stable deployment makes the same tokens,
+so the two orders agree; under a closed loop of users (N users thinking Z s) a faster
+deployment makes a few % more tokens only because its users wait less, and that made a
+deployment filling a whole server look cheaper per token than one using half of it at the same
+price (issue 38: gpt-oss-120b for 400 clinicians on B200, 7 x TP1 + spare on 8 GPUs with 18x
+headroom). Bought GPUs come in whole servers (search/cost.py), so deployments on the same
+servers pay the same per hour: among them the fewest GPUs in use wins (less power drawn, the
+rest of the server free for other work; the spare GPUs are said), then the most headroom
+(offered / sustainable rate, the N+1 spare replica not counted), then the lower latency.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Per-hour prices closer than this (USD) are the same price (the same servers, summed in a
+#: different order).
+SAME_PRICE_USD = 1e-6
+
+
+def rank_order(rank_by: str, usd_per_hour, gpus, headroom, latency) -> np.ndarray:
+    """Indices of the candidates, best first (module docstring).
+
+    >>> rank_order("cost", [10.0, 10.0, 10.0, 12.0], [8, 4, 4, 2], [18.0, 3.0, 4.0, 9.0],
+    ...            [5.0, 9.0, 9.0, 1.0]).tolist()  # same price: 4 GPUs, then more headroom
+    [2, 1, 0, 3]
+    >>> rank_order("gpus", [10.0, 10.0, 10.0, 12.0], [8, 4, 4, 2], [18.0, 3.0, 4.0, 9.0],
+    ...            [5.0, 9.0, 9.0, 1.0]).tolist()
+    [3, 2, 1, 0]
+    """
+    price = np.round(np.asarray(usd_per_hour, dtype=float) / SAME_PRICE_USD) * SAME_PRICE_USD
+    room = -np.nan_to_num(np.asarray(headroom, dtype=float), posinf=1e300)
+    lat, n = np.asarray(latency, dtype=float), np.asarray(gpus)
+    if rank_by == "gpus":
+        return np.lexsort((lat, room, price, n))
+    return np.lexsort((lat, room, n, price))
+
+
+def tie_break_text(gpus: int, servers_gpus: int, headroom: float, others: int) -> str:
+    """Why the winner, among ``others`` deployments at its price, wins, with its spare GPUs.
+
+    >>> tie_break_text(2, 8, 4.2, 17)
+    '17 other deployments cost the same per hour (the same 8 GPUs bought): it uses the fewest GPUs (2; 6 spare for other work), then has the most headroom (4.2x)'
+    """
+    spare = servers_gpus - gpus
+    return (
+        f"{others} other deployment{'s' if others != 1 else ''} cost the same per hour (the "
+        f"same {servers_gpus} GPUs bought): it uses the fewest GPUs ({gpus}"
+        + (f"; {spare} spare for other work" if spare > 0 else "")
+        + f"), then has the most headroom ({headroom:.1f}x)"
+    )
