@@ -477,7 +477,10 @@ def _recommend(sc: Scenario) -> Recommendation:
         tpg = t.tput / np.maximum(t.gpus, 1)
 
         def points(idx: np.ndarray, keep: np.ndarray) -> list[ParetoPoint]:
-            idx = np.union1d(idx[:: max(1, idx.size // 40)], keep)
+            # np.union1d, without the numpy.ma import of plain np.unique (see frontier)
+            idx = np.unique(
+                np.concatenate((idx[:: max(1, idx.size // 40)], keep)), return_index=True
+            )[0]
             pct = sc.sla.percentile
             out = []
             for i in idx:
@@ -500,7 +503,9 @@ def _recommend(sc: Scenario) -> Recommendation:
             cheaper candidate that misses would otherwise hide every one that meets)."""
             both = [stab[pareto_min_min(y[stab], lat[stab])],
                     feas[pareto_min_min(y[feas], lat[feas])] if feas.size else keep, keep]  # fmt: skip
-            return np.unique(np.concatenate(both))
+            # return_index: plain np.unique imports numpy.ma to look for a mask (30-100 ms
+            # of a fresh process's first search); the sorted unique rows are the same
+            return np.unique(np.concatenate(both), return_index=True)[0]
 
         pareto = points(frontier(-tpg), keep)
         pareto_cost = points(frontier(t.cost), keep)
