@@ -143,7 +143,7 @@ def test_every_view_flags_the_at_risk_recommendation(at_risk, run_cli):
     row = cmp.compared("Qwen3 on 32 MI300X", QWEN_32_MI300X, rec)
     assert row.at_risk and row.sla_word == "at risk"
     table = cmp.table_rows(row)
-    assert table["Verdict"].startswith("at risk: its predictions meet P99")
+    assert table["Verdict"].startswith("at risk against P99 TTFT ≤ 3,000 ms")
     assert table["Why it is at risk"].startswith("at risk: P99 T")
     assert "cheapest whose predictions meet it is Qwen3 on 32 MI300X" in cmp.verdict([row])
     # CLI
