@@ -21,7 +21,7 @@ import numpy as np
 from advisor.physics.queueing import QUANTILES, latency_under_load
 from advisor.search.evaluate import service
 from advisor.search.results import Capacity, CapacityRow
-from advisor.search.sla import AT_RISK
+from advisor.search.sla import AT_RISK, VERDICTS
 
 MULTIPLIERS = (0.5, 1.0, 2.0, 5.0, 10.0)
 GRID_POINTS = 64
@@ -103,7 +103,7 @@ def capacity_plan(sc, t, best_i: int, checks):
     ranges' upper ends it has no rate within the SLA at all."""
     st = t.st
     gpn = sc.hardware.gpus_per_node
-    risky = str(t.verdict[best_i]) == AT_RISK
+    risky = VERDICTS[t.verdict[best_i]] == AT_RISK
     targets = [(name, target, 1.0 if risky else float(factor[best_i]))
                for name, _, target, factor in checks]  # fmt: skip
     if sc.workload.arrival_rate_per_s is not None:

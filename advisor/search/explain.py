@@ -16,7 +16,7 @@ from advisor.physics.queueing import unstable_text
 from advisor.search.evaluate import decode_step_ms, interp_step
 from advisor.search.ranking import SAME_PRICE_USD, rank_order, tie_break_text
 from advisor.search.results import DecisionMatrix, decode_batch
-from advisor.search.sla import AT_RISK
+from advisor.search.sla import AT_RISK, VERDICTS
 from advisor.search.space import Shape, scenario_draft, search_weights
 
 
@@ -139,7 +139,7 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str, risk: list[str] = ()) -
                 f"Speculative decoding not chosen: {sp_b:.2f}x per-token speedup at batch "
                 f"{b:.0f} does not pay for the draft's memory and cost at this load."
             )
-    risky = str(t.verdict[best_i]) == AT_RISK
+    risky = VERDICTS[t.verdict[best_i]] == AT_RISK
     # the deployments the winner was chosen from: those that meet, or with none, those at risk
     feas = np.nonzero(t.verdict == t.verdict[best_i])[0]
     room = float(t.cap[best_i] / max(t.rate[best_i], 1e-300))
@@ -217,7 +217,7 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
             f"{' and '.join(who)} {'is' if len(who) == 1 else 'are'} uncalibrated: predictions "
             f"from priors, {conf} range {ranges}; "
             + ("it wins only with that range inside the SLA."
-               if str(t.verdict[best_i]) != AT_RISK
+               if VERDICTS[t.verdict[best_i]] != AT_RISK
                else "that range reaches past the SLA: recommended at risk.")
         )  # fmt: skip
     verdict = (
@@ -369,7 +369,7 @@ def _disaggregated_lines(sc, t, best_i: int, ratio, b: float, lat, metric: str) 
         room = np.where(t.rate > 0, t.cap / np.maximum(t.rate, 1e-300), np.inf)
         a = agg[rank_order(sc.rank_by, t.usd_h[agg], t.gpus[agg], room[agg], lat[agg])[0]]
         s = st.shapes[int(t.ev.shape_idx[a])]
-        how = " on its predictions" if str(t.verdict[best_i]) == AT_RISK else ""
+        how = " on its predictions" if VERDICTS[t.verdict[best_i]] == AT_RISK else ""
         what = (
             f"The cheapest aggregated deployment meeting the SLA{how} ({int(t.ev.dp[a])} x TP={s.tp}, "
             f"PP={s.pp}, {s.weights}{', speculative' if s.spec else ''})"

@@ -56,7 +56,9 @@ from advisor.search.results import (
 )
 from advisor.search.sla import (
     AT_RISK,
+    CODE,
     MEETS,
+    VERDICTS,
     confidence_note,
     percentile_intervals,
     risk_headline,
@@ -226,7 +228,7 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
                                                          ("E2E", t.e2e))}  # fmt: skip
     intervals = percentile_intervals(sc, s.gpu, points["TTFT"], points["TPOT"], points["E2E"],
                                      utilisation=float(t.util[i]))  # fmt: skip
-    verdict = str(t.verdict[i])
+    verdict = VERDICTS[t.verdict[i]]
     bd: dict[str, float] = {}
     pbd: dict[str, float] = {}
     if breakdown:
@@ -427,8 +429,8 @@ def _recommend(sc: Scenario) -> Recommendation:
         t = _Table(sc, st, ev, dg)
         ratio, checks = _sla(sc, t)
         metric, lat = _latency_metric(sc, t)
-        feasible = (t.verdict == MEETS) & ~t.over_budget
-        risky = (t.verdict == AT_RISK) & ~t.over_budget
+        feasible = (t.verdict == CODE[MEETS]) & ~t.over_budget
+        risky = (t.verdict == CODE[AT_RISK]) & ~t.over_budget
         # the cheapest that meets with confidence; with none, the cheapest at risk, flagged
         pool = feasible if feasible.any() else risky
         order = _rank_key(sc, t, lat)
