@@ -10,7 +10,7 @@ latency and output throughput) or refuses it with its one-line reason. Issue 35'
 written profile: at most 15% median error on the rest, and at most half the error without it.
 Last, all six runs as the client's files: the leave-one-run-out figure the profile records.
 
-Caveat: the shipped calibration saw this sweep's rows (data/measurements-engines-2026.csv), so the
+Caveat: the shipped calibration saw this sweep's rows (data/measurements-engine-perf-pages.csv), so the
 "without" figure is in sample and hard to beat. Run: ``.venv/bin/python bench/client_holdout.py``.
 """
 

@@ -128,7 +128,7 @@ def test_published_dep_rows_parse_as_attention_dp_with_ep():
     items, _ = cases()
     by_id = {c.id: c for c in items}
     # TensorRT-LLM developer-guide perf-overview: "B200 DEP4 (FP4)" and "H100 DEP8 (FP8)" are
-    # --tp N --ep N with enable_attention_dp (data/measurements-engines-2026.csv E0484, E0562).
+    # --tp N --ep N with enable_attention_dp (data/measurements-engine-perf-pages.csv E0484, E0562).
     for rid, tp in (("E0484", 4), ("E0562", 8)):
         c = by_id[rid]
         assert (c.config.tp, c.config.ep, c.config.dp_attention) == (tp, True, True)

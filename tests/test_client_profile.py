@@ -306,7 +306,7 @@ def test_profile_round_trips_through_the_store_and_its_export(profile, tmp_path)
 
 def test_two_points_of_a_published_sweep_predict_the_rest_better():
     """TensorRT-LLM 0.19 perf-overview, Llama-3.1-8B FP8 on one H100 (rows E0650..E0670 of
-    data/measurements-engines-2026.csv): fitted on the sweep's two ends, the other rows are
+    data/measurements-engine-perf-pages.csv): fitted on the sweep's two ends, the other rows are
     predicted better than by the shipped calibration (which saw all of them)."""
     import numpy as np
 

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from advisor.catalog.files import load_data_yaml
+from advisor.catalog.measurement_row import MeasurementRow, validation_message
 from advisor.catalog.quoting import echo
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
 
@@ -84,31 +85,75 @@ def models() -> dict[str, ModelSpec]:
     return load_entries(DATA_DIR / "models.yaml", "models", ModelSpec)
 
 
+#: The measurement files, each named for what it holds (the ids' letter in brackets), in the
+#: order their rows are read: the fit and the cross-validation see the rows in this order. A new
+#: file is added here (docs/data.md "How to add rows"); an unlisted data/measurements*.csv is an
+#: error, never silently left out.
+MEASUREMENT_FILES = (
+    "measurements.csv",  # [M] TensorRT-LLM perf overview, all-reduce sweeps, gpt-fast
+    "measurements-amd-rocm-docs.csv",  # [A] ROCm vLLM dev-docker, AMD pages, RCCL
+    "measurements-amd-atom-inferencex.csv",  # [R] ATOM dashboard and recipes, InferenceX on AMD
+    "measurements-engine-perf-pages.csv",  # [E] TensorRT-LLM / SGLang / vLLM performance pages
+    "measurements-serving-cookbooks.csv",  # [S] SGLang cookbook and vLLM recipes under load
+    "measurements-sglang-page-revisions.csv",  # [C] earlier runs of SGLang cookbook pages
+    "measurements-independent-publishers.csv",  # [N] publishers no other file uses
+    "measurements-vllm-recipes-under-load.csv",  # [V] vLLM recipes and PRs under load
+)
+
+
 def measurement_paths(data_dir: Path = DATA_DIR) -> list[Path]:
-    """Every measurement file: data/measurements.csv first, then data/measurements*.csv by name.
+    """Every measurement file (``MEASUREMENT_FILES``, in that order) present in ``data_dir``.
 
-    Each helper's rows live in their own file (ids M..., S..., E..., A...); every reader (perf
-    validation, collectives, queueing tests, the PDF's sources) goes through this list.
+    Every reader (perf validation, collectives, queueing tests, the PDF's sources) goes through
+    this list; a data/measurements*.csv it does not name is a catalog error.
     """
-    main = data_dir / "measurements.csv"
-    rest = sorted(p for p in data_dir.glob("measurements*.csv") if p != main)
-    return ([main] if main.exists() else []) + rest
+    unlisted = sorted(p.name for p in data_dir.glob("measurements*.csv")
+                      if p.name not in MEASUREMENT_FILES)  # fmt: skip
+    if unlisted:
+        raise CatalogError(f"{', '.join(unlisted)}: measurement file not in "
+                           "advisor/catalog/loader.py MEASUREMENT_FILES (add it there)")  # fmt: skip
+    return [data_dir / n for n in MEASUREMENT_FILES if (data_dir / n).exists()]
 
 
-@cache
-def measurement_rows() -> tuple[dict[str, str], ...]:
-    """Rows of every measurement file, in file order; a duplicate id is a catalog error."""
+def read_measurements(
+    paths: list[Path],
+) -> tuple[tuple[dict[str, str], ...], tuple[MeasurementRow, ...]]:
+    """Every row of ``paths`` in order, as the CSV has it and as a validated ``MeasurementRow``;
+    a row that does not validate, or an id seen before, is a CatalogError naming the file, the
+    line, the row id, the field and the value."""
     rows: list[dict[str, str]] = []
+    records: list[MeasurementRow] = []
     seen: dict[str, str] = {}
-    for path in measurement_paths():
+    for path in paths:
         with path.open(newline="", encoding="utf-8") as fh:
-            for row in csv.DictReader(fh):
+            for line, row in enumerate(csv.DictReader(fh), start=2):
                 rid = row.get("id", "")
                 if rid in seen:
                     raise CatalogError(f"{path.name}: id {rid!r} already in {seen[rid]}")
                 seen[rid] = path.name
+                try:
+                    records.append(MeasurementRow.from_csv(row))
+                except ValueError as exc:  # pydantic's ValidationError is a ValueError
+                    raise CatalogError(f"{path.name} line {line}: row {rid!r}: "
+                                       f"{validation_message(exc)}") from None  # fmt: skip
                 rows.append(row)
-    return tuple(rows)
+    return tuple(rows), tuple(records)
+
+
+@cache
+def _measurements() -> tuple[tuple[dict[str, str], ...], tuple[MeasurementRow, ...]]:
+    return read_measurements(measurement_paths())
+
+
+def measurement_rows() -> tuple[dict[str, str], ...]:
+    """Rows of every measurement file, in file order, as the CSV has them (each validated by
+    ``MeasurementRow`` first); a duplicate id is a catalog error."""
+    return _measurements()[0]
+
+
+def measurement_records() -> tuple[MeasurementRow, ...]:
+    """``measurement_rows`` as validated ``MeasurementRow`` models (typed engine, load, metric)."""
+    return _measurements()[1]
 
 
 def get_accelerator(gpu_id: str) -> Accelerator:

@@ -426,6 +426,7 @@ def fit(
 
 def write(doc: dict, path: Path | None = None) -> dict:
     """Evaluate the fitted constants, attach residuals, write YAML; returns the summary."""
+    from advisor.catalog.loader import measurement_paths
     from advisor.perf.validate import predictions, summarise
 
     path = path or profiles.CALIBRATION_PATH
@@ -438,7 +439,9 @@ def write(doc: dict, path: Path | None = None) -> dict:
     out = {
         "generated_by": "python -m advisor calibrate",
         "generated_on": _dt.date.today().isoformat(),
-        "source": "data/measurements.csv (rows listed under residuals)",
+        "source": "data/"
+        + ", data/".join(p.name for p in measurement_paths())
+        + " (rows listed under residuals)",
         "global": doc.get("global", {}),
         "families": doc["families"],
         "engines": doc["engines"],

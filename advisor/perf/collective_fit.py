@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from advisor.catalog.measurement_row import message_bytes
 from advisor.catalog.specs import Interconnect
 from advisor.physics.collectives import (
     CALIBRATION,
@@ -49,9 +50,6 @@ GPU_LINKS: tuple[tuple[str, str], ...] = (
     (r"\bPCIe5\b", "pcie5"),
 )
 
-_UNITS = {"": 1, "b": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "kb": 1e3, "mb": 1e6, "gb": 1e9}
-_SIZE = r"(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB|KB|MB|GB|B)?\b"
-
 
 class CollectiveRow(NamedTuple):
     """One measurement row read as a collective (fields None when it cannot be read)."""
@@ -67,31 +65,6 @@ class CollectiveRow(NamedTuple):
     algorithms: tuple[str, ...] | None
     harness: str
     reason: str  # empty when representable
-
-
-def _parse_size(text: str) -> float | None:
-    """Message size of a row: 'message 65536 B', 'message 128KiB', '1-8 GiB', 'data size 512'.
-
-    A range gives its upper end (busbw rows quote the saturated value of a sweep). 'data size N'
-    (SGLang/vLLM custom all-reduce benchmark) is N bf16 elements = 2N bytes.
-
-    >>> _parse_size("message 128KiB"), _parse_size("1-8 GiB"), _parse_size("data size 512")
-    (131072, 8589934592, 1024)
-    """
-    t = text.strip()
-    m = re.match(r"data size (\d+)$", t)
-    if m:
-        return int(m.group(1)) * 2
-    m = re.search(r"(\d+(?:\.\d+)?)\s*(KiB|MiB|GiB)?\s*-\s*" + _SIZE, t)
-    if m:
-        num, unit = m.group(3), m.group(4) or m.group(2) or ""
-    else:
-        m = re.search(r"message\s+" + _SIZE, t)
-        if not m:
-            return None
-        num, unit = m.group(1), m.group(2) or ""
-    value = float(num) * _UNITS[unit.lower()]
-    return int(value) if value == int(value) else value
 
 
 def _row_algorithms(engine: str, notes: str, n: int) -> tuple[str, ...]:
@@ -136,7 +109,7 @@ def parse_collective_row(row: Mapping[str, str]) -> CollectiveRow:
         n = int(row["num_gpus"])
     except (KeyError, ValueError):
         return bad(f"num_gpus {row.get('num_gpus')!r} is not an integer")
-    size = _parse_size(row.get("batch_or_concurrency", ""))
+    size = message_bytes(row.get("batch_or_concurrency", ""))
     if size is None:
         return bad(f"no message size in {row.get('batch_or_concurrency')!r}")
     link_id = next((lid for pat, lid in GPU_LINKS if re.search(pat, gpu)), None)

@@ -2,17 +2,18 @@
 
 Each row becomes a ``Case`` (what was run, what was measured, in SI units) or is counted as
 unrepresentable with the reason. Every file listed by ``catalog.loader.measurement_paths`` is
-read (data/measurements.csv, then data/measurements-*.csv: serving, engines, AMD).
+read, each row validated by ``catalog.measurement_row.MeasurementRow`` (docs/data.md), whose
+typed fields this module reads:
 
-Conventions read from the columns:
-- throughput: "output tok/s (all GPUs)", "tok/s" and "output tok/s per GPU" are converted to
-  the deployment total; ``output_throughput_tok_s`` is the serving benchmark's output rate;
-- latency metrics ``ttft|tpot|itl|e2e[_ms][_mean|_median]`` are predicted (means; medians under
-  Poisson load from the model's median); ``_p90``/``_p99`` rows belong to the percentile check;
-- ``batch_or_concurrency``: "batch N" (static or single stream), "concurrency N" / "max
-  concurrency N" (closed loop: N clients, each sends its next request when the last finishes),
-  "request rate QPS=X" (Poisson at the REQUESTED rate X; the achieved rate is an output of the
-  benchmark and never an input), "max (offline ...)" (all requests queued at once);
+- throughput: a deployment total or a per-GPU figure (``throughput_scope``) is converted to the
+  deployment total; ``output_throughput_tok_s`` is the serving benchmark's output rate; a
+  throughput whose token convention the source does not state is not used;
+- latency metrics (ttft, tpot, itl, e2e; mean or median) are predicted (medians under Poisson
+  load from the model's median); P95/P99 rows belong to the percentile check;
+- load (``load_kind``): a static batch of N (or a single stream), a closed loop of N clients
+  (each sends its next request when the last finishes), Poisson arrivals at the REQUESTED rate
+  (the achieved rate is an output of the benchmark and never an input), offline (all requests
+  queued at once);
 - empty isl/osl: read from the notes' token totals ("500 prompts: 249831 input / 252162
   generated tokens"): the workload's mean lengths, a condition of the run.
 """
@@ -25,6 +26,7 @@ from functools import cache
 
 from advisor.catalog import get_accelerator, get_model, models
 from advisor.catalog.loader import measurement_paths, measurement_rows
+from advisor.catalog.measurement_row import COLLECTIVE_QUANTITIES, MeasurementRow
 from advisor.catalog.specs import Accelerator
 from advisor.perf.profiles import engine_for_text
 from advisor.perf.replica import ReplicaConfig
@@ -106,8 +108,9 @@ WEIGHTS = {
 }
 KV = {"fp8": "fp8", "fp16": "fp16", "bf16": "bf16", "fp8_e4m3": "fp8", "auto": ""}
 
-_LATENCY = re.compile(r"^(ttft|tpot|itl|e2e|e2el)_(ms|s)(?:_(mean|median|avg|p\d+(?:\.\d+)?))?$")
-_THROUGHPUT = ("output_throughput_tok_s", "throughput_tok_s_total", "throughput_tok_s_per_gpu")
+#: What a row's load kind (``MeasurementRow.load_kind``) is called in the cases below.
+_CONDITIONS = {"batch": "batch", "concurrency": "conc", "request_rate": "rate",
+               "offline": "offline", "burst": "burst"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -327,14 +330,9 @@ def load_rows() -> list[dict]:
     return list(measurement_rows())
 
 
-def _throughput_total(row: dict, gpus: int) -> float | None:
-    value = float(row["value"])
-    unit = row["unit"]
-    if "per GPU" in unit:
-        return value * gpus
-    if unit.startswith(("output tok/s", "tok/s")):
-        return value
-    return None
+def _throughput_total(rec: MeasurementRow, gpus: int) -> float:
+    """The deployment's output tokens/s from a total or a per-GPU figure."""
+    return rec.value * gpus if rec.throughput_scope == "per_gpu" else rec.value
 
 
 def _precision(row: dict, model_id: str) -> tuple[str, int] | str:
@@ -410,14 +408,19 @@ def _lengths(row: dict) -> tuple[float | None, float | None]:
     return isl, osl
 
 
-def _requests(row: dict) -> int:
-    """Requests in the run, from the condition or notes ("500 requests", "--num-prompts 200").
+def _requests(rec: MeasurementRow) -> int:
+    """Requests in the run: the load text's (``MeasurementRow.requests``), else the notes'
+    ("500 requests", "--num-prompts 200"); 0 when neither states it.
 
-    >>> _requests({"batch_or_concurrency": "", "notes": "Mean values over 500 requests"})
+    >>> _requests(MeasurementRow.from_csv(dict(id="T0001", source="test", engine="vLLM 0.9.1",
+    ...     model="m", gpu="g", num_gpus="1", tp="1", pp="1", precision_weights="",
+    ...     precision_kv="", isl="1", osl="1", batch_or_concurrency="max concurrency 8",
+    ...     metric="ttft_ms_mean", value="5", unit="ms", notes="Mean values over 500 requests")))
     500
     """
-    text = f"{row['batch_or_concurrency']} {row.get('notes', '')}"
-    m = re.search(r"--num-prompts?\s+(\d+)|(\d+) (?:requests|prompts)\b", text)
+    if rec.requests:
+        return rec.requests
+    m = re.search(r"--num-prompts?\s+(\d+)|(\d+) (?:requests|prompts)\b", rec.notes)
     return int(m.group(1) or m.group(2)) if m else 0
 
 
@@ -437,41 +440,24 @@ def _prefill_budget(row: dict) -> int:
 _SPECULATIVE = re.compile(r"--speculative|speculative[-_ ]algorithm|\bMTP\b|\bEAGLE\b", re.I)
 
 
-def _condition(bc: str) -> tuple[str, float] | None:
-    """("batch"|"conc"|"rate"|"offline"|"burst", value) from batch_or_concurrency.
-
-    >>> _condition("max concurrency 100"), _condition("request rate QPS=10 (vllm bench default)")
-    (('conc', 100.0), ('rate', 10.0))
-    >>> _condition("request rate QPS=32 (measured 16 req/s)"), _condition("batch 1")
-    (('rate', 32.0), ('batch', 1.0))
-    """
-    t = bc.strip().lower()
-    if t.startswith("max (") or t == "max" or t.startswith("max (offline"):
-        return ("offline", 0.0)
-    m = re.search(r"(?:max[- ]?)?concurrency\s*=?\s*(\d+)", t)
-    if m:
-        return ("conc", float(m.group(1)))
-    m = re.search(r"(?:qps|request rate)\s*=?\s*(inf|[0-9.]+)", t)
-    if m:
-        return ("burst", 0.0) if m.group(1) == "inf" else ("rate", float(m.group(1)))
-    m = re.match(r"(?:static )?batch (\d+)", t)
-    if m:
-        return ("batch", float(m.group(1)))
-    return None
-
-
 def parse_row(row: dict) -> Case | Skipped:
-    """One CSV row -> Case, or Skipped with the reason it cannot be represented."""
-    rid, metric = row["id"], row["metric"]
-    if metric.startswith(("allreduce", "allgather", "reducescatter", "p2p")):
+    """One CSV row -> Case, or Skipped with the reason it cannot be represented.
+
+    The row is read through its typed fields (``catalog.measurement_row.MeasurementRow``: the
+    load kind and value, the metric's quantity, statistic and unit); a row outside their closed
+    sets raises ValueError naming the field (the files' rows were all checked at load).
+    """
+    rec = MeasurementRow.from_csv(row)
+    rid, metric = rec.id, rec.metric
+    if rec.quantity in COLLECTIVE_QUANTITIES:
         return Skipped(rid, metric, "collective: validated by the collectives model")
-    if metric.startswith("spec_decode"):
+    if rec.quantity == "speculative_speedup":
         return Skipped(
             rid, metric, "speculative decoding with no stated acceptance rate / catalog model"
         )
-    lat = _LATENCY.match(metric)
-    stat = (lat.group(3) or "mean") if lat else "mean"
-    if lat and stat.startswith("p"):
+    latency = rec.quantity in ("ttft", "tpot", "itl", "e2e")
+    stat = rec.statistic
+    if latency and stat in ("p95", "p99"):
         return Skipped(rid, metric, "percentile: checked by the percentile model, not the mean")
     key = model_key(row["model"])
     if key in MODEL_NOT_SAME:
@@ -519,17 +505,17 @@ def parse_row(row: dict) -> Case | Skipped:
         gpu_memory_utilization=0.95 if engine.startswith("trtllm") else 0.90,
     )  # fmt: skip
     gpus = tp * pp
-    bc = row["batch_or_concurrency"]
+    bc = rec.batch_or_concurrency
     isl, osl = _lengths(row)
     base = dict(
         id=rid, config=cfg, gpus=gpus * replicas, source=row["source"], unit=row["unit"],
         row=row, statistic="median" if stat == "median" else "mean", replicas=replicas,
-        requests=_requests(row), prefill_budget_tokens=_prefill_budget(row),
+        requests=_requests(rec), prefill_budget_tokens=_prefill_budget(row),
     )  # fmt: skip
 
     if metric in ("tpot_ms_fit_intercept", "tpot_ms_fit_slope_per_ctx_token"):
         kind = "itl_fit_intercept" if metric.endswith("intercept") else "itl_fit_slope"
-        value = float(row["value"]) * 1e-3  # ms -> s (per context token for the slope)
+        value = rec.value * 1e-3  # ms -> s (per context token for the slope)
         return Case(kind=kind, family="batch-1 decode", isl=0, osl=128, measured=value, **base)
     if isl is None:
         if not row["isl"].strip():
@@ -537,34 +523,32 @@ def parse_row(row: dict) -> Case | Skipped:
                            "ShareGPT, without token totals)")  # fmt: skip
         return Skipped(rid, metric, f"input length {row['isl']!r} is not a number")
     if metric == "decode_tok_s_single_stream":
-        if "speculate" in bc:
+        if rec.speculative_tokens:
             return Skipped(rid, metric, "speculative decoding with no stated acceptance rate")
         return Case(
             kind="decode_b1", family="batch-1 decode", isl=isl, osl=osl or 128,
-            measured=float(row["value"]), **base,
+            measured=rec.value, **base,
         )  # fmt: skip
     if osl is None:
         return Skipped(rid, metric, f"output length {row['osl']!r} is not a number")
-    cond = _condition(bc)
-    if cond is None:
+    how = _CONDITIONS.get(rec.load_kind)
+    if how is None:
         return Skipped(rid, metric, f"condition {bc!r} for {metric} not modelled")
-    how, n = cond
+    n = rec.load_value or 0.0
     if how == "burst":
         return Skipped(
             rid, metric, "burst of all requests at once (QPS=INF): transient, not a steady state"
         )
-    what = lat.group(1).replace("e2el", "e2e") if lat else None
-    if what is None and metric not in _THROUGHPUT:
+    what = rec.quantity if latency else None
+    if what is None and rec.quantity not in ("output_throughput", "throughput"):
         return Skipped(rid, metric, f"metric {metric!r} not modelled")
-    if what is None and "not stated" in row["unit"]:
+    if what is None and rec.tokens_counted == "not stated":
         return Skipped(rid, metric, "throughput convention (output vs input+output) not stated")
     if what:
-        value = float(row["value"]) * (1e-3 if lat.group(2) == "ms" else 1.0)
+        value = rec.value * (1e-3 if rec.unit_symbol == "ms" else 1.0)
     else:
-        value = _throughput_total(row, gpus_total)
-    if value is None:
-        return Skipped(rid, metric, f"throughput unit {row['unit']!r} not understood")
-    if what == "itl" and lat.group(3) == "median":
+        value = _throughput_total(rec, gpus_total)
+    if what == "itl" and stat == "median":
         return Skipped(rid, metric, "median inter-token latency: the median of all token gaps, "
                        "not a request's mean gap (TPOT, which the model predicts); under load "
                        "the two differ (E0190: median ITL 5.75 ms, median TPOT 11.0 ms)")  # fmt: skip

@@ -166,7 +166,7 @@ def percentile_case(row: dict) -> PercentileCase | Skipped | None:
     # an ITL row's deployment and load are read as for a TPOT row (the parser knows those);
     # its percentile is then the inter-token gap's (physics.queueing.inter_token_stats)
     as_metric = "tpot" if what == "itl" else what
-    parsed = parse_row(dict(_with_lengths(row), metric=f"{as_metric}_ms_median"))
+    parsed = parse_row(dict(_with_lengths(row), metric=f"{as_metric}_ms_median", unit="ms"))
     if isinstance(parsed, Skipped):
         return Skipped(row["id"], row["metric"], parsed.reason)
     try:
