@@ -58,9 +58,9 @@ def _gb(x: float, d: int = 2) -> str:
 def claims() -> tuple[Claim, ...]:
     """Every numeric claim of the article, recomputed (cached: the catalogs are immutable)."""
     from advisor.catalog import get_accelerator, get_interconnect, get_model
-    from advisor.perf.estimate import EstimateInput, estimate
-    from advisor.perf.replica import ReplicaConfig, build_replicas
-    from advisor.perf.step import decode_step
+    from advisor.perf.model.estimate import EstimateInput, estimate
+    from advisor.perf.model.replica import ReplicaConfig, build_replicas
+    from advisor.perf.model.step import decode_step
     from advisor.physics.collectives import (
         allreduce_time_s,
         article_allreduce_time_s,
@@ -134,7 +134,7 @@ def claims() -> tuple[Claim, ...]:
         step8_s / layers, "s", "holds only if",
         f"25 ms × {layers} layers = {25e-3 * layers:.1f} s per token. It holds only if “25 ms” is "
         "the whole decode step (all layers), which is the order of a 70B step on H100s.",
-        "perf.step.decode_step",
+        "perf.model.step.decode_step",
     ))  # fmt: skip
 
     # --- 15 us and 380 us: which d ------------------------------------------------------------
@@ -207,7 +207,7 @@ def claims() -> tuple[Claim, ...]:
         "Dequantization overlaps the weight reads at small batch (0 on the critical path) and is "
         "shared by a 64-row pass at large batch; 4-8 µs per token per layer would only hold for a "
         "kernel that dequantizes the whole layer for every token serially.",
-        "perf.step.decode_step (dequant component)",
+        "perf.model.step.decode_step (dequant component)",
     ))  # fmt: skip
 
     # --- paged attention ----------------------------------------------------------------------
@@ -232,6 +232,6 @@ def claims() -> tuple[Claim, ...]:
         "acceptance 0.7, k = 4)",
         est["e2e_ms"] / 1e3, "s", "holds only if",
         "“100 ms” is per output token (TPOT) or time to first token; end to end it cannot hold: "
-        "256 tokens × 10 ms = 2.56 s.", "perf.estimate.estimate",
+        "256 tokens × 10 ms = 2.56 s.", "perf.model.estimate.estimate",
     ))  # fmt: skip
     return tuple(out)

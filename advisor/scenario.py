@@ -30,7 +30,7 @@ MAX_SCENARIO_BYTES = 1_000_000
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 Percentile = Literal[50, 90, 95, 99]
-#: Serving-engine profiles (advisor.perf.profiles.ENGINES): "vllm" is the newest vLLM family (V1
+#: Serving-engine profiles (advisor.perf.model.profiles.ENGINES): "vllm" is the newest vLLM family (V1
 #: engine), "vllm-v0" releases before 0.8; "trtllm" TensorRT-LLM's PyTorch backend (1.0 on),
 #: "trtllm-trt" its TensorRT-engine builds.
 Engine = Literal["generic", "trtllm", "trtllm-trt", "vllm", "vllm-v0", "sglang"]
@@ -143,7 +143,7 @@ class SLA(BaseModel):
     tpot_ms: Annotated[float, Field(gt=0, le=60_000)] | None = 50.0
     e2e_ms: Annotated[float, Field(gt=0, le=36_000_000)] | None = None
     #: A target counts as met only when the upper end of the interval of the predicted
-    #: percentile at this confidence is within it (advisor/perf/intervals.py).
+    #: percentile at this confidence is within it (advisor/perf/model/intervals.py).
     confidence: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
 
     def describe(self) -> str:

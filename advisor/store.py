@@ -3,7 +3,7 @@
 Layout: ``engagement(id, name)`` keeps clients apart; ``scenario(engagement_id, name, json,
 view_json, created, updated)`` holds each saved scenario, unique by name within its engagement.
 ``client_profile(engagement_id, name, yaml, created)`` keeps the engagement's client calibration
-profiles (advisor/perf/client_profile.py), validated on the way in and out. ``json`` is exactly
+profiles (advisor/perf/calibration/client_profile.py), validated on the way in and out. ``json`` is exactly
 ``dump_scenario`` output and is read back through ``load_scenario`` (so an
 older ``schema_version`` is upgraded or refused with a ScenarioError naming why); ``view_json`` is
 a small JSON object of display settings (e.g. TP/PP of the single-deployment pages). Nothing read
@@ -490,7 +490,7 @@ class Store:
     def save_profile(self, engagement: str, yaml_text: str) -> str:
         """Keep a client profile (validated; StoreError naming the field otherwise) under its
         own name in ``engagement``; returns the name."""
-        from advisor.perf.client_profile import ProfileError, parse_profile
+        from advisor.perf.calibration.client_profile import ProfileError, parse_profile
 
         engagement = check_name(engagement, "engagement")
         try:
@@ -519,7 +519,7 @@ class Store:
 
     def load_profile(self, engagement: str, name: str) -> str:
         """A kept profile's YAML, validated again (a hand-edited database is refused)."""
-        from advisor.perf.client_profile import ProfileError, parse_profile
+        from advisor.perf.calibration.client_profile import ProfileError, parse_profile
 
         with self._read() as con:
             row = con.execute(

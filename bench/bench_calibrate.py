@@ -20,8 +20,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor.perf import calibrate  # noqa: E402
-from advisor.perf.measurements import cases  # noqa: E402
+from advisor.perf.calibration import calibrate  # noqa: E402
+from advisor.perf.validation.measurements import cases  # noqa: E402
 
 
 def main() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor.perf.measurements import cases  # noqa: E402
-from advisor.perf.validate import predict_cases  # noqa: E402
+from advisor.perf.validation.measurements import cases  # noqa: E402
+from advisor.perf.validation.validate import predict_cases  # noqa: E402
 
 
 def main() -> None:

@@ -25,7 +25,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from advisor.perf.client_profile import ProfileDoc, ProfileRefused, _predict, fit_profile  # noqa: E402
+from advisor.perf.calibration.client_profile import (  # noqa: E402
+    ProfileDoc,
+    ProfileRefused,
+    _predict,
+    fit_profile,
+)
 from advisor.perf.importers import Deployment, load_bytes  # noqa: E402
 
 SWEEP = ROOT / "tests" / "fixtures" / "client" / "sglang_bench_serving_dec2024_405b.jsonl"

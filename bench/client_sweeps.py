@@ -1,7 +1,7 @@
 """Client calibration on two points of a published sweep: does it predict the rest better?
 
 For every sweep in data/measurements.csv (same source, accelerator, engine, model, TP/PP, dtypes
-and case kind; at least 5 rows), a client profile (advisor/perf/client_profile.py) is fitted on
+and case kind; at least 5 rows), a client profile (advisor/perf/calibration/client_profile.py) is fitted on
 the sweep's first and last rows (sorted by batch, request rate, input and output length) and the
 other rows are predicted with and without it (a profile the two points cannot pin is refused, and
 counted). Prints each sweep's median absolute error before
@@ -17,9 +17,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from advisor.perf.client_profile import _predict, fit_profile
+from advisor.perf.calibration.client_profile import _predict, fit_profile
 from advisor.perf.importers import Deployment, Imported
-from advisor.perf.measurements import cases
+from advisor.perf.validation.measurements import cases
 
 
 def main() -> None:
@@ -36,7 +36,7 @@ def main() -> None:
         cs = sorted(cs, key=lambda c: (c.batch, c.qps, c.isl, c.osl))
         train, test = [cs[0], cs[-1]], cs[1:-1]
         dep = Deployment(k[3], k[1], k[4], k[5], k[6], k[7], k[2])
-        from advisor.perf.client_profile import ProfileDoc, ProfileRefused
+        from advisor.perf.calibration.client_profile import ProfileDoc, ProfileRefused
 
         meas = np.array([c.measured for c in test])
         before = np.median(np.abs(_predict(test, dep.gpu, dep.engine, None) / meas - 1)) * 100

@@ -1,7 +1,7 @@
 """Cross-validation figures: how well does the model predict measurements it was not fitted on?
 
 Prints the held-out median/p90 |error| per metric family and scheme against the targets, and
-timings (the folds and schemes are ``advisor.perf.crossval``'s; see its docstring). It writes
+timings (the folds and schemes are ``advisor.perf.calibration.crossval``'s; see its docstring). It writes
 nothing: ``python -m advisor crossval`` (``make crossval``) regenerates data/crossval.yaml,
 data/crossval_ranges.json and data/crossval_percentiles.yaml from the same functions.
 
@@ -26,8 +26,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor.perf.calibrate import PRIOR_WEIGHT  # noqa: E402
-from advisor.perf.crossval import (  # noqa: E402
+from advisor.perf.calibration.calibrate import PRIOR_WEIGHT  # noqa: E402
+from advisor.perf.calibration.crossval import (  # noqa: E402
     DEFAULT_SCHEMES,
     PERCENTILES_PATH,
     SCHEMES,
@@ -48,7 +48,7 @@ def statistic_table() -> str:
     import yaml
 
     from advisor.catalog.loader import DATA_DIR
-    from advisor.perf.intervals import load_table
+    from advisor.perf.model.intervals import load_table
 
     doc = yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8"))
     stat = {r.id: r.statistic for r in load_table().rows}
@@ -145,7 +145,7 @@ def main() -> None:
         import yaml
 
         from advisor.catalog.loader import DATA_DIR
-        from advisor.perf.validate import validation_report
+        from advisor.perf.validation.validate import validation_report
 
         doc = yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8"))
         print(markdown(doc["held_out"], validation_report()["families"]))

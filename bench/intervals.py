@@ -5,7 +5,7 @@ Reads the leave-one-source-out rows of data/crossval.yaml (``loso_rows``, writte
 ``python -m advisor crossval``) and scores every row by the interval built without its source
 (as for the next deployment, a source the table has not seen), then without the row alone, for its
 own kind, engine, accelerator family, model class (MoE or dense) and calibration state
-(advisor/perf/intervals.coverage). Prints the coverage per kind, per model class and overall at
+(advisor/perf/model/intervals.coverage). Prints the coverage per kind, per model class and overall at
 each confidence, and the interval factors of a few typical queries with their basis.
 
     .venv/bin/python bench/intervals.py [--confidence 0.8 0.5 0.9]
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor.perf.intervals import (  # noqa: E402
+from advisor.perf.model.intervals import (  # noqa: E402
     KINDS,
     LEAVE_OUT,
     RANGES_PATH,

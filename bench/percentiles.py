@@ -4,7 +4,7 @@ Prints, for every representable percentile row of data/measurements*.csv, the me
 predicted value at the row's load (max concurrency N: closed loop of N clients; request rate R:
 Poisson at the requested R), then the error per percentile and load level, per metric, and the
 tail shape P99 / P50 predicted against measured. Rows predicted unstable count with an infinite
-error. See advisor/perf/percentiles.py for the conventions.
+error. See advisor/perf/validation/percentiles.py for the conventions.
 
     .venv/bin/python bench/percentiles.py [--rows]
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor.perf.percentiles import percentile_report, render_percentiles  # noqa: E402
+from advisor.perf.validation.percentiles import percentile_report, render_percentiles  # noqa: E402
 
 
 def main() -> None:

@@ -30,9 +30,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor.perf.measurements import cases, load_rows  # noqa: E402
-from advisor.perf.percentiles import percentile_cases, predict_percentiles  # noqa: E402
-from advisor.perf.validate import predict_cases  # noqa: E402
+from advisor.perf.validation.measurements import cases, load_rows  # noqa: E402
+from advisor.perf.validation.percentiles import percentile_cases, predict_percentiles  # noqa: E402
+from advisor.perf.validation.validate import predict_cases  # noqa: E402
 
 #: Columns that identify one benchmark run (its rows differ only in metric and value).
 RUN_COLUMNS = ("source", "engine", "model", "gpu", "tp", "pp", "precision_weights", "isl", "osl",

@@ -198,7 +198,7 @@ def _profile_doc(name: str = "fuzz") -> dict:
 def hostile_profiles() -> dict[str, str]:
     """Client-profile texts by file name (PROFILES): one valid (signed here), the rest hostile.
     Shared with the app fuzzer (bench/fuzz_app.py uploads them on the Calibrate page)."""
-    from advisor.perf.client_profile import _digest, dump, seal
+    from advisor.perf.calibration.client_profile import _digest, dump, seal
 
     valid = dump(seal(_profile_doc()))
     laughs, prev = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n', "a"

@@ -39,7 +39,7 @@ def browser():
 
 
 def _no_prediction_errors(mp: pytest.MonkeyPatch) -> None:
-    import advisor.perf.intervals as intervals
+    import advisor.perf.model.intervals as intervals
 
     empty = intervals.ErrorTable((), {})
     mp.setattr(intervals, "load_table", lambda path=None: empty)
@@ -58,7 +58,7 @@ def _clear_app_caches() -> None:
 def point_predictions(monkeypatch):
     """No out-of-sample errors: every interval is the point itself (factor 1), so "meets the
     SLA" is decided on the prediction. For tests about the physics or the search's mechanics,
-    which data/crossval.yaml's current errors must not decide (advisor/perf/intervals.py)."""
+    which data/crossval.yaml's current errors must not decide (advisor/perf/model/intervals.py)."""
     _no_prediction_errors(monkeypatch)
     yield
     _clear_app_caches()

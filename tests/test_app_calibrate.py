@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from advisor.perf.client_profile import dump, fit_profile
+from advisor.perf.calibration.client_profile import dump, fit_profile
 from advisor.perf.importers import Deployment, load
 
 ROOT = Path(__file__).resolve().parent.parent

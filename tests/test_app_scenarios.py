@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from advisor.catalog import get_accelerator, get_model
 from advisor.charts import compare_charts as cc
 from advisor.examples import EXAMPLES
-from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.model.estimate import EstimateInput, estimate
 from advisor.store import DB_NAME, ENV_VAR, Store
 
 ROOT = Path(__file__).resolve().parent.parent

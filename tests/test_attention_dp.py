@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from advisor.catalog import get_accelerator, get_model
-from advisor.perf.estimate import EstimateInput, estimate
-from advisor.perf.measurements import cases
-from advisor.perf.replica import ReplicaConfig, build_replicas, max_running
-from advisor.perf.step import decode_step, prefill, tp_communication_s
+from advisor.perf.model.estimate import EstimateInput, estimate
+from advisor.perf.model.replica import ReplicaConfig, build_replicas, max_running
+from advisor.perf.model.step import decode_step, prefill, tp_communication_s
+from advisor.perf.validation.measurements import cases
 from advisor.physics.memory import (
     kv_bytes_per_sequence_per_gpu,
     memory_budget,

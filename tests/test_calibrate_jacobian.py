@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from scipy.optimize._numdiff import approx_derivative
 
-from advisor.perf import calibrate
-from advisor.perf.measurements import cases
+from advisor.perf.calibration import calibrate
+from advisor.perf.validation.measurements import cases
 
 
 @pytest.fixture(scope="module")

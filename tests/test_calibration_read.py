@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 from advisor.catalog.files import load_data_yaml
-from advisor.perf import profiles
+from advisor.perf.model import profiles
 
 
 def test_the_shipped_file_reads_as_before_but_for_the_residuals():

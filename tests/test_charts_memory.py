@@ -101,7 +101,7 @@ def test_interconnect_rows_equal_collectives_and_two_allreduces_per_layer():
     expected = allreduce(msg, 8, links[0], algorithms=("ring", "tree", "nvls")).time_s
     # in-engine, as the decode step counts it: NVLink's copy kernels set the rate, so the
     # nccl-tests time / data/calibration.yaml's collective_efficiency (issue 38)
-    from advisor.perf.profiles import collective_efficiency
+    from advisor.perf.model.profiles import collective_efficiency
 
     expected /= collective_efficiency()
     assert r["per_layer_s"] == pytest.approx(2 * expected)
@@ -113,8 +113,8 @@ def test_interconnect_rows_equal_collectives_and_two_allreduces_per_layer():
     step = ic.step_figure(rows, "Step")
     assert len(step.data) == 2 * 2 + 1 and _template_is_ours(step)  # line + star per link + compute
     # The rest of the step is the performance model's decode step without its communication.
-    from advisor.perf.replica import ReplicaConfig, build_replicas
-    from advisor.perf.step import decode_step
+    from advisor.perf.model.replica import ReplicaConfig, build_replicas
+    from advisor.perf.model.step import decode_step
 
     s8 = decode_step(build_replicas([ReplicaConfig(model=MODEL, gpu=GPU, tp=8)]), 13.0, 1024.0)
     assert r["compute_s"] == pytest.approx(float(s8.total[0] - s8.communication[0]))

@@ -1,4 +1,4 @@
-"""Client profiles (advisor/perf/client_profile.py) through the CLI: calibrate from the fixtures
+"""Client profiles (advisor/perf/calibration/client_profile.py) through the CLI: calibrate from the fixtures
 in tests/fixtures/client, then estimate / recommend / report with --profile.
 
 Measured values are read by hand from the fixture files (quoted at each use); the predictions
@@ -33,7 +33,7 @@ def profile(tmp_path_factory) -> Path:
     """A profile of the illustrative fixture files. Out of sample they do not bring the shipped
     error below the bar (the CLI refuses them: test_illustrative_files_are_refused_by_the_cli), so the profile
     the estimate/recommend/report/store tests use is fitted with the bar at "beats" (min_gain 1)."""
-    from advisor.perf.client_profile import dump, fit_profile
+    from advisor.perf.calibration.client_profile import dump, fit_profile
     from advisor.perf.importers import Deployment, load
 
     dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm", isl=1024, osl=512)
@@ -191,8 +191,8 @@ def test_the_same_file_twice_counts_once(tmp_path, capsys):
 
 
 def test_constant_at_its_bound_is_refused():
-    from advisor.perf.client_profile import at_bound
-    from advisor.perf.overlay import Overlay
+    from advisor.perf.calibration.client_profile import at_bound
+    from advisor.perf.model.overlay import Overlay
 
     # compute_factor's bounds are 0.25..4.0 (client_profile.BOUNDS), step_overhead_s 0..0.05 s.
     assert at_bound(Overlay(1.0, 4.0, 0.005, 0.1), ["compute_factor"]) == (
@@ -227,7 +227,7 @@ def test_physically_impossible_point_is_flagged_not_fitted():
     # i.e. ~210 steps/s, and the KV cache holds a few hundred sequences: far below that.
     doc = json.loads((FIX / "vllm_bench_throughput.json").read_text())
     doc.update(elapsed_time=1.0, requests_per_second=1000.0, tokens_per_second=1_536_000.0)
-    from advisor.perf.client_profile import fit_profile
+    from advisor.perf.calibration.client_profile import fit_profile
     from advisor.perf.importers import Deployment, load_bytes
 
     dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm", isl=1024, osl=512)
@@ -278,7 +278,7 @@ def test_recommend_and_report_say_the_profile_was_used(profile, tmp_path, capsys
 
 
 def test_narrowing_rule_by_hand():
-    from advisor.perf.client_profile import narrow
+    from advisor.perf.calibration.client_profile import narrow
 
     # Interval 80..125 around 100 (log half-widths 0.223, 0.223), f = 0.5: e^(+-0.1116).
     assert narrow([80.0, 125.0], 100.0, 0.5, 0.0) == [89.44, 111.8]
@@ -289,7 +289,7 @@ def test_narrowing_rule_by_hand():
 
 
 def test_profile_round_trips_through_the_store_and_its_export(profile, tmp_path):
-    from advisor.perf.client_profile import parse_profile
+    from advisor.perf.calibration.client_profile import parse_profile
     from advisor.store import Store, StoreError
 
     st = Store(tmp_path / "s.sqlite3")
@@ -310,9 +310,14 @@ def test_two_points_of_a_published_sweep_predict_the_rest_better():
     predicted better than by the shipped calibration (which saw all of them)."""
     import numpy as np
 
-    from advisor.perf.client_profile import ProfileDoc, ProfileRefused, _predict, fit_profile
+    from advisor.perf.calibration.client_profile import (
+        ProfileDoc,
+        ProfileRefused,
+        _predict,
+        fit_profile,
+    )
     from advisor.perf.importers import Deployment, Imported
-    from advisor.perf.measurements import cases
+    from advisor.perf.validation.measurements import cases
 
     items, _ = cases()
     first = {c.id: c for c in items}["E0650"]
@@ -348,7 +353,12 @@ def test_two_runs_of_a_real_405b_sweep_improve_the_rest_or_are_refused():
     (median) and at most half the shipped error; else the refusal says why."""
     import numpy as np
 
-    from advisor.perf.client_profile import ProfileDoc, ProfileRefused, _predict, fit_profile
+    from advisor.perf.calibration.client_profile import (
+        ProfileDoc,
+        ProfileRefused,
+        _predict,
+        fit_profile,
+    )
     from advisor.perf.importers import Deployment, load_bytes
 
     dep = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")

@@ -1,4 +1,4 @@
-"""Closed loop (advisor/perf/closed_loop.py): N clients with no think time.
+"""Closed loop (advisor/perf/model/closed_loop.py): N clients with no think time.
 
 Expected values come from Little's law (throughput x mean E2E = clients), not from the solver.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from advisor.perf.closed_loop import closed_loop_load
+from advisor.perf.model.closed_loop import closed_loop_load
 from advisor.physics.queueing import ServiceModel
 
 

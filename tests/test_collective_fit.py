@@ -1,4 +1,4 @@
-"""Collective measurement rows (advisor/perf/collective_fit.py): parsing, fit, validation.
+"""Collective measurement rows (advisor/perf/calibration/collective_fit.py): parsing, fit, validation.
 
 Expected values are read off data/measurements.csv (the row ids are named); the stored
 calibration in advisor/physics/collectives.py must be what a fresh fit gives.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.perf import collective_fit as f
+from advisor.perf.calibration import collective_fit as f
 from advisor.physics import collectives as c
 
 # ---- validation against data/measurements.csv -----------------------------------------------

@@ -12,7 +12,7 @@ import yaml
 from test_cli import run  # main() in process: (exit code, stdout, stderr)
 
 from advisor.catalog.loader import DATA_DIR
-from advisor.perf import crossval
+from advisor.perf.calibration import crossval
 
 
 @pytest.mark.parametrize(

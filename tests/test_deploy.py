@@ -101,7 +101,7 @@ def test_commands_carry_the_recommendations_numbers(sc, text, engine):
             1
             <= seqs
             <= {"generic": 512, "vllm": 256, "sglang": 1024, "trtllm": 2048}[sc.options.engine]
-        )  # the engine profiles' caps (perf/profiles.py)
+        )  # the engine profiles' caps (perf/model/profiles.py)
         if engine in KV_NAME:
             assert _arg(cmd, "--kv-cache-dtype") == KV_NAME[engine][spec.kv]
         else:

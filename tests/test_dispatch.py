@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from advisor.catalog import get_accelerator, get_model
-from advisor.perf.replica import ReplicaConfig, build_replicas
-from advisor.perf.step import prefill
+from advisor.perf.model.replica import ReplicaConfig, build_replicas
+from advisor.perf.model.step import prefill
 from advisor.physics.dispatch import kernels_per_layer
 
 
@@ -80,7 +80,7 @@ def test_a_prefill_the_host_sets_barely_scales_with_the_prompt_length():
     # the floor an 8,192-token prompt's GEMMs scale with it (1) and causal attention's L^2 term
     # adds its share: 2 x L^2 x 128 x 64 heads x 80 layers = 8.8e13 flops against
     # 2 x 70e9 x L = 1.15e15 for the GEMMs, ~8%, slower kernels included: 1.0-1.35.
-    from advisor.perf.step import prefill_length_elasticity
+    from advisor.perf.model.step import prefill_length_elasticity
 
     r = _replica("llama-3.1-70b", "h100-sxm", 4, "bf16")
     host = dataclasses.replace(r, kernel_dispatch_s=np.array([50e-6]))

@@ -22,7 +22,7 @@ from advisor.catalog import get_model
 from advisor.catalog.drafts import MTP, draft_spec, tokenizer_problem
 from advisor.catalog.spec_acceptance import default_acceptance
 from advisor.deploy.bundle import deploy_bundle
-from advisor.perf.speculative_sweep import compatible_drafts
+from advisor.perf.model.speculative_sweep import compatible_drafts
 from advisor.scenario import Hardware, Options, Scenario, Workload
 from advisor.search.deployment_spec import DeploymentSpec, parse_spec
 from advisor.search.recommend import recommend

@@ -15,7 +15,7 @@ import pytest
 from advisor.catalog import get_accelerator, get_model
 from advisor.catalog.specs import ModelSpec
 from advisor.cli import main
-from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.model.estimate import EstimateInput, estimate
 from advisor.physics.memory import memory_budget
 
 H100 = get_accelerator("h100-sxm")

@@ -42,8 +42,8 @@ def test_every_load_has_percentiles_with_ranges(capsys, load):
 
 def test_users_with_think_time_are_the_interactive_response_time_law(capsys):
     from advisor.catalog import get_accelerator, get_model
-    from advisor.perf.estimate import EstimateInput
-    from advisor.perf.sweeps import closed_loop_qps
+    from advisor.perf.model.estimate import EstimateInput
+    from advisor.perf.model.sweeps import closed_loop_qps
 
     code, out, _ = _run(capsys, "--users", "400", "--think-time-s", "60", "--json")
     r = json.loads(out)
@@ -95,7 +95,7 @@ def test_jsonl_lines_take_users_too(tmp_path, capsys):
 
 
 def test_a_range_wider_than_3x_names_the_measurement_that_narrows_it(capsys):
-    from advisor.perf.intervals import is_wide
+    from advisor.perf.model.intervals import is_wide
 
     r = json.loads(_run(capsys, "--qps", "4", "--json")[1])
     piv = r["percentile_intervals"]

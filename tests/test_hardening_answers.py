@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from advisor.catalog import get_accelerator, get_model
-from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.model.estimate import EstimateInput, estimate
 
 APP = str(Path(__file__).resolve().parents[1] / "app.py")
 M, G = get_model("llama-3.1-8b"), get_accelerator("h100-sxm")
@@ -188,7 +188,7 @@ def test_calibrate_refuses_weights_that_exceed_the_gpu(tmp_path, run_cli):
     assert code == 2 and stdout == "" and err.count("\n") == 1, err
     assert "weights need 811.7 GB per GPU" in err and "77.0 GB usable" in err
     assert not out.exists()
-    from advisor.perf.client_profile import fit_profile
+    from advisor.perf.calibration.client_profile import fit_profile
     from advisor.perf.importers import Deployment
 
     dep = Deployment(model="llama-3.1-405b", gpu="h100-sxm", tp=8, weights="bf16")

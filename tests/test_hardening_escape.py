@@ -21,7 +21,7 @@ from streamlit.testing.v1 import AppTest
 from advisor.catalog import get_accelerator, get_model
 from advisor.charts import compare_charts as cc
 from advisor.charts.theme import styled
-from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.model.estimate import EstimateInput, estimate
 from advisor.scenario import Scenario
 from advisor.store import ENV_VAR, Store
 from ui.format import md_escape

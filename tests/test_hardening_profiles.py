@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from advisor.cli import main
-from advisor.perf.client_profile import (
+from advisor.perf.calibration.client_profile import (
     MAX_PROFILE_BYTES,
     ProfileError,
     _digest,

@@ -1,4 +1,4 @@
-"""Prediction intervals (advisor/perf/intervals.py) on hand-made tables of held-out errors.
+"""Prediction intervals (advisor/perf/model/intervals.py) on hand-made tables of held-out errors.
 
 Every expected value is derived by hand in the comment beside it: the quantile at p of n sorted
 values x_(1)..x_(n) (type 6, numpy's "weibull") is x_(h) interpolated in logs at h = p (n + 1),
@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from advisor.perf.intervals import (
+from advisor.perf.model.intervals import (
     ErrorRow,
     ErrorTable,
     coverage,
@@ -187,7 +187,7 @@ def _estimate(capsys, *extra):
 
 def _cdna3_uncalibrated(monkeypatch):
     """CDNA3 (MI300X) predicted from priors, whatever data/calibration.yaml fits today."""
-    import advisor.perf.intervals as intervals
+    import advisor.perf.model.intervals as intervals
 
     real = intervals.is_calibrated
     monkeypatch.setattr(
@@ -232,7 +232,7 @@ def test_estimate_confidence_out_of_range_exits_2_naming_flag_value_and_range(ca
 def _widening_table(monkeypatch):
     """Every kind measured exactly as predicted (factor 1) on calibrated families; a
     leave-one-GPU-out P90 of 35% for every metric family; cdna3 (MI300X) uncalibrated."""
-    import advisor.perf.intervals as intervals
+    import advisor.perf.model.intervals as intervals
 
     fams = ("TTFT", "TTFT/ITL under load", "batch-1 decode", "offline throughput")
     t = ErrorTable(
@@ -329,7 +329,7 @@ def test_pdf_headline_carries_ranges_and_the_uncalibrated_warning(monkeypatch):
 
 
 def test_an_infinite_p90_gives_no_spread_and_the_others_still_do():
-    from advisor.perf.intervals import table_from_doc
+    from advisor.perf.model.intervals import table_from_doc
 
     doc = {"held_out": {"accelerator_family": {
         "TTFT/ITL under load": {"rows": 101, "p90_ape_pct": float("inf")},  # >10% failures
@@ -470,7 +470,7 @@ def test_the_compact_ranges_table_holds_every_held_out_row_of_crossval_yaml():
     import yaml
 
     from advisor.catalog.loader import DATA_DIR
-    from advisor.perf.intervals import RANGES_PATH, REGIMES, load_table
+    from advisor.perf.model.intervals import RANGES_PATH, REGIMES, load_table
 
     full = rows_from_doc(yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8")))
     compact = {r.id: r for r in load_table(RANGES_PATH).rows if r.statistic not in ("p90", "p99")}
@@ -511,7 +511,7 @@ def test_the_sla_factor_of_each_candidate_is_its_load_regimes(monkeypatch):
 
     import numpy as np
 
-    import advisor.perf.intervals as intervals
+    import advisor.perf.model.intervals as intervals
     from advisor.search.sla import sla_checks
 
     light = [dataclasses.replace(r, regime="light", source=f"a{i % 5}")

@@ -1,12 +1,12 @@
 """The inter-token gap's tail (issue 37): P99 ITL is a decode step carrying a prefill, not the
-mean gap. Checked against the discrete-event simulation (advisor/perf/queue_sim.py records every
+mean gap. Checked against the discrete-event simulation (advisor/perf/validation/queue_sim.py records every
 gap a decoding sequence waits) and on hand-made cases."""
 
 from __future__ import annotations
 
 import pytest
 
-from advisor.perf.queue_sim import simulate
+from advisor.perf.validation.queue_sim import simulate
 from advisor.physics.queueing import ServiceModel, latency_under_load
 
 #: step(b) = 10 ms + 0.2 ms x b, prefill 40 ms of a 2,048-token prompt, 256 KV slots.

@@ -1,4 +1,4 @@
-"""Request-rate measurement rows (advisor/perf/load_rows.py): parsing, load levels, validation.
+"""Request-rate measurement rows (advisor/perf/validation/load_rows.py): parsing, load levels, validation.
 
 Rows are read from data/measurements*.csv; expected values are copied from the rows' text.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.perf.load_rows import (
+from advisor.perf.validation.load_rows import (
     load_level,
     parse_request_rate,
     rate_rows,

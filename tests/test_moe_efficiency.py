@@ -1,6 +1,6 @@
 """The routed experts' kernel efficiency: 16-bit experts one value, fp8/fp4 ones per accelerator.
 
-advisor/perf/profiles.moe_efficiency, replica.low_precision_experts and perf.step's expert
+advisor/perf/model/profiles.moe_efficiency, replica.low_precision_experts and perf.model.step's expert
 reads. Expected values are hand calculations on a calibration document set in the test.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from advisor.catalog import get_accelerator, get_model
-from advisor.perf import profiles
-from advisor.perf.replica import ReplicaConfig, build_replicas
-from advisor.perf.step import decode_step
+from advisor.perf.model import profiles
+from advisor.perf.model.replica import ReplicaConfig, build_replicas
+from advisor.perf.model.step import decode_step
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_without_a_low_precision_fit_the_16_bit_value_serves(calibration):
 
 def test_the_expert_reads_of_a_memory_bound_step_scale_with_one_over_the_efficiency(calibration):
     # DeepSeek-V3 fp8 at batch 1 on 8 x H100 is memory-bound: the step reads the dense weights
-    # once and the touched experts' bytes 1 / moe_eff times (perf.step: expert_bytes x (1 +
+    # once and the touched experts' bytes 1 / moe_eff times (perf.model.step: expert_bytes x (1 +
     # slow), slow = 1 / moe_eff - 1). Halving the efficiency from 1.0 to 0.5 therefore adds
     # exactly one more read of the expert bytes, and nothing else moves.
     calibration(_doc(1.0, 1.0))

@@ -21,8 +21,8 @@ import yaml
 import advisor.physics.collectives as coll
 from advisor.catalog import get_accelerator, get_model
 from advisor.deploy.bundle import deploy_bundle
-from advisor.perf import step
-from advisor.perf.replica import ReplicaConfig, build_replicas
+from advisor.perf.model import step
+from advisor.perf.model.replica import ReplicaConfig, build_replicas
 from advisor.physics.collectives import moe_all_to_all_bytes_per_token
 from advisor.physics.memory import kv_bytes_per_sequence_per_gpu, memory_budget
 from advisor.scenario import SLA, Hardware, Options, Scenario, Workload

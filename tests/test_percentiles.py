@@ -1,4 +1,4 @@
-"""The percentile check (advisor/perf/percentiles.py) against published median/P99 rows.
+"""The percentile check (advisor/perf/validation/percentiles.py) against published median/P99 rows.
 
 Expected values are copied from the measurement files (row ids named) or derived by hand from
 the rows' notes (token totals / number of prompts; SGLang's random lengths uniform on [1, L]).
@@ -10,8 +10,8 @@ import math
 
 import pytest
 
-from advisor.perf.measurements import Skipped, load_rows
-from advisor.perf.percentiles import (
+from advisor.perf.validation.measurements import Skipped, load_rows
+from advisor.perf.validation.percentiles import (
     PercentileCase,
     percentile_case,
     percentile_report,
@@ -93,8 +93,12 @@ def test_summary_counts_every_representable_row(report):
 
 
 def test_range_coverage_scores_the_published_percentile_against_the_answers_range(monkeypatch):
-    import advisor.perf.intervals as intervals
-    from advisor.perf.percentiles import percentile_cases, predict_percentiles, range_coverage
+    import advisor.perf.model.intervals as intervals
+    from advisor.perf.validation.percentiles import (
+        percentile_cases,
+        predict_percentiles,
+        range_coverage,
+    )
 
     # Every answer's 80% range fixed at [0.5, 1.4] x the prediction. Measured / predicted
     # (the report fixture's rows, data/calibration.yaml of 2026-12-01): E0051 P99 TTFT

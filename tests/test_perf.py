@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.catalog import get_accelerator, get_model
-from advisor.perf.estimate import EstimateInput, estimate
-from advisor.perf.replica import ReplicaConfig, build_replicas
-from advisor.perf.step import decode_step, prefill
+from advisor.perf.model.estimate import EstimateInput, estimate
+from advisor.perf.model.replica import ReplicaConfig, build_replicas
+from advisor.perf.model.step import decode_step, prefill
 from advisor.physics.speculative import expected_tokens_per_step, speculative_speedup
 
 
@@ -148,8 +148,8 @@ def test_out_of_sample_figures_lead_and_cover_the_current_rows():
     # refits without each source (repository + path) and predicts its rows; validate's report
     # carries that table first. Every held-out id must still be a usable row (a stale file would
     # quote figures for rows that no longer exist) and it must cover most current rows.
-    from advisor.perf.measurements import cases
-    from advisor.perf.validate import validation_report
+    from advisor.perf.validation.measurements import cases
+    from advisor.perf.validation.validate import validation_report
 
     rep = validation_report()
     oos = rep["out_of_sample"]
@@ -178,7 +178,7 @@ def test_out_of_sample_figures_lead_and_cover_the_current_rows():
     assert all(r["moe"] is True for r in loso if "moe" in r)
     assert moe == {c.id for c in items if c.config.model.is_moe} & held
     # each row names its source as the folds grouped it (the ranges count sources per level)
-    from advisor.perf.measurements import source_key
+    from advisor.perf.validation.measurements import source_key
 
     by_id = {c.id: source_key(c.source) for c in items}
     assert all(r["source"] == by_id[r["id"]] for r in loso if r["id"] in by_id)
@@ -191,7 +191,7 @@ def test_validation_in_sample_bounds():
     # targets (12%; 15% for the vLLM/SGLang and AMD slices) hold in sample except for TTFT
     # (SGLang's first tokens on MoE models: bound 25%) and under load (bound 30%; a row predicted
     # unstable counts as a 100% error, never dropped). docs/accuracy.md "Rules: what counts as an error".
-    from advisor.perf.validate import validation_report
+    from advisor.perf.validation.validate import validation_report
 
     fam = validation_report()["families"]
     for name in ("batch-1 decode", "offline throughput", "all-reduce"):
@@ -215,7 +215,7 @@ def _row(**kw) -> dict:
 def test_load_rows_use_the_requested_rate_never_the_achieved_one():
     # "QPS=32 (measured 16 req/s)": 32 req/s was offered; the 16 req/s the server delivered is an
     # output of the benchmark and must not be fed back in (issue 12).
-    from advisor.perf.measurements import parse_row
+    from advisor.perf.validation.measurements import parse_row
 
     c = parse_row(_row(batch_or_concurrency="request rate QPS=32 (measured 16 req/s)",
                        metric="ttft_ms"))  # fmt: skip
@@ -229,7 +229,7 @@ def test_published_names_map_onto_catalog_architectures():
     # config.json); DeepSeek-R1-0528 is a DeepSeek-R1 checkpoint and the 2507 Qwen3 release keeps
     # the config of Qwen3-235B-A22B (model cards); "H100-80GB-HBM3" is nvidia-smi's name of the
     # SXM5 part; H20 is not in the catalog.
-    from advisor.perf.measurements import gpu_id, model_id_for, parse_row
+    from advisor.perf.validation.measurements import gpu_id, model_id_for, parse_row
 
     assert model_id_for("meta-llama/Llama-3-70B-Instruct") == "llama-3.1-70b"
     assert model_id_for("deepseek-ai/DeepSeek-R1-0528") == "deepseek-r1"
@@ -244,7 +244,7 @@ def test_published_names_map_onto_catalog_architectures():
 
 
 def test_engine_ids_are_validated_and_vllm_is_the_newest_family():
-    from advisor.perf.profiles import engine_for_text, engine_profile
+    from advisor.perf.model.profiles import engine_for_text, engine_profile
 
     with pytest.raises(
         ValueError, match="allowed: generic, trtllm, trtllm-trt, vllm, vllm-v0, sglang"
@@ -260,7 +260,7 @@ def test_engine_ids_are_validated_and_vllm_is_the_newest_family():
 def test_sglang_has_its_own_constants_fitted_under_load():
     # Issue 12: SGLang copied vLLM's constants; with SGLang rows it gets its own, fitted on
     # rows at fixed concurrency (sgl-cookbook bench_serving blocks).
-    from advisor.perf.profiles import engine_profile
+    from advisor.perf.model.profiles import engine_profile
 
     sg = engine_profile("sglang")
     assert sg.fitted and sg.calibrated_under_load and "no rows" not in sg.note
@@ -448,7 +448,7 @@ def test_attention_runs_at_the_peak_of_its_own_dtype_not_the_weights():
     16-bit one (activations are 16-bit between GEMMs); an fp8 KV cache moves FlashAttention-3 to
     fp8 (vLLM docs, "Quantized KV Cache"). H100 SXM datasheet: 989 TFLOP/s bf16 dense, 1979
     fp8 dense, each scaled by its calibrated efficiency (eta_compute_16, eta_compute_fp8)."""
-    from advisor.perf.profiles import family_efficiency
+    from advisor.perf.model.profiles import family_efficiency
 
     fp16_kv = replica("llama-3.1-8b", "h100-sxm", weights="fp8", kv="fp16")
     fp8_kv = replica("llama-3.1-8b", "h100-sxm", weights="fp8", kv="fp8")
@@ -477,7 +477,7 @@ def test_speculative_closed_loop_waits_for_the_speculative_iteration():
     life of a deterministic iteration). With speculation that iteration is k draft steps and one
     verify step (Leviathan et al. 2023), not one plain decode step. osl = 4,096 keeps the prompt
     queue empty (rho ~ 1e-3, Kingman's wait ~ microseconds), so the wait is that half alone."""
-    from advisor.perf.speculative_sweep import step_times
+    from advisor.perf.model.speculative_sweep import step_times
 
     m, g, d = get_model("llama-3.1-8b"), get_accelerator("h100-sxm"), get_model("llama-3.2-1b")
     inp = EstimateInput(isl=128, osl=4096, concurrency=3, spec_draft=d, spec_tokens=4)
@@ -495,7 +495,7 @@ def test_fp4_weights_use_fp4_tensor_cores_only_where_they_exist():
     # rate) and BF16 ones on H200 (TensorRT-LLM's GPT-OSS deployment guide, MoE backend support
     # matrix). H100 has no FP4 tensor cores, so MXFP4 runs weight-only (Marlin / Triton MXFP4
     # kernels dequantize to bf16).
-    from advisor.perf.profiles import family_efficiency
+    from advisor.perf.model.profiles import family_efficiency
 
     g = get_model("gpt-oss-120b")
     b200, h100 = get_accelerator("b200"), get_accelerator("h100-sxm")
@@ -530,7 +530,7 @@ def test_windowed_layers_cap_prefill_attention():
     # = 0.504 of full attention on every layer (hand calculation).
     from dataclasses import replace
 
-    from advisor.perf.step import attention_flops
+    from advisor.perf.model.step import attention_flops
 
     r = build_replicas([ReplicaConfig(get_model("gpt-oss-120b"), get_accelerator("b200"),
                                       weights="mxfp4", kv="bf16")])  # fmt: skip
@@ -545,7 +545,7 @@ def test_default_engine_is_vllm_fitted_on_batched_rows_and_says_so_under_load():
     # Issue 12: the default engine is what private deployments run most (vLLM, newest family);
     # its constants are fitted on batched rows (static batches, offline runs). Where it has too
     # few rows under serving load, an answer under load says so.
-    from advisor.perf.profiles import engine_profile
+    from advisor.perf.model.profiles import engine_profile
     from advisor.scenario import Options
 
     assert Options().engine == "vllm" and EstimateInput().engine == "vllm"
@@ -563,7 +563,7 @@ def test_median_itl_is_not_represented_and_trtllm_attention_dp_is():
     # same run; it is skipped with the reason, whatever the model predicts. TensorRT-LLM's
     # enable_attention_dp (the "DEP" columns of its perf-overview) is attention data parallel
     # over the TP group, which the model describes (ReplicaConfig.dp_attention) for MoE models.
-    from advisor.perf.measurements import Skipped, parse_row
+    from advisor.perf.validation.measurements import Skipped, parse_row
 
     itl = parse_row(_row(metric="itl_ms_median"))
     assert isinstance(itl, Skipped) and "median inter-token latency" in itl.reason
@@ -610,8 +610,8 @@ def test_layer_overhead_is_paid_once_per_layer_per_token(pp):
 
     import numpy as np
 
-    from advisor.perf.replica import ReplicaConfig, build_replicas
-    from advisor.perf.step import decode_step
+    from advisor.perf.model.replica import ReplicaConfig, build_replicas
+    from advisor.perf.model.step import decode_step
 
     cfg = ReplicaConfig(model=get_model("llama-3.1-70b"), gpu=get_accelerator("h100-sxm"), tp=4,
                         pp=pp, weights="fp8", kv="fp8")  # fmt: skip
@@ -631,8 +631,8 @@ def test_in_engine_collectives_take_the_nccl_tests_time_over_the_collective_effi
 
     import numpy as np
 
-    from advisor.perf.replica import ReplicaConfig, build_replicas
-    from advisor.perf.step import allreduce_time_s, decode_step
+    from advisor.perf.model.replica import ReplicaConfig, build_replicas
+    from advisor.perf.model.step import allreduce_time_s, decode_step
 
     cfg = ReplicaConfig(model=get_model("llama-3.1-70b"), gpu=get_accelerator("h100-sxm"), tp=8,
                         weights="fp8", kv="fp8")  # fmt: skip
@@ -651,8 +651,8 @@ def test_closed_loop_mean_ttft_includes_the_start_up_wave_medians_do_not():
     # concurrency) releases 16 requests at t = 0; with 80 requests in the run, the mean TTFT
     # carries the first wave's queue of prompts: ((80 - 16) x steady + 16 x wave) / 80. A median
     # of the same run (16 of 80 in the wave) is the steady state.
-    from advisor.perf.measurements import parse_row
-    from advisor.perf.validate import predict_cases
+    from advisor.perf.validation.measurements import parse_row
+    from advisor.perf.validation.validate import predict_cases
 
     notes = "80 requests; sglang.launch_server --chunked-prefill-size 8192"
     mean = parse_row(_row(batch_or_concurrency="max concurrency 16", metric="ttft_ms_mean",
@@ -668,7 +668,7 @@ def test_estimate_at_a_fixed_concurrency_reports_the_validated_closed_loop_ttft(
     # estimate --concurrency n and the validation of published --max-concurrency rows use one
     # TTFT (predict.concurrency_ttft): the prefill, then half a decode step of the n - 1 others
     # in flight and the prompts queued before it. Its throughput is Little's law on that cycle.
-    from advisor.perf.predict import concurrency_throughput, concurrency_ttft
+    from advisor.perf.model.predict import concurrency_throughput, concurrency_ttft
 
     m, g = get_model("llama-3.1-70b"), get_accelerator("h100-sxm")
     out = estimate(m, g, EstimateInput(tp=4, engine="sglang", isl=1000, osl=500, concurrency=16))
@@ -690,8 +690,8 @@ def test_prompt_only_closed_loop_is_a_wave_every_cycle():
     # default 8,192-token budget: one batched prefill of the 8, so TTFT = prefill(512, batch 8).
     # 4 prompts of 4,096 tokens: 2 per iteration, TTFTs T, T, 2T, 2T -> mean 1.5 T (+ the
     # request overhead, which runs beside the GPU).
-    from advisor.perf.predict import concurrency_ttft
-    from advisor.perf.step import prefill_busy_and_delay_s
+    from advisor.perf.model.predict import concurrency_ttft
+    from advisor.perf.model.step import prefill_busy_and_delay_s
 
     r = build_replicas(
         [ReplicaConfig(model=get_model("llama-3.1-8b"), gpu=get_accelerator("h100-sxm"))]

@@ -14,12 +14,18 @@ from advisor.catalog import get_accelerator, get_model
 from advisor.charts import latency_charts as lc
 from advisor.charts.theme import TEMPLATE
 from advisor.charts.trust_charts import trust_scatter
-from advisor.perf.estimate import EstimateInput, estimate
-from advisor.perf.replica import build_replicas
-from advisor.perf.speculative_sweep import speedup_grid, speedup_vs_batch
-from advisor.perf.sweeps import batch_cap, batch_grid, batch_sweep, replica_config, roofline_points
-from advisor.perf.trust import error_table, trust_rows
-from advisor.perf.validate import FAMILIES, validation_report
+from advisor.perf.model.estimate import EstimateInput, estimate
+from advisor.perf.model.replica import build_replicas
+from advisor.perf.model.speculative_sweep import speedup_grid, speedup_vs_batch
+from advisor.perf.model.sweeps import (
+    batch_cap,
+    batch_grid,
+    batch_sweep,
+    replica_config,
+    roofline_points,
+)
+from advisor.perf.validation.trust import error_table, trust_rows
+from advisor.perf.validation.validate import FAMILIES, validation_report
 
 M, G = get_model("llama-3.1-70b"), get_accelerator("h100-sxm")
 INP = EstimateInput(tp=4, concurrency=16)
@@ -106,7 +112,7 @@ def test_out_of_sample_table_reads_the_crossval_file():
     # data/crossval.yaml is written by `python -m advisor crossval` (by bench/crossval.py --write
     # before issue 39, byte for byte the same document): one row per held-out grouping and
     # metric family, errors in percent on rows the fit never saw.
-    from advisor.perf.trust import out_of_sample
+    from advisor.perf.validation.trust import out_of_sample
 
     oos = out_of_sample()
     assert oos is not None and oos["generated_by"].startswith(

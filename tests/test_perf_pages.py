@@ -13,9 +13,9 @@ from streamlit.testing.v1 import AppTest
 
 from advisor.article_check import claims
 from advisor.catalog import get_accelerator, get_model
-from advisor.perf.estimate import estimate
-from advisor.perf.sweeps import fmt_ms
-from advisor.perf.validate import validation_report
+from advisor.perf.model.estimate import estimate
+from advisor.perf.model.sweeps import fmt_ms
+from advisor.perf.validation.validate import validation_report
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import parse_spec
 from advisor.search.focus import estimate_input, evaluate_spec
@@ -156,8 +156,8 @@ def test_article_page_filters_by_verdict():
 
 def test_trust_shows_how_often_the_ranges_hold():
     """Issue 12's target for the intervals: 70-90% of held-out measurements inside their own 80%
-    range (data/crossval.yaml, scored by advisor.perf.intervals.coverage); the page shows it."""
-    from advisor.perf.intervals import coverage, load_table
+    range (data/crossval.yaml, scored by advisor.perf.model.intervals.coverage); the page shows it."""
+    from advisor.perf.model.intervals import coverage, load_table
 
     at = _page("ui/pages/trust.py")
     table = next(df.value for df in at.dataframe if "inside the 80% range" in df.value.columns)
@@ -172,7 +172,7 @@ def test_trust_shows_how_often_the_ranges_hold():
 def test_trust_warns_where_the_p99_ttft_runs_low():
     """The published TTFT tails (bench/percentiles.py: P99 TTFT at low load) sit far above the
     model's P99; the SLA is stated in P99 TTFT, so the page says so with the measured figure."""
-    from advisor.perf.percentiles import percentile_report
+    from advisor.perf.validation.percentiles import percentile_report
 
     low = percentile_report()["by_percentile"]["by_metric"]["TTFT P99 low"]
     at = _page("ui/pages/trust.py")

@@ -2,7 +2,7 @@
 
 Expected values come from hand calculations (stated next to each assertion), from queueing
 limits (unloaded server, saturation), or from the discrete-event simulation
-(advisor/perf/queue_sim.py, the reference for the analytic approximation).
+(advisor/perf/validation/queue_sim.py, the reference for the analytic approximation).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.perf.queue_sim import simulate
+from advisor.perf.validation.queue_sim import simulate
 from advisor.physics.queueing import (
     DECODE_SATURATED,
     KV_CAPACITY,

@@ -1,4 +1,4 @@
-"""Random-dataset lengths of InferenceX runs (advisor/perf/measurements.py ``mean_random_length``).
+"""Random-dataset lengths of InferenceX runs (advisor/perf/validation/measurements.py ``mean_random_length``).
 
 InferenceX's workflow sets RANDOM_RANGE_RATIO 0.8 (.github/workflows/benchmark-tmpl.yml, at
 every commit read, March to August 2026) and its utils/bench_serving/benchmark_serving.py draws
@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import pytest
 
-from advisor.perf.measurements import _lengths, _num, cases, load_rows
+from advisor.perf.validation.measurements import _lengths, _num, cases, load_rows
 
 RANGE = "lengths uniform on [int(0.8 x L), L], mean 921.5 for L = 1024"
 

@@ -122,7 +122,7 @@ def test_latency_page_estimate_of_a_decode_pool_has_no_prefill_stalls(point_pred
     decode step at that batch, with no prefill interruptions, and it equals the search's mean
     TPOT within the step-table interpolation (the search tabulates the step over batch sizes)."""
     from advisor.catalog import accelerators
-    from advisor.perf.estimate import estimate
+    from advisor.perf.model.estimate import estimate
     from advisor.search.focus import estimate_input
 
     s = bank("mi300x")
@@ -149,7 +149,7 @@ def test_speculative_page_of_a_decode_pool_charges_no_target_prefill():
     prompt (it builds the draft's KV on the decode GPUs) may stall it now, so the speculative
     TPOT is the plain step / speedup plus that small stall; aggregated, the target's stall stays."""
     from advisor.catalog import accelerators, get_model
-    from advisor.perf.estimate import estimate
+    from advisor.perf.model.estimate import estimate
     from advisor.scenario import Scenario
     from advisor.search.deployment_spec import parse_spec
     from advisor.search.focus import estimate_input, evaluate_spec
@@ -174,7 +174,7 @@ def test_speculative_page_of_a_decode_pool_charges_no_target_prefill():
 
 
 def test_prefill_elsewhere_needs_a_fixed_concurrency():
-    from advisor.perf.estimate import EstimateInput
+    from advisor.perf.model.estimate import EstimateInput
 
     with pytest.raises(ValueError, match="prefill_elsewhere .* needs a fixed concurrency"):
         EstimateInput(prefill_elsewhere=True, qps=2.0, concurrency=None)

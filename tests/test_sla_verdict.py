@@ -221,7 +221,7 @@ def test_decode_batch_and_all_reduce_are_one_figure_in_every_view(point_predicti
     # (Recommendation) vs 3.44 ms (PDF). The batch is the step's tagged batch, 1 + the mean
     # running batch (search/results.decode_batch); the all-reduce is the part of the step the
     # search priced (interpolated on its batch grid), not a second, exact evaluation.
-    from advisor.perf.step import decode_step
+    from advisor.perf.model.step import decode_step
     from advisor.report.figures import latency_rows
     from advisor.report.pdf import build_report
     from advisor.search.evaluate import build_shapes

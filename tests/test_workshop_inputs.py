@@ -209,8 +209,8 @@ def test_interconnect_all_reduce_per_step_is_the_decode_steps_communication():
     # collective efficiency (data/calibration.yaml global.collective_efficiency).
     from advisor.catalog import get_accelerator, get_model, interconnects
     from advisor.charts import interconnect_charts as ic
-    from advisor.perf.replica import ReplicaConfig, build_replicas
-    from advisor.perf.step import decode_step
+    from advisor.perf.model.replica import ReplicaConfig, build_replicas
+    from advisor.perf.model.step import decode_step
 
     m = get_model("llama-3.1-70b")  # dense: the step's communication is the TP all-reduces
     for gpu_id in ("mi300x", "h100-sxm"):
@@ -228,7 +228,7 @@ def test_compare_batch_sweep_means_do_not_depend_on_skipping_percentiles():
     # comparison PDF take 15 s warm); the means it draws are the full estimate's.
     from advisor.catalog import get_accelerator, get_model
     from advisor.charts import compare_charts as cc
-    from advisor.perf.estimate import EstimateInput, estimate
+    from advisor.perf.model.estimate import EstimateInput, estimate
 
     m, g = get_model("llama-3.1-8b"), get_accelerator("l40s")
     rows = cc.batch_sweep(m, g, EstimateInput(tp=1), [1, 8, 32])

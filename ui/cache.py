@@ -10,7 +10,7 @@ from advisor.catalog import get_accelerator
 from advisor.catalog.specs import ModelSpec
 from advisor.charts import memory_charts
 from advisor.charts.compare_charts import deployment_sweep
-from advisor.perf.overlay import active_key
+from advisor.perf.model.overlay import active_key
 from advisor.physics.memory import MemoryBudget, memory_budget
 from advisor.scenario import Scenario, dump_scenario, load_scenario
 from ui.url import View
@@ -48,7 +48,7 @@ def deployment_sweep_for(scenario: Scenario, d: Any) -> list[dict]:
 
 def recommend_for(scenario_json: str) -> Any:
     """``advisor.search.recommend`` (cached on the scenario JSON and the session's client
-    profile, advisor/perf/overlay.py); None if not available."""
+    profile, advisor/perf/model/overlay.py); None if not available."""
     return _recommend_for(scenario_json, active_key())
 
 
@@ -86,13 +86,13 @@ def scenario_key(scenario: Scenario) -> str:
 
 @st.cache_data(max_entries=128, show_spinner=False)
 def _estimate(model: ModelSpec, gpu_id: str, inp_json: str) -> dict:
-    from advisor.perf.estimate import EstimateInput, estimate
+    from advisor.perf.model.estimate import EstimateInput, estimate
 
     return estimate(model, get_accelerator(gpu_id), EstimateInput.model_validate_json(inp_json))
 
 
 def estimate_for(model: ModelSpec, gpu: Any, inp: Any) -> dict:
-    """``advisor.perf.estimate.estimate`` (cached on the model, GPU and input): its queueing fixed
+    """``advisor.perf.model.estimate.estimate`` (cached on the model, GPU and input): its queueing fixed
     point is most of the Latency page's rerun, and a page widget that does not change the input
     (a chart option, a picker) no longer recomputes it."""
     return _estimate(model, gpu.id, inp.model_dump_json())
@@ -100,30 +100,30 @@ def estimate_for(model: ModelSpec, gpu: Any, inp: Any) -> dict:
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _out_of_sample(mtime_ns: int) -> dict | None:
-    from advisor.perf.trust import out_of_sample
+    from advisor.perf.validation.trust import out_of_sample
 
     return out_of_sample()
 
 
 def out_of_sample_cached() -> dict | None:
-    """``advisor.perf.trust.out_of_sample`` read once per version of data/crossval.yaml (keyed on
+    """``advisor.perf.validation.trust.out_of_sample`` read once per version of data/crossval.yaml (keyed on
     its modification time): parsing the YAML took about 4 s of every Trust rerun."""
     return _out_of_sample(crossval_mtime_ns())
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def interval_coverage(confidence: float, mtime_ns: int) -> dict[str, dict]:
-    """``advisor.perf.intervals.coverage`` of data/crossval.yaml (keyed on its modification
+    """``advisor.perf.model.intervals.coverage`` of data/crossval.yaml (keyed on its modification
     time, like ``out_of_sample_cached``)."""
-    from advisor.perf.intervals import coverage, load_table
+    from advisor.perf.model.intervals import coverage, load_table
 
     return coverage(load_table(), confidence)
 
 
 @st.cache_data(max_entries=2, show_spinner="Predicting the published percentiles…")
 def percentile_check() -> dict:
-    """``advisor.perf.percentiles.percentile_report`` (about 1 s; the data files are fixed)."""
-    from advisor.perf.percentiles import percentile_report
+    """``advisor.perf.validation.percentiles.percentile_report`` (about 1 s; the data files are fixed)."""
+    from advisor.perf.validation.percentiles import percentile_report
 
     return percentile_report()
 

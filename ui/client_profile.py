@@ -1,4 +1,4 @@
-"""The session's client profile (advisor/perf/client_profile.py): kept as its YAML text in the
+"""The session's client profile (advisor/perf/calibration/client_profile.py): kept as its YAML text in the
 session, applied at the start of every run (app.py) and named on every page while active."""
 
 from __future__ import annotations
@@ -7,8 +7,13 @@ import contextvars
 
 import streamlit as st
 
-from advisor.perf.client_profile import ProfileDoc, ProfileError, describe, parse_profile
-from advisor.perf.overlay import use_only
+from advisor.perf.calibration.client_profile import (
+    ProfileDoc,
+    ProfileError,
+    describe,
+    parse_profile,
+)
+from advisor.perf.model.overlay import use_only
 from ui.format import md_escape
 
 SS = st.session_state

@@ -141,7 +141,7 @@ def sequences_in_flight(scenario: Scenario, f: InFocus, page_value: int | None) 
     number was obtained (shown to the user).
 
     Set on the page as requests in flight over the whole deployment (the busiest replica's
-    share, as ``perf.estimate`` spreads them); else the search's mean running batch per replica at the scenario's load
+    share, as ``perf.model.estimate`` spreads them); else the search's mean running batch per replica at the scenario's load
     (the queueing model; closed loop for concurrent users). When the deployment does not fit,
     Little's law on the SLA target over its replicas stands in, and the text says so.
     """

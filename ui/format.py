@@ -7,7 +7,7 @@ import re
 
 # One set of number formats for every page: latencies (ms below 1 s, s above, 3 significant
 # figures), dollars and plural nouns come from the advisor (the CLI and the PDF use them too).
-from advisor.perf.sweeps import fmt_ms as latency  # noqa: F401 - re-exported for the pages
+from advisor.perf.model.sweeps import fmt_ms as latency  # noqa: F401 - re-exported for the pages
 from advisor.search.budget import plural, usd  # noqa: F401 - re-exported for the pages
 
 
@@ -115,7 +115,7 @@ def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = N
     ``intervals`` (advisor/search/sla.percentile_intervals); "" when there are none. With the
     shown estimates (``points_ms``, by "TTFT"/"TPOT"/"E2E"), a range that excludes its estimate
     says which way the model errs there (intervals.side_of_range)."""
-    from advisor.perf.intervals import side_of_range
+    from advisor.perf.model.intervals import side_of_range
 
     iv = intervals or {}
     conf, pct = iv.get("confidence"), iv.get("percentile")

@@ -16,7 +16,7 @@ import streamlit as st
 from pydantic import ValidationError
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
-from advisor.perf.profiles import ENGINES
+from advisor.perf.model.profiles import ENGINES
 from advisor.scenario import (
     ISL_CV_HELP,
     ISL_CV_MAX,
@@ -242,7 +242,7 @@ def _draft_target(model_id: str, cfg: dict | None):
 def _draft_choices(model_id: str, cfg: dict | None) -> list[str]:
     """Drafts that share the target's tokenizer: its own MTP head first, then smaller catalog
     models (a draft with another vocabulary is never offered: advisor/catalog/drafts.py)."""
-    from advisor.perf.speculative_sweep import compatible_drafts
+    from advisor.perf.model.speculative_sweep import compatible_drafts
 
     target = _draft_target(model_id, cfg)
     return [] if target is None else compatible_drafts(target)

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from advisor.catalog import accelerators
 from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.charts.theme import PALETTE, STEP_COMPONENTS, escape, styled
-from advisor.perf.estimate import EstimateInput, estimate
+from advisor.perf.model.estimate import EstimateInput, estimate
 from advisor.scenario import Scenario
 from advisor.search.results import Deployment
 

@@ -64,12 +64,12 @@ def tp_comm_sweep(
     kernels set the rate (NVLink, Infinity Fabric), as in the decode step. Two all-reduces of ``batch_tokens x hidden x activation_bytes`` per layer (Megatron-LM);
     per token = layers x per layer (a token crosses every pipeline stage). The rest of the step
     (GEMMs, attention over ``context_tokens`` of KV cache, engine overhead) comes from the
-    performance model (advisor.perf.step.decode_step) on ``gpu`` at that TP, so only the link
+    performance model (advisor.perf.model.step.decode_step) on ``gpu`` at that TP, so only the link
     differs between the lines.
     """
-    from advisor.perf.profiles import collective_efficiency
-    from advisor.perf.replica import ReplicaConfig, build_replicas
-    from advisor.perf.step import decode_step
+    from advisor.perf.model.profiles import collective_efficiency
+    from advisor.perf.model.replica import ReplicaConfig, build_replicas
+    from advisor.perf.model.step import decode_step
     from advisor.physics.collectives import kernel_bound
 
     msg = tp_allreduce_bytes(batch_tokens, model.hidden_size, activation_bytes)
@@ -97,7 +97,7 @@ def tp_comm_sweep(
             if tp > max_tp_on(link):
                 continue
             ar = allreduce(msg, tp, link, algorithms=_usable(algs, tp, link))
-            # inside the engine, as the decode step counts it (perf.replica: nccl-tests time /
+            # inside the engine, as the decode step counts it (perf.model.replica: nccl-tests time /
             # the fitted collective efficiency where copy kernels set the rate), so this page
             # and the Latency page give one number (issue 38: 6.29 ms here, 9.69 ms there)
             per_layer = 2 * ar.time_s / (collective_efficiency() if kernel_bound(link) else 1.0)

@@ -1,7 +1,7 @@
 """Latency and speculative-decoding figures: step breakdown, roofline, batch sweep, speedup.
 
-Inputs are the plain dicts/arrays of ``advisor.perf.estimate``, ``advisor.perf.sweeps`` and
-``advisor.perf.speculative_sweep`` (seconds inside, ms on the axes, labelled).
+Inputs are the plain dicts/arrays of ``advisor.perf.model.estimate``, ``advisor.perf.model.sweeps`` and
+``advisor.perf.model.speculative_sweep`` (seconds inside, ms on the axes, labelled).
 """
 
 from __future__ import annotations

@@ -343,7 +343,7 @@ def _internal_error(name: str, exc: Exception) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # Each command runs in a fresh context: a --profile it made active (advisor/perf/overlay.py)
+    # Each command runs in a fresh context: a --profile it made active (advisor/perf/model/overlay.py)
     # ends with it, also when main is called again in the same process (tests, the app).
     return contextvars.Context().run(_main, argv)
 

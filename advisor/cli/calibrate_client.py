@@ -14,7 +14,7 @@ from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, UnknownIdError, get_model,
 from advisor.catalog.quoting import inert
 from advisor.cli import CliInputError, choice_of, int_in, shown
 from advisor.cli.common import resolve_gpu, writable_out_path, write_out
-from advisor.perf.profiles import ENGINES
+from advisor.perf.model.profiles import ENGINES
 
 MAX_FILES = 50
 
@@ -45,7 +45,12 @@ def add_args(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     from advisor.catalog import interconnects
-    from advisor.perf.client_profile import ProfileRefused, deployment_problem, dump, fit_profile
+    from advisor.perf.calibration.client_profile import (
+        ProfileRefused,
+        deployment_problem,
+        dump,
+        fit_profile,
+    )
     from advisor.perf.importers import BenchmarkFileError, Deployment, load
 
     files = args.from_files

@@ -8,7 +8,7 @@ from pathlib import Path
 from advisor.catalog.files import FileWriteError
 from advisor.cli import CliInputError, add_json_flag, calibrate_client, int_in, shown
 from advisor.cli.common import writable_out_path
-from advisor.perf.calibrate import fit, write
+from advisor.perf.calibration.calibrate import fit, write
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -1,6 +1,6 @@
 """``advisor crossval``: regenerate the out-of-sample error files (data/crossval.yaml,
 data/crossval_ranges.json, data/crossval_percentiles.yaml) by refitting the constants without
-one group of rows at a time (``advisor.perf.crossval``). Progress goes to stderr; the result
+one group of rows at a time (``advisor.perf.calibration.crossval``). Progress goes to stderr; the result
 (the held-out tables and the files written) to stdout."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import os
 import sys
 
 from advisor.cli import CliInputError, add_json_flag, int_in, shown
-from advisor.perf.crossval import DEFAULT_SCHEMES, SCHEMES
+from advisor.perf.calibration.crossval import DEFAULT_SCHEMES, SCHEMES
 
 #: Folds fitted side by side at most (each worker holds the rows and a fit's Jacobian).
 MAX_JOBS = 64
@@ -89,7 +89,7 @@ def _progress(line: str) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from advisor.perf import crossval
+    from advisor.perf.calibration import crossval
 
     schemes = _check(args)
     if args.ranges:
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def render(r: dict) -> str:
-    from advisor.perf.crossval import table_lines
+    from advisor.perf.calibration.crossval import table_lines
 
     lines = []
     for name, t in r.get("held_out", {}).items():

@@ -40,11 +40,11 @@ from advisor.cli.common import (
 )
 from advisor.cli.profile_opt import add_profile_flag, apply_to_estimate, load_profile, render_line
 from advisor.cli.profile_opt import check as check_profile
-from advisor.perf.client_profile import ProfileDoc
-from advisor.perf.estimate import EstimateInput, estimate
-from advisor.perf.intervals import narrowing_advice, range_note
-from advisor.perf.profiles import ENGINES
-from advisor.perf.sweeps import fmt_ms
+from advisor.perf.calibration.client_profile import ProfileDoc
+from advisor.perf.model.estimate import EstimateInput, estimate
+from advisor.perf.model.intervals import narrowing_advice, range_note
+from advisor.perf.model.profiles import ENGINES
+from advisor.perf.model.sweeps import fmt_ms
 from advisor.scenario import DEFAULT_ENGINE, THINK_TIME_DEFAULT_S, format_validation_error
 
 MAX_INPUT_BYTES = 10_000_000
@@ -194,9 +194,9 @@ def _users(d: dict) -> tuple[int | None, float]:
 
 def _users_rate(model, gpu, inp: EstimateInput, users: int, think_s: float):
     """``inp`` at the request rate ``users`` users thinking ``think_s`` s put on it (the
-    search's closed loop, ``perf.sweeps.closed_loop_qps``), and the ``users`` field of the
+    search's closed loop, ``perf.model.sweeps.closed_loop_qps``), and the ``users`` field of the
     result; None for the input when no sequence fits (the estimate then says why)."""
-    from advisor.perf.sweeps import closed_loop_qps
+    from advisor.perf.model.sweeps import closed_loop_qps
 
     x = closed_loop_qps(model, gpu, inp, users, think_s)
     load = {"users": users, "think_time_s": think_s,

@@ -1,5 +1,5 @@
 """``--profile PROFILE.yaml`` for estimate, recommend and report: a client profile
-(advisor/perf/client_profile.py) read strictly, checked against the run's accelerator and
+(advisor/perf/calibration/client_profile.py) read strictly, checked against the run's accelerator and
 engine, made active, and described in the result."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from advisor.catalog.quoting import inert
 from advisor.cli import CliInputError, shown
 
 if TYPE_CHECKING:  # the profile machinery (its file importers) loads only when --profile is given
-    from advisor.perf.client_profile import ProfileDoc
+    from advisor.perf.calibration.client_profile import ProfileDoc
 
 
 def describe(doc: ProfileDoc) -> dict:
-    """advisor.perf.client_profile.describe (imported when a profile is in use)."""
-    from advisor.perf.client_profile import describe as describe_profile
+    """advisor.perf.calibration.client_profile.describe (imported when a profile is in use)."""
+    from advisor.perf.calibration.client_profile import describe as describe_profile
 
     return describe_profile(doc)
 
@@ -34,7 +34,7 @@ def load_profile(value: str | None) -> ProfileDoc | None:
     """The profile named by --profile, validated and made active; exit 2 naming the field."""
     if value is None:
         return None
-    from advisor.perf.client_profile import ProfileError, activate, read_profile
+    from advisor.perf.calibration.client_profile import ProfileError, activate, read_profile
 
     try:
         doc = read_profile(value)
@@ -57,7 +57,12 @@ def check(doc: ProfileDoc, gpus: Iterable[str], engine: str) -> None:
 
 def apply_to_estimate(result: dict, doc: ProfileDoc, gpu_id: str) -> dict:
     """Check the estimate's accelerator and engine, narrow its intervals, say the profile was used."""
-    from advisor.perf.client_profile import ProfileError, check_applies, narrow, narrowing
+    from advisor.perf.calibration.client_profile import (
+        ProfileError,
+        check_applies,
+        narrow,
+        narrowing,
+    )
 
     try:
         check_applies(doc, gpu_id, str(result["engine"]))
@@ -93,7 +98,7 @@ def render_line(block: dict) -> str:
 def apply_to_recommendation(out: dict, doc: ProfileDoc) -> dict:
     """Narrow the recommended deployment's ranges when it runs on the profile's accelerator
     (the search ranked candidates with the profile's constants already), say the profile was used."""
-    from advisor.perf.client_profile import narrow, narrowing
+    from advisor.perf.calibration.client_profile import narrow, narrowing
 
     f, floor = narrowing(doc)
     best = out.get("best")

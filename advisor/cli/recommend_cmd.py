@@ -16,8 +16,8 @@ from advisor.cli.profile_opt import (
     render_line,
 )
 from advisor.cli.profile_opt import check as check_profile
-from advisor.perf.intervals import narrowing_advice, range_note
-from advisor.perf.profiles import ENGINES
+from advisor.perf.model.intervals import narrowing_advice, range_note
+from advisor.perf.model.profiles import ENGINES
 from advisor.scenario import (
     DEFAULT_ENGINE,
     ISL_CV_HELP,

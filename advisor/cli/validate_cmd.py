@@ -7,8 +7,8 @@ import argparse
 import numpy as np
 
 from advisor.cli import add_json_flag
-from advisor.perf.percentiles import percentile_report, render_percentiles
-from advisor.perf.validate import validation_report
+from advisor.perf.validation.percentiles import percentile_report, render_percentiles
+from advisor.perf.validation.validate import validation_report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

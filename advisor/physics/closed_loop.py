@@ -7,7 +7,7 @@ of users N, the think time Z and the mean response time R of the system::
     X = N / (Z + R)
 
 R itself grows with X (queueing), so the load a deployment sees is the fixed point of
-X = N / (Z + R(X)), solved per candidate by ``advisor.perf.closed_loop.closed_loop_rate``. Z = 0 is the back-to-back
+X = N / (Z + R(X)), solved per candidate by ``advisor.perf.model.closed_loop.closed_loop_rate``. Z = 0 is the back-to-back
 load of a benchmark client (Little's law on the requests in flight).
 """
 

@@ -4,7 +4,7 @@ Two implementations of the same server model, tested against each other:
 
 * :func:`latency_under_load` -- a vectorised analytic approximation across candidates (arrays of
   shape ``[n]``, no Python loop per candidate). This is what the recommendation search calls.
-* :func:`advisor.perf.queue_sim.simulate` -- a seeded discrete-event simulation of one
+* :func:`advisor.perf.validation.queue_sim.simulate` -- a seeded discrete-event simulation of one
   candidate (the reference; in perf because it is a check, not a formula).
 
 Server model (both implementations)
@@ -109,7 +109,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-#: Scheduling policies understood by :func:`latency_under_load` and ``perf.queue_sim.simulate``.
+#: Scheduling policies understood by :func:`latency_under_load` and ``perf.validation.queue_sim.simulate``.
 POLICIES: tuple[str, ...] = ("continuous", "chunked", "static")
 
 #: Reason codes (index = ``LoadResult.reason_code``).

@@ -1,5 +1,5 @@
 """The PDF's client-profile section: the report's predictions used a client calibration profile
-(advisor/perf/client_profile.py), which one, what it fitted and its error before and after."""
+(advisor/perf/calibration/client_profile.py), which one, what it fitted and its error before and after."""
 
 from __future__ import annotations
 

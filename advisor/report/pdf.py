@@ -119,7 +119,7 @@ class Deployment:
     def range_text(self, label: str, point_ms: float | None = None) -> str:
         """ " (80% range 12.1-15.3 ms)" or ""; with the estimate, a range that excludes it says
         which way the model errs there (" (80% range 27.7-33.8 ms; the model runs high here)")."""
-        from advisor.perf.intervals import range_note
+        from advisor.perf.model.intervals import range_note
 
         r = self.range_ms(label)
         conf = _num((self.intervals or {}).get("confidence"))
@@ -230,7 +230,7 @@ def _try_recommend(scenario: Scenario) -> tuple[Any, str | None]:
 
 @cache
 def _validation() -> dict:
-    from advisor.perf.validate import validation_report
+    from advisor.perf.validation.validate import validation_report
 
     return validation_report()
 
@@ -241,7 +241,7 @@ def _measurement_sources() -> dict[str, dict[str, str]]:
 
 
 def _calibration() -> dict:
-    from advisor.perf.profiles import _calibration as cal
+    from advisor.perf.model.profiles import _calibration as cal
 
     return cal()
 
@@ -470,7 +470,9 @@ def build_report(
     if notes_t:
         doc.h2("Notes")
         doc.para(notes_t, 9.5)
-    if client_profile:  # a client calibration profile was used (advisor/perf/client_profile.py)
+    if (
+        client_profile
+    ):  # a client calibration profile was used (advisor/perf/calibration/client_profile.py)
         client_profile_section(doc, client_profile)
     if best_obj is not None:
         in_focus = ctx.focused or (bool(items) and ranking[0].row.source == "in focus")
@@ -1142,7 +1144,7 @@ def _calibration_appendix(doc: _Doc, ctx: _Context) -> None:
             "η = achieved fraction of datasheet memory bandwidth / dense tensor peak.",
             8.5,
         )
-        from advisor.perf.profiles import ENGINES, engine_profile, moe_efficiency
+        from advisor.perf.model.profiles import ENGINES, engine_profile, moe_efficiency
 
         # fp8/fp4 routed experts: the value the model uses (profiles.moe_efficiency), labelled
         # where the family has none of its own and the 16-bit experts' one serves

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from advisor.catalog import accelerators
-from advisor.perf.profiles import family_efficiency
+from advisor.perf.model.profiles import family_efficiency
 from advisor.physics.queueing import unstable_text
 from advisor.scenario import Scenario
 from advisor.search.budget import monthly_usd

@@ -5,7 +5,7 @@ Method (all numpy, no Python loop per candidate):
    fit, or whose KV cache cannot hold one sequence of isl + osl tokens, are rejected with a
    counted reason (counted once per (shape, DP) candidate they would have produced).
 2. Decode step time per shape on a batch grid 1, 2, 4, ..., 4096 (one ``decode_step`` call over
-   shapes x grid at the mean context isl + osl/2, as ``perf.validate.service_for``); the queueing
+   shapes x grid at the mean context isl + osl/2, as ``perf.validation.validate.service_for``); the queueing
    model's ``decode_step_fn`` interpolates linearly between grid points
    (``PiecewiseLinearStep``, whose decode fixed point is solved exactly per segment).
    Speculative decoding (Leviathan et al. 2023): per target step the draft runs k steps and the
@@ -17,7 +17,7 @@ Method (all numpy, no Python loop per candidate):
    with the per-replica arrival rate = total rate / DP.
 Closed loop (``workload.concurrent_users`` = N with think time Z): the throughput X solves
 X = N / (Z + E2E_mean(X)) (interactive response-time law); solved per candidate in log space
-(perf/closed_loop.closed_loop_load).
+(perf/model/closed_loop.closed_loop_load).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from advisor.catalog.drafts import draft_spec
-from advisor.perf.closed_loop import closed_loop_load
-from advisor.perf.predict import prefill_interruption_s
-from advisor.perf.replica import ReplicaArrays, build_replicas, max_running, with_draft
-from advisor.perf.step import (
+from advisor.perf.model.closed_loop import closed_loop_load
+from advisor.perf.model.predict import prefill_interruption_s
+from advisor.perf.model.replica import ReplicaArrays, build_replicas, max_running, with_draft
+from advisor.perf.model.step import (
     decode_step,
     prefill,
     prefill_busy_and_delay_s,
@@ -201,7 +201,7 @@ def decode_step_ms(st: ShapeTable, k: int, b: float):
     3.44 ms). A speculative shape's table holds the time per token, not the target's step:
     its target step is exact.
     """
-    from advisor.perf.step import decode_step
+    from advisor.perf.model.step import decode_step
 
     step = decode_step(st.r.take(np.array([k])), b, st.context_tokens)
     parts = step.component_dict(0)
@@ -270,7 +270,7 @@ def _load(sm: ServiceModel, dp: np.ndarray, osl: float, kw: dict, wl):
     if wl.arrival_rate_per_s is not None:
         rate = np.full(dp.size, wl.arrival_rate_per_s)
         return latency_under_load(sm, rate / dp, osl, **kw), rate
-    # Closed loop: X = N / (Z + E2E(X / dp)), solved per candidate (perf.closed_loop).
+    # Closed loop: X = N / (Z + E2E(X / dp)), solved per candidate (perf.model.closed_loop).
     return closed_loop_load(sm, float(wl.concurrent_users), osl, kw, dp=dp, subset=_subset,
                             think_time_s=wl.think_time_s)  # fmt: skip
 

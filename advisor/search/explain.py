@@ -196,7 +196,7 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
     first in the explanation, so a reader sees it before the reasons the winner wins.
     """
     from advisor.catalog import get_accelerator
-    from advisor.perf.intervals import is_calibrated
+    from advisor.perf.model.intervals import is_calibrated
     from advisor.physics.queueing import QUANTILES
     from advisor.search.sla import TARGETS, percentile_intervals
 
@@ -222,7 +222,7 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
         )  # fmt: skip
     verdict = (
         f"Meets the SLA at {conf} confidence: the upper end of the {conf} range of each target "
-        f"({ranges}) is within it (ranges from out-of-sample errors, advisor/perf/intervals.py)."
+        f"({ranges}) is within it (ranges from out-of-sample errors, advisor/perf/model/intervals.py)."
     )
     return warning, verdict
 

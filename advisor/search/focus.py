@@ -17,8 +17,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from advisor.catalog.drafts import draft_spec
-from advisor.perf.estimate import EstimateInput
-from advisor.perf.sweeps import users_load
+from advisor.perf.model.estimate import EstimateInput
+from advisor.perf.model.sweeps import users_load
 from advisor.physics.memory import expert_parallel_blocker, moe_spread_blocker, tp_head_split
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
@@ -169,7 +169,7 @@ def estimate_input(scenario: Scenario, spec: DeploymentSpec, running_batch: floa
     page; ``EstimateInput.concurrency`` spreads them over the DP replicas); an aggregated
     deployment under an arrival rate gets ``qps`` over its DP replicas (steady-state queueing);
     concurrent users with their think time put the closed-loop request rate on them
-    (``perf.sweeps.users_load``: X = N / (Z + E2E(X))). A decode-pool replica of a disaggregated
+    (``perf.model.sweeps.users_load``: X = N / (Z + E2E(X))). A decode-pool replica of a disaggregated
     deployment, and a speculative one (the estimate models speculation at a fixed batch), run
     at ``running_batch`` (the search's mean running batch per replica), rounded up, on each
     replica.

@@ -266,7 +266,7 @@ def step_breakdowns(sc: Scenario, t: _Table, i: int) -> tuple[dict, dict]:
     prefill of a prefill-pool replica. Speculative shapes: the target's decode step; the
     prefill adds the draft's prompt pass as "draft".
     """
-    from advisor.perf.step import prefill
+    from advisor.perf.model.step import prefill
 
     st = t.st
     if i < t.na:
@@ -294,7 +294,7 @@ def _rank_key(sc: Scenario, t: _Table, lat: np.ndarray) -> np.ndarray:
 def _calibration_notes(sc: Scenario) -> list[str]:
     """Say which candidate accelerators are predicted from priors, not fitted measurements."""
     from advisor.catalog import get_accelerator
-    from advisor.perf.profiles import engine_profile, family_efficiency
+    from advisor.perf.model.profiles import engine_profile, family_efficiency
 
     out = []
     for gid in sc.hardware.gpus:

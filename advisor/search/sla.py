@@ -6,7 +6,7 @@ scenario's confidence c (``sla.confidence``, default 0.8), is within it:
 
     P_pred x high_c(kind, engine, accelerator family, model class, load regime) <= T
 
-where ``high_c`` is the upper factor of advisor/perf/intervals.py: the leave-one-source-out
+where ``high_c`` is the upper factor of advisor/perf/model/intervals.py: the leave-one-source-out
 errors of mean and median predictions of that kind, for that engine, accelerator family and
 model class, at the candidate's load regime (light, near saturation, overloaded: its
 utilisation, ``intervals.load_regime``), wider where the family or engine is uncalibrated. So
@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from advisor.catalog import get_accelerator
-from advisor.perf.intervals import (
+from advisor.perf.model.intervals import (
     LIGHT_BELOW,
     OVERLOADED_FROM,
     REGIMES,
@@ -51,7 +51,7 @@ MEETS, AT_RISK, MISSES = "meets", "at risk", "misses"
 VERDICTS = (MEETS, AT_RISK, MISSES)
 CODE = {v: i for i, v in enumerate(VERDICTS)}
 
-#: Stated target name -> (prediction kind of advisor/perf/intervals.py, SLA field).
+#: Stated target name -> (prediction kind of advisor/perf/model/intervals.py, SLA field).
 TARGETS = (("TTFT", "ttft", "ttft_ms"), ("TPOT", "tpot", "tpot_ms"), ("E2E", "e2e", "e2e_ms"))
 
 
@@ -139,7 +139,7 @@ def confidence_note(sc) -> str:
         f"P{sc.sla.percentile} is within it: ranges from the out-of-sample (leave-one-source-out) "
         "errors of that prediction kind for the engine and accelerator family, among models of "
         "the same class (mixture-of-experts or dense), wider where either is uncalibrated "
-        "(advisor/perf/intervals.py; sla.confidence). When none meets so, the cheapest "
+        "(advisor/perf/model/intervals.py; sla.confidence). When none meets so, the cheapest "
         "deployment whose predictions meet every target is recommended, flagged at risk."
     )
 

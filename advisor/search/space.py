@@ -34,7 +34,7 @@ import numpy as np
 
 from advisor.catalog import accelerators, interconnects
 from advisor.catalog.drafts import MTP, has_own_head, tokenizer_problem
-from advisor.perf.replica import ReplicaConfig
+from advisor.perf.model.replica import ReplicaConfig
 from advisor.physics.memory import expert_parallel_blocker, moe_spread_blocker, tp_head_split
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import layout_text
@@ -122,7 +122,7 @@ def scenario_draft(scenario: Scenario) -> tuple[str | None, str | None]:
     'draft llama-3.2-1b uses another tokenizer than qwen3-235b-a2'
     """
     from advisor.catalog import models
-    from advisor.perf.speculative_sweep import default_draft
+    from advisor.perf.model.speculative_sweep import default_draft
 
     model = scenario.model_spec()
     chosen = scenario.options.draft_model

@@ -6,15 +6,15 @@ from __future__ import annotations
 def queueing_validation() -> list[dict]:
     """Rows (id, kind, gpu, model, qps, load level, measured ms, predicted ms, error) for the
     load_ttft / load_itl cases of data/measurements.csv, predicted by the performance model's
-    step times through ``physics.queueing.latency_under_load`` (perf.validate.predict_cases).
+    step times through ``physics.queueing.latency_under_load`` (perf.validation.validate.predict_cases).
     ``error`` = predicted / measured - 1. The load level is qps relative to the predicted
     capacity of the measured deployment (low < 0.3, medium < 0.7, high otherwise).
     """
     import numpy as np
 
-    from advisor.perf.measurements import cases
-    from advisor.perf.replica import build_replicas
-    from advisor.perf.validate import predict_cases, service_for
+    from advisor.perf.model.replica import build_replicas
+    from advisor.perf.validation.measurements import cases
+    from advisor.perf.validation.validate import predict_cases, service_for
     from advisor.physics.queueing import latency_under_load
 
     items = [c for c in cases()[0] if c.kind in ("load_ttft", "load_itl")]

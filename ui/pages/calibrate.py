@@ -12,7 +12,7 @@ from advisor.catalog import (
     interconnects,
     models,
 )
-from advisor.perf.client_profile import (
+from advisor.perf.calibration.client_profile import (
     MAX_PROFILE_BYTES,
     ProfileError,
     ProfileRefused,
@@ -23,7 +23,7 @@ from advisor.perf.client_profile import (
     signing_key_path,
 )
 from advisor.perf.importers import BenchmarkFileError, Deployment, load_bytes
-from advisor.perf.profiles import ENGINES
+from advisor.perf.model.profiles import ENGINES
 from advisor.store import DEFAULT_ENGAGEMENT, StoreError
 from ui.client_profile import KEY, NAME, SS, active_text, session_profile
 from ui.format import md_escape

@@ -89,8 +89,8 @@ def sweep_section(c: SimpleNamespace) -> list[dict]:
 
 def focus_line(c: SimpleNamespace, rows: list[dict]) -> None:
     """What TP costs the deployment in focus on the link its all-reduces cross."""
-    from advisor.perf.replica import tp_link_for
-    from advisor.perf.sweeps import replica_config
+    from advisor.perf.model.replica import tp_link_for
+    from advisor.perf.model.sweeps import replica_config
     from advisor.search.focus import estimate_input
 
     spec = c.spec

@@ -9,8 +9,8 @@ import streamlit as st
 
 from advisor.catalog import accelerators
 from advisor.charts import latency_charts as lc
-from advisor.perf.replica import build_replicas
-from advisor.perf.sweeps import (
+from advisor.perf.model.replica import build_replicas
+from advisor.perf.model.sweeps import (
     batch_cap,
     batch_grid,
     batch_sweep,

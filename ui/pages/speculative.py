@@ -11,14 +11,14 @@ from advisor.catalog import accelerators
 from advisor.catalog.drafts import draft_name, draft_spec
 from advisor.catalog.spec_acceptance import default_acceptance
 from advisor.charts import latency_charts as lc
-from advisor.perf.replica import build_replicas
-from advisor.perf.speculative_sweep import (
+from advisor.perf.model.replica import build_replicas
+from advisor.perf.model.speculative_sweep import (
     compatible_drafts,
     paying_batches,
     speedup_grid,
     speedup_vs_batch,
 )
-from advisor.perf.sweeps import batch_cap, batch_grid, replica_config
+from advisor.perf.model.sweeps import batch_cap, batch_grid, replica_config
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.search.focus import estimate_input
 from ui.cache import estimate_for

@@ -5,14 +5,14 @@ from __future__ import annotations
 import streamlit as st
 
 from advisor.charts.trust_charts import trust_scatter
-from advisor.perf.overlay import shipped_only
-from advisor.perf.trust import (
+from advisor.perf.model.overlay import shipped_only
+from advisor.perf.validation.trust import (
     error_table,
     filter_rows,
     skipped_rows,
     trust_rows,
 )
-from advisor.perf.validate import FAMILIES, validation_report
+from advisor.perf.validation.validate import FAMILIES, validation_report
 from ui.cache import crossval_mtime_ns, interval_coverage, out_of_sample_cached, percentile_check
 from ui.state import guarded
 
@@ -66,7 +66,7 @@ def coverage_section() -> None:
         "Every answer carries a range at the SLA's confidence (80% by default), built from the "
         "out-of-sample errors above for its kind, engine and accelerator family, among models "
         "of its class (mixture-of-experts or dense), from levels with at least 10 rows of 3 "
-        "sources (advisor/perf/intervals.py). Here each held-out measurement is scored against "
+        "sources (advisor/perf/model/intervals.py). Here each held-out measurement is scored against "
         "the range built without its source, as for your deployment, which the table has never "
         "seen: at 80% confidence, 70-90% of them should fall inside."
     )

@@ -2,7 +2,7 @@
 
 ``load(path, deployment)`` reads one file and returns an :class:`Imported`: the format it was
 recognised as, the serving measurements as calibration ``Case`` objects
-(:mod:`advisor.perf.measurements`), the all-reduce rows for the collectives model, and the
+(:mod:`advisor.perf.validation.measurements`), the all-reduce rows for the collectives model, and the
 file's SHA-256. One module per format:
 
 - :mod:`.vllm_throughput`: ``vllm bench throughput --output-json``;
@@ -21,7 +21,7 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.perf.collective_fit import CollectiveRow
+from advisor.perf.calibration.collective_fit import CollectiveRow
 from advisor.perf.importers import genai_perf, nccl_tests, serving, trtllm_bench, vllm_throughput
 from advisor.perf.importers.common import (
     BenchmarkFileError,
@@ -32,7 +32,7 @@ from advisor.perf.importers.common import (
     parse_json,
     read_file,
 )
-from advisor.perf.measurements import Case
+from advisor.perf.validation.measurements import Case
 
 __all__ = ["BenchmarkFileError", "Deployment", "Imported", "load", "load_bytes", "parse"]
 

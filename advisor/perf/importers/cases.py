@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from advisor.catalog import get_accelerator, get_model
 from advisor.perf.importers.common import BenchmarkFileError, Deployment
-from advisor.perf.measurements import Case
-from advisor.perf.replica import ReplicaConfig
+from advisor.perf.model.replica import ReplicaConfig
+from advisor.perf.validation.measurements import Case
 
 
 def replica_config(dep: Deployment) -> ReplicaConfig:

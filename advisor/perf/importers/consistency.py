@@ -81,7 +81,7 @@ def check_backend(where: str, key: str, value: object, dep: Deployment) -> None:
 
 def check_model(where: str, key: str, value: object, dep: Deployment) -> str | None:
     """The model a file names must be the stated --model; a note when it cannot be told."""
-    from advisor.perf.measurements import model_id_for
+    from advisor.perf.validation.measurements import model_id_for
 
     if not isinstance(value, str) or not value.strip():
         return None

@@ -192,7 +192,7 @@ def read(doc: dict, name: str, dep: Deployment, line: int | None = None) -> Read
 
 
 #: Case kinds of a run at a request rate (Poisson load) and at a concurrency cap (closed loop):
-#: TTFT, TPOT, request latency, output throughput (advisor/perf/validate.py predict_cases).
+#: TTFT, TPOT, request latency, output throughput (advisor/perf/validation/validate.py predict_cases).
 _KINDS = {
     "load": ("load_ttft", "load_itl", "load_e2e", "load_tput"),
     "conc": ("conc_ttft", "conc_tpot", "conc_e2e", "conc_tput"),

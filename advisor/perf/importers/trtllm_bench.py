@@ -65,7 +65,7 @@ def recognise_console(text: str) -> bool:
     return bool(_OVERVIEW.search(text)) and "WORLD + RUNTIME INFORMATION" in text
 
 
-#: ``engine.backend`` as the report writes it -> engine profile (advisor/perf/profiles.py).
+#: ``engine.backend`` as the report writes it -> engine profile (advisor/perf/model/profiles.py).
 BACKENDS = {"TRT": "trtllm-trt", "Pytorch": "trtllm", "_autodeploy": "trtllm"}
 
 

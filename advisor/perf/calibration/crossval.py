@@ -38,11 +38,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 import numpy as np
 
 from advisor.catalog.loader import DATA_DIR
-from advisor.perf import profiles
-from advisor.perf.calibrate import PRIOR_WEIGHT, fit
-from advisor.perf.intervals import CROSSVAL_PATH, RANGES_PATH, ErrorTable
-from advisor.perf.measurements import Case, cases, load_rows, source_key
-from advisor.perf.validate import (
+from advisor.perf.calibration.calibrate import PRIOR_WEIGHT, fit
+from advisor.perf.model import profiles
+from advisor.perf.model.intervals import CROSSVAL_PATH, RANGES_PATH, ErrorTable
+from advisor.perf.validation.measurements import Case, cases, load_rows, source_key
+from advisor.perf.validation.validate import (
     COARSE_KIND,
     FAMILIES,
     SLICES,
@@ -74,7 +74,7 @@ Log = Callable[[str], None]
 
 def _collective_folds(key_of: Callable[[dict], str], log: Log) -> list[tuple[Prediction, bool]]:
     """Held-out all-reduce predictions, each with whether its link kind had training rows."""
-    from advisor.perf.collective_fit import fit_calibration, load_collective_rows
+    from advisor.perf.calibration.collective_fit import fit_calibration, load_collective_rows
 
     raw = {r["id"]: r for r in load_rows()}
     rows = [r for r in load_collective_rows() if not r.reason]
@@ -101,7 +101,7 @@ def _collective_folds(key_of: Callable[[dict], str], log: Log) -> list[tuple[Pre
 
 def _family_of_row(row: dict) -> str:
     from advisor.catalog import get_accelerator
-    from advisor.perf.measurements import gpu_id
+    from advisor.perf.validation.measurements import gpu_id
 
     gid = gpu_id(row.get("gpu", ""))
     return get_accelerator(gid).family if gid else "?"
@@ -117,7 +117,7 @@ _PCT: list = []
 def _percentile_rows(v: str, fams: set, engines: set) -> list[dict]:
     """The held-out predictions of the percentile rows of source ``v`` (the active constants
     were fitted without it), in data/crossval_percentiles.yaml's schema."""
-    from advisor.perf.percentiles import predict_percentiles
+    from advisor.perf.validation.percentiles import predict_percentiles
 
     pcs = [pc for pc in _PCT if source_key(pc.source) == v]
     out = []
@@ -277,7 +277,7 @@ def cross_validate(
     start = profiles._calibration()
     weight = PRIOR_WEIGHT if prior_weight is None else prior_weight
     if percentiles:
-        from advisor.perf.percentiles import percentile_cases
+        from advisor.perf.validation.percentiles import percentile_cases
 
         _PCT = percentile_cases()[0]
     if prior_weight is not None and warm:  # the full fit at that weight to start from
@@ -374,9 +374,9 @@ def utilisations(items: list[Case]) -> np.ndarray:
     time (batch-1 rows): 0. Predicted with data/calibration.yaml: a property of the
     deployment and its load, never of the measured value.
     """
-    from advisor.perf.predict import concurrency_throughput
-    from advisor.perf.replica import build_replicas
-    from advisor.perf.validate import service_for
+    from advisor.perf.model.predict import concurrency_throughput
+    from advisor.perf.model.replica import build_replicas
+    from advisor.perf.validation.validate import service_for
     from advisor.physics.queueing import latency_under_load
 
     out = np.zeros(len(items))
@@ -421,7 +421,7 @@ def ranges_table(doc: dict) -> ErrorTable:
     keep ""), and the tail rows of data/crossval_percentiles.yaml."""
     import dataclasses
 
-    from advisor.perf.intervals import load_regime, table_from_doc
+    from advisor.perf.model.intervals import load_regime, table_from_doc
 
     t = table_from_doc(doc)
     items, _ = cases()
@@ -441,8 +441,8 @@ def percentile_error_rows() -> tuple:
     model predicts no ITL percentile range), each with its load regime; () without the file."""
     import yaml
 
-    from advisor.perf.intervals import ErrorRow, load_regime, log_ratio
-    from advisor.perf.percentiles import TAIL_STATISTIC
+    from advisor.perf.model.intervals import ErrorRow, load_regime, log_ratio
+    from advisor.perf.validation.percentiles import TAIL_STATISTIC
 
     if not PERCENTILES_PATH.exists():
         return ()
@@ -469,7 +469,7 @@ def write_ranges() -> int:
 
     import yaml
 
-    from advisor.perf.intervals import compact_doc
+    from advisor.perf.model.intervals import compact_doc
 
     doc = yaml.safe_load(CROSSVAL_PATH.read_text(encoding="utf-8"))
     made = f"{COMMAND} --ranges from data/crossval.yaml of {doc.get('generated_on')}"

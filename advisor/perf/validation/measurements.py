@@ -28,8 +28,8 @@ from advisor.catalog import get_accelerator, get_model, models
 from advisor.catalog.loader import measurement_paths, measurement_rows
 from advisor.catalog.measurement_row import COLLECTIVE_QUANTITIES, MeasurementRow
 from advisor.catalog.specs import Accelerator
-from advisor.perf.profiles import engine_for_text
-from advisor.perf.replica import ReplicaConfig
+from advisor.perf.model.profiles import engine_for_text
+from advisor.perf.model.replica import ReplicaConfig
 
 __all__ = ["Case", "Skipped", "cases", "load_rows", "measurement_paths", "parse_row", "source_key"]
 

@@ -2,7 +2,7 @@
 
 ``fit_profile(imported, deployment)`` takes the cases imported from the client's files
 (advisor/perf/importers), all from one deployment (model, accelerator, TP/PP, dtypes, engine),
-and fits at most four constants of an :class:`~advisor.perf.overlay.Overlay` for that
+and fits at most four constants of an :class:`~advisor.perf.model.overlay.Overlay` for that
 accelerator and engine, holding everything else at data/calibration.yaml:
 
 - ``mem_factor``: multiplier on the achieved HBM bandwidth (decode speed);
@@ -73,9 +73,9 @@ from advisor.catalog.files import FileReadError, read_bounded
 from advisor.catalog.quoting import echo, field_path
 from advisor.catalog.yaml_input import YamlInputError, load_bounded_yaml
 from advisor.perf.importers import Deployment, Imported
-from advisor.perf.measurements import Case
-from advisor.perf.overlay import Overlay, active, set_global
-from advisor.perf.profiles import ENGINES, engine_profile, family_efficiency
+from advisor.perf.model.overlay import Overlay, active, set_global
+from advisor.perf.model.profiles import ENGINES, engine_profile, family_efficiency
+from advisor.perf.validation.measurements import Case
 
 SCHEMA = "inference-architect/client-profile/1"
 CONSTANTS = ("mem_factor", "compute_factor", "step_overhead_s", "request_overhead_s")
@@ -283,7 +283,7 @@ def seal(doc: dict) -> dict:
 
 
 def _predict(items: Sequence[Case], gpu: str, engine: str, ov: Overlay | None) -> np.ndarray:
-    from advisor.perf.validate import predict_cases
+    from advisor.perf.validation.validate import predict_cases
 
     with active(gpu, engine, ov):
         return predict_cases(list(items))
@@ -707,7 +707,7 @@ def _collectives(coll: Sequence) -> dict | None:
     """The all-reduce rows compared with the shipped collectives model (not fitted)."""
     if not coll:
         return None
-    from advisor.perf.collective_fit import validate_collectives
+    from advisor.perf.calibration.collective_fit import validate_collectives
 
     errs = [v.abs_pct_error for v in validate_collectives(coll) if v.abs_pct_error is not None]
     m = _median(errs)
@@ -733,7 +733,7 @@ def _pct_text(v: float | None) -> str:
 def dump(doc: dict) -> str:
     header = (
         "# Client profile written by `python -m advisor calibrate --from ...` "
-        "(advisor/perf/client_profile.py).\n"
+        "(advisor/perf/calibration/client_profile.py).\n"
         "# Do not edit: the digest and this installation's signature cover every field; an\n"
         "# edited profile, or one signed by another installation, is refused.\n"
     )

@@ -1,6 +1,6 @@
 """Speculative decoding over acceptance rate, draft length and batch, vectorised.
 
-``advisor.perf.estimate`` uses these step times too (draft on the same GPUs with TP = min(TP,
+``advisor.perf.model.estimate`` uses these step times too (draft on the same GPUs with TP = min(TP,
 draft KV heads), verification of k+1 query tokens per sequence in one target step, each
 attending to the whole context):
 
@@ -15,9 +15,9 @@ import numpy as np
 
 from advisor.catalog.drafts import MTP, has_own_head, tokenizer_problem
 from advisor.catalog.specs import ModelSpec
-from advisor.perf.replica import ReplicaConfig, build_replicas
-from advisor.perf.step import decode_step
-from advisor.perf.sweeps import repeat
+from advisor.perf.model.replica import ReplicaConfig, build_replicas
+from advisor.perf.model.step import decode_step
+from advisor.perf.model.sweeps import repeat
 from advisor.physics.speculative import expected_tokens_per_step
 
 

@@ -3,7 +3,7 @@
 The formulas live in :mod:`advisor.physics.collectives`; this module reads the nccl-tests /
 torch.distributed / custom all-reduce rows, fits :data:`~advisor.physics.collectives.CALIBRATION`
 from them (:func:`fit_calibration`) and compares predictions with the rows
-(:func:`validate_collectives`). ``python -m advisor.perf.collective_fit`` prints a fresh fit and
+(:func:`validate_collectives`). ``python -m advisor.perf.calibration.collective_fit`` prints a fresh fit and
 the validation table.
 """
 

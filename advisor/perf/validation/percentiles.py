@@ -5,13 +5,13 @@ Every SLA decision uses a percentile of :func:`advisor.physics.queueing.latency_
 compared only with the project's own simulator. Here every measurement row whose metric is a
 percentile (``ttft|tpot|itl|e2e`` with ``_median``, ``_p50``, ``_p90``, ``_p95``, ``_p99``) is
 read; its deployment goes through the same parser as every other row
-(:func:`advisor.perf.measurements.parse_row`), so a row is representable exactly when its model,
+(:func:`advisor.perf.validation.measurements.parse_row`), so a row is representable exactly when its model,
 GPU, precision and load condition are; the reason is counted otherwise.
 
 Prediction at the row's load, never at an output of the benchmark:
 
 * "max concurrency N" / "concurrency N": a closed loop of N clients (no think time), the
-  latency at the throughput X with X x E2E_mean(X) = N (:mod:`advisor.perf.closed_loop`, the
+  latency at the throughput X with X x E2E_mean(X) = N (:mod:`advisor.perf.model.closed_loop`, the
   model ``recommend`` uses for concurrent users);
 * "request rate R": Poisson arrivals at the REQUESTED rate R (per replica).
 
@@ -30,7 +30,7 @@ the gaps carry one; the P99 of a request's mean gap, its TPOT, is much smaller).
 
 Errors are signed (predicted / measured - 1) and absolute in %. A row predicted unstable
 (load above capacity) is a failure: listed with an infinite error, it counts as a 100 % error
-in every median (:func:`advisor.perf.validate.error_stats`), never dropped. Load levels
+in every median (:func:`advisor.perf.validation.validate.error_stats`), never dropped. Load levels
 use the predicted utilisation at the row's load: low < 0.3, medium < 0.7, high otherwise
 (and unstable). The tail shape, P99 / P50 predicted against measured for the same deployment,
 load and metric, is independent of the calibration of the mean.
@@ -45,10 +45,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.perf.closed_loop import closed_loop_load
-from advisor.perf.measurements import Case, Skipped, load_rows, parse_row, source_key
-from advisor.perf.replica import build_replicas
-from advisor.perf.validate import error_stats, service_for
+from advisor.perf.model.closed_loop import closed_loop_load
+from advisor.perf.model.replica import build_replicas
+from advisor.perf.validation.measurements import Case, Skipped, load_rows, parse_row, source_key
+from advisor.perf.validation.validate import error_stats, service_for
 from advisor.physics.queueing import LoadResult, latency_under_load
 
 #: A percentile latency metric: (quantity, unit, statistic).
@@ -138,7 +138,7 @@ def _with_lengths(row: dict) -> dict:
 
     "152612 input / 160347 output tokens over 300 completed requests": the workload's mean
     lengths (a condition of the run, like the "N prompts: X input / Y generated" totals that
-    :func:`advisor.perf.measurements.parse_row` reads itself).
+    :func:`advisor.perf.validation.measurements.parse_row` reads itself).
 
     >>> _with_lengths({"isl": "", "osl": "", "notes": "8 input / 6 output tokens over 4 "
     ...                "completed requests"})["isl"]
@@ -154,7 +154,7 @@ def _with_lengths(row: dict) -> dict:
 def percentile_case(row: dict) -> PercentileCase | Skipped | None:
     """A measurement row as a percentile case, Skipped with the reason, or None (not a percentile).
 
-    The deployment is parsed by :func:`advisor.perf.measurements.parse_row` on the row read as
+    The deployment is parsed by :func:`advisor.perf.validation.measurements.parse_row` on the row read as
     the median of the same quantity (so the percentile rows are representable exactly when the
     median rows are), after :func:`_with_lengths`; ShareGPT workloads are not representable here
     (the rows state the mean lengths, not their spread, which sets the tails).
@@ -223,7 +223,7 @@ def _load_results(items: list[PercentileCase]) -> list[tuple[LoadResult, int]]:
     """The queueing model at each case's load, vectorised: (LoadResult, candidate index) per case.
 
     One candidate per distinct (deployment, lengths, load); closed loops solved together
-    (:func:`advisor.perf.closed_loop.closed_loop_load`), Poisson rows in one call.
+    (:func:`advisor.perf.model.closed_loop.closed_loop_load`), Poisson rows in one call.
     """
     keys = [
         (_deployment(pc.case), pc.case.isl, pc.case.osl, pc.isl_cv, pc.closed_loop, pc.load)
@@ -298,8 +298,8 @@ def _first_wave_quantile_s(pc: PercentileCase) -> float:
     (the steady state then contributes nothing above it); the caller keeps the larger of this
     and the steady-state quantile.
     """
-    from advisor.perf.predict import first_wave_iteration, first_wave_ttfts_s
-    from advisor.perf.replica import build_replicas
+    from advisor.perf.model.predict import first_wave_iteration, first_wave_ttfts_s
+    from advisor.perf.model.replica import build_replicas
 
     c = pc.case
     n, runs = float(c.batch), float(c.requests)
@@ -377,7 +377,7 @@ def tail_ratios(preds: list[PercentilePrediction]) -> list[dict]:
 
 #: Percentile -> the statistic of the range a prediction of it carries (intervals.STATISTICS).
 TAIL_STATISTIC = {0.9: "p90", 0.99: "p99"}
-#: The prediction kind of advisor/perf/intervals.py whose range a percentile row's metric
+#: The prediction kind of advisor/perf/model/intervals.py whose range a percentile row's metric
 #: carries in the answers (an ITL range is the TPOT's: no ITL rows are in the held-out table).
 RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot", "e2e": "e2e"}
 
@@ -393,7 +393,7 @@ def range_coverage(preds: list[PercentilePrediction], confidence: float = 0.8) -
     tail's own error (its shape) is in it too. A row predicted unstable is outside. Keys "P50", "P99" (all metrics) and "P99 TTFT"-style per
     metric: rows and inside_pct.
     """
-    from advisor.perf.intervals import is_calibrated, load_regime, range_factors
+    from advisor.perf.model.intervals import is_calibrated, load_regime, range_factors
 
     inside: dict[str, list[bool]] = {}
     for p in preds:

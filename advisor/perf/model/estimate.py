@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.catalog import get_interconnect, interconnects
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.perf.intervals import estimate_intervals, percentile_intervals
-from advisor.perf.predict import (
+from advisor.perf.model.intervals import estimate_intervals, percentile_intervals
+from advisor.perf.model.predict import (
     concurrency_tpot,
     concurrency_ttft,
     offline_step,
@@ -30,8 +30,8 @@ from advisor.perf.predict import (
     prefill_stall_per_token_s,
     static_throughput,
 )
-from advisor.perf.profiles import engine_profile, family_efficiency
-from advisor.perf.replica import (
+from advisor.perf.model.profiles import engine_profile, family_efficiency
+from advisor.perf.model.replica import (
     ReplicaArrays,
     ReplicaConfig,
     build_replicas,
@@ -41,7 +41,7 @@ from advisor.perf.replica import (
     tp_link_for,
     with_draft,
 )
-from advisor.perf.step import StepTimes, decode_step, host_bound_prompt_tokens, prefill
+from advisor.perf.model.step import StepTimes, decode_step, host_bound_prompt_tokens, prefill
 from advisor.physics.memory import (
     MemoryBudget,
     expert_parallel_blocker,
@@ -77,14 +77,14 @@ class EstimateInput(BaseModel):
     #: MoE expert parallelism over the TP group (whole experts per GPU, two all-to-alls per layer).
     ep: bool = False
     #: MoE attention data parallel over the TP group (whole attention weights on every GPU,
-    #: each sequence's KV on one GPU; MLP/experts stay TP or EP): perf.replica.ReplicaConfig.
+    #: each sequence's KV on one GPU; MLP/experts stay TP or EP): perf.model.replica.ReplicaConfig.
     dp_attention: bool = False
     #: Scheduling: iteration-level (Orca), with chunked prefill (Sarathi-Serve), or static batches.
     batching: Literal["continuous", "chunked", "static"] = "continuous"
     spec_draft: ModelSpec | None = None
     spec_tokens: Annotated[int, Field(ge=1, le=16)] = 4
     spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
-    #: Confidence of the intervals around each headline number (advisor/perf/intervals.py).
+    #: Confidence of the intervals around each headline number (advisor/perf/model/intervals.py).
     confidence: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
     #: A decode-pool replica of disaggregated serving: its prompts are prefilled on the other
     #: pool, so decode never stalls for them and TPOT is the decode step (as in the search's
@@ -140,7 +140,9 @@ def _speculative_steps(
 ) -> tuple[float, float, float, float]:
     """(iteration, draft step, verify step, plain step) in s at ``b`` sequences; one speculative
     iteration = k draft steps, then one verify step of k + 1 tokens per sequence."""
-    from advisor.perf.speculative_sweep import step_times  # it imports perf.sweeps -> estimate
+    from advisor.perf.model.speculative_sweep import (
+        step_times,
+    )  # it imports perf.model.sweeps -> estimate
 
     t = step_times(cfg, draft, np.array([max(b, 1.0)]), np.array([k]), ctx)
     draft_step, verify = float(t["draft_s"][0]), float(t["verify_s"][0, 0])
@@ -226,7 +228,7 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     Steps: the replica and its memory budget (``_deployment``); what every result carries
     (``_header``); whether it fits; the load mode's means (``_at_request_rate``,
     ``_static_batch``, ``_offline``, ``_closed_loop``); E2E = TTFT + (osl - 1) x TPOT; the
-    intervals from the held-out error (``perf.intervals.estimate_intervals``).
+    intervals from the held-out error (``perf.model.intervals.estimate_intervals``).
     Every result carries ``warnings`` (e.g. a sequence longer than the trained context).
     """
     dep = _deployment(model, gpu, inp)
@@ -305,7 +307,7 @@ def _deployment(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> _Depl
     ctx_max = float(inp.isl + inp.osl)
     draft_tp, d = 1, None
     if inp.spec_draft is not None:
-        from advisor.perf.speculative_sweep import draft_config
+        from advisor.perf.model.speculative_sweep import draft_config
 
         dcfg = draft_config(cfg, inp.spec_draft)
         draft_tp, d = dcfg.tp, build_replicas([dcfg])
@@ -413,7 +415,7 @@ def _at_request_rate(
     percentiles (``physics.queueing.latency_under_load``); the running batch b from Little's
     law, the decode step at b, throughput = qps x osl. Above capacity: the fields of an
     unstable result (latencies inf, throughput at capacity) with the reason."""
-    from advisor.perf.validate import service_for
+    from advisor.perf.validation.validate import service_for
     from advisor.physics.queueing import latency_under_load
 
     isl, osl = dep.isl, dep.osl
@@ -445,8 +447,8 @@ def load_percentiles(res, load: str) -> dict:
     """The ``percentiles`` (ms: P50, P90, P95, P99 of TTFT, TPOT, ITL and E2E), ``utilisation``
     and ``load_regime`` fields of a result, from the queueing model at its load (replica 0 of
     ``res``, a ``LoadResult`` computed ``with_itl``). ``load``: "poisson" (a request rate) or
-    "closed loop" (clients at the rate their cycle gives, ``perf.closed_loop``)."""
-    from advisor.perf.intervals import load_regime
+    "closed loop" (clients at the rate their cycle gives, ``perf.model.closed_loop``)."""
+    from advisor.perf.model.intervals import load_regime
 
     stats = (("ttft_ms", res.ttft), ("tpot_ms", res.tpot), ("itl_ms", res.itl), ("e2e_ms", res.e2e))
     u = float(res.utilisation[0])
@@ -464,11 +466,11 @@ def load_percentiles(res, load: str) -> dict:
 def _closed_loop_percentiles(dep: _Deployment, inp: EstimateInput, clients: float) -> dict:
     """Percentiles of ``clients`` clients in a closed loop over the ``dp`` replicas (no think
     time): the queueing model at the rate X with X x E2E_mean(X) = clients, the model
-    ``recommend`` uses for concurrent users and ``perf.percentiles`` checks against published
+    ``recommend`` uses for concurrent users and ``perf.validation.percentiles`` checks against published
     ``--max-concurrency`` P50/P99 rows (its means can differ from the closed loop's above by a
     few per cent: two models of one load)."""
-    from advisor.perf.closed_loop import closed_loop_load
-    from advisor.perf.validate import service_for
+    from advisor.perf.model.closed_loop import closed_loop_load
+    from advisor.perf.validation.validate import service_for
 
     sm = service_for(dep.r, np.array([dep.isl]), np.array([dep.osl]))
     kw = {"isl_tokens": dep.isl, "policy": inp.batching, "with_itl": True}
@@ -663,7 +665,7 @@ def kv_offload_time_s(overflow_bytes: float, pcie_bytes_per_s: float) -> float:
 
 def _kv_offload(cfg: ReplicaConfig, r, n: float, ctx_max: float, ctx_mean: float) -> dict | None:
     """What running ``n`` sequences costs with the KV overflow in host memory, and the TP alternative."""
-    from advisor.perf.replica import kv_memory_per_sequence
+    from advisor.perf.model.replica import kv_memory_per_sequence
 
     budget = float(r.kv_budget_bytes[0])
     if budget <= 0:

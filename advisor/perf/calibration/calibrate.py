@@ -28,9 +28,9 @@ import numpy as np
 import yaml
 
 from advisor.catalog.files import write_atomic
-from advisor.perf import profiles
-from advisor.perf.measurements import Case, cases
-from advisor.perf.replica import COMPUTE_PATH, low_precision_experts
+from advisor.perf.model import profiles
+from advisor.perf.model.replica import COMPUTE_PATH, low_precision_experts
+from advisor.perf.validation.measurements import Case, cases
 
 #: (name, lower, upper, initial) per parameter kind.
 _BOUNDS = {
@@ -200,7 +200,7 @@ def _doc(params: list[tuple[str, str, str]], x: np.ndarray) -> dict:
 
 
 def _residuals(items: list[Case], weights: np.ndarray) -> np.ndarray:
-    from advisor.perf.validate import predict_cases
+    from advisor.perf.validation.validate import predict_cases
 
     pred = predict_cases(items)
     meas = np.array([c.measured for c in items])
@@ -427,7 +427,7 @@ def fit(
 def write(doc: dict, path: Path | None = None) -> dict:
     """Evaluate the fitted constants, attach residuals, write YAML; returns the summary."""
     from advisor.catalog.loader import measurement_paths
-    from advisor.perf.validate import predictions, summarise
+    from advisor.perf.validation.validate import predictions, summarise
 
     path = path or profiles.CALIBRATION_PATH
     profiles.set_active(doc)
@@ -450,7 +450,7 @@ def write(doc: dict, path: Path | None = None) -> dict:
         "rows_skipped": len(skipped),
     }
     header = (
-        "# Fitted by `python -m advisor calibrate` (advisor/perf/calibrate.py); do not edit by hand.\n"
+        "# Fitted by `python -m advisor calibrate` (advisor/perf/calibration/calibrate.py); do not edit by hand.\n"
         "# families: eta_* = achieved fraction of datasheet memory bandwidth / dense tensor peak.\n"
         "# engines: overheads in seconds per decode iteration / per running sequence per iteration /\n"
         "#          per request (first token); efficiency multiplies the compute etas,\n"

@@ -1,8 +1,8 @@
 """A client calibration layered on the shipped one, for one accelerator and one engine.
 
-A client profile (advisor/perf/client_profile.py) fits a few constants to the client's own
+A client profile (advisor/perf/calibration/client_profile.py) fits a few constants to the client's own
 benchmark files; while it is active, replicas of its accelerator with its engine are built with
-them (advisor/perf/replica.py reads :func:`overlay_for`), every other replica with the shipped
+them (advisor/perf/model/replica.py reads :func:`overlay_for`), every other replica with the shipped
 calibration. The active overlays live in a context variable, so one app session's profile never
 leaks into another's (Streamlit runs each session's script in its own thread).
 """

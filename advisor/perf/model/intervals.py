@@ -97,7 +97,7 @@ MIN_SOURCES = 3
 #: A failed prediction with no finite row of its kind beyond it counts as this factor off.
 FAILED_FACTOR = 100.0
 
-#: Case kind (advisor/perf/measurements.py) or its coarse kind (validate.COARSE_KIND) ->
+#: Case kind (advisor/perf/validation/measurements.py) or its coarse kind (validate.COARSE_KIND) ->
 #: (prediction kind, power): measured and predicted are the headline quantity raised to
 #: ``power`` (batch-1 decode reported as tokens/s = 1 / TPOT changes the sign of the log ratio).
 CASE_KINDS: dict[str, tuple[str, int]] = {
@@ -139,7 +139,7 @@ def _case_kind(kind: str, measured: float) -> tuple[str, int] | None:
     return CASE_KINDS.get(kind)
 
 
-#: Metric families of the validation table (advisor/perf/validate.FAMILIES) behind each kind:
+#: Metric families of the validation table (advisor/perf/validation/validate.FAMILIES) behind each kind:
 #: whose leave-one-group-out P90 widens an uncalibrated interval.
 KIND_FAMILIES: dict[str, tuple[str, ...]] = {
     "ttft": ("TTFT", "TTFT/ITL under load"),
@@ -627,7 +627,7 @@ def interval_factors(
 
 def is_calibrated(engine: str, family: str) -> tuple[bool, bool]:
     """(family has fitted constants, engine has fitted constants) in data/calibration.yaml."""
-    from advisor.perf.profiles import engine_profile, family_efficiency
+    from advisor.perf.model.profiles import engine_profile, family_efficiency
 
     return family_efficiency(family).fitted, engine_profile(engine).fitted
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.catalog import interconnects
-from advisor.perf.replica import ReplicaArrays, kv_bytes_per_sequence
+from advisor.perf.model.replica import ReplicaArrays, kv_bytes_per_sequence
 from advisor.physics.dispatch import eager_pass_s
 from advisor.physics.roofline import expected_experts_touched, expected_max_load
 
@@ -439,7 +439,7 @@ def prefill_length_elasticity(r: ReplicaArrays, prompt_tokens: np.ndarray) -> np
 
     >>> import dataclasses
     >>> from advisor.catalog import get_accelerator, get_model
-    >>> from advisor.perf.replica import ReplicaConfig, build_replicas
+    >>> from advisor.perf.model.replica import ReplicaConfig, build_replicas
     >>> r = build_replicas([ReplicaConfig(model=get_model("llama-3.1-8b"),
     ...     gpu=get_accelerator("h100-sxm"), tp=1, weights="bf16", kv="bf16", engine="sglang")])
     >>> host = dataclasses.replace(r, kernel_dispatch_s=np.array([1e-3]))
@@ -531,7 +531,7 @@ def host_bound_prompt_tokens(r: ReplicaArrays, max_tokens: float = 131_072.0) ->
 
     >>> import dataclasses
     >>> from advisor.catalog import get_accelerator, get_model
-    >>> from advisor.perf.replica import ReplicaConfig, build_replicas
+    >>> from advisor.perf.model.replica import ReplicaConfig, build_replicas
     >>> r = build_replicas([ReplicaConfig(model=get_model("llama-3.1-8b"),
     ...     gpu=get_accelerator("h100-sxm"), tp=1, weights="bf16", kv="bf16", engine="sglang")])
     >>> n = float(host_bound_prompt_tokens(dataclasses.replace(r, kernel_dispatch_s=np.array([1e-3])))[0])

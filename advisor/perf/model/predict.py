@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.perf.replica import ReplicaArrays, max_running
-from advisor.perf.step import StepTimes, decode_step, prefill
+from advisor.perf.model.replica import ReplicaArrays, max_running
+from advisor.perf.model.step import StepTimes, decode_step, prefill
 
 
 def offline_batch(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray) -> np.ndarray:
@@ -203,7 +203,7 @@ def first_wave_iteration(
     every first token also pays (``step.prefill_busy_and_delay_s``). A budget of 0 (not stated
     in the row) is the engines' default, ``DEFAULT_PREFILL_BUDGET_TOKENS``.
     """
-    from advisor.perf.step import prefill_busy_and_delay_s
+    from advisor.perf.model.step import prefill_busy_and_delay_s
 
     budget = np.asarray(budget_tokens, dtype=float)
     m = prompts_per_prefill(

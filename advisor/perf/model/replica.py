@@ -13,8 +13,8 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
-from advisor.perf.overlay import Overlay, overlay_for
-from advisor.perf.profiles import (
+from advisor.perf.model.overlay import Overlay, overlay_for
+from advisor.perf.model.profiles import (
     attention_efficiency,
     collective_efficiency,
     engine_profile,
@@ -261,7 +261,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
 
     tl = tp_link_for(cfg, links)
     pl = pp_link_for(cfg, links)
-    # A client profile fitted on this accelerator with this engine (advisor/perf/overlay.py).
+    # A client profile fitted on this accelerator with this engine (advisor/perf/model/overlay.py).
     ov = overlay_for(g.id, cfg.engine) or _NO_OVERLAY
     cf = ov.compute_factor
     return dict(

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from advisor.catalog.files import load_data_yaml
-from advisor.perf.measurements import cases, load_rows
-from advisor.perf.validate import FAILURE_ERROR_PCT
+from advisor.perf.validation.measurements import cases, load_rows
+from advisor.perf.validation.validate import FAILURE_ERROR_PCT
 
 #: Unit of ``measured``/``predicted`` per prediction kind (validate.predict_cases, SI).
 KIND_UNITS: dict[str, str] = {
@@ -60,7 +60,7 @@ def trust_rows(report: Mapping) -> list[dict]:
 
 def skipped_rows() -> list[dict]:
     """Rows the model does not represent: id, metric, reason, source (as validation_report)."""
-    from advisor.perf.collective_fit import validate_collectives
+    from advisor.perf.calibration.collective_fit import validate_collectives
 
     raw = {r["id"]: r for r in load_rows()}
     _, skipped = cases()

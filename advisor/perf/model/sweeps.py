@@ -10,9 +10,9 @@ import numpy as np
 
 from advisor.catalog import get_interconnect
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.perf.estimate import EstimateInput
-from advisor.perf.replica import ReplicaArrays, ReplicaConfig, max_running
-from advisor.perf.step import COMPONENTS, StepTimes, decode_step, prefill
+from advisor.perf.model.estimate import EstimateInput
+from advisor.perf.model.replica import ReplicaArrays, ReplicaConfig, max_running
+from advisor.perf.model.step import COMPONENTS, StepTimes, decode_step, prefill
 from advisor.physics.roofline import ridge_point_flops_per_byte
 
 
@@ -35,7 +35,7 @@ def batch_cap(r: ReplicaArrays, context_tokens: float) -> int:
     """Largest running batch: sequences whose KV fits, capped by the engine's max_num_seqs (>= 0).
 
     >>> from advisor.catalog import get_accelerator, get_model
-    >>> from advisor.perf.replica import build_replicas
+    >>> from advisor.perf.model.replica import build_replicas
     >>> r = build_replicas([ReplicaConfig(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"))])
     >>> batch_cap(r, 2048) == min(int(max_running(r, 2048)[0]), int(r.max_num_seqs[0]))
     True
@@ -150,9 +150,9 @@ def closed_loop_qps(
     + ``latency_under_load``), capped just below the replicas' capacity. None when no sequence
     fits on a replica.
     """
-    from advisor.perf.closed_loop import closed_loop_load
-    from advisor.perf.replica import build_replicas
-    from advisor.perf.validate import service_for
+    from advisor.perf.model.closed_loop import closed_loop_load
+    from advisor.perf.model.replica import build_replicas
+    from advisor.perf.validation.validate import service_for
 
     r = build_replicas([replica_config(model, gpu, inp)])
     isl, osl = float(inp.isl), float(inp.osl)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.perf.measurements import Case, Skipped, cases, gpu_id, load_rows
-from advisor.perf.predict import (
+from advisor.perf.model.predict import (
     concurrency_throughput,
     concurrency_tpot,
     concurrency_ttft,
@@ -25,13 +24,14 @@ from advisor.perf.predict import (
     static_throughput,
     with_first_wave,
 )
-from advisor.perf.replica import ReplicaArrays, build_replicas, max_running
-from advisor.perf.step import (
+from advisor.perf.model.replica import ReplicaArrays, build_replicas, max_running
+from advisor.perf.model.step import (
     decode_step,
     prefill,
     prefill_busy_and_delay_s,
     prefill_length_elasticity,
 )
+from advisor.perf.validation.measurements import Case, Skipped, cases, gpu_id, load_rows
 
 FAMILIES = (
     "batch-1 decode",
@@ -184,7 +184,7 @@ def _load_prediction(kind: str, sel: list[Case], r: ReplicaArrays, isl, osl) -> 
     predicted as the saturated server (rate just below capacity) plus the finite run's backlog
     (overload_queue_wait_s) on the first token; with N unknown it is a failure (inf).
     """
-    from advisor.perf.predict import overload_queue_wait_s
+    from advisor.perf.model.predict import overload_queue_wait_s
     from advisor.physics.queueing import latency_under_load
 
     qps = np.array([c.qps for c in sel], dtype=float)
@@ -240,7 +240,7 @@ def collective_predictions(
 ) -> tuple[list[Prediction], list[Skipped]]:
     """All-reduce rows through the collectives model (its fitted CALIBRATION unless given);
     ``ids`` restricts to those rows."""
-    from advisor.perf.collective_fit import load_collective_rows, validate_collectives
+    from advisor.perf.calibration.collective_fit import load_collective_rows, validate_collectives
 
     raw = {r["id"]: r for r in load_rows()}
     rows = [r for r in load_collective_rows() if ids is None or r.row_id in ids]
@@ -319,7 +319,7 @@ def validation_report() -> dict:
     ``out_of_sample`` (data/crossval.yaml, written by ``python -m advisor crossval``) is the error on rows
     the fit never saw; it is the figure to quote, this table is the in-sample one.
     """
-    from advisor.perf.trust import out_of_sample
+    from advisor.perf.validation.trust import out_of_sample
 
     preds, skipped = predictions()
     cpreds, cskipped = collective_predictions()

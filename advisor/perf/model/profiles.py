@@ -130,7 +130,7 @@ class EngineProfile:
     max_num_seqs: int
     fitted: bool
     mem_efficiency: float = 1.0
-    #: Fixed time per transformer layer and pass (kernel launch and ramp; perf.step)
+    #: Fixed time per transformer layer and pass (kernel launch and ramp; perf.model.step)
     layer_overhead_s: float = DEFAULT_LAYER_OVERHEAD_S
     #: Host time to dispatch one kernel of an eager pass (a prefill; physics.dispatch): the
     #: pass takes at least kernels x this. 0 before calibration (no floor).
