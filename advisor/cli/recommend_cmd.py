@@ -134,7 +134,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    "data/spec_acceptance.yaml, else 0.7)")  # fmt: skip
     p.add_argument("--no-disaggregated", action="store_true", help="skip prefill/decode pools")
     add_profile_flag(p)
-    p.add_argument("--rank-by", type=choice_of(["cost", "gpus"], "ranking"), default="cost")
+    p.add_argument("--rank-by", type=choice_of(["cost", "gpus"], "ranking"), default="cost",
+                   help="cost: price per hour (whole servers when bought), then fewest GPUs in "
+                   "use, then most headroom; gpus: fewest GPUs first")  # fmt: skip
     add_cost_flags(p)
     p.add_argument(
         "--deployment",

@@ -814,7 +814,14 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
     else:
         rows.append(("GPU-hour price", _opt(c.gpu_hour_usd, "catalog default"), "USD/GPU-hour"))
     rows.append(
-        ("Ranked by", "cost per million tokens" if s.rank_by == "cost" else "fewest GPUs", "")
+        (
+            "Ranked by",
+            "price per hour (whole servers when bought), then fewest GPUs in use, then "
+            "most headroom"
+            if s.rank_by == "cost"
+            else "fewest GPUs, then price per hour",
+            "",
+        ),
     )
     return rows
 
