@@ -150,6 +150,17 @@ def read_load(text: str) -> tuple[str, float | None]:
     return "unstated", None
 
 
+def achieved_rate_per_s(text: str) -> float | None:
+    """The request rate a run achieved, where its load text states it (an output of the run,
+    never an input: a load row is predicted at the requested rate).
+
+    >>> achieved_rate_per_s("request rate QPS=32 (measured 16 req/s)")
+    16.0
+    """
+    m = re.search(r"\(measured ([0-9.]+) req/s\)", text)
+    return float(m.group(1)) if m else None
+
+
 def read_metric(metric: str) -> tuple[str, str, str]:
     """(quantity, unit, statistic) of a metric name (one of ``METRICS``).
 
@@ -259,7 +270,6 @@ class MeasurementRow(BaseModel):
         kind, load = read_load(row["batch_or_concurrency"])
         bc = row["batch_or_concurrency"]
         requests = re.search(r"--num-prompts?\s+(\d+)|(\d+) (?:requests|prompts)\b", bc)
-        achieved = re.search(r"\(measured ([0-9.]+) req/s\)", bc)
         spec = re.search(r"speculate_k=(\d+)", bc)
         metric = row["metric"]
         quantity, symbol, statistic = (read_metric(metric) if metric in METRICS
@@ -279,7 +289,7 @@ class MeasurementRow(BaseModel):
             engine_name=name or row["engine"], engine_version=version,
             load_kind=kind, load_value=load,
             requests=int(next(g for g in requests.groups() if g)) if requests else None,
-            achieved_rate_per_s=float(achieved.group(1)) if achieved else None,
+            achieved_rate_per_s=achieved_rate_per_s(bc),
             speculative_tokens=int(spec.group(1)) if spec else None,
             quantity=quantity, statistic=statistic, unit_symbol=symbol,
             throughput_scope=("per_gpu" if "per GPU" in unit else "deployment") if throughput

@@ -12,28 +12,28 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from advisor.catalog.measurement_row import achieved_rate_per_s, read_load
 from advisor.physics.queueing import REASONS, ServiceModel, latency_under_load
 
-_RATE_RE = re.compile(
-    r"request rate QPS=(?P<req>[0-9.]+|INF)\s*\(measured (?P<meas>[0-9.]+) req/s\)", re.IGNORECASE
-)
 _TPUT_RE = re.compile(r"measured output tput=(?P<tput>[0-9.]+) tok/s")
 RATE_METRICS: tuple[str, ...] = ("ttft_ms", "itl_ms", "tpot_ms")
 
 
 def parse_request_rate(text: str) -> tuple[float, float] | None:
-    """(requested, measured) req/s from e.g. "request rate QPS=8 (measured 7 req/s)"; INF -> inf.
+    """(requested, measured) req/s of a load text that states both, e.g. "request rate QPS=8
+    (measured 7 req/s)"; QPS=INF -> inf. Read by the measurement row model
+    (``catalog.measurement_row.read_load`` and ``achieved_rate_per_s``).
 
     >>> parse_request_rate("request rate QPS=INF (measured 16 req/s)")
     (inf, 16.0)
     >>> parse_request_rate("batch 1") is None
     True
     """
-    m = _RATE_RE.search(text or "")
-    if not m:
+    kind, requested = read_load(text or "")
+    achieved = achieved_rate_per_s(text or "")
+    if achieved is None or kind not in ("request_rate", "burst"):
         return None
-    req = math.inf if m["req"].upper() == "INF" else float(m["req"])
-    return req, float(m["meas"])
+    return (math.inf if kind == "burst" else float(requested or 0.0)), achieved
 
 
 def load_level(requested_per_s: float, measured_per_s: float) -> str:
