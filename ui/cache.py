@@ -135,3 +135,31 @@ def crossval_mtime_ns() -> int:
         return (DATA_DIR / "crossval.yaml").stat().st_mtime_ns
     except OSError:
         return 0
+
+
+@st.cache_data(show_spinner="Predicting every published measurement…")
+def trust_report() -> tuple[dict, list[dict], list[dict]]:
+    """The Trust page's validation report, its rows with their sources, and the skipped rows."""
+    from advisor.perf.model.overlay import shipped_only
+    from advisor.perf.validation.trust import skipped_rows, trust_rows
+    from advisor.perf.validation.validate import validation_report
+
+    with shipped_only():  # the published check is of the shipped calibration, whatever the session
+        rep = validation_report()
+    return rep, trust_rows(rep), skipped_rows()
+
+
+@st.cache_resource(max_entries=32, show_spinner=False)
+def trust_figure(gpus: tuple[str, ...], engines: tuple[str, ...], models: tuple[str, ...],
+                 families: tuple[str, ...]) -> Any:  # fmt: skip
+    """The Trust page's predicted-against-measured scatter of the rows these filters keep
+    (``filter_rows``; at least one), built once per filter set: the page reads nothing of the
+    scenario, yet a sidebar change reran the 1,600-row figure, most of its rerun (issue 38).
+    A resource (one object, not a pickled copy: unpickling a Figure validates it again); never
+    changed after it is built (st.plotly_chart serialises a copy)."""
+    from advisor.charts.trust_charts import trust_scatter
+    from advisor.perf.validation.trust import filter_rows
+    from advisor.perf.validation.validate import FAMILIES
+
+    sel = filter_rows(trust_report()[1], gpus, engines, models, families)
+    return trust_scatter(sel, f"Predicted vs measured: {len(sel)} measurements", list(FAMILIES))

@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-from advisor.charts.trust_charts import trust_scatter
-from advisor.perf.model.overlay import shipped_only
-from advisor.perf.validation.trust import (
-    error_table,
-    filter_rows,
-    skipped_rows,
-    trust_rows,
+from advisor.perf.validation.trust import error_table, filter_rows
+from advisor.perf.validation.validate import FAMILIES
+from ui.cache import (
+    crossval_mtime_ns,
+    interval_coverage,
+    out_of_sample_cached,
+    percentile_check,
+    trust_figure,
+    trust_report,
 )
-from advisor.perf.validation.validate import FAMILIES, validation_report
-from ui.cache import crossval_mtime_ns, interval_coverage, out_of_sample_cached, percentile_check
 from ui.state import guarded
-
-
-@st.cache_data(show_spinner="Predicting every published measurement…")
-def report() -> tuple[dict, list[dict], list[dict]]:
-    with shipped_only():  # the published check is of the shipped calibration, whatever the session
-        rep = validation_report()
-    return rep, trust_rows(rep), skipped_rows()
 
 
 def out_of_sample_section() -> None:
@@ -140,7 +133,7 @@ def percentiles_section() -> None:
 # the recommendation (the page reads nothing of the scenario).
 @st.fragment
 def body() -> None:
-    rep, rows, skipped = report()
+    rep, rows, skipped = trust_report()
     out_of_sample_section()
     guarded("Percentile check", percentiles_section)
     st.subheader("In sample: every measurement against the fitted model")
@@ -160,8 +153,7 @@ def body() -> None:
     if not sel:
         st.warning("No measurement matches these filters.")
         return
-    title = f"Predicted vs measured: {len(sel)} measurements"
-    st.plotly_chart(trust_scatter(sel, title, list(FAMILIES)), width="stretch")
+    st.plotly_chart(trust_figure(*map(tuple, (gpus, engines, models, fams))), width="stretch")
     st.subheader("Error per metric family")
     st.dataframe([_readable(r) for r in error_table(sel, FAMILIES)], hide_index=True)
     with st.expander(f"Every row with its source ({len(sel)})"):
