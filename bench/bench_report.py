@@ -1,11 +1,14 @@
 """Time the PDF report for the default scenario: cold (first export starts the browser) and warm.
 
-Prints the times; never asserts (target: under 3 s warm). "warm" re-exports the same scenario
+Prints the times beside the target (issue 38: a PDF within 3 s warm) and the load average;
+never asserts. A fresh ``python -m advisor report`` (browser start included) is timed by
+bench/bench_cli.py. "warm" re-exports the same scenario
 (identical charts come from the PNG cache); the last line re-renders every chart. Run: .venv/bin/python bench/bench_report.py
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -16,8 +19,13 @@ from advisor.report import images  # noqa: E402
 from advisor.report.pdf import build_report, last_build_info  # noqa: E402
 from advisor.scenario import Scenario  # noqa: E402
 
+#: Issue 38: the PDF within 3 s once the browser runs.
+TARGET_WARM_S = 3.0
+
 
 def main() -> None:
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; target: warm <= "
+          f"{TARGET_WARM_S:g} s")  # fmt: skip
     s = Scenario()
     ok, why = images.charts_status()
     print(f"charts: {'available' if ok else why}")
@@ -43,6 +51,7 @@ def main() -> None:
         t = time.perf_counter()
         build_report(items[0][1], compare=items)
         print(f"comparison PDF of 3 scenarios, {label}: {time.perf_counter() - t:.2f} s")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
 def _hospital(gpu: str) -> Scenario:
