@@ -439,7 +439,12 @@ def _recommend(sc: Scenario) -> Recommendation:
         best = _deployment(sc, t, best_i, ratio, True) if best_i is not None else None
         reason = None
         at_risk = (
-            risk_headline(sc, best.description, best.at_risk)
+            risk_headline(
+                sc,
+                best.description,
+                best.at_risk,
+                int(((t.verdict == CODE[MEETS]) & t.over_budget).sum()),
+            )
             if best is not None and best.sla_verdict == AT_RISK
             else None
         )

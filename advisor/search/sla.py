@@ -187,15 +187,20 @@ def risk_lines(sc, gpu: str, points_ms: dict[str, float], intervals: dict) -> li
     return out
 
 
-def risk_headline(sc, description: str, lines: list[str]) -> str:
-    """The headline of a recommendation "at risk" (every view shows it beside the deployment).
+def risk_headline(sc, description: str, lines: list[str], over_budget: int = 0) -> str:
+    """The headline of a recommendation "at risk" (every view shows it beside the deployment);
+    ``over_budget``: deployments that meet with confidence but cost more than the budget cap.
 
     >>> from advisor.scenario import Scenario
     >>> risk_headline(Scenario(), "1 x TP=8", ["P99 TPOT 50.0 ms meets ..."])[:60]
     'At risk: no deployment meets P99 TTFT ≤ 2,000 ms, TPOT ≤ 50 '
+    >>> risk_headline(Scenario(), "1 x TP=8", ["..."], 3)[:44]
+    'At risk: no deployment within the budget mee'
     """
+    within = " within the budget" if over_budget else ""
+    beyond = f" ({over_budget:,} that meet it cost more than the budget cap)" if over_budget else ""
     return (
-        f"At risk: no deployment meets {sc.sla.describe()}; the cheapest "
+        f"At risk: no deployment{within} meets {sc.sla.describe()}{beyond}; the cheapest "
         f"whose predictions meet it is recommended ({description}): "
         + "; ".join(lines[:-1] or lines)
         + (f". {lines[-1]}." if len(lines) > 1 else ".")
