@@ -30,6 +30,7 @@ from advisor.perf.calibration.client_profile import (  # noqa: E402
     ProfileRefused,
     _predict,
     fit_profile,
+    predict_within,
 )
 from advisor.perf.importers import Deployment, load_bytes  # noqa: E402
 
@@ -52,9 +53,17 @@ def held_out(subset: tuple[int, ...], imported: list) -> tuple[str, float, float
         fit = fit_profile([imported[i] for i in subset], DEP, "holdout")
     except ProfileRefused as exc:
         return f"refused: {exc}", before, None
-    ov = ProfileDoc.model_validate(fit.doc).overlay()
-    after = float(np.median(np.abs(_predict(rest, DEP.gpu, DEP.engine, ov) / meas - 1))) * 100
-    return f"fitted {', '.join(fit.doc['fitted'])}", before, after
+    pred, outside = predict_within(rest, ProfileDoc.model_validate(fit.doc))
+    after = float(np.median(np.abs(pred / meas - 1))) * 100
+    n_out = len({c.id.split(":")[0] for c, w in zip(rest, outside, strict=True) if w})
+    return (
+        (
+            f"fitted {', '.join(fit.doc['fitted'])}; {n_out} of the other runs outside its range "
+            "(shipped calibration)"
+        ),
+        before,
+        after,
+    )
 
 
 def main() -> None:

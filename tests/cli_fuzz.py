@@ -192,6 +192,11 @@ def _profile_doc(name: str = "fuzz") -> dict:
         "summary": dict(points=1, median_ape_before_pct=12.0, median_ape_after_pct=0.1,
                         max_ape_after_pct=0.1),
         "collectives": None,
+        "range": [dict(mode="concurrency", isl=[1024.0, 1024.0], osl=[256.0, 256.0],
+                       load=[32.0, 32.0])],
+        "holdout": dict(runs=[dict(run="serve.json", points=1, shipped_pct=12.0, held_out_pct=0.1,
+                                   change_pp=-11.9, verdict="better")],
+                        required_ratio=0.5, tolerance_pp=2.0, verdict="accepted (fuzz fixture)"),
     }  # fmt: skip
 
 

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from advisor.cli import main
+from advisor.perf.importers import Deployment, load_bytes
 
 FIX = Path(__file__).parent / "fixtures" / "client"
 DEPLOYMENT = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
@@ -30,15 +31,17 @@ def run_json(argv: list[str], capsys) -> tuple[int, dict, str]:
 
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory) -> Path:
-    """A profile of the illustrative fixture files. Out of sample they do not bring the shipped
-    error below the bar (the CLI refuses them: test_illustrative_files_are_refused_by_the_cli), so the profile
-    the estimate/recommend/report/store tests use is fitted with the bar at "beats" (min_gain 1)."""
+    """A profile of the illustrative fixture files. Held out they do not bring the shipped error
+    below the bar and the GenAI-Perf run gets worse (the CLI refuses them:
+    test_illustrative_files_are_refused_by_the_cli), so the profile the estimate/recommend/
+    report/store tests use is fitted with both bars lifted (min_gain 1, tolerance 100 pp)."""
     from advisor.perf.calibration.client_profile import dump, fit_profile
     from advisor.perf.importers import Deployment, load
 
     dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm", isl=1024, osl=512)
     path = tmp_path_factory.mktemp("prof") / "acme-h100.yaml"
-    fit = fit_profile([load(FIX / f, dep) for f in FILES], dep, "acme-h100", min_gain=1.0)
+    fit = fit_profile([load(FIX / f, dep) for f in FILES], dep, "acme-h100", min_gain=1.0,
+                      tolerance_pp=100.0)  # fmt: skip
     path.write_text(dump(fit.doc))
     return path
 
@@ -51,8 +54,12 @@ def test_illustrative_files_are_refused_by_the_cli(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and not out.exists() and err.count("\n") == 1
     # 4 runs: the out-of-sample median must be at most 1 - 0.5 sqrt(2/4) = 65% of the shipped one.
-    assert "does not bring the shipped calibration's error below 65% of it out of sample" in err
-    assert "cannot pin" in err
+    assert (
+        "held out, the profile does not bring the shipped calibration's error below 65% of it"
+        in err
+    )
+    # Each run's held-out figures are in the one line (shipped -> profile fitted without it).
+    assert "genai_perf_profile_export.json " in err and " pp)" in err
 
 
 def test_calibrate_writes_a_profile_with_digests_deployment_and_residuals(profile):
@@ -77,6 +84,12 @@ def test_calibrate_writes_a_profile_with_digests_deployment_and_residuals(profil
     # profile beats the shipped calibration's median error (the bar this fixture was fitted at).
     assert s["loo_median_ape_pct"] < s["median_ape_before_pct"]
     assert all(p["loo_pct"] is not None for p in doc["points"])
+    # One held-out row per file (each file is one run), and the range: 3 concurrency runs
+    # (16, 32, 64 in the files: genai-perf, vllm bench serve, aiperf) and the offline one.
+    assert [r["run"] for r in doc["holdout"]["runs"]] == FILES[:4]
+    assert {m["mode"]: m["load"] for m in doc["range"]} == {
+        "concurrency": [16.0, 64.0], "offline": [0.0, 0.0]
+    }  # fmt: skip
 
 
 def test_round_trip_estimate_with_the_profile_is_closer_to_the_fixture(profile, capsys):
@@ -228,17 +241,22 @@ def test_physically_impossible_point_is_flagged_not_fitted():
     doc = json.loads((FIX / "vllm_bench_throughput.json").read_text())
     doc.update(elapsed_time=1.0, requests_per_second=1000.0, tokens_per_second=1_536_000.0)
     from advisor.perf.calibration.client_profile import fit_profile
-    from advisor.perf.importers import Deployment, load_bytes
+    from advisor.perf.importers import Deployment, load, load_bytes
 
     dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm", isl=1024, osl=512)
     fast = load_bytes(json.dumps(doc).encode(), "fast.json", dep)
     serve = load_bytes((FIX / "vllm_bench_serve.json").read_bytes(), "vllm_bench_serve.json", dep)
-    # min_gain 1: the flag is what this test is about, not the out-of-sample bar.
-    r = fit_profile([fast, serve], dep, "p", min_gain=1.0).doc
+    others = [
+        load(FIX / f, dep) for f in ("genai_perf_profile_export.json", "aiperf_profile_export.json")
+    ]
+    # Bars lifted: the flag is what this test is about, not the held-out verdict.
+    r = fit_profile([fast, serve, *others], dep, "p", min_gain=1.0, tolerance_pp=100.0).doc
     flagged = {p["id"]: p["flagged"] for p in r["points"]}
     assert "above the roofline bound" in flagged["fast.json:output_tok_s"]
     assert not flagged["vllm_bench_serve.json:tpot"]
-    assert r["summary"]["points"] == 4  # vllm_bench_serve.json: TTFT, TPOT, latency, throughput
+    # vllm_bench_serve.json: TTFT, TPOT, latency, throughput; GenAI-Perf and AIPerf: TTFT, ITL,
+    # throughput each
+    assert r["summary"]["points"] == 10
     assert {p["id"]: p["loo_pct"] for p in r["points"]}["fast.json:output_tok_s"] is None
 
 
@@ -262,19 +280,68 @@ def test_calibrate_from_needs_the_deployment_and_names_bad_files(tmp_path, capsy
     assert "--model only applies with --from" in capsys.readouterr().err
 
 
-def test_recommend_and_report_say_the_profile_was_used(profile, tmp_path, capsys):
+def test_recommend_applies_the_profile_inside_its_range_only(profile, tmp_path, capsys):
+    # Inside: TP=1 bf16/bf16 (one GPU per node), 32 users without think time on one replica =
+    # concurrency 32, inside the files' 16-64 (GenAI-Perf 16, vllm bench serve 32, AIPerf 64).
     rec = ["recommend", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm"]
-    code, r, _ = run_json([*rec, "--profile", str(profile)], capsys)
-    assert code == 0 and r["client_profile"]["name"] == "acme-h100"
+    inside = [*rec, "--weights", "bf16", "--kv", "bf16", "--users", "32", "--think-time-s", "0",
+              "--gpus-per-node", "1", "--no-disaggregated"]  # fmt: skip
+    code, r, _ = run_json([*inside, "--profile", str(profile)], capsys)
+    assert code == 0 and r["best"]["tp"] == 1 and r["best"]["dp"] == 1
+    assert r["client_profile"]["name"] == "acme-h100" and "applied" not in r["client_profile"]
     assert "Client profile 'acme-h100'" in r["best"]["intervals"]["basis"]
+    # Outside: the default load, 2 req/s (a request rate; the files hold concurrency and offline
+    # runs only): searched with the shipped calibration, and the answer and the PDF say why.
+    code, r, _ = run_json([*rec, "--profile", str(profile)], capsys)
+    cp = r["client_profile"]
+    assert code == 0 and cp["applied"] is False and cp["fallback"]
+    assert "Client profile" not in r["best"]["intervals"]["basis"]
+    code, plain, _ = run_json(rec, capsys)
+    assert plain["best"]["description"] == r["best"]["description"]
     pdf = tmp_path / "r.pdf"
     code, out, _ = run_json(["report", *rec[1:], "--profile", str(profile), "--out", str(pdf),
                              "--no-sensitivities"], capsys)  # fmt: skip
-    assert code == 0 and out["client_profile"]["name"] == "acme-h100"
+    assert code == 0 and out["client_profile"]["applied"] is False
     import pypdf
 
-    text = "".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages)
-    assert "Client calibration profile" in text and "acme-h100" in text
+    text = " ".join(p.extract_text() for p in pypdf.PdfReader(pdf).pages)
+    text = " ".join(text.split())
+    assert "Client calibration profile" in text and "was NOT applied" in text
+    assert "shipped calibration" in text
+
+
+def test_pdf_section_of_an_applied_profile_states_verdict_and_range(profile):
+    from advisor.perf.calibration.client_profile import describe, read_profile
+    from advisor.report.client_profile_pdf import client_profile_lines
+
+    lines = client_profile_lines(describe(read_profile(profile)))
+    assert any(
+        x.startswith("Acceptance, judged on runs held out: accepted: each of the 4") for x in lines
+    )
+    assert any(
+        "It applies over llama-3.1-8b TP=1 PP=1 bf16/bf16; concurrency 16-64" in x for x in lines
+    )
+
+
+def test_estimate_outside_the_profiles_range_uses_the_shipped_calibration(profile, capsys):
+    # The files' lengths: input 550-2000, output 150-512 tokens; 8,192 input tokens is outside.
+    argv = ["estimate", *DEPLOYMENT, "--isl", "8192", "--osl", "256", "--concurrency", "32"]
+    code, plain, _ = run_json(argv, capsys)
+    code2, with_p, _ = run_json([*argv, "--profile", str(profile)], capsys)
+    assert code == code2 == 0
+    assert with_p["throughput_tok_s"] == plain["throughput_tok_s"]
+    assert (
+        with_p["client_profile_fallback"] == "input length 8192 tokens is outside 550-2000 tokens"
+    )
+    assert with_p["client_profile"]["applied"] is False
+    assert with_p["intervals"] == plain["intervals"]
+    main([*argv, "--profile", str(profile)])
+    text = capsys.readouterr().out
+    assert "CLIENT PROFILE acme-h100 NOT APPLIED: input length 8192 tokens is outside" in text
+    # Another TP: the replica itself is outside the profile's deployment.
+    code, tp2, _ = run_json([*argv[:-6], "--tp", "2", "--isl", "1024", "--osl", "256",
+                             "--concurrency", "32", "--profile", str(profile)], capsys)  # fmt: skip
+    assert code == 0 and tp2["client_profile_fallback"].startswith("TP=2 (the profile was fitted")
 
 
 def test_narrowing_rule_by_hand():
@@ -304,19 +371,15 @@ def test_profile_round_trips_through_the_store_and_its_export(profile, tmp_path)
         st.save_profile("Acme", re.sub(r"mem_factor: \S+", "mem_factor: 1.2345", text, count=1))
 
 
-def test_two_points_of_a_published_sweep_predict_the_rest_better():
+def test_three_points_of_a_published_sweep_are_judged_held_out():
     """TensorRT-LLM 0.19 perf-overview, Llama-3.1-8B FP8 on one H100 (rows E0650..E0670 of
-    data/measurements-engine-perf-pages.csv): fitted on the sweep's two ends, the other rows are
-    predicted better than by the shipped calibration (which saw all of them)."""
-    import numpy as np
-
-    from advisor.perf.calibration.client_profile import (
-        ProfileDoc,
-        ProfileRefused,
-        _predict,
-        fit_profile,
-    )
-    from advisor.perf.importers import Deployment, Imported
+    data/measurements-engine-perf-pages.csv): the sweep's two ends and its middle as the client's
+    three runs. Each held out, the profile fitted to the other two is off by a median 11.0%
+    against the shipped calibration's 13.2% (measured): better, but not under the 3-run bar of
+    59%, and row E0650 gets 2.8 pp worse. Refused with each run's figures; the other rows keep
+    the shipped calibration (which saw all of them)."""
+    from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
+    from advisor.perf.importers import Imported
     from advisor.perf.validation.measurements import cases
 
     items, _ = cases()
@@ -329,71 +392,99 @@ def test_two_points_of_a_published_sweep_predict_the_rest_better():
         key=lambda c: (c.batch, c.qps, c.isl, c.osl),
     )  # fmt: skip
     assert len(sweep) >= 5
-    train, rest = [sweep[0], sweep[-1]], sweep[1:-1]
+    train = [sweep[0], sweep[len(sweep) // 2], sweep[-1]]
     dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, first.config.weights, first.config.kv,
                      first.config.engine)  # fmt: skip
-    meas = np.array([c.measured for c in rest])
-    before = float(np.median(np.abs(_predict(rest, dep.gpu, dep.engine, None) / meas - 1))) * 100
-    try:
-        fit = fit_profile([Imported("sweep", "measurements.csv", "0" * 64, cases=train)], dep, "s")
-    except ProfileRefused as exc:
-        # Refused: the reason names the out-of-sample figures and the constant.
-        assert "cannot pin" in str(exc) or "bound" in str(exc), exc
-        return
-    ov = ProfileDoc.model_validate(fit.doc).overlay()
-    after = float(np.median(np.abs(_predict(rest, dep.gpu, dep.engine, ov) / meas - 1))) * 100
-    print(f"{len(rest)} held-out rows: median error {before:.1f}% shipped, {after:.1f}% profile")
-    assert after <= 15 and after <= before / 2
+    with pytest.raises(ProfileRefused) as exc:
+        fit_profile([Imported("sweep", "measurements.csv", "0" * 64, cases=train)], dep, "s")
+    msg = str(exc.value)
+    assert msg.startswith("sweep: held out, the profile does not bring the shipped calibration's "
+                          "error below 59% of it")  # fmt: skip
+    assert "off by 11.0% (median), the shipped calibration by 13.2%" in msg
+    assert "E0650 0.6% -> 3.4% (+2.8 pp)" in msg
+    assert [r["verdict"] for r in exc.value.runs] == ["worse", "better", "better"]
 
 
-def test_two_runs_of_a_real_405b_sweep_improve_the_rest_or_are_refused():
+SWEEP_405B = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")
+
+
+def _405b_runs() -> list:
     """datacrunch-research/h200-benchmarks llama_405b_online_output.jsonl (SGLang, Llama-3.1-405B
-    bf16 TP 8 on 8x H200; tests/fixtures/client): runs 1 and 2 (1 and 2 req/s) imported as the
-    client's files. Issue 35's bar: a written profile predicts the other four runs within 15%
-    (median) and at most half the shipped error; else the refusal says why."""
+    bf16 TP 8 on 8x H200; tests/fixtures/client/README.md): six runs, random 1024/1024 (mean
+    lengths about 510 / 520 recorded) at 1, 2, 4, 8 req/s, then ShareGPT (about 224 / 189) at 4
+    and 8 req/s, each imported as one client file."""
+    lines = (FIX / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
+    return [load_bytes(line, f"run{i}.json", SWEEP_405B) for i, line in enumerate(lines, start=1)]
+
+
+def test_runs_1_and_2_of_the_405b_sweep_are_refused_as_too_few_to_judge():
+    """Last session's flaw: fitted on runs 1-2 (1 and 2 req/s) the profile passed a bar that
+    looked only at those runs, then made the other four worse (25.0% -> 25.4%). Two runs cannot
+    be judged held out (client_holdout.MIN_RUNS = 3): refused, nothing fitted, the reason said."""
+    from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
+
+    with pytest.raises(ProfileRefused) as exc:
+        fit_profile(_405b_runs()[:2], SWEEP_405B, "s")
+    assert str(exc.value) == (
+        "run1.json, run2.json: 2 runs (6 points) are too few to judge a profile out of sample: "
+        "at least 3 are needed (each left out in turn and predicted by the profile fitted to the "
+        "others; e.g. three load levels); no profile written"
+    )
+
+
+def test_runs_1_3_4_of_the_405b_sweep_are_accepted_and_help_run_2_within_their_range():
+    """Runs 1, 3, 4 (1, 4, 8 req/s random): each held out and predicted by the profile fitted to
+    the other two is better than the shipped calibration (median 13.4% against 24.2%, under the
+    3-run bar of 59%). The runs it never saw: run 2 (2 req/s, inside 1-8 req/s) is predicted
+    better with the profile; runs 5-6 (ShareGPT, input about 224 tokens) lie outside its lengths
+    (509-513 tokens): the estimate falls back to the shipped calibration and says so. Measured
+    values are the fixture's (run 2: median TTFT 244.3 ms, median E2E 29.97 s, 911.1 tok/s)."""
     import numpy as np
 
-    from advisor.perf.calibration.client_profile import (
-        ProfileDoc,
-        ProfileRefused,
-        _predict,
-        fit_profile,
-    )
-    from advisor.perf.importers import Deployment, load_bytes
+    from advisor.perf.calibration.client_profile import ProfileDoc, _load, _predict, fit_profile
 
-    dep = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")
-    lines = (FIX / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
-    runs = [load_bytes(line, f"run{i}.json", dep) for i, line in enumerate(lines, start=1)]
-    rest = [c for im in runs[2:] for c in im.cases]
-    meas = np.array([c.measured for c in rest])
-    before = float(np.median(np.abs(_predict(rest, dep.gpu, dep.engine, None) / meas - 1))) * 100
-    try:
-        fit = fit_profile(runs[:2], dep, "s")
-    except ProfileRefused as exc:
-        msg = str(exc)
-        print(f"rest {before:.1f}% shipped; refused: {msg}")
-        # Two runs: the out-of-sample median must be at most half the shipped one.
-        assert msg.startswith("run1.json, run2.json: the profile does not bring the shipped "
-                              "calibration's error below 50% of it out of sample")  # fmt: skip
-        assert "\n" not in msg
-        assert "cannot pin" in msg
-        return
-    ov = ProfileDoc.model_validate(fit.doc).overlay()
-    after = float(np.median(np.abs(_predict(rest, dep.gpu, dep.engine, ov) / meas - 1))) * 100
-    print(f"rest {before:.1f}% shipped, {after:.1f}% profile")
-    if fit.doc["fitted"] == ["request_overhead_s"]:
-        # Since the calibration of 2026-12-03 (issue 37: the in-engine collective efficiency no
-        # longer applies over PCIe, refitted at 0.57 on NVLink) the shipped E2E of runs 1-2 is 2%
-        # slower, and the two-run profile passes the acceptance rule (leave one run out 4.5%
-        # against the shipped 11.6%: under half) with the request overhead alone, which fixes
-        # runs 1-2's first tokens (-32% shipped). Issue 35's bar is not met on the other runs:
-        # their 25% is set by runs 3-4 (4 and 8 req/s, overloaded: E2E -47%, throughput +27%),
-        # which no request overhead moves. Left to the client-profile owner (the acceptance
-        # rule sees only the client's own load range); what holds: the other runs get no worse
-        # than by a point.
-        assert after <= before + 1.0
-        return
-    assert after <= 15 and after <= before / 2
+    runs = _405b_runs()
+    fit = fit_profile([runs[0], runs[2], runs[3]], SWEEP_405B, "dc-134")
+    h = fit.doc["holdout"]
+    print(h["verdict"])
+    assert h["verdict"].startswith("accepted: each of the 3 runs predicted by the profile fitted")
+    assert [r["verdict"] for r in h["runs"]] == ["better"] * 3
+    s = fit.doc["summary"]
+    assert s["loo_median_ape_pct"] == pytest.approx(13.4, abs=0.3)
+    assert s["median_ape_before_pct"] == pytest.approx(24.2, abs=0.3)
+    doc = ProfileDoc.model_validate(fit.doc)
+    dom = doc.domain()
+    run2 = runs[1].cases
+    assert [c.measured for c in run2] == pytest.approx([0.2443, 29.97, 911.1], rel=1e-3)
+    assert all(dom.workload_problem(c.isl, c.osl, "request rate", _load(c)) is None for c in run2)
+    meas = np.array([c.measured for c in run2])
+    before = np.mean(np.abs(_predict(run2, "h200-sxm", "sglang", None) / meas - 1)) * 100
+    after = np.mean(np.abs(_predict(run2, "h200-sxm", "sglang", doc.overlay()) / meas - 1)) * 100
+    print(f"run 2 (held out, in range): {before:.1f}% shipped, {after:.1f}% profile")
+    assert after < before - 5  # 18.6% -> 9.9% when measured (TTFT -32.6% -> -3.0%)
+    for c in runs[4].cases + runs[5].cases:
+        why = dom.workload_problem(c.isl, c.osl, "request rate", _load(c))
+        assert (
+            why is not None and why.startswith("input length 22") and "outside 508.7-513.2" in why
+        )
+
+
+def test_all_six_405b_runs_are_refused_because_run_6_gets_worse_held_out():
+    """All six runs: the held-out median passes the 6-run bar (13.5% against 20.0%, 67% <= 71%)
+    but run 6 (ShareGPT at 8 req/s, near capacity) predicted by the profile fitted to the other
+    five is 19.6 pp worse than shipped (30.6% -> 50.2%): a profile that hurts a run is refused."""
+    from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
+
+    with pytest.raises(ProfileRefused) as exc:
+        fit_profile(_405b_runs(), SWEEP_405B, "s")
+    msg = str(exc.value)
+    print(msg)
+    assert (
+        "held out, 1 of the 6 runs is predicted worse than by the shipped calibration by more"
+        in msg
+    )
+    assert "run6.json 30.6% -> 50.2% (+19.6 pp)" in msg and "\n" not in msg
+    assert [r["run"] for r in exc.value.runs if r["verdict"] == "worse"] == ["run6.json"]
 
 
 def test_inter_link_flag_is_checked(tmp_path, capsys):

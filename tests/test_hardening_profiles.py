@@ -102,10 +102,22 @@ def test_profile_text_over_the_size_bound_is_refused_before_parsing():
 # -- integrity -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory) -> Path:
+    """A signed profile of three illustrative files. Their held-out verdict is a refusal (tests/
+    test_client_profile.py); these tests are about the profile file's integrity, so the bars are
+    lifted (min_gain 1, tolerance 100 pp)."""
+    from advisor.perf.calibration.client_profile import fit_profile
+    from advisor.perf.importers import Deployment, load
+
     path = tmp_path_factory.mktemp("prof") / "acme.yaml"
-    argv = ["calibrate", "--from", str(CLIENT / "vllm_bench_serve.json"), *DEP,
-            "--isl", "1024", "--osl", "256", "--out", str(path), "--json"]  # fmt: skip
-    assert main(argv) == 0
+    dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm", isl=1024, osl=256)
+    files = [
+        "vllm_bench_serve.json",
+        "genai_perf_profile_export.json",
+        "aiperf_profile_export.json",
+    ]
+    fit = fit_profile([load(CLIENT / f, dep) for f in files], dep, "acme", min_gain=1.0,
+                      tolerance_pp=100.0)  # fmt: skip
+    path.write_text(dump(fit.doc))
     return path
 
 
@@ -325,8 +337,15 @@ def test_calibrate_without_a_usable_key_folder_exits_2_and_writes_nothing(
     blocker.write_text("")
     monkeypatch.setenv(ENV_VAR, str(blocker / "data"))  # the folder cannot be made
     out = tmp_path / "p.yaml"
-    argv = ["calibrate", "--from", str(CLIENT / "vllm_bench_serve.json"), *DEP,
-            "--isl", "1024", "--osl", "256", "--out", str(out)]  # fmt: skip
+    # Runs 1, 3, 4 of the DataCrunch 405B sweep, one file each: a profile the held-out rule
+    # accepts (tests/test_client_profile.py), so the fit reaches the signing step.
+    lines = (CLIENT / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
+    froms = []
+    for i in (0, 2, 3):
+        (tmp_path / f"run{i + 1}.json").write_bytes(lines[i])
+        froms += ["--from", str(tmp_path / f"run{i + 1}.json")]
+    argv = ["calibrate", *froms, "--model", "llama-3.1-405b", "--gpu", "h200-sxm", "--tp", "8",
+            "--engine", "sglang", "--weights", "bf16", "--kv", "bf16", "--out", str(out)]  # fmt: skip
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "profile-signing key" in err and "internal error" not in err and not out.exists()

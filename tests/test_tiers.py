@@ -22,7 +22,7 @@ KNOWN = {
     # a fuzzing suite of random CLI argument lists
     "tests/test_fuzz_cli.py::": {"fuzz"},
     # the CLI's `report` builds a PDF: kaleido starts chromium
-    "tests/test_client_profile.py::test_recommend_and_report_say_the_profile_was_used": {
+    "tests/test_client_profile.py::test_recommend_applies_the_profile_inside_its_range_only": {
         "subprocess"
     },
     # pure formulas

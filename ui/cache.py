@@ -10,7 +10,7 @@ from advisor.catalog import get_accelerator
 from advisor.catalog.specs import ModelSpec
 from advisor.charts import memory_charts
 from advisor.charts.compare_charts import deployment_sweep
-from advisor.perf.model.overlay import active_key
+from advisor.perf.model.overlay import active_key, shipped_only
 from advisor.physics.memory import MemoryBudget, memory_budget
 from advisor.scenario import Scenario, dump_scenario, load_scenario
 from ui.url import View
@@ -48,8 +48,27 @@ def deployment_sweep_for(scenario: Scenario, d: Any) -> list[dict]:
 
 def recommend_for(scenario_json: str) -> Any:
     """``advisor.search.recommend`` (cached on the scenario JSON and the session's client
-    profile, advisor/perf/model/overlay.py); None if not available."""
-    return _recommend_for(scenario_json, active_key())
+    profile, advisor/perf/model/overlay.py); None if not available. A recommendation outside the
+    profile's range is searched again with the shipped calibration
+    (advisor/search/profile_scope.py; ``profile_fallback`` says why)."""
+    rec = _recommend_for(scenario_json, active_key())
+    if rec is not None and profile_fallback(scenario_json, rec):
+        with shipped_only():
+            rec = _recommend_for(scenario_json, active_key())
+    return rec
+
+
+def profile_fallback(scenario_json: str, rec: Any) -> str | None:
+    """Why the session's client profile does not apply to ``rec``'s deployment, or None."""
+    from ui.client_profile import session_profile
+
+    doc = session_profile()
+    if doc is None or rec is None or rec.best is None:
+        return None
+    from advisor.search.profile_scope import recommendation_fallback
+
+    best = rec.best.model_dump(mode="json")
+    return recommendation_fallback(doc, load_scenario(scenario_json), best)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -85,7 +104,7 @@ def scenario_key(scenario: Scenario) -> str:
 
 
 @st.cache_data(max_entries=128, show_spinner=False)
-def _estimate(model: ModelSpec, gpu_id: str, inp_json: str) -> dict:
+def _estimate(model: ModelSpec, gpu_id: str, inp_json: str, profile_key: str) -> dict:
     from advisor.perf.model.estimate import EstimateInput, estimate
 
     return estimate(model, get_accelerator(gpu_id), EstimateInput.model_validate_json(inp_json))
@@ -95,7 +114,7 @@ def estimate_for(model: ModelSpec, gpu: Any, inp: Any) -> dict:
     """``advisor.perf.model.estimate.estimate`` (cached on the model, GPU and input): its queueing fixed
     point is most of the Latency page's rerun, and a page widget that does not change the input
     (a chart option, a picker) no longer recomputes it."""
-    return _estimate(model, gpu.id, inp.model_dump_json())
+    return _estimate(model, gpu.id, inp.model_dump_json(), active_key())
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

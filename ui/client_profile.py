@@ -58,7 +58,8 @@ def active_text(doc: ProfileDoc) -> str:
         f"Client profile **{md_escape(d['name'])}** active: predictions for "
         f"{md_escape(d['gpu'])} with {md_escape(d['engine'])} use constants fitted to the "
         f"client's files (median error {_pct(d['median_ape_before_pct'])} shipped, "
-        f"{_pct(d['loo_median_ape_pct'])} out of sample on {d['points']} measurements)."
+        f"{_pct(d['loo_median_ape_pct'])} out of sample on {d['points']} measurements), over "
+        f"{md_escape(d['range'])} only; elsewhere the shipped calibration."
     )
 
 
@@ -66,10 +67,15 @@ def _pct(v: float | None) -> str:
     return "n/a" if v is None else f"{v}%"
 
 
-def pdf_kw() -> dict:
-    """``client_profile`` for report_bytes_for_app when a profile is active."""
+def pdf_kw(fallback: str | None = None) -> dict:
+    """``client_profile`` for report_bytes_for_app when a profile is active; ``fallback``: why
+    it does not apply to the recommendation (ui/cache.profile_fallback), said in the PDF."""
     doc = session_profile()
-    return {"client_profile": describe(doc)} if doc is not None else {}
+    if doc is None:
+        return {}
+    block = describe(doc)
+    return {"client_profile": {**block, "applied": False, "fallback": fallback} if fallback
+            else block}  # fmt: skip
 
 
 def in_this_context(fn):  # noqa: ANN001, ANN201

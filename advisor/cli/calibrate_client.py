@@ -46,6 +46,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict:
     from advisor.catalog import interconnects
     from advisor.perf.calibration.client_profile import (
+        ProfileDoc,
         ProfileRefused,
         deployment_problem,
         dump,
@@ -109,6 +110,8 @@ def run(args: argparse.Namespace) -> dict:
         "summary": doc["summary"],
         "points": doc["points"],
         "collectives": doc["collectives"],
+        "holdout": doc["holdout"],
+        "range": ProfileDoc.model_validate(doc).domain().text(),
         "notes": list(fit.notes),
     }
 
@@ -147,6 +150,18 @@ def render(r: dict) -> str:
         f"before, {_pct(s['median_ape_after_pct'])} after (largest after: "
         f"{_pct(s['max_ape_after_pct'])})",
     ]
+    h = r.get("holdout")
+    if h:
+        lines.append(f"verdict, judged on runs held out: {h['verdict']}")
+        lines += [
+            inert(f"  held out {x['run']}: {_pct(x['shipped_pct'])} shipped, "
+                  f"{_pct(x['held_out_pct'])} with the profile fitted without it "
+                  f"({'n/a' if x['change_pp'] is None else format(x['change_pp'], '+.1f')} pp, "
+                  f"{x['verdict']})")
+            for x in h["runs"]
+        ]  # fmt: skip
+    if r.get("range"):
+        lines.append(inert(f"applies over {r['range']}; elsewhere the shipped calibration"))
     for p in r["points"]:
         b = "n/a" if p["before_pct"] is None else f"{p['before_pct']:+.1f}%"
         a = "n/a" if p["after_pct"] is None else f"{p['after_pct']:+.1f}%"

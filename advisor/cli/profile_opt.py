@@ -68,6 +68,9 @@ def apply_to_estimate(result: dict, doc: ProfileDoc, gpu_id: str) -> dict:
         check_applies(doc, gpu_id, str(result["engine"]))
     except ProfileError as exc:
         raise CliInputError(f"--profile: {exc}") from None
+    why = result.get("client_profile_fallback")
+    if why:  # outside the profile's range: the estimate used the shipped calibration
+        return {**result, "client_profile": {**describe(doc), "applied": False, "fallback": why}}
     iv = result.get("intervals")
     if isinstance(iv, dict):
         f, floor = narrowing(doc)
@@ -87,19 +90,27 @@ def _pct(v: object) -> str:
 
 
 def render_line(block: dict) -> str:
+    if block.get("applied") is False:
+        return (
+            f"  CLIENT PROFILE {inert(block['name'])} NOT APPLIED: {inert(block['fallback'])}; "
+            f"shipped calibration used (the profile applies over {inert(block['range'])})"
+        )
     return (
         f"  CLIENT PROFILE {inert(block['name'])} ({block['gpu']}, {block['engine']}, digest "
         f"{block['digest']}): fitted {', '.join(block['fitted']) or 'nothing'} on "
         f"{block['points']} points; median error {_pct(block['median_ape_before_pct'])} shipped, "
-        f"{_pct(block.get('loo_median_ape_pct'))} out of sample"
+        f"{_pct(block.get('loo_median_ape_pct'))} out of sample; applies over "
+        f"{inert(block.get('range', 'its deployment'))}"
     )
 
 
-def apply_to_recommendation(out: dict, doc: ProfileDoc) -> dict:
+def apply_to_recommendation(out: dict, doc: ProfileDoc, fallback: str | None = None) -> dict:
     """Narrow the recommended deployment's ranges when it runs on the profile's accelerator
     (the search ranked candidates with the profile's constants already), say the profile was used."""
     from advisor.perf.calibration.client_profile import narrow, narrowing
 
+    if fallback:  # the search was rerun with the shipped calibration
+        return {**out, "client_profile": {**describe(doc), "applied": False, "fallback": fallback}}
     f, floor = narrowing(doc)
     best = out.get("best")
     if isinstance(best, dict) and best.get("gpu") == doc.deployment.gpu:

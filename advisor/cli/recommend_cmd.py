@@ -318,11 +318,11 @@ def _rate(args: argparse.Namespace) -> float | None:
 def run(args: argparse.Namespace) -> dict:
     from advisor.catalog.quality import quality_for
     from advisor.search.budget import budget
-    from advisor.search.recommend import recommend
+    from advisor.search.profile_scope import recommend_within
 
     sc = scenario_from_args(args)
     profile = scenario_profile(args, sc)
-    rec = recommend(sc)
+    rec, fallback = recommend_within(sc, profile)
     out = rec.model_dump(mode="json")
     out["budget"] = None if rec.best is None else budget(sc, rec.best).model_dump(mode="json")
     out["quality"] = (
@@ -332,7 +332,7 @@ def run(args: argparse.Namespace) -> dict:
         from advisor.search.focus import evaluate_spec
 
         out["focus"] = evaluate_spec(sc, args.deployment).model_dump(mode="json")
-    return apply_to_recommendation(out, profile) if profile is not None else out
+    return apply_to_recommendation(out, profile, fallback) if profile is not None else out
 
 
 def scenario_profile(args: argparse.Namespace, sc):  # noqa: ANN001, ANN201

@@ -74,13 +74,15 @@ def run(args: argparse.Namespace) -> dict:
     images.prestart()
     from advisor.report import fonts
     from advisor.report.pdf import build_report, last_build_info
-    from advisor.search.recommend import recommend
+    from advisor.search.profile_scope import recommend_within
 
-    rec = recommend(scenario)
+    rec, fallback = recommend_within(scenario, profile)
+    block = None if profile is None else describe(profile)
+    if block is not None and fallback:
+        block = {**block, "applied": False, "fallback": fallback}
     pdf = build_report(
         scenario, client=args.client, consultant=args.consultant, recommendation=rec,
-        sensitivities=not args.no_sensitivities,
-        client_profile=describe(profile) if profile is not None else None,
+        sensitivities=not args.no_sensitivities, client_profile=block,
     )  # fmt: skip
     write_out(out, pdf)
     info = last_build_info()
@@ -104,7 +106,7 @@ def run(args: argparse.Namespace) -> dict:
         "unprintable": missing,
         "charts": "available" if ok else why,
         "recommended": rec.best.description if rec.best is not None else None,
-        "client_profile": describe(profile) if profile is not None else None,
+        "client_profile": block,
     }
 
 

@@ -33,6 +33,8 @@ from ui.state import guarded
 MAX_UPLOADS = 20
 #: Session key: the points of the last refused fit (shown so the refusal can be read point by point).
 REFUSED = "calib.refused_points"
+#: Session key: each run of the last refused fit, held out (advisor/perf/calibration/client_holdout.py).
+REFUSED_RUNS = "calib.refused_runs"
 
 
 def fit_uploads(
@@ -53,9 +55,10 @@ def fit_uploads(
     try:
         fit = fit_profile(imported, dep, name)
     except ProfileRefused as exc:
-        SS[REFUSED] = exc.points
+        SS[REFUSED], SS[REFUSED_RUNS] = exc.points, exc.runs
         return None, [*problems, f"No profile: {exc}"]
     SS.pop(REFUSED, None)
+    SS.pop(REFUSED_RUNS, None)
     return fit.doc, problems + [f"Note: {n}" for n in fit.notes]
 
 
@@ -66,6 +69,17 @@ def points_table(doc: dict) -> list[dict]:
          "error % with its run left out": p.get("loo_pct"),
          "flagged (not fitted)": p["flagged"]}
         for p in doc["points"]
+    ]  # fmt: skip
+
+
+def runs_table(runs: list[dict]) -> list[dict]:
+    """Each run left out in turn: its error with the shipped calibration and with the profile
+    fitted to the other runs (mean |error| of its figures), and the verdict on it."""
+    return [
+        {"run (held out)": r["run"], "figures": r["points"],
+         "error % shipped": r["shipped_pct"], "error % profile fitted without it": r["held_out_pct"],
+         "change (pp)": r["change_pp"], "verdict": r["verdict"]}
+        for r in runs
     ]  # fmt: skip
 
 
@@ -125,6 +139,9 @@ def fit_section() -> None:
     )
     for p in problems:
         (st.info if p.startswith("Note: ") else st.error)(md_escape(p))
+    if doc is None and SS.get(REFUSED_RUNS):
+        st.caption("Each run held out, as the refusal judged it (nothing was written):")
+        st.dataframe(runs_table(SS[REFUSED_RUNS]), hide_index=True)
     if doc is None and SS.get(REFUSED):
         st.caption("The points of the refused fit (nothing was written):")
         st.dataframe(points_table({"points": SS[REFUSED]}), hide_index=True)
@@ -187,6 +204,12 @@ def current_section() -> None:
             delta=f"{loo - shipped:+.1f} pts vs shipped {shipped:.1f}%",
             delta_color="inverse",
         )
+    st.markdown("**Verdict, judged on runs held out:** " + md_escape(doc.holdout.verdict) + ".")
+    st.dataframe(runs_table(raw["holdout"]["runs"]), hide_index=True)
+    st.markdown(
+        "**Applies over** " + md_escape(doc.domain().text()) + ". Outside that range (another "
+        "deployment, length or load) predictions use the shipped calibration, and the answer says so."
+    )
     st.dataframe(points_table(raw), hide_index=True)
     st.caption(
         "Files: "

@@ -14,7 +14,7 @@ from advisor.search.decision_matrix import ARTICLE_NAME
 from advisor.search.recommend import unmet_head
 from advisor.search.results import decode_batch_seqs
 from ui.budget_view import budget_section
-from ui.cache import keys, recommend_for, scenario_key
+from ui.cache import keys, profile_fallback, recommend_for, scenario_key
 from ui.client_profile import pdf_kw
 from ui.focus import BY_HAND, InFocus, choose, show_focus
 from ui.format import (
@@ -206,6 +206,10 @@ def page() -> None:
         st.error("The recommendation search is not available in this version.")
         return
     f = show_focus(scenario)
+    why = profile_fallback(sj, rec)
+    if why:
+        st.info(f"Client profile not applied to this recommendation: {md_escape(why)}; every "
+                "figure here uses the shipped calibration.", icon=":material/tune:")  # fmt: skip
     guarded("Recommendation", best_section, rec, scenario)
     guarded("Quality", quality_section, scenario, f.deployment)
     left, right = st.columns([3, 2], gap="large")
@@ -376,7 +380,8 @@ def pdf_section(scenario, rec, f: InFocus) -> None:
     """Client-facing PDF of this recommendation, describing the deployment in focus."""
     from advisor.report.pdf import report_bytes_for_app
 
-    kw = pdf_kw()  # the session's client profile, named in the PDF
+    # the session's client profile, named in the PDF (or why it does not apply here)
+    kw = pdf_kw(profile_fallback(scenario.model_dump_json(), rec))
     if not f.recommended:
         note = f"{f.spec.describe()}, {f.origin}" + (f": {f.problem}" if f.problem else "")
         kw |= {"focus": f.deployment, "focus_note": note}

@@ -34,14 +34,15 @@ error of each point before (shipped calibration) and after, and two checks of it
   and so is a profile fitted by another installation, unless the two share that key file
   (copying it is how a team trusts each other's profiles).
 
-Out of sample by construction: each point is predicted by the profile fitted to the other runs
-(leave one run out, all figures of a run together; the same identifiability rule); the profile is written only if the median of
-those errors is at most ``required_ratio(runs)`` of the shipped calibration's on the same points
-(half with two runs, 1 - 0.5 sqrt(2 / runs) in general) and no more than (runs - 1) // 2 runs are
-predicted worse than by the shipped calibration (a profile that helps some runs and hurts
-others is not written), and no fitted constant sits
-at its bound. Otherwise :class:`ProfileRefused` says why in one line and nothing is written.
-Duplicates (the same file twice, the same run in two files) are counted once.
+Accepted only if it only helps, as far as the client's runs can show (advisor/perf/calibration/
+client_holdout.py): at least three runs; each run left out in turn and predicted by the profile
+fitted to the others; the median of those errors at most ``required_ratio(runs)`` of the shipped
+calibration's on the same points, and no run predicted worse than by it by more than 2
+percentage points; no fitted constant at its bound. Otherwise :class:`ProfileRefused` says why
+in one line (with each run's figures) and nothing is written. The profile applies only inside
+the deployment and the load/length ranges of its runs (advisor/perf/model/profile_range.py); outside,
+predictions use the shipped calibration and say so. Duplicates (the same file twice, the same
+run in two files) are counted once.
 
 Intervals where a profile applies (its accelerator and engine): each side of the interval is
 narrowed in log space by f = median |error| leaving each point out / median |error| shipped on the
@@ -72,8 +73,17 @@ from advisor.catalog import get_accelerator
 from advisor.catalog.files import FileReadError, read_bounded
 from advisor.catalog.quoting import echo, field_path
 from advisor.catalog.yaml_input import YamlInputError, load_bounded_yaml
+from advisor.perf.calibration.client_holdout import (
+    TOLERANCE_PP,
+    judge,
+    required_ratio,
+    run_of,
+    run_table,
+    too_few_runs,
+)
 from advisor.perf.importers import Deployment, Imported
 from advisor.perf.model.overlay import Overlay, active, set_global
+from advisor.perf.model.profile_range import Domain, modes_of
 from advisor.perf.model.profiles import ENGINES, engine_profile, family_efficiency
 from advisor.perf.validation.measurements import Case
 
@@ -94,11 +104,6 @@ MAX_PROFILE_DEPTH = 8
 MAX_PROFILE_NODES = 1_000_000
 #: Case kinds whose measurement is a rate (higher = faster); the others are times.
 RATE_KINDS = {"decode_b1", "offline", "static", "conc_tput", "load_tput"}
-#: The profile must bring the median out-of-sample error to at most ``required_ratio(runs)`` of
-#: the shipped calibration's on the same points. Half with two runs (issue 35's bar: at most half
-#: the error without it); the margin over "beats" shrinks as 1/sqrt(runs), as the spread of a
-#: median over the runs does.
-GAIN_MARGIN = 0.5
 #: Relative closeness (in log space for the factors) at which a fitted constant sits at its bound.
 AT_BOUND = 0.005
 
@@ -112,9 +117,12 @@ class ProfileRefused(ValueError):
     message says why (nothing is written). ``points``: each point's error before, after and with
     its run left out, when the fit got that far (the app shows them)."""
 
-    def __init__(self, message: str, points: list[dict] | None = None) -> None:
+    def __init__(
+        self, message: str, points: list[dict] | None = None, runs: list[dict] | None = None
+    ) -> None:
         super().__init__(message)
         self.points = points or []
+        self.runs = runs or []  # client_holdout.run_table: each run's error shipped and held out
 
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
@@ -179,6 +187,39 @@ class SummaryDoc(BaseModel):
     loo_median_ape_pct: Pct | None = None
 
 
+Span = Annotated[list[Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)]],
+                 Field(min_length=2, max_length=2)]  # fmt: skip
+
+
+class ModeDoc(BaseModel):
+    model_config = _STRICT
+    mode: Literal["concurrency", "request rate", "static batch", "offline"]
+    isl: Span
+    osl: Span
+    load: Span
+
+
+class RunDoc(BaseModel):
+    model_config = _STRICT
+    run: Annotated[str, Field(min_length=1, max_length=400)]
+    points: Annotated[int, Field(ge=1)]
+    shipped_pct: Pct | None
+    held_out_pct: Pct | None
+    change_pp: Pct | None
+    verdict: Literal["better", "within tolerance", "worse"]
+
+
+class HoldoutDoc(BaseModel):
+    """The acceptance verdict (advisor/perf/calibration/client_holdout.py): each run predicted by the
+    profile fitted to the others, against the shipped calibration; and the bar it passed."""
+
+    model_config = _STRICT
+    runs: Annotated[list[RunDoc], Field(min_length=1, max_length=100_000)]
+    required_ratio: Annotated[float, Field(gt=0, le=1)]
+    tolerance_pp: Annotated[float, Field(ge=0, le=100)]
+    verdict: Annotated[str, Field(min_length=1, max_length=2000)]
+
+
 class CollectivesDoc(BaseModel):
     model_config = _STRICT
     rows: Annotated[int, Field(ge=0)]
@@ -199,6 +240,9 @@ class ProfileDoc(BaseModel):
     points: Annotated[list[PointDoc], Field(max_length=100_000)]
     summary: SummaryDoc
     collectives: CollectivesDoc | None = None
+    #: where the profile applies: the deployment above and these load modes (profile_range.py)
+    range: Annotated[list[ModeDoc], Field(min_length=1, max_length=4)]
+    holdout: HoldoutDoc
     digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     #: "hmac-sha256:" + hex; checked by parse_profile (None here so its message can say why)
     signature: Annotated[str, Field(pattern=r"^hmac-sha256:[0-9a-f]{64}$")] | None = None
@@ -210,9 +254,15 @@ class ProfileDoc(BaseModel):
             raise ValueError("must be printable text (no line breaks or control characters)")
         return v
 
+    def domain(self) -> Domain:
+        d = self.deployment
+        modes = tuple((m.mode, tuple(m.isl), tuple(m.osl), tuple(m.load)) for m in self.range)
+        return Domain(d.model, d.tp, d.pp, d.weights, d.kv, modes)  # type: ignore[arg-type]
+
     def overlay(self) -> Overlay:
         c = self.constants
-        return Overlay(c.mem_factor, c.compute_factor, c.step_overhead_s, c.request_overhead_s)
+        return Overlay(c.mem_factor, c.compute_factor, c.step_overhead_s, c.request_overhead_s,
+                       domain=self.domain())  # fmt: skip
 
 
 def _body(doc: dict) -> bytes:
@@ -473,24 +523,6 @@ def dedupe(imported: Sequence[Imported]) -> tuple[list[Imported], list[str]]:
     return out, notes
 
 
-def required_ratio(n_runs: int) -> float:
-    """Largest out-of-sample / shipped median error a profile of ``n_runs`` runs may have.
-
-    >>> [round(required_ratio(n), 2) for n in (1, 2, 4, 6, 12)]
-    [0.29, 0.5, 0.65, 0.71, 0.8]
-    """
-    return 1 - GAIN_MARGIN * math.sqrt(2 / max(n_runs, 1))
-
-
-def run_of(case_id: str) -> str:
-    """The run a point belongs to: its id without the metric (``file:line3:ttft`` -> ``file:line3``).
-
-    >>> run_of("serve.json:ttft"), run_of("sweep.jsonl:line3:e2e")
-    ('serve.json', 'sweep.jsonl:line3')
-    """
-    return case_id.rsplit(":", 1)[0]
-
-
 def leave_one_out(
     usable: Sequence[Case], dep: Deployment, base: Overlay, start: Overlay | None = None
 ) -> np.ndarray:
@@ -515,25 +547,6 @@ def _abs_pct(pred: np.ndarray, items: Sequence[Case]) -> list[float]:
             for p, c in zip(pred, items, strict=True)]  # fmt: skip
 
 
-def worse_runs(usable: Sequence[Case], loo: Sequence[float], shipped: Sequence[float]) -> list[str]:
-    """Runs (points, for a single run) whose mean |error| left out exceeds the shipped one's.
-
-    >>> from types import SimpleNamespace as N
-    >>> pts = [N(id="a.json:ttft"), N(id="a.json:tpot"), N(id="b.json:ttft")]
-    >>> worse_runs(pts, [5.0, 30.0, 2.0], [10.0, 10.0, 4.0])
-    ['a.json']
-    """
-    key = [run_of(c.id) for c in usable]
-    if len(set(key)) < 2:
-        key = [c.id for c in usable]
-    out = []
-    for k in dict.fromkeys(key):
-        idx = [i for i, x in enumerate(key) if x == k]
-        if np.mean([loo[i] for i in idx]) > np.mean([shipped[i] for i in idx]):
-            out.append(k)
-    return out
-
-
 def _median(v: Sequence[float]) -> float:
     return float(np.median(v)) if v else math.nan
 
@@ -544,17 +557,20 @@ def fit_profile(
     name: str,
     created: str | None = None,
     min_gain: float | None = None,
+    tolerance_pp: float | None = None,
 ) -> Fit:
     """Fit the constants the files can identify, checked out of sample; the profile document.
 
     Refused (:class:`ProfileRefused`, nothing to write) when: no serving point is left to fit;
-    only one is (nothing to check the fit against); a fitted constant sits at its bound (the
-    points ask for more than the model's constant can give: a unit error or a run the model does
-    not describe); or the profile does not bring the median out-of-sample error (each run
-    predicted by the profile fitted to the others) to ``required_ratio(runs)`` x the shipped one
-    or below (``min_gain`` replaces that ratio, for tests of what follows a written profile);
-    or, left out in turn, more than (runs - 1) // 2 runs are predicted worse (mean |error|) than
-    by the shipped calibration (none of two, one of three or four, two of six).
+    fewer than ``client_holdout.MIN_RUNS`` runs are (too few to judge out of sample); a fitted
+    constant sits at its bound (the points ask for more than the model's constant can give: a
+    unit error or a run the model does not describe); or, each run left out in turn and
+    predicted by the profile fitted to the others, the median error is above
+    ``required_ratio(runs)`` x the shipped one, or a run is predicted worse than by the shipped
+    calibration by more than ``TOLERANCE_PP`` (advisor/perf/calibration/client_holdout.py). ``min_gain`` and
+    ``tolerance_pp`` replace that ratio and tolerance, for tests of what follows a written
+    profile. The profile records the verdict, each run's held-out figures, and the range it
+    applies over (advisor/perf/model/profile_range.py).
     """
     why = deployment_problem(dep)
     if why:
@@ -584,8 +600,12 @@ def fit_profile(
     if len(usable) < 2:
         raise ProfileRefused(
             f"{files}: one serving point ({usable[0].id}) cannot be checked out of sample (a fit "
-            "always meets its only point); give two runs or more; no profile written"
+            "always meets its only point); give three runs or more; no profile written"
         )
+    n_runs = len({run_of(c.id) for c in usable})
+    few = too_few_runs(n_runs, len(usable))
+    if few:
+        raise ProfileRefused(f"{files}: {few}; no profile written")
     ov, chosen, held = _fit(usable, dep, base)
     bound = at_bound(ov, chosen)
     if bound:
@@ -602,15 +622,9 @@ def fit_profile(
     shipped = _abs_pct(_predict(usable, dep.gpu, dep.engine, None), usable)
     loo_pred = leave_one_out(usable, dep, base, ov)
     loo = _abs_pct(loo_pred, usable)
-    loo_med, shipped_med = _median(loo), _median(shipped)
-    n_runs = len({run_of(c.id) for c in usable})
-    each, these = (
-        (f"each of the {n_runs} runs predicted by the profile fitted to the others", "these runs")
-        if n_runs > 1
-        else ("each point of the one run predicted by the profile fitted to the others",
-              "the points of one run")
-    )  # fmt: skip
     ratio = required_ratio(n_runs) if min_gain is None else min_gain
+    tol = TOLERANCE_PP if tolerance_pp is None else tolerance_pp
+    rows = run_table([c.id for c in usable], loo, shipped, tol)
     loo_by_id = {c.id: v for c, v in zip(usable, loo_pred, strict=True)}
 
     def pct(p: float, m: float) -> float | None:
@@ -623,25 +637,10 @@ def fit_profile(
              loo_pct=pct(loo_by_id[c.id], c.measured) if c.id in loo_by_id else None)
         for c, b, a in zip(items, before, after, strict=True)
     ]  # fmt: skip
-    if not loo_med <= ratio * shipped_med:
-        raise ProfileRefused(
-            f"{files}: the profile does not bring the shipped calibration's error below "
-            f"{ratio:.0%} of it out of sample: "
-            f"{each} is off by {_pct_text(loo_med)} (median over {len(usable)} points), the "
-            f"shipped calibration by {_pct_text(shipped_med)}: {these} cannot pin "
-            f"{', '.join(chosen)}; no profile written",
-            points,
-        )
-    worse = worse_runs(usable, loo, shipped)
-    unit, total = ("runs", n_runs) if n_runs > 1 else ("points", len(usable))
-    if len(worse) > (total - 1) // 2:
-        raise ProfileRefused(
-            f"{files}: left out in turn, {len(worse)} of the {total} {unit} are predicted worse "
-            f"by the profile than by the shipped calibration ({', '.join(worse[:4])}"
-            f"{', ...' if len(worse) > 4 else ''}): it helps some and hurts others; no profile "
-            "written",
-            points,
-        )
+    why, verdict = judge(rows, _median(loo), _median(shipped), ratio, tol)
+    if why:
+        pinned = f" ({'; '.join(chosen)} fitted)"
+        raise ProfileRefused(f"{files}: {why}{pinned}; no profile written", points, rows)
     aft = _abs_pct(_predict(usable, dep.gpu, dep.engine, ov), usable)
 
     def med(v: list[float]) -> float | None:
@@ -671,6 +670,11 @@ def fit_profile(
                         max_ape_after_pct=float(round(max(aft), 2)) if math.isfinite(max(aft)) else None,
                         loo_median_ape_pct=med(loo)),
         "collectives": collectives,
+        "range": [dict(mode=m, isl=[float(v) for v in si], osl=[float(v) for v in so],
+                       load=[float(v) for v in sl])
+                  for m, si, so, sl in modes_of((c.kind, c.isl, c.osl, _load(c)) for c in usable)],
+        "holdout": dict(runs=rows, required_ratio=round(ratio, 4), tolerance_pp=tol,
+                        verdict=verdict),
     }  # fmt: skip
     try:
         seal(doc)
@@ -685,6 +689,28 @@ def fit_profile(
             f"{e['msg']}; no profile written"
         ) from None
     return Fit(doc, before, after, tuple(notes))
+
+
+def predict_within(items: Sequence[Case], doc: ProfileDoc) -> tuple[np.ndarray, list[str | None]]:
+    """Each case predicted as a user of the profile sees it: with the profile inside its range,
+    with the shipped calibration outside (and why: advisor/perf/model/profile_range.py)."""
+    from advisor.perf.model.profile_range import MODE_OF_KIND
+
+    dom, d = doc.domain(), doc.deployment
+    why = [
+        dom.deployment_problem(c.config.model.id, c.config.tp, c.config.pp, c.config.weights,
+                               c.config.kv)
+        or dom.workload_problem(c.isl, c.osl, MODE_OF_KIND.get(c.kind, c.kind), _load(c))
+        for c in items
+    ]  # fmt: skip
+    shipped = _predict(items, d.gpu, d.engine, None)
+    fitted = _predict(items, d.gpu, d.engine, doc.overlay())
+    return np.where([w is None for w in why], fitted, shipped), why
+
+
+def _load(c: Case) -> float:
+    """A point's load per replica: its request rate under load, else its concurrency or batch."""
+    return c.qps if c.kind.startswith("load_") else c.batch
 
 
 def _left_out_notes(left_out: Sequence[tuple[str, str]]) -> list[str]:
@@ -838,6 +864,8 @@ def summary(doc: ProfileDoc) -> dict:
         "median_ape_after_pct": s.median_ape_after_pct,
         "max_ape_after_pct": s.max_ape_after_pct,
         "loo_median_ape_pct": s.loo_median_ape_pct,
+        "range": doc.domain().text(),
+        "verdict": doc.holdout.verdict,
     }
 
 

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from advisor.catalog import get_interconnect, interconnects
 from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.perf.model.intervals import estimate_intervals, percentile_intervals
+from advisor.perf.model.overlay import active, overlay_for
 from advisor.perf.model.predict import (
     concurrency_tpot,
     concurrency_ttft,
@@ -30,6 +31,7 @@ from advisor.perf.model.predict import (
     prefill_stall_per_token_s,
     static_throughput,
 )
+from advisor.perf.model.profile_range import load_of
 from advisor.perf.model.profiles import engine_profile, family_efficiency
 from advisor.perf.model.replica import (
     ReplicaArrays,
@@ -224,6 +226,34 @@ class _Refusal:
 
 def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     """Predict latency and throughput of one deployment; infeasible ones come back with reasons.
+
+    A client profile active for this accelerator and engine applies only inside the conditions
+    it was checked on (advisor/perf/model/profile_range.py); outside them the estimate uses the
+    shipped calibration, and ``client_profile_fallback`` (also a note) says why.
+    """
+    why = profile_fallback(model, gpu, inp)
+    if why is None:
+        return _estimate(model, gpu, inp)
+    with active(gpu.id, inp.engine, None):
+        out = _estimate(model, gpu, inp)
+    note = f"client profile not applied: {why}; the shipped calibration is used"
+    return {**out, "client_profile_fallback": why, "notes": [*out.get("notes", []), note]}
+
+
+def profile_fallback(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> str | None:
+    """Why the active client profile does not apply to this estimate, or None (also None when
+    no profile is active for its accelerator and engine)."""
+    ov = overlay_for(gpu.id, inp.engine)
+    if ov is None or ov.domain is None:
+        return None
+    mode, load = load_of(inp.qps, inp.concurrency, inp.batching, inp.dp)
+    return ov.domain.deployment_problem(model.id, inp.tp, inp.pp, inp.weights, inp.kv) or (
+        ov.domain.workload_problem(inp.isl, inp.osl, mode, load)
+    )
+
+
+def _estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
+    """The estimate itself (see ``estimate``).
 
     Steps: the replica and its memory budget (``_deployment``); what every result carries
     (``_header``); whether it fits; the load mode's means (``_at_request_rate``,

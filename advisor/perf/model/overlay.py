@@ -13,6 +13,10 @@ import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from advisor.perf.model.profile_range import Domain
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,9 @@ class Overlay:
     compute_factor: float = 1.0
     step_overhead_s: float | None = None
     request_overhead_s: float | None = None
+    #: Where the constants were checked (a client profile's runs); None: everywhere (a fit's
+    #: own trial overlays). Outside it the shipped calibration applies.
+    domain: Domain | None = None
 
 
 _ACTIVE: contextvars.ContextVar[dict[tuple[str, str], Overlay] | None] = contextvars.ContextVar(
@@ -34,6 +41,15 @@ _ACTIVE: contextvars.ContextVar[dict[tuple[str, str], Overlay] | None] = context
 def overlay_for(gpu_id: str, engine: str) -> Overlay | None:
     """The active overlay for replicas of ``gpu_id`` served by ``engine``, if any."""
     return (_ACTIVE.get() or {}).get((gpu_id, engine))
+
+
+def overlay_within(gpu_id: str, engine: str, model: str, tp: int, pp: int, weights: str,
+                   kv: str) -> Overlay | None:  # fmt: skip
+    """The active overlay for this replica when its deployment is inside the overlay's domain."""
+    ov = overlay_for(gpu_id, engine)
+    if ov is None or ov.domain is None:
+        return ov
+    return None if ov.domain.deployment_problem(model, tp, pp, weights, kv) else ov
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
-from advisor.perf.model.overlay import Overlay, overlay_for
+from advisor.perf.model.overlay import Overlay, overlay_within
 from advisor.perf.model.profiles import (
     attention_efficiency,
     collective_efficiency,
@@ -261,8 +261,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
 
     tl = tp_link_for(cfg, links)
     pl = pp_link_for(cfg, links)
-    # A client profile fitted on this accelerator with this engine (advisor/perf/model/overlay.py).
-    ov = overlay_for(g.id, cfg.engine) or _NO_OVERLAY
+    # A client profile fitted on this deployment with this engine (advisor/perf/model/overlay.py).
+    ov = overlay_within(g.id, cfg.engine, m.id, tp, pp, cfg.weights, cfg.kv) or _NO_OVERLAY
     cf = ov.compute_factor
     return dict(
         tp=tp, pp=pp, layers_stage=layers_stage, hidden=m.hidden_size,

@@ -1,0 +1,142 @@
+"""The conditions a client profile was fitted on, and whether a prediction lies inside them.
+
+A profile's constants are checked (held out, advisor/perf/calibration/client_holdout.py) only where the
+client's runs are: its deployment (model, TP, PP, weights and KV dtypes) and, per load mode, the
+range of its runs' input and output lengths and load (request rate, concurrency or static batch
+per replica; offline, every request at once). Outside that range nothing the client measured
+says the profile helps (last session's DataCrunch runs 1-2 profile, fitted at 1-2 req/s, made
+the 4 and 8 req/s runs worse), so the prediction uses the shipped calibration and says why.
+
+``SLACK`` = 10% on each end of a range: the lengths and load a file records are the run's own
+means (a random 1024/1024 SGLang run records 509 / 534 tokens), so a workshop's round figure
+next to them is the same condition, not an extrapolation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+SLACK = 0.10
+#: Load mode of each case kind (advisor/perf/measurements.Case.kind); batch-1 rows are a
+#: concurrency of one.
+MODE_OF_KIND = {
+    "decode_b1": "concurrency", "ttft_b1": "concurrency",
+    "conc_ttft": "concurrency", "conc_tpot": "concurrency", "conc_e2e": "concurrency",
+    "conc_tput": "concurrency",
+    "load_ttft": "request rate", "load_itl": "request rate", "load_e2e": "request rate",
+    "load_tput": "request rate",
+    "static": "static batch", "static_e2e": "static batch",
+    "offline": "offline",
+}  # fmt: skip
+UNIT = {"concurrency": "", "request rate": " req/s", "static batch": ""}
+
+Span = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where a profile applies: its deployment, and per load mode the (isl, osl, load) spans."""
+
+    model: str
+    tp: int
+    pp: int
+    weights: str
+    kv: str
+    #: load mode -> (isl span, osl span, load span per replica; (0, 0) for offline)
+    modes: tuple[tuple[str, Span, Span, Span], ...]
+
+    def deployment_problem(self, model: str, tp: int, pp: int, weights: str, kv: str) -> str | None:
+        """Why a deployment is outside the profile's, or None.
+
+        >>> d = Domain("m", 8, 1, "bf16", "bf16", ())
+        >>> d.deployment_problem("m", 4, 1, "bf16", "bf16")
+        'TP=4 (the profile was fitted on m TP=8 PP=1 bf16/bf16)'
+        """
+        got = dict(model=model, TP=tp, PP=pp, weights=weights, KV=kv)
+        want = dict(model=self.model, TP=self.tp, PP=self.pp, weights=self.weights, KV=self.kv)
+        diff = [f"{k}={v}" if k in ("TP", "PP") else f"{k} {v}" for k, v in got.items()
+                if v != want[k]]  # fmt: skip
+        if not diff:
+            return None
+        return (f"{', '.join(diff)} (the profile was fitted on {self.model} TP={self.tp} "
+                f"PP={self.pp} {self.weights}/{self.kv})")  # fmt: skip
+
+    def workload_problem(self, isl: float, osl: float, mode: str, load: float) -> str | None:
+        """Why a workload is outside every load mode the profile covers, or None.
+
+        >>> d = Domain("m", 8, 1, "bf16", "bf16", (("request rate", (500, 510), (530, 540), (1, 2)),))
+        >>> d.workload_problem(512, 512, "request rate", 2.1) is None
+        True
+        >>> d.workload_problem(512, 512, "request rate", 8)
+        'request rate 8 req/s is outside 1-2 req/s'
+        >>> d.workload_problem(512, 512, "concurrency", 8)
+        'a concurrency load (the profile covers a request rate)'
+        """
+        spans = [m for m in self.modes if m[0] == mode]
+        if not spans:
+            return (f"{'an' if mode[0] in 'o' else 'a'} {mode} load (the profile covers "
+                    f"{' and '.join(f'a {m[0]}' for m in self.modes)})")  # fmt: skip
+        _, si, so, sl = spans[0]
+        for label, v, span, unit in (("input length", isl, si, " tokens"),
+                                     ("output length", osl, so, " tokens"),
+                                     (mode, load, sl, UNIT.get(mode, ""))):  # fmt: skip
+            if mode == "offline" and label == mode:
+                continue
+            if not inside(v, span):
+                return f"{label} {v:g}{unit} is outside {_span(span)}{unit}"
+        return None
+
+    def text(self) -> str:
+        """The range in a sentence (page, CLI, PDF)."""
+        parts = []
+        for mode, si, so, sl in self.modes:
+            load = "offline" if mode == "offline" else f"{mode} {_span(sl)}{UNIT.get(mode, '')}"
+            parts.append(f"{load}, input {_span(si)}, output {_span(so)} tokens")
+        return (f"{self.model} TP={self.tp} PP={self.pp} {self.weights}/{self.kv}; "
+                + "; ".join(parts))  # fmt: skip
+
+
+def inside(v: float, span: Span) -> bool:
+    """``v`` within ``span`` widened by ``SLACK`` on each end.
+
+    >>> inside(1100, (509, 934)), inside(1100, (509, 1024)), inside(450, (509, 1024))
+    (False, True, False)
+    """
+    return span[0] * (1 - SLACK) <= v <= span[1] * (1 + SLACK)
+
+
+def _span(s: Span) -> str:
+    return f"{s[0]:.4g}" if s[0] == s[1] else f"{s[0]:.4g}-{s[1]:.4g}"
+
+
+def modes_of(points: Iterable[tuple[str, float, float, float]]) -> tuple:
+    """The spans per load mode from (kind, isl, osl, load) of the fitted points.
+
+    >>> modes_of([("load_ttft", 509, 534, 1.0), ("load_tput", 512, 530, 2.0), ("offline", 1024, 512, 1)])
+    (('offline', (1024, 1024), (512, 512), (0, 0)), ('request rate', (509, 512), (530, 534), (1.0, 2.0)))
+    """
+    by: dict[str, list[tuple[float, float, float]]] = {}
+    for kind, isl, osl, load in points:
+        mode = MODE_OF_KIND.get(kind)
+        if mode is not None:
+            by.setdefault(mode, []).append((isl, osl, 0 if mode == "offline" else load))
+    out = []
+    for mode in sorted(by):
+        cols = list(zip(*by[mode], strict=True))
+        out.append((mode, *((min(c), max(c)) for c in cols)))
+    return tuple(out)
+
+
+def load_of(qps: float | None, concurrency: object, batching: str, dp: int) -> tuple[str, float]:
+    """An estimate's load mode and its load per replica (advisor/perf/estimate.EstimateInput).
+
+    >>> load_of(8.0, 1, "continuous", 2), load_of(None, 64, "continuous", 1), load_of(None, "max", "continuous", 1)
+    (('request rate', 4.0), ('concurrency', 64.0), ('offline', 0.0))
+    """
+    if qps is not None:
+        return "request rate", qps / dp
+    if concurrency == "max" and batching != "static":
+        return "offline", 0.0
+    n = float(concurrency) if isinstance(concurrency, int | float) else float("inf")
+    return ("static batch" if batching == "static" else "concurrency"), n / dp
