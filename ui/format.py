@@ -138,8 +138,9 @@ def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = N
     text = f"{conf:.0%} range (from out-of-sample error{regime}{calibrated}): " + " · ".join(parts)
     if iv.get("wide"):  # issue 37: a range that cannot decide the answer says how to narrow it
         notes.append(f"{', '.join(iv['wide'])}: range wider than 3x the prediction; measure it on "
-                     "one replica under this load with the engine's serving benchmark and load "
-                     "the result on the Calibrate page to narrow it")  # fmt: skip
+                     "one replica at this load and a lower and a higher one (three runs) with the "
+                     "engine's serving benchmark and load the results on the Calibrate page to "
+                     "narrow it")  # fmt: skip
     return text + "".join(f". {n}" for n in notes)
 
 

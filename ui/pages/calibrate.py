@@ -183,9 +183,10 @@ def current_section() -> None:
         st.info(
             "No client profile: every prediction uses the shipped calibration (data/calibration.yaml)."
             " Where an answer's range is wider than 3x its prediction (the Recommendation and "
-            "Latency pages and `estimate` say which), one run of that deployment at that load "
-            "with the engine's serving benchmark, fitted above, narrows it: the answers then use "
-            "your cluster's constants."
+            "Latency pages and `estimate` say which), three runs of that deployment with the "
+            "engine's serving benchmark (at that load, a lower and a higher one), fitted above, "
+            "narrow it: a profile is accepted only if, each run held out, it predicts that run "
+            "better, and it applies over the range the runs span."
         )
         return
     st.success(active_text(doc))

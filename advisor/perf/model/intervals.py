@@ -755,10 +755,12 @@ def measurement_advice(engine: str, gpu: str, load: str) -> str:
     page fits (for a wide range, ``narrowing_advice``; for an SLA verdict "at risk",
     search/sla.py)."""
     return (
-        f"Measure it: one replica of this deployment ({engine} on {gpu}) under {load} with the "
-        "engine's serving benchmark (vllm bench serve / sglang.bench_serving / trtllm-bench), "
-        "then load the result on the Calibrate page (or `python -m advisor calibrate --from "
-        "FILE`): the answer then uses your cluster's constants"
+        f"Measure it: one replica of this deployment ({engine} on {gpu}) under {load} and at a "
+        "lower and a higher load (three runs: a profile is judged on runs held out, and applies "
+        "over the range they span) with the engine's serving benchmark (vllm bench serve / "
+        "sglang.bench_serving / trtllm-bench), then load the results on the Calibrate page (or "
+        "`python -m advisor calibrate --from FILE ...`): the answer then uses your cluster's "
+        "constants where they help"
     )
 
 
