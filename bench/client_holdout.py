@@ -69,7 +69,7 @@ def held_out(subset: tuple[int, ...], imported: list) -> tuple[str, float, float
 def main() -> None:
     imported = runs()
     for k in range(2, len(imported)):
-        met = written = 0
+        met = written = worse = 0
         pairs = []
         for subset in itertools.combinations(range(len(imported)), k):
             what, before, after = held_out(subset, imported)
@@ -79,10 +79,11 @@ def main() -> None:
             if after is not None:
                 written += 1
                 met += after <= 15 and after <= before / 2
+                worse += after > before
                 pairs.append((before, after))
         done = np.array(pairs) if pairs else np.zeros((0, 2))
         print(f"== {k} runs imported: {written} profiles written, {met} meet the bar (<=15% and "
-              f"<= half the shipped error)" + (f"; the rest's median {np.median(done[:, 0]):.1f}% "
+              f"<= half the shipped error), {worse} make the other runs worse" + (f"; the rest's median {np.median(done[:, 0]):.1f}% "
               f"shipped, {np.median(done[:, 1]):.1f}% with the written profiles" if pairs else ""))  # fmt: skip
     try:
         s = fit_profile(imported, DEP, "all").doc["summary"]

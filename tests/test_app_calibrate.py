@@ -76,6 +76,11 @@ def test_a_session_profile_is_named_on_every_page_and_kept_to_its_range(profile_
     assert a and a == b
     (note,) = [i.value for i in rec.info if i.value.startswith("Client profile not applied")]
     assert "model llama-3.1-70b" in note.replace("\\", "") and "shipped calibration" in note
+    # The Latency page's estimate says the same (advisor/perf/model/estimate.py's note).
+    lat = with_profile.switch_page("ui/pages/latency.py").run()
+    assert not lat.exception, lat.exception
+    notes = [c.value for c in lat.caption if c.value.startswith("client profile not applied")]
+    assert notes and "model llama-3.1-70b" in notes[0]
 
 
 def test_a_tampered_profile_is_dropped_with_the_field_named(profile_text):

@@ -110,6 +110,9 @@ def summary_section(c: SimpleNamespace) -> None:
     if not est["fits"]:
         st.error("Not servable as set: " + "; ".join(est["reasons"]))
         return
+    if est.get("client_profile_fallback"):  # outside the session profile's range
+        st.caption("Client profile not applied here: " + md_escape(est["client_profile_fallback"])
+                   + "; the shipped calibration is used.")  # fmt: skip
     # the same load without a draft: both TPOTs count the prefills interleaved with decoding
     plain = estimate_for(c.model, c.gpu, c.inp.model_copy(update={
         "concurrency": int(c.batch) * c.inp.dp}))  # fmt: skip
