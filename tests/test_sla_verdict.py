@@ -245,6 +245,15 @@ def test_gpt_oss_on_b200_uses_one_gpu_of_the_server_not_all_eight(point_predicti
     assert old.usd_per_hour == pytest.approx(b.usd_per_hour, rel=1e-12)
     tie = next(x for x in rec.explanation if "cost the same per hour" in x)
     assert "the same 8 GPUs bought" in tie and "fewest GPUs (1; 7 spare for other work)" in tie
+    # the Recommendation page says the spare GPUs beside the answer
+    from ui.url import View, scenario_to_params
+
+    at = AppTest.from_file(APP, default_timeout=200)
+    for k, v in scenario_to_params(s, View()).items():
+        at.query_params[k] = v
+    at = at.run()
+    assert not at.exception
+    assert any("7 of the server's 8 GPUs spare for other work" in c.value for c in at.caption)
 
 
 def test_n_plus_one_keeps_its_spare_under_the_tie_break(point_predictions):

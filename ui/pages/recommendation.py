@@ -105,8 +105,19 @@ def best_section(rec, scenario) -> None:
         f"SLA {rec.sla}; P{pct} end to end {_ms(_pct(b.e2e_ms, pct))}; "
         f"decode batch {decode_batch_seqs(b.running_batch)} per replica (its step: a request "
         "and the others decoding beside it, on average); the deployment "
-        f"saturates at {sig3(b.max_rate_req_s)} requests/s ({b.headroom:.1f}× the offered load)."
+        f"saturates at {sig3(b.max_rate_req_s)} requests/s ({b.headroom:.1f}× the offered load)"
+        f"{_spare(b, scenario)}."
     )
+
+
+def _spare(b, scenario) -> str:
+    """ "; 7 of the server's 8 GPUs spare for other work" for bought servers it leaves GPUs of
+    (the tie-break prefers fewer GPUs on the same servers: search/ranking.py)."""
+    bought = b.nodes * scenario.hardware.gpus_per_node
+    if scenario.cost.mode != "purchase" or bought <= b.gpus:
+        return ""
+    whose = "the server's" if b.nodes == 1 else f"the {b.nodes} servers'"
+    return f"; {bought - b.gpus:,} of {whose} {bought:,} GPUs spare for other work"
 
 
 def why_section(rec) -> None:
