@@ -501,3 +501,25 @@ def test_inter_link_flag_is_checked(tmp_path, capsys):
     assert "only all-reduce rows (31 rows, median error " in err and "over roce-400g)" in err
     assert err.count("\n") == 1
     assert not (tmp_path / "p.yaml").exists()
+
+
+def test_calibrate_cli_prints_the_verdict_each_held_out_run_and_the_range(tmp_path, capsys):
+    # Runs 1, 3, 4 of the DataCrunch 405B sweep, one file each (the accepted set above).
+    lines = (FIX / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
+    froms = []
+    for i in (0, 2, 3):
+        (tmp_path / f"run{i + 1}.json").write_bytes(lines[i])
+        froms += ["--from", str(tmp_path / f"run{i + 1}.json")]
+    out = tmp_path / "dc.yaml"
+    argv = ["calibrate", *froms, "--model", "llama-3.1-405b", "--gpu", "h200-sxm", "--tp", "8",
+            "--engine", "sglang", "--weights", "bf16", "--kv", "bf16", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    print(text)
+    assert "verdict, judged on runs held out: accepted: each of the 3 runs" in text
+    # Each run: mean |error| of its 3 figures, shipped and with the profile fitted without it
+    # (run 3 at 4 req/s: 44.5% -> 24.9% when measured, test above).
+    assert re.search(r"held out run3\.json: 44\.5% shipped, 24\.9% with the profile fitted "
+                     r"without it \(-19\.6 pp, better\)", text), text  # fmt: skip
+    assert "applies over llama-3.1-405b TP=8 PP=1 bf16/bf16; request rate 1-8 req/s" in text
+    assert out.exists()
