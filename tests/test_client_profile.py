@@ -154,6 +154,8 @@ def test_profile_on_another_accelerator_or_engine_is_refused(profile, capsys):
         (lambda d: d["deployment"].update(engine="tgi"), "'deployment.engine'"),
         (lambda d: d.update(extra_key=1), "'extra_key'"),
         (lambda d: d.pop("files"), "'files'"),
+        (lambda d: d.pop("holdout"), "'holdout' is missing: the profile was written before"),
+        (lambda d: d["range"][0].update(mode="burst"), "'range.0.mode'"),
         (lambda d: d["points"][0].update(measured=float("nan")), "'points.0.measured'"),
     ],
 )

@@ -789,6 +789,13 @@ def parse_profile(text: str, name: str) -> ProfileDoc:
         raise ProfileError(
             f"{name}: field 'schema' is {str(raw.get('schema'))[:60]!r}; expected {SCHEMA!r}"
         )
+    for key in ("holdout", "range"):
+        if key not in raw:
+            raise ProfileError(
+                f"{name}: field '{key}' is missing: the profile was written before profiles were "
+                "judged on runs held out and kept to their range; refit it with python -m "
+                "advisor calibrate --from"
+            )
     try:
         doc = ProfileDoc.model_validate(raw)
     except ValidationError as exc:
