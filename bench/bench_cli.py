@@ -10,7 +10,7 @@ Prints the median over ``--runs`` fresh interpreters of:
   most of a fresh report's wall time; the load average is printed beside it).
 
 On a shared machine the absolute figures move with the load: compare a change by running this
-on both trees one after the other (``--tree``) and reading the ratio.
+on both trees (``--tree``: they take turns, run by run) and reading the ratio.
 
     python bench/bench_cli.py [--runs 5] [--tree /path/to/other/checkout]
 """
@@ -48,23 +48,29 @@ def _wall(cmd: list[str], cwd: Path) -> tuple[float, float]:
     return time.perf_counter() - t0, _cpu_children() - c0
 
 
-def measure(tree: Path, runs: int, report_runs: int) -> dict[str, tuple[float, float]]:
+def cases(tree: Path, pdf: Path) -> dict[str, list[str]]:
     py = sys.executable
     lazy = (
         "argv" in (tree / "advisor/cli/__init__.py").read_text().split("def build_parser")[1][:80]
     )
-    pdf = Path(tempfile.mkdtemp(prefix="ia-bench-cli-")) / "report.pdf"
-    cases = {
-        "parser": ([py, "-c", PARSER if lazy else PARSER_OLD], runs),
-        "recommend": ([py, "-m", "advisor", "recommend"], runs),
-        "report": ([py, "-m", "advisor", "report", "--out", str(pdf)], report_runs),
+    return {
+        "parser": [py, "-c", PARSER if lazy else PARSER_OLD],
+        "recommend": [py, "-m", "advisor", "recommend"],
+        "report": [py, "-m", "advisor", "report", "--out", str(pdf)],
     }
-    out = {}
-    for k, (cmd, n) in cases.items():
-        if n:
-            got = [_wall(cmd, tree) for _ in range(n)]
-            out[k] = (statistics.median(g[0] for g in got), statistics.median(g[1] for g in got))
-    return out
+
+
+def measure(trees: dict[str, Path], runs: int, report_runs: int) -> dict[str, dict]:
+    """Median (wall, CPU) per tree and case; the trees take turns run by run, so a change in
+    the machine's load falls on both alike."""
+    pdf = Path(tempfile.mkdtemp(prefix="ia-bench-cli-")) / "report.pdf"
+    got: dict[str, dict[str, list]] = {name: {} for name in trees}
+    for case in TARGETS_S:
+        for _ in range(report_runs if case == "report" else runs):
+            for name, tree in trees.items():
+                got[name].setdefault(case, []).append(_wall(cases(tree, pdf)[case], tree))
+    return {name: {k: (statistics.median(g[0] for g in v), statistics.median(g[1] for g in v))
+                   for k, v in r.items()} for name, r in got.items()}  # fmt: skip
 
 
 def _fmt(k: str, wall: float, cpu: float) -> str:
@@ -78,9 +84,9 @@ def main() -> None:
     ap.add_argument("--report-runs", type=int, default=2, help="runs of report (0: skip it)")
     ap.add_argument("--tree", type=Path, default=None, help="another checkout to compare with")
     a = ap.parse_args()
-    trees = [("this tree", ROOT)] + ([("other tree", a.tree)] if a.tree else [])
+    trees = {"this tree": ROOT, **({"other tree": a.tree} if a.tree else {})}
     print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
-    results = {name: measure(path, a.runs, a.report_runs) for name, path in trees}
+    results = measure(trees, a.runs, a.report_runs)
     for name, r in results.items():
         print(f"{name:>10}: " + ", ".join(_fmt(k, *v) for k, v in r.items()))
     if a.tree:
