@@ -37,10 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from advisor.catalog.quoting import visible_name
+from advisor.catalog.user_data import ENV_VAR, data_dir
 from advisor.scenario import Scenario, dump_scenario, load_scenario
 
-ENV_VAR = "INFERENCE_ARCHITECT_DATA_DIR"
-DEFAULT_DIR = Path("~/.local/share/inference-architect")
 DB_NAME = "scenarios.sqlite3"
 MAX_NAME_CHARS = 200
 DEFAULT_ENGAGEMENT = "default"
@@ -182,12 +181,6 @@ def _why_read_only(db: Path) -> str | None:
     if db.exists() and not os.access(db, os.W_OK):
         return "the file is read-only"
     return None
-
-
-def data_dir() -> Path:
-    """The user data folder: ``$INFERENCE_ARCHITECT_DATA_DIR`` or ~/.local/share/inference-architect."""
-    raw = os.environ.get(ENV_VAR, "").strip()
-    return Path(raw).expanduser() if raw else DEFAULT_DIR.expanduser()
 
 
 def _now() -> str:

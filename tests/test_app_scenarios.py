@@ -10,10 +10,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from advisor.catalog import get_accelerator, get_model
+from advisor.catalog.user_data import ENV_VAR
 from advisor.charts import compare_charts as cc
 from advisor.examples import EXAMPLES
 from advisor.perf.model.estimate import EstimateInput, estimate
-from advisor.store import DB_NAME, ENV_VAR, Store
+from advisor.store import DB_NAME, Store
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from advisor.catalog.user_data import ENV_VAR
 from advisor.examples import EXAMPLES
 from advisor.search.decision_matrix import ARTICLE_NAME
 from advisor.search.recommend import recommend
-from advisor.store import ENV_VAR
 from ui.format import latency
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

@@ -1,4 +1,5 @@
-"""Collective measurement rows (advisor/perf/calibration/collective_fit.py): parsing, fit, validation.
+"""Collective measurement rows (advisor/perf/validation/collectives.py): parsing, validation, and
+the fit of the collectives constants (advisor/perf/calibration/collective_fit.py).
 
 Expected values are read off data/measurements.csv (the row ids are named); the stored
 calibration in advisor/physics/collectives.py must be what a fresh fit gives.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from advisor.perf.calibration import collective_fit as f
+from advisor.perf.validation import collectives as cr
 from advisor.physics import collectives as c
 
 # ---- validation against data/measurements.csv -----------------------------------------------
@@ -16,7 +18,7 @@ from advisor.physics import collectives as c
 
 @pytest.fixture(scope="module")
 def rows():
-    return f.load_collective_rows()
+    return cr.load_collective_rows()
 
 
 def test_row_parsing(rows):
@@ -32,10 +34,10 @@ def test_row_parsing(rows):
 
 
 def test_validation_median_error_within_10pct(rows):
-    res = f.validate_collectives(rows)
-    busbw = f.summarize(res, ["allreduce_busbw_gbps"])
-    lat = f.summarize(res, ["allreduce_latency_us"])
-    both = f.summarize(res, ["allreduce_busbw_gbps", "allreduce_latency_us"])
+    res = cr.validate_collectives(rows)
+    busbw = cr.summarize(res, ["allreduce_busbw_gbps"])
+    lat = cr.summarize(res, ["allreduce_latency_us"])
+    both = cr.summarize(res, ["allreduce_busbw_gbps", "allreduce_latency_us"])
     assert busbw["rows"] >= 25 and lat["rows"] >= 10
     assert both["median_abs_pct"] <= 10.0
     assert busbw["median_abs_pct"] <= 10.0
@@ -68,7 +70,7 @@ def test_small_allreduce_grows_at_the_ll_protocols_half_bandwidth(rows):
     from advisor.catalog.loader import get_interconnect
 
     by_id = {r.row_id: r for r in rows}
-    measured = [f._measured_time_s(by_id[i]) for i in ("M0999", "M1000")]
+    measured = [cr.measured_time_s(by_id[i]) for i in ("M0999", "M1000")]
     assert measured[1] - measured[0] == pytest.approx(7.63e-6, abs=0.01e-6)
     nvl = get_interconnect("nvlink4")
     model = [
@@ -84,7 +86,7 @@ def test_small_ring_collective_against_a_kernel_timed_row(rows):
     # protocol (tuning.cc: base 6.6 us, 0.6 us per NVLink step, half bandwidth capped at
     # 141 GB/s): 6.6 + 7 x 0.6 + 0.875 x 2097152 / 141e9 = 23.81 us (+18%). With one Simple-like
     # alpha of 2.2 us at full bandwidth (the model before) it was 27.2 us (+35%).
-    by_id = {v.row_id: v for v in f.validate_collectives([r for r in rows if r.row_id == "M1063"])}
+    by_id = {v.row_id: v for v in cr.validate_collectives([r for r in rows if r.row_id == "M1063"])}
     assert by_id["M1063"].measured == 20.2
     assert by_id["M1063"].predicted == pytest.approx(23.81, abs=0.01)
     assert by_id["M1063"].abs_pct_error < 20

@@ -144,7 +144,7 @@ def test_the_app_offers_a_qwen3_target_only_drafts_with_its_tokenizer(tmp_path, 
 
     from streamlit.testing.v1 import AppTest
 
-    from advisor.store import ENV_VAR
+    from advisor.catalog.user_data import ENV_VAR
 
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "data"))
     app = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -166,7 +166,7 @@ def test_the_app_says_a_model_ships_its_own_mtp_head(tmp_path, monkeypatch):
 
     from streamlit.testing.v1 import AppTest
 
-    from advisor.store import ENV_VAR
+    from advisor.catalog.user_data import ENV_VAR
 
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "data"))
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"),

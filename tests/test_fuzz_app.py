@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from advisor.store import ENV_VAR
+from advisor.catalog.user_data import ENV_VAR
 from bench.fuzz_app import fuzz, fuzz_url, pages, url_params
 from ui.url import URL_KEYS, scenario_from_params
 

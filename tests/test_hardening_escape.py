@@ -19,11 +19,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from advisor.catalog import get_accelerator, get_model
+from advisor.catalog.user_data import ENV_VAR
 from advisor.charts import compare_charts as cc
 from advisor.charts.theme import styled
 from advisor.perf.model.estimate import EstimateInput, estimate
 from advisor.scenario import Scenario
-from advisor.store import ENV_VAR, Store
+from advisor.store import Store
 from ui.format import md_escape
 
 ROOT = Path(__file__).resolve().parents[1]

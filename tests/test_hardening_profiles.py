@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from advisor.catalog.user_data import ENV_VAR
 from advisor.cli import main
 from advisor.perf.calibration.client_profile import (
     MAX_PROFILE_BYTES,
@@ -37,7 +38,6 @@ from advisor.perf.calibration.client_profile import (
     signing_key_path,
 )
 from advisor.scenario import ScenarioError, load_scenario
-from advisor.store import ENV_VAR
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT = ROOT / "tests" / "fixtures" / "client"

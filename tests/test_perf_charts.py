@@ -112,7 +112,7 @@ def test_out_of_sample_table_reads_the_crossval_file():
     # data/crossval.yaml is written by `python -m advisor crossval` (by bench/crossval.py --write
     # before issue 39, byte for byte the same document): one row per held-out grouping and
     # metric family, errors in percent on rows the fit never saw.
-    from advisor.perf.validation.trust import out_of_sample
+    from advisor.perf.validation.validate import out_of_sample
 
     oos = out_of_sample()
     assert oos is not None and oos["generated_by"].startswith(

@@ -25,8 +25,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from advisor.catalog.user_data import ENV_VAR
 from advisor.scenario import Scenario, dump_scenario
-from advisor.store import ENV_VAR, Store
+from advisor.store import Store
 from tests.app_server import free_port, running_app
 
 ROOT = Path(__file__).resolve().parent.parent

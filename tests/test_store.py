@@ -11,9 +11,10 @@ import threading
 
 import pytest
 
+from advisor.catalog.user_data import ENV_VAR, data_dir
 from advisor.examples import EXAMPLES
 from advisor.scenario import SLA, Hardware, Scenario, ScenarioError, dump_scenario, load_scenario
-from advisor.store import DB_NAME, ENV_VAR, Store, StoreError, data_dir
+from advisor.store import DB_NAME, Store, StoreError
 
 
 def _scenario(i: int = 0) -> Scenario:

@@ -13,8 +13,9 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from advisor.catalog.user_data import ENV_VAR
 from advisor.scenario import Scenario, load_scenario
-from advisor.store import DB_NAME, ENV_VAR, SQLITE_HEADER, Store, StoreError, kept_aside, set_aside
+from advisor.store import DB_NAME, SQLITE_HEADER, Store, StoreError, kept_aside, set_aside
 from tests.test_hardening_escape import APP
 
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from advisor.catalog.user_data import ENV_VAR
 from advisor.scenario import Scenario, load_scenario
-from advisor.store import ENV_VAR, Store, StoreError, check_name
+from advisor.store import Store, StoreError, check_name
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = str(ROOT / "app.py")

@@ -119,14 +119,15 @@ def estimate_for(model: ModelSpec, gpu: Any, inp: Any) -> dict:
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _out_of_sample(mtime_ns: int) -> dict | None:
-    from advisor.perf.validation.trust import out_of_sample
+    from advisor.perf.validation.validate import out_of_sample
 
     return out_of_sample()
 
 
 def out_of_sample_cached() -> dict | None:
-    """``advisor.perf.validation.trust.out_of_sample`` read once per version of data/crossval.yaml (keyed on
-    its modification time): parsing the YAML took about 4 s of every Trust rerun."""
+    """``advisor.perf.validation.validate.out_of_sample`` read once per version of
+    data/crossval.yaml (keyed on its modification time): parsing the YAML took about 4 s of every
+    Trust rerun."""
     return _out_of_sample(crossval_mtime_ns())
 
 

@@ -473,13 +473,14 @@ def time_from_busbw_s(message_bytes: Number, busbw: Number, op: str, n_gpus: int
 
 
 # --------------------------------------------------------------------------------------------
-# Calibration (fitted by advisor.perf.calibration.collective_fit.fit_calibration from data/measurements.csv)
+# Calibration (fitted by advisor.perf.calibration.collective_fit.fit_calibration)
 # --------------------------------------------------------------------------------------------
 
-#: Fitted by ``advisor.perf.calibration.collective_fit.fit_calibration(load_collective_rows())`` with the
-#: links of data/interconnects.yaml (commit 69a40d7: nvlink3 300 GB/s 3.3 us, nvlink4 450 GB/s
-#: 2.2 us, nvlink5 900 GB/s 2.2 us, xgmi 7 x 64 GB/s 2.7 us, pcie5 63 GB/s 5.7 us). Run
-#: ``python -m advisor.perf.calibration.collective_fit`` to print a fresh fit and the validation table.
+#: Fitted by ``advisor.perf.calibration.collective_fit.fit_calibration`` on the rows of
+#: ``advisor.perf.validation.collectives.load_collective_rows()`` with the links of
+#: data/interconnects.yaml (commit 69a40d7: nvlink3 300 GB/s 3.3 us, nvlink4 450 GB/s 2.2 us,
+#: nvlink5 900 GB/s 2.2 us, xgmi 7 x 64 GB/s 2.7 us, pcie5 63 GB/s 5.7 us). Run ``python -m
+#: advisor.perf.calibration.collective_fit`` to print a fresh fit and the validation table.
 #: Rows that produced each value:
 #:
 #: * ``link_efficiency["nvlink"]``: median busbw / raw link bandwidth over the ring rows with

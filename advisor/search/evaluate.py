@@ -5,7 +5,7 @@ Method (all numpy, no Python loop per candidate):
    fit, or whose KV cache cannot hold one sequence of isl + osl tokens, are rejected with a
    counted reason (counted once per (shape, DP) candidate they would have produced).
 2. Decode step time per shape on a batch grid 1, 2, 4, ..., 4096 (one ``decode_step`` call over
-   shapes x grid at the mean context isl + osl/2, as ``perf.validation.validate.service_for``); the queueing
+   shapes x grid at the mean context isl + osl/2, as ``perf.model.service.service_for``); the queueing
    model's ``decode_step_fn`` interpolates linearly between grid points
    (``PiecewiseLinearStep``, whose decode fixed point is solved exactly per segment).
    Speculative decoding (Leviathan et al. 2023): per target step the draft runs k steps and the

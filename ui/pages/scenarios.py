@@ -9,15 +9,14 @@ from datetime import date
 
 import streamlit as st
 
+from advisor.catalog.user_data import ENV_VAR, data_dir
 from advisor.scenario import Scenario, ScenarioError, dump_scenario, load_scenario
 from advisor.store import (
     DB_NAME,
     DEFAULT_ENGAGEMENT,
-    ENV_VAR,
     Store,
     StoreError,
     check_name,
-    data_dir,
     kept_aside,
     set_aside,
 )

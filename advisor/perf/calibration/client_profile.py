@@ -279,7 +279,7 @@ SIGNING_KEY_FILE = "profile-signing.key"
 
 def signing_key_path() -> Path:
     """Where this installation's profile-signing key lives (the user data folder)."""
-    from advisor.store import data_dir
+    from advisor.catalog.user_data import data_dir
 
     return data_dir() / SIGNING_KEY_FILE
 
@@ -733,7 +733,7 @@ def _collectives(coll: Sequence) -> dict | None:
     """The all-reduce rows compared with the shipped collectives model (not fitted)."""
     if not coll:
         return None
-    from advisor.perf.calibration.collective_fit import validate_collectives
+    from advisor.perf.validation.collectives import validate_collectives
 
     errs = [v.abs_pct_error for v in validate_collectives(coll) if v.abs_pct_error is not None]
     m = _median(errs)

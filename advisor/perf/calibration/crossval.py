@@ -74,7 +74,8 @@ Log = Callable[[str], None]
 
 def _collective_folds(key_of: Callable[[dict], str], log: Log) -> list[tuple[Prediction, bool]]:
     """Held-out all-reduce predictions, each with whether its link kind had training rows."""
-    from advisor.perf.calibration.collective_fit import fit_calibration, load_collective_rows
+    from advisor.perf.calibration.collective_fit import fit_calibration
+    from advisor.perf.validation.collectives import load_collective_rows
 
     raw = {r["id"]: r for r in load_rows()}
     rows = [r for r in load_collective_rows() if not r.reason]
@@ -376,7 +377,7 @@ def utilisations(items: list[Case]) -> np.ndarray:
     """
     from advisor.perf.model.predict import concurrency_throughput
     from advisor.perf.model.replica import build_replicas
-    from advisor.perf.validation.validate import service_for
+    from advisor.perf.model.service import service_for
     from advisor.physics.queueing import latency_under_load
 
     out = np.zeros(len(items))

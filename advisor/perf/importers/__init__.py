@@ -21,7 +21,6 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.perf.calibration.collective_fit import CollectiveRow
 from advisor.perf.importers import genai_perf, nccl_tests, serving, trtllm_bench, vllm_throughput
 from advisor.perf.importers.common import (
     BenchmarkFileError,
@@ -32,6 +31,7 @@ from advisor.perf.importers.common import (
     parse_json,
     read_file,
 )
+from advisor.perf.validation.collectives import CollectiveRow
 from advisor.perf.validation.measurements import Case
 
 __all__ = ["BenchmarkFileError", "Deployment", "Imported", "load", "load_bytes", "parse"]

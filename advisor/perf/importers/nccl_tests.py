@@ -20,9 +20,9 @@ import math
 import re
 
 from advisor.catalog import get_accelerator
-from advisor.perf.calibration.collective_fit import CollectiveRow
 from advisor.perf.importers.common import BenchmarkFileError, Deployment, Read
 from advisor.perf.importers.consistency import check_gpu
+from advisor.perf.validation.collectives import CollectiveRow
 from advisor.physics.collectives import NCCL_ALGORITHMS
 
 FORMAT = "nccl-tests all_reduce_perf"

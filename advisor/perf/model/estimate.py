@@ -43,6 +43,7 @@ from advisor.perf.model.replica import (
     tp_link_for,
     with_draft,
 )
+from advisor.perf.model.speculative_sweep import draft_config, step_times
 from advisor.perf.model.step import StepTimes, decode_step, host_bound_prompt_tokens, prefill
 from advisor.physics.memory import (
     MemoryBudget,
@@ -142,10 +143,6 @@ def _speculative_steps(
 ) -> tuple[float, float, float, float]:
     """(iteration, draft step, verify step, plain step) in s at ``b`` sequences; one speculative
     iteration = k draft steps, then one verify step of k + 1 tokens per sequence."""
-    from advisor.perf.model.speculative_sweep import (
-        step_times,
-    )  # it imports perf.model.sweeps -> estimate
-
     t = step_times(cfg, draft, np.array([max(b, 1.0)]), np.array([k]), ctx)
     draft_step, verify = float(t["draft_s"][0]), float(t["verify_s"][0, 0])
     return k * draft_step + verify, draft_step, verify, float(t["plain_s"][0])
@@ -337,8 +334,6 @@ def _deployment(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> _Depl
     ctx_max = float(inp.isl + inp.osl)
     draft_tp, d = 1, None
     if inp.spec_draft is not None:
-        from advisor.perf.model.speculative_sweep import draft_config
-
         dcfg = draft_config(cfg, inp.spec_draft)
         draft_tp, d = dcfg.tp, build_replicas([dcfg])
         r = with_draft(r, d, np.array([0]))
@@ -445,7 +440,7 @@ def _at_request_rate(
     percentiles (``physics.queueing.latency_under_load``); the running batch b from Little's
     law, the decode step at b, throughput = qps x osl. Above capacity: the fields of an
     unstable result (latencies inf, throughput at capacity) with the reason."""
-    from advisor.perf.validation.validate import service_for
+    from advisor.perf.model.service import service_for
     from advisor.physics.queueing import latency_under_load
 
     isl, osl = dep.isl, dep.osl
@@ -500,7 +495,7 @@ def _closed_loop_percentiles(dep: _Deployment, inp: EstimateInput, clients: floa
     ``--max-concurrency`` P50/P99 rows (its means can differ from the closed loop's above by a
     few per cent: two models of one load)."""
     from advisor.perf.model.closed_loop import closed_loop_load
-    from advisor.perf.validation.validate import service_for
+    from advisor.perf.model.service import service_for
 
     sm = service_for(dep.r, np.array([dep.isl]), np.array([dep.osl]))
     kw = {"isl_tokens": dep.isl, "policy": inp.batching, "with_itl": True}

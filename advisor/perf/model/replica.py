@@ -172,6 +172,11 @@ class ReplicaArrays:
         return ReplicaArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
 
 
+def repeat(r: ReplicaArrays, n: int) -> ReplicaArrays:
+    """The first candidate of ``r`` repeated ``n`` times (so every argument can be an [n] array)."""
+    return r.take(np.zeros(int(n), dtype=int))
+
+
 _BREAKDOWNS: dict[str, ParamBreakdown] = {}
 
 

@@ -15,9 +15,8 @@ import numpy as np
 
 from advisor.catalog.drafts import MTP, has_own_head, tokenizer_problem
 from advisor.catalog.specs import ModelSpec
-from advisor.perf.model.replica import ReplicaConfig, build_replicas
+from advisor.perf.model.replica import ReplicaConfig, build_replicas, repeat
 from advisor.perf.model.step import decode_step
-from advisor.perf.model.sweeps import repeat
 from advisor.physics.speculative import expected_tokens_per_step
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from advisor.catalog import get_interconnect
 from advisor.catalog.specs import Accelerator, ModelSpec
 from advisor.perf.model.estimate import EstimateInput
-from advisor.perf.model.replica import ReplicaArrays, ReplicaConfig, max_running
+from advisor.perf.model.replica import ReplicaArrays, ReplicaConfig, max_running, repeat
 from advisor.perf.model.step import COMPONENTS, StepTimes, decode_step, prefill
 from advisor.physics.roofline import ridge_point_flops_per_byte
 
@@ -24,11 +24,6 @@ def replica_config(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> Re
         inter_link=get_interconnect(inp.inter_link) if inp.inter_link else None,
         gpus_per_node=inp.gpus_per_node,
     )  # fmt: skip
-
-
-def repeat(r: ReplicaArrays, n: int) -> ReplicaArrays:
-    """The first candidate of ``r`` repeated ``n`` times (so every argument can be an [n] array)."""
-    return r.take(np.zeros(int(n), dtype=int))
 
 
 def batch_cap(r: ReplicaArrays, context_tokens: float) -> int:
@@ -152,7 +147,7 @@ def closed_loop_qps(
     """
     from advisor.perf.model.closed_loop import closed_loop_load
     from advisor.perf.model.replica import build_replicas
-    from advisor.perf.validation.validate import service_for
+    from advisor.perf.model.service import service_for
 
     r = build_replicas([replica_config(model, gpu, inp)])
     isl, osl = float(inp.isl), float(inp.osl)

@@ -47,8 +47,9 @@ import numpy as np
 
 from advisor.perf.model.closed_loop import closed_loop_load
 from advisor.perf.model.replica import build_replicas
+from advisor.perf.model.service import service_for
 from advisor.perf.validation.measurements import Case, Skipped, load_rows, parse_row, source_key
-from advisor.perf.validation.validate import error_stats, service_for
+from advisor.perf.validation.validate import error_stats
 from advisor.physics.queueing import LoadResult, latency_under_load
 
 #: A percentile latency metric: (quantity, unit, statistic).

@@ -10,7 +10,6 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from advisor.catalog.files import load_data_yaml
 from advisor.perf.validation.measurements import cases, load_rows
 from advisor.perf.validation.validate import FAILURE_ERROR_PCT
 
@@ -60,7 +59,7 @@ def trust_rows(report: Mapping) -> list[dict]:
 
 def skipped_rows() -> list[dict]:
     """Rows the model does not represent: id, metric, reason, source (as validation_report)."""
-    from advisor.perf.calibration.collective_fit import validate_collectives
+    from advisor.perf.validation.collectives import validate_collectives
 
     raw = {r["id"]: r for r in load_rows()}
     _, skipped = cases()
@@ -122,31 +121,3 @@ def error_table(rows: Iterable[dict], families: Iterable[str]) -> list[dict]:
             "within ±25%": f"{int((a <= 25).sum())} / {e.size}",
         })  # fmt: skip
     return out
-
-
-def out_of_sample() -> dict | None:
-    """The held-out error table written by ``python -m advisor crossval`` (data/crossval.yaml).
-
-    Rows: one per (held-out grouping, metric family) with rows, median and p90 |error| in %;
-    ``schemes``: grouping -> family -> stats, leave-one-source-out first. None when the file is
-    absent or unreadable.
-    """
-    import yaml
-
-    from advisor.catalog.loader import DATA_DIR
-
-    path = DATA_DIR / "crossval.yaml"
-    try:
-        doc = load_data_yaml(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("held_out"), dict):
-        return None
-    schemes = {g: f for g, f in doc["held_out"].items() if isinstance(f, dict)}
-    rows = [
-        {"held out": f"one {group.replace('_', ' ')} at a time", "family": fam, **stats}
-        for group, fams in schemes.items()
-        for fam, stats in (fams or {}).items()
-    ]
-    return {"rows": rows, "schemes": schemes, "generated_on": str(doc.get("generated_on", "")),
-            "generated_by": doc.get("generated_by", "")}  # fmt: skip

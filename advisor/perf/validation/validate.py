@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from advisor.catalog.files import load_data_yaml
 from advisor.perf.model.predict import (
     concurrency_throughput,
     concurrency_tpot,
@@ -24,12 +25,11 @@ from advisor.perf.model.predict import (
     static_throughput,
     with_first_wave,
 )
-from advisor.perf.model.replica import ReplicaArrays, build_replicas, max_running
+from advisor.perf.model.replica import ReplicaArrays, build_replicas
+from advisor.perf.model.service import service_for
 from advisor.perf.model.step import (
     decode_step,
     prefill,
-    prefill_busy_and_delay_s,
-    prefill_length_elasticity,
 )
 from advisor.perf.validation.measurements import Case, Skipped, cases, gpu_id, load_rows
 
@@ -75,38 +75,6 @@ class Prediction:
         if not np.isfinite(self.predicted) or self.predicted <= 0:
             return float("inf")
         return self.predicted / self.measured - 1.0
-
-
-#: Decode batches at which the queueing model's step time is tabulated (power-of-2 grid, as the
-#: recommendation search's: advisor/search/evaluate.GRID); linear in between.
-STEP_GRID = 2.0 ** np.arange(0, 13)
-
-
-def service_for(r: ReplicaArrays, isl: np.ndarray, osl: np.ndarray):
-    """The queueing model's view of replicas: step(b) at the mean context, prefill, KV cap.
-
-    step(b) is tabulated on STEP_GRID and interpolated linearly (PiecewiseLinearStep), so the
-    running-batch fixed point is solved exactly per segment instead of by bisection.
-    """
-    from advisor.physics.queueing import PiecewiseLinearStep, ServiceModel
-
-    isl = np.asarray(isl, dtype=float)
-    osl = np.asarray(osl, dtype=float)
-    ctx = isl + osl / 2.0
-    cap = np.maximum(np.minimum(max_running(r, isl + osl), r.max_num_seqs), 1.0)
-    busy, delay = prefill_busy_and_delay_s(prefill(r, isl).total, r.request_overhead_s)
-    g = STEP_GRID.size
-    tiled = r.take(np.repeat(np.arange(r.n), g))
-    tab = decode_step(tiled, np.tile(STEP_GRID, r.n), np.repeat(ctx, g)).total.reshape(r.n, g)
-    return ServiceModel(
-        decode_step_base_s=0.0,
-        decode_step_per_seq_s=0.0,
-        prefill_s=busy,
-        max_running=cap,
-        decode_step_fn=PiecewiseLinearStep(STEP_GRID, tab),
-        request_delay_s=delay,
-        prefill_elasticity=prefill_length_elasticity(r, isl),
-    )
 
 
 def predict_cases(items: list[Case]) -> np.ndarray:
@@ -240,7 +208,7 @@ def collective_predictions(
 ) -> tuple[list[Prediction], list[Skipped]]:
     """All-reduce rows through the collectives model (its fitted CALIBRATION unless given);
     ``ids`` restricts to those rows."""
-    from advisor.perf.calibration.collective_fit import load_collective_rows, validate_collectives
+    from advisor.perf.validation.collectives import load_collective_rows, validate_collectives
 
     raw = {r["id"]: r for r in load_rows()}
     rows = [r for r in load_collective_rows() if ids is None or r.row_id in ids]
@@ -313,14 +281,40 @@ def summarise(preds: list[Prediction]) -> dict[str, dict[str, float]]:
     return table
 
 
+def out_of_sample() -> dict | None:
+    """The held-out error table written by ``python -m advisor crossval`` (data/crossval.yaml).
+
+    Rows: one per (held-out grouping, metric family) with rows, median and p90 |error| in %;
+    ``schemes``: grouping -> family -> stats, leave-one-source-out first. None when the file is
+    absent or unreadable.
+    """
+    import yaml
+
+    from advisor.catalog.loader import DATA_DIR
+
+    path = DATA_DIR / "crossval.yaml"
+    try:
+        doc = load_data_yaml(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("held_out"), dict):
+        return None
+    schemes = {g: f for g, f in doc["held_out"].items() if isinstance(f, dict)}
+    rows = [
+        {"held out": f"one {group.replace('_', ' ')} at a time", "family": fam, **stats}
+        for group, fams in schemes.items()
+        for fam, stats in (fams or {}).items()
+    ]
+    return {"rows": rows, "schemes": schemes, "generated_on": str(doc.get("generated_on", "")),
+            "generated_by": doc.get("generated_by", "")}  # fmt: skip
+
+
 def validation_report() -> dict:
     """In-sample validation: every usable row predicted with the constants fitted to all rows.
 
     ``out_of_sample`` (data/crossval.yaml, written by ``python -m advisor crossval``) is the error on rows
     the fit never saw; it is the figure to quote, this table is the in-sample one.
     """
-    from advisor.perf.validation.trust import out_of_sample
-
     preds, skipped = predictions()
     cpreds, cskipped = collective_predictions()
     allp = preds + cpreds
