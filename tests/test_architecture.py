@@ -27,11 +27,28 @@ LAYER = {
 }
 
 
-def _imports(path: Path) -> list[str]:
+#: Layer of each subpackage of advisor/perf, the same rule one level down: the model, the
+#: validation that predicts measured cases with it, the importers that read a client's files into
+#: such cases, the calibration that fits the model's constants to them.
+PERF_LAYER = {"model": 0, "validation": 1, "importers": 2, "calibration": 3}
+
+
+def _imports(path: Path, root: Path = ADVISOR, with_names: bool = False) -> list[str]:
+    """Every module ``path`` imports, wherever the statement stands: at the top, inside a
+    function (where a cycle used to hide), under ``if TYPE_CHECKING``. Relative imports are
+    resolved against the module's package; ``with_names`` adds ``pkg.name`` for each name of a
+    ``from pkg import name`` (a module when ``name`` is one)."""
+    package = _module_name(path, root.parent).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            out.append(node.module)
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            mod = ".".join(base + ([node.module] if node.module else []))
+            out.append(mod)
+            if with_names:
+                out += [f"{mod}.{a.name}" for a in node.names]
         elif isinstance(node, ast.Import):
             out += [a.name for a in node.names]
     return out
@@ -42,24 +59,74 @@ def _part(path: Path) -> str:
     return rel[0].removesuffix(".py")
 
 
+def _perf_room(module: str) -> str | None:
+    """The perf subpackage of a dotted module name (``advisor.perf.model.step`` -> model)."""
+    parts = module.split(".")
+    if parts[:2] == ["advisor", "perf"] and len(parts) > 2:
+        return parts[2]
+    return None
+
+
 def test_every_part_has_a_layer():
     parts = {_part(p) for p in ADVISOR.rglob("*.py")}
     assert parts <= set(LAYER), sorted(parts - set(LAYER))
 
 
-def test_imports_point_down_and_never_to_streamlit():
+def test_every_perf_subpackage_has_a_layer():
+    rooms = {p.name for p in (ADVISOR / "perf").iterdir() if (p / "__init__.py").exists()}
+    loose = sorted(p.name for p in (ADVISOR / "perf").glob("*.py") if p.name != "__init__.py")
+    assert rooms == set(PERF_LAYER), sorted(rooms ^ set(PERF_LAYER))
+    assert not loose, f"modules directly under perf/ (put each in a subpackage): {loose}"
+
+
+def _upward(path: Path, root: Path = ADVISOR) -> list[str]:
+    """The imports of ``path`` (a module under ``root``, the advisor folder) that point up (a
+    higher part of advisor, a later perf subpackage) or to streamlit."""
     bad = []
-    for path in ADVISOR.rglob("*.py"):
-        src = _part(path)
-        for mod in _imports(path):
-            root = mod.split(".")[0]
-            if root == "streamlit":
-                bad.append(f"{path.name} imports streamlit")
-            if root == "advisor" and "." in mod:
-                dst = mod.split(".")[1]
-                if dst in LAYER and LAYER[dst] > LAYER[src]:
-                    bad.append(f"{path.relative_to(ADVISOR)} ({src}) imports {mod} ({dst})")
+    src = path.relative_to(root).parts[0].removesuffix(".py")
+    src_room = _perf_room(_module_name(path, root.parent))
+    for mod in _imports(path, root, with_names=True):
+        top = mod.split(".")[0]
+        if top == "streamlit":
+            bad.append(f"{path.name} imports streamlit")
+        if top == "advisor" and "." in mod:
+            dst = mod.split(".")[1]
+            if dst in LAYER and LAYER[dst] > LAYER[src]:
+                bad.append(f"{path.relative_to(root)} ({src}) imports {mod} ({dst})")
+            dst_room = _perf_room(mod)
+            rooms = (src_room, dst_room)
+            if all(r in PERF_LAYER for r in rooms) and PERF_LAYER[dst_room] > PERF_LAYER[src_room]:
+                bad.append(f"{path.relative_to(root)} (perf/{src_room}) imports {mod}")
+    return list(dict.fromkeys(bad))
+
+
+def test_imports_point_down_and_never_to_streamlit():
+    bad = [b for path in ADVISOR.rglob("*.py") for b in _upward(path)]
     assert not bad, bad
+
+
+def test_an_upward_import_inside_a_function_is_caught(tmp_path):
+    # A model module importing the validation inside a function body (as estimate did for
+    # validate.service_for), a relative import of the calibration, and streamlit in a function.
+    src = tmp_path / "advisor" / "perf" / "model" / "planted.py"
+    src.parent.mkdir(parents=True)
+    src.write_text(
+        "import numpy\n\n\ndef f():\n"
+        "    from advisor.perf.validation.validate import service_for\n"
+        "    from ..calibration import calibrate\n"
+        "    from advisor.perf.model import step\n"
+        "    from advisor.search import recommend\n"
+        "    import streamlit\n"
+    )
+    assert _upward(src, tmp_path / "advisor") == [
+        "perf/model/planted.py (perf/model) imports advisor.perf.validation.validate",
+        "perf/model/planted.py (perf/model) imports advisor.perf.validation.validate.service_for",
+        "perf/model/planted.py (perf/model) imports advisor.perf.calibration",
+        "perf/model/planted.py (perf/model) imports advisor.perf.calibration.calibrate",
+        "perf/model/planted.py (perf) imports advisor.search (search)",
+        "perf/model/planted.py (perf) imports advisor.search.recommend (search)",
+        "planted.py imports streamlit",
+    ]
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -67,18 +134,15 @@ def _module_name(path: Path, root: Path) -> str:
 
 
 def _module_graph(package: str) -> dict[str, set[str]]:
-    """Module -> modules of the same package it imports at import time (top-level statements)."""
+    """Module -> modules of the same package it imports, at the top or inside a function: a
+    function-level import defers a cycle to run time, it does not remove it."""
     root = ADVISOR.parent
-    graph: dict[str, set[str]] = {}
-    for path in (root / package).rglob("*.py"):
-        deps = set()
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(package):
-                deps.add(node.module)
-                deps.update(f"{node.module}.{a.name}" for a in node.names)
-            elif isinstance(node, ast.Import):
-                deps.update(a.name for a in node.names if a.name.startswith(package))
-        graph[_module_name(path, root)] = deps
+    graph = {
+        _module_name(path, root): {
+            d for d in _imports(path, with_names=True) if d.startswith(package)
+        }
+        for path in (root / package).rglob("*.py")
+    }
     return {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
 
 
@@ -110,7 +174,8 @@ def test_cycle_finder_finds_a_planted_cycle():
 
 
 def test_no_import_cycles_in_advisor_or_ui():
-    """Top-level imports only: a function-level import is how a cycle used to be hidden, so the
-    check reads module bodies, and a cycle through a package __init__ counts too."""
+    """Every import counts, top-level or inside a function (where perf.trust <-> perf.validate and
+    estimate -> speculative_sweep -> sweeps -> estimate used to hide), and a cycle through a
+    package __init__ counts too."""
     for package in ("advisor", "ui"):
         assert _cycle(_module_graph(package)) is None, package
