@@ -719,20 +719,6 @@ def allreduce_time_s(
     )  # fmt: skip
 
 
-def allgather_time_s(
-    message_bytes: Number, n_gpus: int, link: Interconnect, **kw: object
-) -> Number:
-    """All-gather time (S = gathered buffer), min over algorithms, vectorised."""
-    return collective_time_s("allgather", message_bytes, n_gpus, link, **kw)  # type: ignore[arg-type]
-
-
-def reducescatter_time_s(
-    message_bytes: Number, n_gpus: int, link: Interconnect, **kw: object
-) -> Number:
-    """Reduce-scatter time (S = input buffer), min over algorithms, vectorised."""
-    return collective_time_s("reducescatter", message_bytes, n_gpus, link, **kw)  # type: ignore[arg-type]
-
-
 def _choose_set(
     op: str, n_gpus: int, link: Interconnect, algorithms: Sequence[str] | None
 ) -> tuple[str, ...]:
