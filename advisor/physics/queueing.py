@@ -213,18 +213,18 @@ class ServiceModel:
     def __post_init__(self) -> None:
         base = _as_array("decode_step_base_s", self.decode_step_base_s, low=0.0)
         per = _as_array("decode_step_per_seq_s", self.decode_step_per_seq_s, low=0.0)
-        pre = _as_array("prefill_s", self.prefill_s, low=0.0)
-        mr = _as_array("max_running", self.max_running, low=1.0, allow_inf=True)
-        finite = np.isfinite(mr)
-        if np.any(finite & (mr != np.floor(mr))):
-            raise ValueError(f"max_running: must be whole numbers, got {mr[finite][0]!r}")
+        prefill_s = _as_array("prefill_s", self.prefill_s, low=0.0)
+        max_running = _as_array("max_running", self.max_running, low=1.0, allow_inf=True)
+        finite = np.isfinite(max_running)
+        if np.any(finite & (max_running != np.floor(max_running))):
+            raise ValueError(f"max_running: must be whole numbers, got {max_running[finite][0]!r}")
         comp = (
             np.zeros(())
             if self.compute_per_seq_s is None
             else _as_array("compute_per_seq_s", self.compute_per_seq_s, low=0.0)
         )
         try:
-            arrays = np.broadcast_arrays(base, per, pre, mr, comp)
+            arrays = np.broadcast_arrays(base, per, prefill_s, max_running, comp)
         except ValueError as exc:
             raise ValueError(f"ServiceModel: field shapes do not broadcast ({exc})") from None
         n = max(1, arrays[0].size)
@@ -277,9 +277,9 @@ class ServiceModel:
 
     def per_token_at_max_batch_s(self) -> np.ndarray:
         """Busy time per decoded token at the largest batch: step(M) / M (limit if M = inf)."""
-        mr = self.max_running
-        finite = np.isfinite(mr)
-        m_eval = np.where(finite, mr, 1e9)
+        max_running = self.max_running
+        finite = np.isfinite(max_running)
+        m_eval = np.where(finite, max_running, 1e9)
         return self.decode_step_s(m_eval) / m_eval
 
     def select(self, i: int) -> ServiceModel:
@@ -435,19 +435,23 @@ def littles_law_count(arrival_rate_per_s: ArrayLike, time_in_system_s: ArrayLike
 
 
 def kingman_mean_wait_s(
-    utilisation: ArrayLike, ca2: ArrayLike, cs2: ArrayLike, service_s: ArrayLike
+    utilisation: ArrayLike, arrival_cv2: ArrayLike, service_cv2: ArrayLike, service_s: ArrayLike
 ) -> np.ndarray:
     """Kingman's G/G/1 mean wait: rho / (1 - rho) x (ca^2 + cs^2) / 2 x service time.
 
-    Exact for M/M/1 (ca^2 = cs^2 = 1): W_q = rho / (1 - rho) x S. Source: Kingman (1961);
-    formulas.md "Batching and queueing". Returns inf for rho >= 1.
+    ca^2 (``arrival_cv2``) and cs^2 (``service_cv2``): squared coefficients of variation of the
+    inter-arrival and service times. Exact for M/M/1 (ca^2 = cs^2 = 1): W_q = rho / (1 - rho) x
+    S. Source: Kingman (1961); formulas.md "Batching and queueing". Returns inf for rho >= 1.
 
     >>> float(kingman_mean_wait_s(0.5, 1.0, 1.0, 0.1))  # M/M/1 at rho 0.5: W_q = S
     0.1
     """
     rho = np.asarray(utilisation, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        w = rho / (1.0 - rho) * (np.asarray(ca2) + np.asarray(cs2)) / 2.0 * np.asarray(service_s)
+        w = (
+            rho / (1.0 - rho) * (np.asarray(arrival_cv2) + np.asarray(service_cv2)) / 2.0
+            * np.asarray(service_s)
+        )  # fmt: skip
     return np.where(rho < 1.0, w, np.inf)
 
 
@@ -467,11 +471,11 @@ def pollaczek_khinchine_wait_moments(
     >>> round(float(w), 6), round(float(w2), 6)  # M/M/1: E[W] = rho S / (1 - rho) = 0.1
     (0.1, 0.04)
     """
-    lam = np.asarray(arrival_rate_per_s, dtype=float)
-    rho = lam * np.asarray(service_mean_s, dtype=float)
+    arrival_rate_per_s = np.asarray(arrival_rate_per_s, dtype=float)
+    rho = arrival_rate_per_s * np.asarray(service_mean_s, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        w = lam * np.asarray(service_m2_s2) / (2.0 * (1.0 - rho))
-        w2 = 2.0 * w**2 + lam * np.asarray(service_m3_s3) / (3.0 * (1.0 - rho))
+        w = arrival_rate_per_s * np.asarray(service_m2_s2) / (2.0 * (1.0 - rho))
+        w2 = 2.0 * w**2 + arrival_rate_per_s * np.asarray(service_m3_s3) / (3.0 * (1.0 - rho))
     ok = rho < 1.0
     return np.where(ok, w, np.inf), np.where(ok, w2, np.inf)
 
@@ -595,8 +599,8 @@ def utilisation(
     >>> round(float(utilisation(ServiceModel(0.010, 0.0, 0.05, 10), 4.0, 101)[0]), 9)  # 4 x (0.05 + 0.1)
     0.6
     """
-    lam = np.asarray(arrival_rate_per_s, dtype=float)
-    return lam * (
+    arrival_rate_per_s = np.asarray(arrival_rate_per_s, dtype=float)
+    return arrival_rate_per_s * (
         service.prefill_s + (np.asarray(osl_tokens) - 1.0) * service.per_token_at_max_batch_s()
     )
 
@@ -648,7 +652,7 @@ def _mask_inf(stats: LatencyStats, bad: np.ndarray) -> LatencyStats:
 
 
 def _running_fixed_point(
-    service: ServiceModel, a: np.ndarray, e: np.ndarray, mr: np.ndarray
+    service: ServiceModel, a: np.ndarray, e: np.ndarray, max_running: np.ndarray
 ) -> np.ndarray:
     """Smallest n >= 0 with n = a x step(min(M, 1 + n)) + e (Little's law for the decode phase).
 
@@ -658,8 +662,8 @@ def _running_fixed_point(
     exact per segment for a :class:`PiecewiseLinearStep`; vectorised bisection for any other
     callable step.
     """
-    step_m = service.decode_step_s(np.where(np.isfinite(mr), mr, 1e9))
-    capped = np.minimum(a * step_m + e, mr)  # value when the tagged batch is the full M
+    step_m = service.decode_step_s(np.where(np.isfinite(max_running), max_running, 1e9))
+    capped = np.minimum(a * step_m + e, max_running)  # value when the tagged batch is the full M
     if service.decode_step_fn is None:
         base, per, comp = (
             service.decode_step_base_s,
@@ -672,11 +676,11 @@ def _running_fixed_point(
         n_unc = np.maximum(b1, b2)
     elif isinstance(service.decode_step_fn, PiecewiseLinearStep):
         n_unc = service.decode_step_fn.smallest_fixed_point(
-            a, e, np.where(np.isfinite(mr), mr, 1e9)
+            a, e, np.where(np.isfinite(max_running), max_running, 1e9)
         )
     else:
         lo = np.zeros_like(a)
-        hi = np.where(np.isfinite(mr), mr, 1e9)
+        hi = np.where(np.isfinite(max_running), max_running, 1e9)
         g_hi = a * service.decode_step_s(1.0 + hi) + e - hi  # > 0: uncapped root beyond M
         for _ in range(60):
             mid = 0.5 * (lo + hi)
@@ -684,7 +688,7 @@ def _running_fixed_point(
             lo = np.where(g > 0, mid, lo)
             hi = np.where(g > 0, hi, mid)
         n_unc = np.where(g_hi > 0, np.inf, hi)
-    return np.where(1.0 + n_unc <= mr, n_unc, capped)
+    return np.where(1.0 + n_unc <= max_running, n_unc, capped)
 
 
 # -- step 1: the running batch (Little's law fixed point) --------------------------------------
@@ -715,17 +719,17 @@ def decode_backlog_gains(
     >>> round(float(g[0]), 6), round(float(h[0]), 6)
     (0.24, 3.44)
     """
-    rho, nd = rho_prefill, decode_steps
+    rho = rho_prefill
     if policy == "continuous":
         g = np.where(
-            nd >= 1.0,
-            rho * (1.0 - rho ** np.maximum(nd - 1.0, 0.0)) / (1.0 - rho),
+            decode_steps >= 1.0,
+            rho * (1.0 - rho ** np.maximum(decode_steps - 1.0, 0.0)) / (1.0 - rho),
             0.0,
         )
     else:
         g = np.zeros(rho.shape)
-    h = np.maximum(nd - rho * (1.0 + g), 0.0) / (1.0 - rho)
-    return g, np.where(nd >= 1.0, h, 0.0)
+    h = np.maximum(decode_steps - rho * (1.0 + g), 0.0) / (1.0 - rho)
+    return g, np.where(decode_steps >= 1.0, h, 0.0)
 
 
 class DecodePhase(NamedTuple):
@@ -783,86 +787,102 @@ def running_batch_fixed_point(
     >>> round(float(d.running_seqs[0]), 5), round(float(d.tpot_mean_s[0]) * 1e3, 4)
     (2.71571, 13.7157)
     """
-    lam, nd, mr = arrival_rate_per_s, decode_steps, service.max_running
-    pre, step = service.prefill_s, service.decode_step_s
+    max_running = service.max_running
+    prefill_s, step = service.prefill_s, service.decode_step_s
     rho_p = rho_prefill
     rho_safe = np.minimum(rho_p, 0.999999)
-    eq0 = pre.copy()
+    eq0 = prefill_s.copy()
     for _ in range(4):  # outer fixed point on E[Q0] (own prefill batch), converges fast
-        nrun = _running_fixed_point(service, lam * gain_h, lam * gain_g * eq0, mr)
+        nrun = _running_fixed_point(
+            service, arrival_rate_per_s * gain_h, arrival_rate_per_s * gain_g * eq0, max_running
+        )
         nrun = np.where(np.isfinite(nrun), nrun, 0.0)
-        b_tag = np.minimum(mr, 1.0 + nrun)
+        b_tag = np.minimum(max_running, 1.0 + nrun)
         step_tag = step(b_tag)
         # probability an arrival finds the system empty (M/G/inf) / decode non-empty
         p_idle = np.exp(-(nrun + rho_p))
         q_dec = -np.expm1(-nrun)
         b_busy = np.minimum(
-            mr, np.maximum(1.0, np.where(q_dec > 0, nrun / np.maximum(q_dec, 1e-300), 1.0))
+            max_running, np.maximum(1.0, np.where(q_dec > 0, nrun / np.maximum(q_dec, 1e-300), 1.0))
         )
         # decode part of a busy iteration
         d_busy = step(b_busy) * q_dec / np.maximum(1.0 - p_idle, 1e-300)
-        lb1, lb2 = length_biased_iteration_moments(
-            lam, prefill_m2_s2, d_busy / (1.0 - rho_safe), d_busy, rho_safe, 1.0 - p_idle
+        biased_iteration_s, biased_iteration_s2 = length_biased_iteration_moments(
+            arrival_rate_per_s,
+            prefill_m2_s2,
+            d_busy / (1.0 - rho_safe),
+            d_busy,
+            rho_safe,
+            1.0 - p_idle,
         )
-        eq0 = pre * (1.0 + (1.0 - p_idle) * lam * lb1)
+        eq0 = prefill_s * (1.0 + (1.0 - p_idle) * arrival_rate_per_s * biased_iteration_s)
     t_dec = gain_h * step_tag + gain_g * eq0
     return DecodePhase(
         running_seqs=nrun,
         decode_time_s=t_dec,
-        tpot_mean_s=np.where(nd > 0, t_dec / np.maximum(nd, 1.0), 0.0),
+        tpot_mean_s=np.where(decode_steps > 0, t_dec / np.maximum(decode_steps, 1.0), 0.0),
         step_slope_s=step(b_tag + 1.0) - step_tag,
         p_idle=p_idle,
         busy_decode_s=step(b_busy) * q_dec,
-        lb1_s=lb1,
-        lb2_s2=lb2,
+        lb1_s=biased_iteration_s,
+        lb2_s2=biased_iteration_s2,
         own_prefill_var_s2=(1.0 - p_idle)
-        * pre**2
-        * (lam * lb1 + lam**2 * np.maximum(lb2 - lb1**2, 0.0)),
+        * prefill_s**2
+        * (
+            arrival_rate_per_s * biased_iteration_s
+            + arrival_rate_per_s**2 * np.maximum(biased_iteration_s2 - biased_iteration_s**2, 0.0)
+        ),
     )
 
 
-def length_biased_iteration_moments(lam, ep2, mean_len, d, rho_p, busy=None):
+def length_biased_iteration_moments(
+    arrival_rate_per_s, prefill_second_moment_s2, mean_iteration_s, decode_step_s, rho_p, busy=None
+):
     """E[L^2]/E[L] and E[L^3]/E[L] of the iteration a Poisson arrival lands in (length-biased).
 
-    Iterations L = D + prefills of the Poisson(lam L) arrivals during the previous iteration:
-    E[L] = D / (1 - rho_p), Var[L] = lam E[L] E[P^2] / (1 - rho_p^2) (stationary recursion);
+    Iterations L = D + prefills of the Poisson(lambda L) arrivals during the previous iteration:
+    E[L] = D / (1 - rho_p), Var[L] = lambda E[L] E[P^2] / (1 - rho_p^2) (stationary recursion);
     the prefill part Y = L - D gets a gamma fit for its third moment,
-    E[Y^3] = E[Y^2] (E[Y] + 2 Var[Y] / E[Y]). Units: lam 1/s, ep2 s^2, mean_len and d s.
+    E[Y^3] = E[Y^2] (E[Y] + 2 Var[Y] / E[Y]). Arguments: lambda
+    (``arrival_rate_per_s``), E[P^2] (``prefill_second_moment_s2``), E[L]
+    (``mean_iteration_s``), D (``decode_step_s``), rho_p (the prefill utilisation lambda E[P]).
 
     Source: renewal theory, length-biased sampling (Kleinrock vol. 1, sec. 5.2, residual life);
     gamma third moment from Johnson, Kotz and Balakrishnan vol. 1, ch. 17.
 
-    Hand check, no prefill (lam = 0): every iteration is D = 20 ms, so E[L^2]/E[L] = D and
+    Hand check, no prefill (lambda = 0): every iteration is D = 20 ms, so E[L^2]/E[L] = D and
     E[L^3]/E[L] = D^2.
 
-    >>> lb1, lb2 = length_biased_iteration_moments(0.0, 0.0, 0.02, 0.02, 0.0)
-    >>> round(float(lb1), 6), round(float(lb2), 8)
+    >>> m1, m2 = length_biased_iteration_moments(0.0, 0.0, 0.02, 0.02, 0.0)
+    >>> round(float(m1), 6), round(float(m2), 8)
     (0.02, 0.0004)
     """
-    var_len = lam * mean_len * ep2 / (1.0 - rho_p**2)
-    m_y = mean_len - d
+    var_len = arrival_rate_per_s * mean_iteration_s * prefill_second_moment_s2 / (1.0 - rho_p**2)
+    m_y = mean_iteration_s - decode_step_s
     ey2 = var_len + m_y**2
     ey3 = np.where(m_y > 0, ey2 * (m_y + 2.0 * var_len / np.maximum(m_y, 1e-300)), 0.0)
-    el2 = d**2 + 2.0 * d * m_y + ey2
-    el3 = d**3 + 3.0 * d**2 * m_y + 3.0 * d * ey2 + ey3
-    safe = np.maximum(mean_len, 1e-300)
-    lb1 = np.where(mean_len > 0, el2 / safe, 0.0)
-    lb2 = np.where(mean_len > 0, el3 / safe, 0.0)
+    el2 = decode_step_s**2 + 2.0 * decode_step_s * m_y + ey2
+    el3 = decode_step_s**3 + 3.0 * decode_step_s**2 * m_y + 3.0 * decode_step_s * ey2 + ey3
+    safe = np.maximum(mean_iteration_s, 1e-300)
+    biased_iteration_s = np.where(mean_iteration_s > 0, el2 / safe, 0.0)
+    biased_iteration_s2 = np.where(mean_iteration_s > 0, el3 / safe, 0.0)
     if busy is None:
-        return lb1, lb2
-    # No decode work (d = 0: a prefill-only server, osl = 1): the iterations are the prefill
-    # batches alone, and zero-length "iterations" tile the idle time. The d -> 0+ limit of
+        return biased_iteration_s, biased_iteration_s2
+    # No decode work (D = 0: a prefill-only server, osl = 1): the iterations are the prefill
+    # batches alone, and zero-length "iterations" tile the idle time. The D -> 0+ limit of
     # the moments above is a time average over ALL time (E[L^2]/E[L] -> c, E[L^3]/E[L] ->
-    # 2 c^2 / rho_p, c = lam E[P^2] / (1 - rho_p^2)); the caller weights by the probability
-    # of finding the server busy, so condition on it: divide by ``busy``. (Setting d = 0
+    # 2 c^2 / rho_p, c = lambda E[P^2] / (1 - rho_p^2)); the caller weights by the probability
+    # of finding the server busy, so condition on it: divide by ``busy``. (Setting D = 0
     # directly would lose all queueing.) Then the mean wait is c (1/2 + rho_p): M/D/1 check
     # at rho_p 0.3 (P = 50 ms): 13.2 ms vs 13.1 ms simulated (tests/test_search.py).
-    c = lam * ep2 / (1.0 - rho_p**2)
-    only_prefill = (mean_len <= 0) & (rho_p > 0) & (busy > 0)
+    c = arrival_rate_per_s * prefill_second_moment_s2 / (1.0 - rho_p**2)
+    only_prefill = (mean_iteration_s <= 0) & (rho_p > 0) & (busy > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        lb1_lim = c / busy
-        lb2_lim = 2.0 * c**2 / (rho_p * busy)
-    return np.where(only_prefill, lb1_lim, lb1), np.where(only_prefill, lb2_lim, lb2)
+        biased_limit_s = c / busy
+        biased_limit_s2 = 2.0 * c**2 / (rho_p * busy)
+    return np.where(only_prefill, biased_limit_s, biased_iteration_s), np.where(
+        only_prefill, biased_limit_s2, biased_iteration_s2
+    )
 
 
 # -- step 2: the queue wait for a KV slot ------------------------------------------------------
@@ -913,14 +933,18 @@ def slot_wait_moments(
     >>> round(float(c[0]), 4), round(float(w[0]), 4)
     (0.1739, 0.1739)
     """
-    lam, occ, mr = arrival_rate_per_s, occupancy, max_running
-    c_eff = np.where(np.isfinite(mr), np.maximum(mr / z_peak, 1.0), 1.0)
+    occ = occupancy
+    c_eff = np.where(np.isfinite(max_running), np.maximum(max_running / z_peak, 1.0), 1.0)
     c_lo = np.floor(c_eff)
     frac = c_eff - c_lo
     c_wait = (1.0 - frac) * erlang_c(c_lo, occ / z_peak) + frac * erlang_c(c_lo + 1.0, occ / z_peak)
-    c_wait = np.where(np.isfinite(mr), c_wait, 0.0)
-    w_cond = np.where(lam > 0, occ / (lam * np.maximum(mr - occ, 1e-12)), 0.0)
-    w_cond = np.where(np.isfinite(mr), w_cond, 0.0)
+    c_wait = np.where(np.isfinite(max_running), c_wait, 0.0)
+    w_cond = np.where(
+        arrival_rate_per_s > 0,
+        occ / (arrival_rate_per_s * np.maximum(max_running - occ, 1e-12)),
+        0.0,
+    )
+    w_cond = np.where(np.isfinite(max_running), w_cond, 0.0)
     ew = c_wait * w_cond
     return c_wait, ew, 2.0 * c_wait * w_cond**2 - ew**2
 
@@ -928,14 +952,21 @@ def slot_wait_moments(
 # -- step 3: the wait before the first token, per batching policy -----------------------------
 
 
-def continuous_wait_moments(lam, ep2, lb1, lb2, rho_p, p_idle):
+def continuous_wait_moments(
+    arrival_rate_per_s,
+    prefill_second_moment_s2,
+    biased_iteration_s,
+    biased_iteration_s2,
+    rho_p,
+    p_idle,
+):
     """Continuous batching: wait before the own prefill, (mean s, variance s^2, P(no wait)).
 
     With probability p_idle the arrival finds the server idle (no wait). Otherwise it lands in
     a length-biased iteration L_b, waits its uniform residual U L_b, then shares a batched
-    prefill with the Poisson(lam L_b) others that arrived during it: X = U L_b + their
+    prefill with the Poisson(lambda L_b) others that arrived during it: X = U L_b + their
     prefills, E[X | busy] = E[L^2]/E[L] (1/2 + rho_p),
-    E[X^2 | busy] = E[L^3]/E[L] (1/3 + rho_p + rho_p^2) + lam E[L^2]/E[L] E[P^2].
+    E[X^2 | busy] = E[L^3]/E[L] (1/3 + rho_p + rho_p^2) + lambda E[L^2]/E[L] E[P^2].
 
     Source: renewal theory, residual life E[L^2] / 2E[L] (Kleinrock vol. 1, sec. 5.2, the
     Pollaczek-Khinchine residual); compound Poisson moments of the co-batched prefills.
@@ -948,8 +979,11 @@ def continuous_wait_moments(lam, ep2, lb1, lb2, rho_p, p_idle):
     (5.0, 0.5)
     """
     busy = 1.0 - p_idle
-    mx_b = lb1 * (0.5 + rho_p)
-    ex2_b = lb2 * (1.0 / 3.0 + rho_p + rho_p**2) + lam * lb1 * ep2
+    mx_b = biased_iteration_s * (0.5 + rho_p)
+    ex2_b = (
+        biased_iteration_s2 * (1.0 / 3.0 + rho_p + rho_p**2)
+        + arrival_rate_per_s * biased_iteration_s * prefill_second_moment_s2
+    )
     ex = busy * mx_b
     ex2 = busy * ex2_b
     return ex, np.maximum(ex2 - ex**2, 0.0), p_idle
@@ -990,31 +1024,36 @@ def chunked_wait_moments(
     >>> round(float(ex[0]) * 1e3, 2), round(float(p0[0]), 6), round(float(rho[0]), 6)
     (122.14, 0.7, 0.3)
     """
-    lam, pre, isl, chunk, cv_i = (
-        arrival_rate_per_s, prefill_s, isl_tokens, chunk_tokens, isl_cv
-    )  # fmt: skip
+    isl, chunk, cv_i = isl_tokens, chunk_tokens, isl_cv
     d_dec = busy_decode_s
-    s_util = pre + isl / chunk * d_dec
-    rho_prefill = lam * s_util
-    s_own = pre + np.ceil(isl / chunk) * d_dec
+    s_util = prefill_s + isl / chunk * d_dec
+    rho_prefill = arrival_rate_per_s * s_util
+    s_own = prefill_s + np.ceil(isl / chunk) * d_dec
     with np.errstate(divide="ignore", invalid="ignore"):
         cv_s = np.where(
-            s_util > 0, cv_i * (prefill_elasticity * pre + isl / chunk * d_dec) / s_util, 0.0
+            s_util > 0, cv_i * (prefill_elasticity * prefill_s + isl / chunk * d_dec) / s_util, 0.0
         )
     es2 = s_util**2 * (1.0 + cv_s**2)
     es3 = s_util**3 * (1.0 + cv_s**2) * (1.0 + 2.0 * cv_s**2)
-    wq, wq2 = pollaczek_khinchine_wait_moments(lam, s_util, es2, es3)
+    wq, wq2 = pollaczek_khinchine_wait_moments(arrival_rate_per_s, s_util, es2, es3)
     wq = np.where(np.isfinite(wq), wq, 0.0)
     wq2 = np.where(np.isfinite(wq2), wq2, 0.0)
     # residual of the iteration in progress (decode step + a chunk when prompts queue)
-    it_len = d_dec + np.minimum(rho_prefill, 1.0) * pre * np.minimum(chunk, isl) / isl
-    ex = wq + 0.5 * it_len + (s_own - pre)
-    vx = wq2 - wq**2 + it_len**2 / 12.0 + (cv_i * (s_own - pre)) ** 2
+    it_len = d_dec + np.minimum(rho_prefill, 1.0) * prefill_s * np.minimum(chunk, isl) / isl
+    ex = wq + 0.5 * it_len + (s_own - prefill_s)
+    vx = wq2 - wq**2 + it_len**2 / 12.0 + (cv_i * (s_own - prefill_s)) ** 2
     p_zero = (1.0 - np.minimum(rho_prefill, 1.0)) * np.exp(-running_seqs)
     return ex, vx, p_zero, rho_prefill
 
 
-def static_batch_terms(service: ServiceModel, lam, pre, ep2, nd, mr):
+def static_batch_terms(
+    service: ServiceModel,
+    arrival_rate_per_s,
+    prefill_s,
+    prefill_second_moment_s2,
+    decode_steps,
+    max_running,
+):
     """Static batching: (wait mean s, wait variance s^2, P(no wait), TPOT mean s, TPOT
     variance s^2, mean running sequences).
 
@@ -1040,37 +1079,51 @@ def static_batch_terms(service: ServiceModel, lam, pre, ep2, nd, mr):
     step = service.decode_step_s
 
     def batch_s(k):
-        return k * pre + nd * step(k)
+        return k * prefill_s + decode_steps * step(k)
 
-    k = np.ones_like(lam)
-    for _ in range(80):  # monotone fixed-point iteration from 1: k = m / (1 - e^-m), m = lam S(k)
-        m = lam * batch_s(k)
+    k = np.ones_like(arrival_rate_per_s)
+    for _ in range(
+        80
+    ):  # monotone fixed-point iteration from 1: k = m / (1 - e^-m), m = lambda S(k)
+        m = arrival_rate_per_s * batch_s(k)
         k_new = np.where(m > 1e-12, m / -np.expm1(-np.maximum(m, 1e-300)), 1.0 + 0.5 * m)
-        k = np.minimum(mr, np.maximum(1.0, k_new))
+        k = np.minimum(max_running, np.maximum(1.0, k_new))
     s_k = batch_s(k)
-    slope_s = pre + nd * (step(k + 1.0) - step(k))
-    var_k = np.where(k < mr, k, 0.0)  # batch sizes ~ Poisson, none when always full
+    slope_s = prefill_s + decode_steps * (step(k + 1.0) - step(k))
+    var_k = np.where(k < max_running, k, 0.0)  # batch sizes ~ Poisson, none when always full
     var_len = slope_s**2 * var_k
-    pi0 = np.exp(-lam * s_k)
-    # (pi0 / lam) / (pi0 / lam + s_k), written without the division that overflows for tiny lam
-    idle = pi0 / (pi0 + lam * s_k)
-    rho_p = lam * pre
+    pi0 = np.exp(-arrival_rate_per_s * s_k)
+    # (pi0 / lambda) / (pi0 / lambda + s_k), written without the division that overflows for a
+    # tiny rate
+    idle = pi0 / (pi0 + arrival_rate_per_s * s_k)
+    rho_p = arrival_rate_per_s * prefill_s
     # length-biased residual of the batch in progress, then a batched prefill with the
-    # Poisson(lam L_b) requests that arrived during it
+    # Poisson(lambda L_b) requests that arrived during it
     el2 = var_len + s_k**2
     el3 = el2 * (s_k + 2.0 * var_len / np.maximum(s_k, 1e-300))
-    lb1 = el2 / np.maximum(s_k, 1e-300)
-    lb2 = el3 / np.maximum(s_k, 1e-300)
-    ex, vx, _ = continuous_wait_moments(lam, ep2, lb1, lb2, rho_p, idle)
+    biased_iteration_s = el2 / np.maximum(s_k, 1e-300)
+    biased_iteration_s2 = el3 / np.maximum(s_k, 1e-300)
+    ex, vx, _ = continuous_wait_moments(
+        arrival_rate_per_s,
+        prefill_second_moment_s2,
+        biased_iteration_s,
+        biased_iteration_s2,
+        rho_p,
+        idle,
+    )
     busy = 1.0 - idle
-    k_own = np.minimum(mr, 1.0 + lam * lb1)  # own batch: itself + arrivals during the last batch
+    k_own = np.minimum(
+        max_running, 1.0 + arrival_rate_per_s * biased_iteration_s
+    )  # own batch: itself + arrivals during the last batch
     tpot_busy = step(k_own)
     tau = idle * step(np.ones_like(k)) + busy * tpot_busy
     slope = step(k_own + 1.0) - tpot_busy
-    var_own = busy * np.where(k_own < mr, lam * lb1, 0.0)  # Poisson count of co-batched requests
+    var_own = busy * np.where(
+        k_own < max_running, arrival_rate_per_s * biased_iteration_s, 0.0
+    )  # Poisson count of co-batched requests
     var_tpot = slope**2 * var_own + idle * busy * (tpot_busy - step(np.ones_like(k))) ** 2
     # time-average number being decoded: busy x k x (decode share of the batch time)
-    running = busy * k * nd * step(k) / np.maximum(s_k, 1e-300)
+    running = busy * k * decode_steps * step(k) / np.maximum(s_k, 1e-300)
     return ex, vx, idle, tau, var_tpot, running
 
 
@@ -1380,51 +1433,72 @@ def latency_under_load(
     (0.04, 0.0102)
     """
     n = service.n
-    lam, isl, osl, cv_i, cv_o, chunk = _check_workload(
+    arrival_rate_per_s, isl, osl, cv_i, cv_o, chunk = _check_workload(
         n, arrival_rate_per_s, isl_tokens, osl_tokens, isl_cv, osl_cv, policy, chunk_tokens
     )
-    mr = service.max_running
-    pre = service.prefill_s
-    nd = osl - 1.0  # decode steps per request
+    max_running = service.max_running
+    prefill_s = service.prefill_s
+    decode_steps = osl - 1.0  # decode steps per request
     cv_p = cv_i * service.prefill_elasticity  # the prefill's spread across prompts
-    ep2 = pre**2 * (1.0 + cv_p**2)  # E[P^2]
+    prefill_second_moment_s2 = prefill_s**2 * (1.0 + cv_p**2)  # E[P^2]
     step = service.decode_step_s
 
     per_tok_max = service.per_token_at_max_batch_s()
-    rho_full = lam * (pre + nd * per_tok_max)
-    rho_p = lam * pre
+    rho_full = arrival_rate_per_s * (prefill_s + decode_steps * per_tok_max)
+    rho_p = arrival_rate_per_s * prefill_s
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        capacity = 1.0 / (pre + nd * per_tok_max)
+        capacity = 1.0 / (prefill_s + decode_steps * per_tok_max)
         unlimited_tok = step(np.full(n, 1e9)) / 1e9
-        rho_unlimited = lam * (pre + nd * unlimited_tok)
+        rho_unlimited = arrival_rate_per_s * (prefill_s + decode_steps * unlimited_tok)
         rho_p_safe = np.minimum(rho_p, 0.999999)
 
         # 1. running batch
-        g_tr, h_tr = decode_backlog_gains(rho_p_safe, nd, policy)
-        dec = running_batch_fixed_point(service, lam, ep2, nd, rho_p, g_tr, h_tr)
+        g_tr, h_tr = decode_backlog_gains(rho_p_safe, decode_steps, policy)
+        dec = running_batch_fixed_point(
+            service, arrival_rate_per_s, prefill_second_moment_s2, decode_steps, rho_p, g_tr, h_tr
+        )
         nrun, tau = dec.running_seqs, dec.tpot_mean_s
 
         # 2. queue wait for a KV slot
-        z_peak = occupancy_peakedness(lam, h_tr, dec.step_slope_s)
-        occ = np.minimum(nrun + rho_p, np.where(np.isfinite(mr), mr * rho_full, np.inf))
-        c_wait, ew, vw = slot_wait_moments(lam, occ, mr, z_peak)
+        z_peak = occupancy_peakedness(arrival_rate_per_s, h_tr, dec.step_slope_s)
+        occ = np.minimum(
+            nrun + rho_p, np.where(np.isfinite(max_running), max_running * rho_full, np.inf)
+        )
+        c_wait, ew, vw = slot_wait_moments(arrival_rate_per_s, occ, max_running, z_peak)
 
         # 3. wait before the first token, per policy
         rho_prefill = rho_p
         if policy == "continuous":
             ex, vx, p_zero_x = continuous_wait_moments(
-                lam, ep2, dec.lb1_s, dec.lb2_s2, rho_p_safe, dec.p_idle
+                arrival_rate_per_s,
+                prefill_second_moment_s2,
+                dec.lb1_s,
+                dec.lb2_s2,
+                rho_p_safe,
+                dec.p_idle,
             )
         elif policy == "chunked":
             ex, vx, p_zero_x, rho_prefill = chunked_wait_moments(
-                lam, pre, isl, chunk, cv_i, dec.busy_decode_s, nrun, service.prefill_elasticity
+                arrival_rate_per_s,
+                prefill_s,
+                isl,
+                chunk,
+                cv_i,
+                dec.busy_decode_s,
+                nrun,
+                service.prefill_elasticity,
             )
         else:  # static
             ex, vx, p_zero_x, tau, var_tpot_static, nrun = static_batch_terms(
-                service, lam, pre, ep2, nd, mr
+                service,
+                arrival_rate_per_s,
+                prefill_s,
+                prefill_second_moment_s2,
+                decode_steps,
+                max_running,
             )
-        ttft_mean = pre + ex + ew
-        y_var = np.maximum(vx + vw + (pre * cv_p) ** 2, 0.0)
+        ttft_mean = prefill_s + ex + ew
+        y_var = np.maximum(vx + vw + (prefill_s * cv_p) ** 2, 0.0)
         p_zero = p_zero_x * (1.0 - c_wait)
 
         # 4. spread of TPOT and E2E
@@ -1433,17 +1507,17 @@ def latency_under_load(
             cov_q0 = np.zeros(n)
         else:
             var_tpot = tpot_variance_s2(
-                dec.step_slope_s, nrun, z_peak, rho_p_safe, lam, dec.decode_time_s, ep2, nd,
+                dec.step_slope_s, nrun, z_peak, rho_p_safe, arrival_rate_per_s, dec.decode_time_s, prefill_second_moment_s2, decode_steps,
                 g_tr, dec.own_prefill_var_s2,
             )  # fmt: skip
             cov_q0 = g_tr * dec.own_prefill_var_s2  # Cov(TTFT, decode time) through Q0
-        tpot_mean = np.where(nd > 0, tau, 0.0)
-        var_tpot = np.where(nd > 0, var_tpot, 0.0)
-        e2e_mean = ttft_mean + nd * tau
-        e2e_var = e2e_variance_s2(y_var, nd, var_tpot, cov_q0, cv_o, osl, tau)
+        tpot_mean = np.where(decode_steps > 0, tau, 0.0)
+        var_tpot = np.where(decode_steps > 0, var_tpot, 0.0)
+        e2e_mean = ttft_mean + decode_steps * tau
+        e2e_var = e2e_variance_s2(y_var, decode_steps, var_tpot, cov_q0, cv_o, osl, tau)
         # shifts for the percentile fits: the unloaded values are hard lower bounds
-        tpot_floor = np.where(nd > 0, np.minimum(step(np.ones(n)), tpot_mean), 0.0)
-        e2e_floor = np.minimum(pre + nd * tpot_floor, e2e_mean)
+        tpot_floor = np.where(decode_steps > 0, np.minimum(step(np.ones(n)), tpot_mean), 0.0)
+        e2e_floor = np.minimum(prefill_s + decode_steps * tpot_floor, e2e_mean)
 
     stable = (rho_full < 1.0) & (rho_prefill < 1.0) & np.isfinite(rho_full)
     reason = np.full(n, OK, dtype=np.int8)
@@ -1458,10 +1532,12 @@ def latency_under_load(
     d = service.request_delay_s
     ttft = _stats(
         ttft_mean + d,
-        *(ttft_quantile_s(pre, ex + ew, y_var, p_zero, q, cv_p) + d for q in QUANTILES),
+        *(ttft_quantile_s(prefill_s, ex + ew, y_var, p_zero, q, cv_p) + d for q in QUANTILES),
     )
     # static batching has no stalls: a request's TPOT is step(its batch) <= step(M)
-    tpot_cap = step(np.where(np.isfinite(mr), mr, 1e9)) if policy == "static" else np.inf
+    tpot_cap = (
+        step(np.where(np.isfinite(max_running), max_running, 1e9)) if policy == "static" else np.inf
+    )
     tpot = _stats(
         tpot_mean,
         *(
@@ -1476,23 +1552,25 @@ def latency_under_load(
     itl = None
     if with_itl:
         itl = _mask_inf(
-            inter_token_stats(step, nrun, z_peak, dec.step_slope_s, tpot_mean, lam, pre, isl,
-                              chunk, policy, nd),
+            inter_token_stats(step, nrun, z_peak, dec.step_slope_s, tpot_mean, arrival_rate_per_s, prefill_s, isl,
+                              chunk, policy, decode_steps),
             bad,
         )  # fmt: skip
     util = np.maximum(rho_full, rho_prefill)
     with np.errstate(divide="ignore", invalid="ignore"):
         cap = np.where(
             policy == "chunked",
-            np.minimum(capacity, np.where(rho_prefill > 0, lam / rho_prefill, np.inf)),
+            np.minimum(
+                capacity, np.where(rho_prefill > 0, arrival_rate_per_s / rho_prefill, np.inf)
+            ),
             capacity,
         )
-    throughput = np.where(stable, lam, cap) * osl
+    throughput = np.where(stable, arrival_rate_per_s, cap) * osl
     return LoadResult(
         ttft=_mask_inf(ttft, bad),
         tpot=_mask_inf(tpot, bad),
         e2e=_mask_inf(e2e, bad),
-        running_mean=np.where(stable, nrun, mr),
+        running_mean=np.where(stable, nrun, max_running),
         utilisation=util,
         capacity_req_per_s=cap,
         throughput_tok_per_s=throughput,
