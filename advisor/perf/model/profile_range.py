@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 SLACK = 0.10
-#: Load mode of each case kind (advisor/perf/measurements.Case.kind); batch-1 rows are a
+#: Load mode of each case kind (advisor/perf/validation/measurements.Case.kind); batch-1 rows are a
 #: concurrency of one.
 MODE_OF_KIND = {
     "decode_b1": "concurrency", "ttft_b1": "concurrency",
@@ -129,7 +129,7 @@ def modes_of(points: Iterable[tuple[str, float, float, float]]) -> tuple:
 
 
 def load_of(qps: float | None, concurrency: object, batching: str, dp: int) -> tuple[str, float]:
-    """An estimate's load mode and its load per replica (advisor/perf/estimate.EstimateInput).
+    """An estimate's load mode and its load per replica (advisor/perf/model/estimate.EstimateInput).
 
     >>> load_of(8.0, 1, "continuous", 2), load_of(None, 64, "continuous", 1), load_of(None, "max", "continuous", 1)
     (('request rate', 4.0), ('concurrency', 64.0), ('offline', 0.0))
