@@ -174,8 +174,8 @@ def test_cycle_finder_finds_a_planted_cycle():
 
 
 def test_no_import_cycles_in_advisor_or_ui():
-    """Every import counts, top-level or inside a function (where perf.trust <-> perf.validate and
-    estimate -> speculative_sweep -> sweeps -> estimate used to hide), and a cycle through a
-    package __init__ counts too."""
+    """Every import counts, top-level or inside a function (where validation.trust <->
+    validation.validate and model.estimate -> speculative_sweep -> sweeps -> estimate used to
+    hide), and a cycle through a package __init__ counts too."""
     for package in ("advisor", "ui"):
         assert _cycle(_module_graph(package)) is None, package
