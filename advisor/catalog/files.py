@@ -375,3 +375,26 @@ def load_data_yaml(text: str) -> Any:
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+def without_block(text: str, key: str) -> str:
+    r"""``text``, a block-style YAML document (as ``yaml.safe_dump`` writes it), without the
+    top-level ``key`` and its value: the lines after ``key:`` up to the next line that starts
+    a top-level key (indented lines, indentless ``- `` items, blank lines and comments belong
+    to the block). Unchanged when ``key`` is not there or its value is on the key's line.
+
+    >>> without_block("a: 1\nres:\n  x: 1\n- y\n\n# c\nb:\n- 2\n", "res")
+    'a: 1\nb:\n- 2\n'
+    >>> without_block("a: 1\nres: {x: 1}\n", "res")
+    'a: 1\nres: {x: 1}\n'
+    """
+    lines = text.splitlines(keepends=True)
+    try:
+        start = next(i for i, ln in enumerate(lines) if ln.rstrip() == f"{key}:")
+    except StopIteration:
+        return text
+    end = start + 1
+    while end < len(lines) and (lines[end][:1] in (" ", "\t", "#", "\n", "\r")
+                                or lines[end].startswith("- ")):  # fmt: skip
+        end += 1
+    return "".join(lines[:start] + lines[end:])

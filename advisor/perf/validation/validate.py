@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.catalog.files import load_data_yaml
+from advisor.catalog.files import load_data_yaml, without_block
 from advisor.perf.model.predict import (
     concurrency_throughput,
     concurrency_tpot,
@@ -294,7 +294,9 @@ def out_of_sample() -> dict | None:
 
     path = DATA_DIR / "crossval.yaml"
     try:
-        doc = load_data_yaml(path.read_text(encoding="utf-8"))
+        # without its per-row predictions (loso_rows, 16,000 of its lines): only the held-out
+        # table is read here, once per PDF and per Trust page (issue 38)
+        doc = load_data_yaml(without_block(path.read_text(encoding="utf-8"), "loso_rows"))
     except (OSError, yaml.YAMLError):
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("held_out"), dict):
