@@ -319,6 +319,23 @@ def test_decode_batch_and_all_reduce_are_one_figure_in_every_view(point_predicti
     assert not at.exception
     caps = " ".join(c.value for c in at.caption)
     assert f"decode batch {n} per replica" in caps and "on average" not in caps
+    # One step, one figure (issue 38: all-reduce 2.70 ms on Recommendation and in the PDF,
+    # 2.76 ms on Latency, 2.77 ms on Interconnect). The search prices the step on its batch
+    # grid of powers of two, linear between them (with the shipped ranges the winner decodes
+    # at batch 22.9, between 16 and 32, where the exact step is 2.6% longer: 25.44 vs 24.76 ms);
+    # the exact all-reduce differs in the second decimal (asserted above). Latency
+    # re-evaluated the step exactly at the mean running batch (decode batch - 1), Interconnect
+    # at the rounded batch; both now quote the priced step: the same all-reduce, the same total.
+    step = f"{sum(v for k, v in b.step_breakdown_ms.items() if k != 'batch'):.2f} ms"
+    assert f"{step} decode step at batch {n}" in line and f"{step} decode step" in text
+    assert f"decode batch {n}: {step}, {what} {comm}" in caps
+    bars = [t for t in at.get("plotly_chart") if "Where the time goes" in t.proto.spec]
+    assert bars and f"at batch {n}" in bars[0].proto.spec  # the PDF's rows (latency_rows)
+    at = at.switch_page("ui/pages/interconnect.py").run()
+    assert not at.exception
+    focus = next(m.value for m in at.markdown if m.value.startswith("**In focus: TP="))
+    assert f"{what} {comm} per decode step" in focus
+    assert f"the {step} decode step at decode batch {n}" in focus
 
 
 def test_cli_json_carries_the_verdict(run_cli, point_predictions):

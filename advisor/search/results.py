@@ -37,6 +37,23 @@ def decode_batch_seqs(running_batch: float) -> int:
     return max(1, round(decode_batch(running_batch)))
 
 
+def priced_step_ms(d: Deployment) -> tuple[dict[str, float], float, float] | None:
+    """The decode step the search priced for ``d``: (its parts in ms, their sum in ms, the
+    decode batch), or None when ``d`` carries no breakdown (a Pareto point's).
+
+    The one figure every view quotes for the deployment in focus (Recommendation's explanation,
+    the PDF, the Latency and Interconnect pages; issue 38: 2.70 ms of all-reduce on
+    Recommendation and in the PDF, 2.77 / 2.76 ms on Interconnect / Latency, which
+    re-evaluated the step exactly at other batches). It is the step of the search's batch
+    grid (``evaluate.decode_step_ms``), not a second evaluation.
+    """
+    bd = d.step_breakdown_ms
+    if not bd:
+        return None
+    parts = {k: v for k, v in bd.items() if k != "batch"}
+    return parts, sum(parts.values()), bd.get("batch", decode_batch(d.running_batch))
+
+
 class Percentiles(BaseModel):
     model_config = _M
     p50: float

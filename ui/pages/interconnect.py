@@ -9,6 +9,7 @@ import streamlit as st
 from advisor.catalog import accelerators, interconnects
 from advisor.charts import interconnect_charts as ic
 from advisor.physics.collectives import article_message_bytes_for
+from advisor.search.results import priced_step_ms
 from ui.focus import sequences_in_flight, show_focus
 from ui.format import md_escape, ms, small_bytes
 from ui.state import current, guarded
@@ -102,6 +103,22 @@ def focus_line(c: SimpleNamespace, rows: list[dict]) -> None:
     row = next((r for r in rows if r["link_id"] == link.id and r["tp"] == spec.tp), None)
     if row is None:
         st.markdown(f"**In focus: TP={spec.tp}** on {link.name} (beyond the TP range drawn).")
+        return
+    priced = priced_step_ms(c.focus.deployment) if c.focus.deployment is not None else None
+    if priced is not None and c.view.concurrency is None and c.focus.deployment.stable:
+        # the step the search priced, as Recommendation, Latency and the PDF quote it (issue 38:
+        # 2.77 ms here, from the sweep's exact step at 23 sequences, against 2.70 ms there)
+        parts, step_ms, batch = priced
+        d = c.focus.deployment
+        what = "collectives" if d.ep > 1 or d.attention_dp > 1 else "all-reduce"
+        comm = parts.get("communication", 0.0)
+        st.markdown(
+            f"**In focus: TP={spec.tp}** on {link.name}: {what} {comm:.2f} ms per decode step "
+            f"({ms(comm / c.model.num_hidden_layers / 1e3)} per layer), {comm / step_ms:.0%} of "
+            f"the {step_ms:.2f} ms decode step at decode batch {batch:.0f}: the step the search "
+            "priced (its batch grid), the figure of the Recommendation and Latency pages and the "
+            "PDF. The sweep below re-evaluates the step at each TP and link."
+        )
         return
     st.markdown(
         f"**In focus: TP={spec.tp}** on {link.name}: {ms(row['per_layer_s'])} of all-reduce per "

@@ -18,8 +18,9 @@ from advisor.perf.model.sweeps import (
     replica_config,
     roofline_points,
 )
+from advisor.report.figures import latency_rows
 from advisor.search.focus import estimate_input
-from advisor.search.results import decode_batch_seqs
+from advisor.search.results import decode_batch_seqs, priced_step_ms
 from ui.cache import estimate_for
 from ui.focus import show_focus
 from ui.format import (
@@ -139,8 +140,25 @@ def focus_section(c: SimpleNamespace) -> bool:
         f"SLA: {c.scenario.sla.describe()}. Percentiles of the whole deployment from the "
         f"search's queueing model ({plural(d.gpus, 'GPU')}, decode batch "
         f"{decode_batch_seqs(d.running_batch)} per replica, saturates at {sig3(d.max_rate_req_s)} requests/s)."
+        + _step_text(d)
     )
     return True
+
+
+def _step_text(d) -> str:
+    """The decode step the search priced for the deployment in focus, with its communication:
+    the figure of Recommendation, Interconnect and the PDF (search/results.priced_step_ms)."""
+    priced = priced_step_ms(d)
+    if priced is None or not d.stable:
+        return ""
+    parts, step_ms, batch = priced
+    what = "collectives" if d.ep > 1 or d.attention_dp > 1 else "all-reduce"
+    comm = parts.get("communication", 0.0)
+    return (
+        f" Its decode step at decode batch {batch:.0f}: {step_ms:.2f} ms"
+        + (f", {what} {comm:.2f} ms" if comm > 0 else "")
+        + " (the step the search priced; the chart below draws it)."
+    )
 
 
 def summary_section(c: SimpleNamespace) -> bool:
@@ -170,9 +188,24 @@ def summary_section(c: SimpleNamespace) -> bool:
 
 
 def breakdown_section(c: SimpleNamespace) -> None:
-    rows = lc.breakdown_rows(c.est)
+    d = c.focus.deployment
+    if c.view.concurrency is None and d is not None and d.stable and priced_step_ms(d):
+        # the search's priced step, as in the PDF's chart (report/figures.latency_rows): the
+        # estimate above re-evaluates the step exactly at its mean running batch, a few %
+        # off (issue 38: all-reduce 2.76 ms here, 2.70 ms on Recommendation)
+        rows = latency_rows(d, c.scenario)
+    else:
+        rows = lc.breakdown_rows(c.est)
     title = f"Where the time goes: {c.model.name}, TP={c.inp.tp}, PP={c.inp.pp}"
     st.plotly_chart(lc.breakdown_figure(rows, title), width="stretch")
+    if "TTFT" not in rows:
+        st.caption(
+            "The deployment in focus as the search priced it (the PDF's chart): one prompt's "
+            "prefill alone, and the mean TPOT as the decode step at the decode batch plus the "
+            "prefills that stall it. Compute and memory overlap (roofline): the step shows only "
+            "the binding one."
+        )
+        return
     st.caption(
         "Compute and memory overlap (roofline): the step shows only the binding one. "
         "Dequantization appears only when it is not hidden under the weight reads. Host "
