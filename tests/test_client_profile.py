@@ -84,12 +84,14 @@ def test_calibrate_writes_a_profile_with_digests_deployment_and_residuals(profil
     # profile beats the shipped calibration's median error (the bar this fixture was fitted at).
     assert s["loo_median_ape_pct"] < s["median_ape_before_pct"]
     assert all(p["loo_pct"] is not None for p in doc["points"])
-    # One held-out row per file (each file is one run), and the range: 3 concurrency runs
-    # (16, 32, 64 in the files: genai-perf, vllm bench serve, aiperf) and the offline one.
+    # One held-out row per file (each file is one run), and the range: one length class per
+    # concurrency run (GenAI-Perf 550/150 at 16, vllm bench serve 1024/256 at 32, AIPerf
+    # 2000/300 at 64) and the offline one (1024/512).
     assert [r["run"] for r in doc["holdout"]["runs"]] == FILES[:4]
-    assert {m["mode"]: m["load"] for m in doc["range"]} == {
-        "concurrency": [16.0, 64.0], "offline": [0.0, 0.0]
-    }  # fmt: skip
+    assert [(m["mode"], m["isl"][0], m["load"]) for m in doc["range"]] == [
+        ("concurrency", 550.0, [16.0, 16.0]), ("concurrency", 1024.0, [32.0, 32.0]),
+        ("concurrency", 2000.0, [64.0, 64.0]), ("offline", 1024.0, [0.0, 0.0]),
+    ]  # fmt: skip
 
 
 def test_round_trip_estimate_with_the_profile_is_closer_to_the_fixture(profile, capsys):
@@ -321,25 +323,38 @@ def test_pdf_section_of_an_applied_profile_states_verdict_and_range(profile):
         x.startswith("Acceptance, judged on runs held out: accepted: each of the 4") for x in lines
     )
     assert any(
-        "It applies over llama-3.1-8b TP=1 PP=1 bf16/bf16; concurrency 16-64" in x for x in lines
+        "It applies over llama-3.1-8b TP=1 PP=1 bf16/bf16; concurrency 16, input 550, "
+        "output 150 tokens; concurrency 32, input 1024" in x
+        for x in lines
     )
 
 
 def test_estimate_outside_the_profiles_range_uses_the_shipped_calibration(profile, capsys):
-    # The files' lengths: input 550-2000, output 150-512 tokens; 8,192 input tokens is outside.
+    # The files' lengths: 550/150, 1024/256, 2000/300 (concurrency runs); 8,192 input tokens is
+    # none of them. And at 1024/256 a concurrency of 128 is outside the 32 measured there.
     argv = ["estimate", *DEPLOYMENT, "--isl", "8192", "--osl", "256", "--concurrency", "32"]
     code, plain, _ = run_json(argv, capsys)
     code2, with_p, _ = run_json([*argv, "--profile", str(profile)], capsys)
     assert code == code2 == 0
     assert with_p["throughput_tok_s"] == plain["throughput_tok_s"]
-    assert (
-        with_p["client_profile_fallback"] == "input length 8192 tokens is outside 550-2000 tokens"
+    assert with_p["client_profile_fallback"] == (
+        "input 8192, output 256 tokens: no concurrency run at these lengths (input 550, output "
+        "150; input 1024, output 256; input 2000, output 300 tokens)"
     )
     assert with_p["client_profile"]["applied"] is False
     assert with_p["intervals"] == plain["intervals"]
     main([*argv, "--profile", str(profile)])
     text = capsys.readouterr().out
-    assert "CLIENT PROFILE acme-h100 NOT APPLIED: input length 8192 tokens is outside" in text
+    assert (
+        "CLIENT PROFILE acme-h100 NOT APPLIED: input 8192, output 256 tokens: no concurrency"
+        in text
+    )
+    argv2 = ["estimate", *DEPLOYMENT, "--isl", "1024", "--osl", "256", "--concurrency", "128"]
+    code, hi, _ = run_json([*argv2, "--profile", str(profile)], capsys)
+    assert code == 0 and hi["client_profile_fallback"] == (
+        "concurrency 128 is outside 32, what its runs at these lengths (input 1024, output 256 "
+        "tokens) cover"
+    )
     # Another TP: the replica itself is outside the profile's deployment.
     code, tp2, _ = run_json([*argv[:-6], "--tp", "2", "--isl", "1024", "--osl", "256",
                              "--concurrency", "32", "--profile", str(profile)], capsys)  # fmt: skip
@@ -466,9 +481,8 @@ def test_runs_1_3_4_of_the_405b_sweep_are_accepted_and_help_run_2_within_their_r
     assert after < before - 5  # 18.6% -> 9.9% when measured (TTFT -32.6% -> -3.0%)
     for c in runs[4].cases + runs[5].cases:
         why = dom.workload_problem(c.isl, c.osl, "request rate", _load(c))
-        assert (
-            why is not None and why.startswith("input length 22") and "outside 508.7-513.2" in why
-        )
+        assert why is not None and why.startswith("input 22")
+        assert "no request rate run at these lengths (input 508.7-513.2" in why
 
 
 def test_all_six_405b_runs_are_refused_because_run_6_gets_worse_held_out():
@@ -525,3 +539,37 @@ def test_calibrate_cli_prints_the_verdict_each_held_out_run_and_the_range(tmp_pa
                      r"without it \(-19\.6 pp, better\)", text), text  # fmt: skip
     assert "applies over llama-3.1-405b TP=8 PP=1 bf16/bf16; request rate 1-8 req/s" in text
     assert out.exists()
+
+
+def test_runs_1_to_5_are_accepted_and_run_6_is_outside_their_range():
+    """Runs 1-5 as the client's files: accepted held out (bench/client_holdout.py). Run 6,
+    ShareGPT at 8 req/s, has the lengths of run 5 (ShareGPT, 4 req/s) and the rate of run 4
+    (random lengths, 8 req/s) but no run measured both: outside the range (a load is judged
+    within its length class), so it keeps the shipped calibration. With the profile it would
+    have been predicted far worse (median of its 3 figures 29.6% shipped, 148.2% profile)."""
+    import numpy as np
+
+    from advisor.perf.calibration.client_profile import (
+        ProfileDoc,
+        _predict,
+        fit_profile,
+        predict_within,
+    )
+
+    runs = _405b_runs()
+    doc = ProfileDoc.model_validate(fit_profile(runs[:5], SWEEP_405B, "dc-1-5").doc)
+    rest = runs[5].cases
+    pred, outside = predict_within(rest, doc)
+    assert all(w == outside[0] for w in outside) and outside[0] == (
+        "request rate 8 req/s is outside 4 req/s, what its runs at these lengths (input 224.2, "
+        "output 189.1 tokens) cover"
+    )
+    meas = np.array([c.measured for c in rest])
+    shipped = _predict(rest, "h200-sxm", "sglang", None)
+    assert list(pred) == list(shipped)
+    with_profile = _predict(rest, "h200-sxm", "sglang", doc.overlay())
+    err = float(np.median(np.abs(with_profile / meas - 1))) * 100
+    print(
+        f"run 6 with the profile: {err:.1f}% (shipped {np.median(np.abs(shipped / meas - 1)) * 100:.1f}%)"
+    )
+    assert err > 100

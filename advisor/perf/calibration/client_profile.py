@@ -240,8 +240,9 @@ class ProfileDoc(BaseModel):
     points: Annotated[list[PointDoc], Field(max_length=100_000)]
     summary: SummaryDoc
     collectives: CollectivesDoc | None = None
-    #: where the profile applies: the deployment above and these load modes (profile_range.py)
-    range: Annotated[list[ModeDoc], Field(min_length=1, max_length=4)]
+    #: where the profile applies: the deployment above and, per load mode and length class, these
+    #: spans (advisor/perf/model/profile_range.py)
+    range: Annotated[list[ModeDoc], Field(min_length=1, max_length=10_000)]
     holdout: HoldoutDoc
     digest: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
     #: "hmac-sha256:" + hex; checked by parse_profile (None here so its message can say why)

@@ -1,9 +1,12 @@
 """The conditions a client profile was fitted on, and whether a prediction lies inside them.
 
-A profile's constants are checked (held out, advisor/perf/calibration/client_holdout.py) only where the
-client's runs are: its deployment (model, TP, PP, weights and KV dtypes) and, per load mode, the
-range of its runs' input and output lengths and load (request rate, concurrency or static batch
-per replica; offline, every request at once). Outside that range nothing the client measured
+A profile's constants are checked (held out, advisor/perf/calibration/client_holdout.py) only
+where the client's runs are: its deployment (model, TP, PP, weights and KV dtypes) and, per load
+mode and per length class (runs whose input and output lengths match), the span of its runs'
+load (request rate, concurrency or static batch per replica; offline, every request at once).
+A load measured only at other lengths is outside: DataCrunch runs 1-5 (random ~510/520 tokens
+at 1-8 req/s, ShareGPT ~224/189 at 4 req/s) accepted held out, then predicted run 6 (ShareGPT
+at 8 req/s, near capacity) 148% off against 30% shipped; a box of lengths x loads held it in. Outside that range nothing the client measured
 says the profile helps (last session's DataCrunch runs 1-2 profile, fitted at 1-2 req/s, made
 the 4 and 8 req/s runs worse), so the prediction uses the shipped calibration and says why.
 
@@ -63,29 +66,35 @@ class Domain:
                 f"PP={self.pp} {self.weights}/{self.kv})")  # fmt: skip
 
     def workload_problem(self, isl: float, osl: float, mode: str, load: float) -> str | None:
-        """Why a workload is outside every load mode the profile covers, or None.
+        """Why a workload is outside the profile's runs, or None. The load must lie within the
+        span of the runs of its mode whose lengths match its own (a length class): a load
+        measured only at other lengths is not a condition the client measured.
 
-        >>> d = Domain("m", 8, 1, "bf16", "bf16", (("request rate", (500, 510), (530, 540), (1, 2)),))
+        >>> d = Domain("m", 8, 1, "bf16", "bf16", (("request rate", (500, 510), (530, 540), (1, 8)),
+        ...                                        ("request rate", (224, 225), (189, 190), (4, 4))))
         >>> d.workload_problem(512, 512, "request rate", 2.1) is None
         True
-        >>> d.workload_problem(512, 512, "request rate", 8)
-        'request rate 8 req/s is outside 1-2 req/s'
+        >>> d.workload_problem(224, 189, "request rate", 8)
+        'request rate 8 req/s is outside 4 req/s, what its runs at these lengths (input 224-225, output 189-190 tokens) cover'
+        >>> d.workload_problem(350, 300, "request rate", 4)
+        'input 350, output 300 tokens: no request rate run at these lengths (input 500-510, output 530-540; input 224-225, output 189-190 tokens)'
         >>> d.workload_problem(512, 512, "concurrency", 8)
         'a concurrency load (the profile covers a request rate)'
         """
         spans = [m for m in self.modes if m[0] == mode]
         if not spans:
-            return (f"{'an' if mode[0] in 'o' else 'a'} {mode} load (the profile covers "
-                    f"{' and '.join(f'a {m[0]}' for m in self.modes)})")  # fmt: skip
-        _, si, so, sl = spans[0]
-        for label, v, span, unit in (("input length", isl, si, " tokens"),
-                                     ("output length", osl, so, " tokens"),
-                                     (mode, load, sl, UNIT.get(mode, ""))):  # fmt: skip
-            if mode == "offline" and label == mode:
-                continue
-            if not inside(v, span):
-                return f"{label} {v:g}{unit} is outside {_span(span)}{unit}"
-        return None
+            covered = " and ".join(dict.fromkeys(f"a {m[0]}" for m in self.modes))
+            return f"{'an' if mode[0] in 'o' else 'a'} {mode} load (the profile covers {covered})"
+        same = [m for m in spans if inside(isl, m[1]) and inside(osl, m[2])]
+        if not same:
+            known = "; ".join(f"input {_span(m[1])}, output {_span(m[2])}" for m in spans)
+            return f"input {isl:g}, output {osl:g} tokens: no {mode} run at these lengths ({known} tokens)"
+        if mode == "offline" or any(inside(load, m[3]) for m in same):
+            return None
+        m = same[0]
+        unit = UNIT.get(mode, "")
+        return (f"{mode} {load:g}{unit} is outside {_span(m[3])}{unit}, what its runs at these "
+                f"lengths (input {_span(m[1])}, output {_span(m[2])} tokens) cover")  # fmt: skip
 
     def text(self) -> str:
         """The range in a sentence (page, CLI, PDF)."""
@@ -111,21 +120,28 @@ def _span(s: Span) -> str:
 
 
 def modes_of(points: Iterable[tuple[str, float, float, float]]) -> tuple:
-    """The spans per load mode from (kind, isl, osl, load) of the fitted points.
+    """(mode, isl span, osl span, load span) per load mode and length class, from (kind, isl,
+    osl, load) of the fitted points: a point joins a class of its mode whose lengths it matches
+    (``inside``), else starts one.
 
-    >>> modes_of([("load_ttft", 509, 534, 1.0), ("load_tput", 512, 530, 2.0), ("offline", 1024, 512, 1)])
-    (('offline', (1024, 1024), (512, 512), (0, 0)), ('request rate', (509, 512), (530, 534), (1.0, 2.0)))
+    >>> modes_of([("load_ttft", 509, 534, 1.0), ("load_tput", 512, 530, 8.0),
+    ...           ("load_ttft", 224, 189, 4.0), ("offline", 1024, 512, 1)])
+    (('offline', (1024, 1024), (512, 512), (0, 0)), ('request rate', (224, 224), (189, 189), (4.0, 4.0)), ('request rate', (509, 512), (530, 534), (1.0, 8.0)))
     """
-    by: dict[str, list[tuple[float, float, float]]] = {}
-    for kind, isl, osl, load in points:
+    classes: list[list] = []  # [mode, [isl lo, hi], [osl lo, hi], [load lo, hi]]
+    for kind, isl, osl, load in sorted(points, key=lambda p: (p[1], p[2], p[3])):
         mode = MODE_OF_KIND.get(kind)
-        if mode is not None:
-            by.setdefault(mode, []).append((isl, osl, 0 if mode == "offline" else load))
-    out = []
-    for mode in sorted(by):
-        cols = list(zip(*by[mode], strict=True))
-        out.append((mode, *((min(c), max(c)) for c in cols)))
-    return tuple(out)
+        if mode is None:
+            continue
+        load = 0 if mode == "offline" else load
+        for c in classes:
+            if c[0] == mode and inside(isl, tuple(c[1])) and inside(osl, tuple(c[2])):
+                for span, v in ((c[1], isl), (c[2], osl), (c[3], load)):
+                    span[0], span[1] = min(span[0], v), max(span[1], v)
+                break
+        else:
+            classes.append([mode, [isl, isl], [osl, osl], [load, load]])
+    return tuple(sorted((c[0], *(tuple(x) for x in c[1:])) for c in classes))
 
 
 def load_of(qps: float | None, concurrency: object, batching: str, dp: int) -> tuple[str, float]:
