@@ -196,6 +196,9 @@ def test_every_view_flags_the_at_risk_recommendation(at_risk, run_cli):
     assert code == 0, err
     assert f"best (AT RISK): {b.description}" in out and "At risk: no deployment meets" in out
     assert "at risk, " in out.splitlines()[0]
+    # The measurement that narrows the ranges is said once, in the headline: before, the
+    # explanation and the WIDE RANGE line repeated it (three copies of a 400-character sentence).
+    assert out.count("Measure it:") == 1, out
 
 
 def test_recommendation_page_flags_the_at_risk_deployment(at_risk):

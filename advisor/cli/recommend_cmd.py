@@ -16,7 +16,7 @@ from advisor.cli.profile_opt import (
     render_line,
 )
 from advisor.cli.profile_opt import check as check_profile
-from advisor.perf.model.intervals import narrowing_advice, range_note
+from advisor.perf.model.intervals import WIDE_FACTOR, narrowing_advice, range_note
 from advisor.perf.model.profiles import ENGINES
 from advisor.scenario import (
     DEFAULT_ENGINE,
@@ -374,6 +374,10 @@ def _wide_lines(r: dict) -> list[str]:
     if not wide:
         return []
     who = "" if r["best"] else "closest deployment: "
+    if (r["best"] or {}).get("at_risk"):
+        # the AT RISK headline above already names the measurement that narrows these ranges
+        return [f"  WIDE RANGE: {', '.join(wide)}: the range is wider than {WIDE_FACTOR:g}x the "
+                "prediction; the measurement named above narrows it"]  # fmt: skip
     return ["  WIDE RANGE: " + who + narrowing_advice(
         ", ".join(wide), "the chosen engine", dep["gpu"], "the scenario's load")]  # fmt: skip
 
