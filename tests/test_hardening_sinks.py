@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -106,24 +107,50 @@ def test_terminal_output_is_inert(capsys):
     assert out == "name \\x1b]0;pwned\\x07 \\x1b[2J\nnext line\tcol\n"
 
 
+#: Runs 1, 3 and 4 of DataCrunch's Llama-3.1-405B sweep on 8x H200 (tests/fixtures/client/README.md):
+#: the three-run set the held-out rule accepts (tests/test_client_profile.py), so a profile is
+#: written; one run alone is refused as too few to judge (client_holdout.MIN_RUNS = 3).
+SWEEP_405B = ["--model", "llama-3.1-405b", "--gpu", "h200-sxm", "--tp", "8", "--engine", "sglang",
+              "--weights", "bf16", "--kv", "bf16"]  # fmt: skip
+
+
+def _three_runs(tmp_path, first_name: str = "run1.json") -> list[str]:
+    lines = (CLIENT / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
+    froms = []
+    for i, name in ((0, first_name), (2, "run3.json"), (3, "run4.json")):
+        (tmp_path / name).write_bytes(lines[i])
+        froms += ["--from", str(tmp_path / name)]
+    return froms
+
+
 def test_calibrate_prints_a_hostile_file_name_inert(tmp_path, capsys):
-    src = tmp_path / "run\x1b]0;pwned\x07\nFAKE LINE.json"
-    shutil.copy(CLIENT / "vllm_bench_serve.json", src)
-    argv = ["calibrate", "--from", str(src), "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
-            "--engine", "vllm", "--isl", "1024", "--osl", "256", "--out", str(tmp_path / "p.yaml")]  # fmt: skip
+    froms = _three_runs(tmp_path, "run\x1b]0;pwned\x07\nFAKE LINE.json")
+    argv = ["calibrate", *froms, *SWEEP_405B, "--out", str(tmp_path / "p.yaml")]
     assert main(argv) == 0
     out = capsys.readouterr().out
+    assert "pwned" in out  # the name is printed (per held-out run), escaped
     assert "\x1b" not in out and "\x07" not in out
     assert not any(line.startswith("FAKE LINE") for line in out.splitlines())
 
 
+def test_a_refused_fit_prints_a_hostile_file_name_inert(tmp_path, capsys):
+    src = tmp_path / "run\x1b]0;pwned\x07\nFAKE LINE.json"
+    shutil.copy(CLIENT / "vllm_bench_serve.json", src)
+    argv = ["calibrate", "--from", str(src), "--model", "llama-3.1-8b", "--gpu", "h100-sxm",
+            "--engine", "vllm", "--isl", "1024", "--osl", "256", "--out", str(tmp_path / "p.yaml")]  # fmt: skip
+    assert main(argv) == 2  # one run: too few to judge out of sample
+    err = capsys.readouterr().err
+    assert "too few to judge" in err and "pwned" in err
+    assert "\x1b" not in err and "\x07" not in err and err.count("\n") == 1
+
+
 def test_closed_stdout_says_the_profile_was_written(tmp_path):
     out = tmp_path / "p.yaml"
-    cmd = (f"{sys.executable} -m advisor calibrate --from {CLIENT / 'vllm_bench_serve.json'} "
-           f"--model llama-3.1-8b --gpu h100-sxm --engine vllm --isl 1024 --osl 256 "
+    froms = " ".join(shlex.quote(a) for a in _three_runs(tmp_path))
+    cmd = (f"{sys.executable} -m advisor calibrate {froms} {' '.join(SWEEP_405B)} "
            f"--out {out} >&-")  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.run(cmd, shell=True, capture_output=True, text=True, env=env, timeout=120)
-    assert p.returncode == 1 and out.exists()
+    assert p.returncode == 1 and out.exists(), p.stderr
     assert "nothing written" not in p.stderr  # was: "standard output is closed; nothing written"
     assert "not printed" in p.stderr and str(out) in p.stderr and p.stderr.count("\n") == 1
