@@ -100,10 +100,16 @@ def test_interconnect_rows_equal_collectives_and_two_allreduces_per_layer():
     r = next(r for r in rows if r["link_id"] == "nvlink4" and r["tp"] == 8)
     expected = allreduce(msg, 8, links[0], algorithms=("ring", "tree", "nvls")).time_s
     # in-engine, as the decode step counts it: NVLink's copy kernels set the rate, so the
-    # nccl-tests time / data/calibration.yaml's collective_efficiency (issue 38)
-    from advisor.perf.model.profiles import collective_efficiency
+    # nccl-tests time / NVLink's collective_efficiency in data/calibration.yaml (issues 37, 38)
+    import yaml
 
-    expected /= collective_efficiency()
+    from advisor.catalog.loader import DATA_DIR
+
+    cal = yaml.safe_load((DATA_DIR / "calibration.yaml").read_text(encoding="utf-8"))
+    expected /= cal["fabrics"]["nvlink"]["collective_efficiency"]
+    assert r["collective_efficiency"] == cal["fabrics"]["nvlink"]["collective_efficiency"]
+    ib = next(r for r in rows if r["link_id"] == "ib-ndr" and r["tp"] == 16)
+    assert ib["collective_efficiency"] == 1.0  # the link sets the rate: nccl-tests speed
     assert r["per_layer_s"] == pytest.approx(2 * expected)
     assert r["per_token_s"] == pytest.approx(80 * 2 * expected)  # 80 layers
     assert {r["tp"] for r in rows if r["link_id"] == "nvlink4"} == {1, 2, 4, 8}

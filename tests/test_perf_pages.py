@@ -65,15 +65,18 @@ def test_latency_numbers_follow_the_deployment_in_focus():
 
 
 def test_latency_engine_line_states_the_fitted_collective_efficiency():
-    # The all-reduce share of a step depends on the fitted in-engine collective efficiency
-    # (data/calibration.yaml global.collective_efficiency); the page says which value it used.
+    # The all-reduce share of a step depends on the in-engine collective efficiency fitted for
+    # the deployment's fabric (data/calibration.yaml fabrics.nvlink for the default H100 SXM
+    # deployment); the page says which value it used and on how many rows it was fitted.
     import yaml
 
     doc = yaml.safe_load((ROOT / "data" / "calibration.yaml").read_text(encoding="utf-8"))
-    ce = doc["global"]["collective_efficiency"]
+    nvl = doc["fabrics"]["nvlink"]
     at = _page("ui/pages/latency.py")
     line = next(i.value for i in at.info if "Engine profile" in i.value)
-    assert f"All-reduces run at {ce:.0%} of their nccl-tests speed" in line
+    assert f"All-reduces over NVLink run at {nvl['collective_efficiency']:.0%} of their" in line
+    assert f"fitted on {nvl['rows']} multi-GPU rows over NVLink" in line
+    assert "uncalibrated" not in line
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

@@ -206,7 +206,7 @@ def test_memory_page_says_what_fits_and_where_offloading_starts_as_one_number():
 def test_interconnect_all_reduce_per_step_is_the_decode_steps_communication():
     # Issue 38: 6.29 ms on the Interconnect page, 9.69 ms on the Latency page (MI300X): the
     # chart used the nccl-tests time, the decode step divides it by the fitted in-engine
-    # collective efficiency (data/calibration.yaml global.collective_efficiency).
+    # collective efficiency of its fabric (data/calibration.yaml fabrics).
     from advisor.catalog import get_accelerator, get_model, interconnects
     from advisor.charts import interconnect_charts as ic
     from advisor.perf.model.replica import ReplicaConfig, build_replicas

@@ -60,8 +60,9 @@ def tp_comm_sweep(
 ) -> list[dict]:
     """Per (link, TP): all-reduce time per layer and per token, and its share of a decode step.
 
-    Times are in-engine: nccl-tests time / the fitted collective efficiency on links whose copy
-    kernels set the rate (NVLink, Infinity Fabric), as in the decode step. Two all-reduces of ``batch_tokens x hidden x activation_bytes`` per layer (Megatron-LM);
+    Times are in-engine: nccl-tests time / the collective efficiency of the link's fabric
+    (``profiles.collective_efficiency``: fitted per fabric where copy kernels set the rate, NVLink
+    and Infinity Fabric; 1 over PCIe), as in the decode step. Two all-reduces of ``batch_tokens x hidden x activation_bytes`` per layer (Megatron-LM);
     per token = layers x per layer (a token crosses every pipeline stage). The rest of the step
     (GEMMs, attention over ``context_tokens`` of KV cache, engine overhead) comes from the
     performance model (advisor.perf.model.step.decode_step) on ``gpu`` at that TP, so only the link
@@ -98,19 +99,37 @@ def tp_comm_sweep(
                 continue
             ar = allreduce(msg, tp, link, algorithms=_usable(algs, tp, link))
             # inside the engine, as the decode step counts it (perf.model.replica: nccl-tests time /
-            # the fitted collective efficiency where copy kernels set the rate), so this page
-            # and the Latency page give one number (issue 38: 6.29 ms here, 9.69 ms there)
-            per_layer = 2 * ar.time_s / (collective_efficiency() if kernel_bound(link) else 1.0)
+            # the link's fabric's collective efficiency), so this page and the Latency page
+            # give one number (issue 38: 6.29 ms here, 9.69 ms there)
+            ce = collective_efficiency(link)  # the fabric's own value, flagged if borrowed
+            per_layer = 2 * ar.time_s / ce.value
             per_token = model.num_hidden_layers * per_layer
             compute = float(rest[tp])
             rows.append(
                 {"link_id": link.id, "link_name": link.name, "kind": link.kind, "tp": tp,
                  "message_bytes": msg, "allreduce_s": ar.time_s, "algorithm": ar.algorithm,
+                 "collective_efficiency": ce.value, "collective_calibrated": ce.calibrated,
+                 "collective_note": ce.note,
                  "per_layer_s": per_layer, "per_token_s": per_token, "compute_s": compute,
                  "step_s": compute + per_token,
                  "comm_share": per_token / (compute + per_token)}
             )  # fmt: skip
     return rows
+
+
+def efficiency_note(rows: Sequence[dict]) -> str:
+    """Per link drawn, the in-engine collective efficiency its times are divided by.
+
+    >>> efficiency_note([{"link_name": "A", "collective_efficiency": 0.6,
+    ...                   "collective_calibrated": False, "collective_note": "no rows"}])
+    'A 0.60 (uncalibrated: no rows)'
+    """
+    seen: dict[str, str] = {}
+    for r in rows:
+        flag = "" if r["collective_calibrated"] else "uncalibrated: "
+        seen[r["link_name"]] = (f"{r['link_name']} {r['collective_efficiency']:.2f} "
+                                f"({flag}{r['collective_note']})")  # fmt: skip
+    return "; ".join(seen.values())
 
 
 def _usable(algs: tuple[str, ...] | None, tp: int, link: Interconnect) -> tuple[str, ...] | None:
@@ -165,11 +184,18 @@ def per_layer_figure(rows: Sequence[dict], title: str) -> go.Figure:
                 name=pts[0]["link_name"] if pts else lid,
                 x=[r["tp"] for r in pts],
                 y=[r["per_layer_s"] * 1e6 for r in pts],
-                customdata=[r["algorithm"] for r in pts],
+                customdata=[
+                    [
+                        r["algorithm"],
+                        f"{r['collective_efficiency']:.2f}"
+                        + ("" if r["collective_calibrated"] else ", uncalibrated"),
+                    ]
+                    for r in pts
+                ],
                 mode="lines+markers",
                 line={"color": _colour(rows, lid, i), "width": 3},
-                hovertemplate="TP=%{x}: %{y:.3g} µs per layer (%{customdata})"
-                "<extra>%{fullData.name}</extra>",
+                hovertemplate="TP=%{x}: %{y:.3g} µs per layer (%{customdata[0]}; in engine at "
+                "%{customdata[1]} × nccl-tests speed)<extra>%{fullData.name}</extra>",
             )
         )
     _tp_axis(fig)

@@ -42,7 +42,10 @@ def run(args: argparse.Namespace) -> dict:
         out = write(doc, path)
     except FileWriteError as exc:
         raise CliInputError(f"--out {shown(str(path))}: {exc}") from None
-    return {k: out[k] for k in ("global", "families", "engines", "fit_summary", "rows_skipped")}
+    return {
+        k: out[k]
+        for k in ("global", "families", "engines", "fabrics", "fit_summary", "rows_skipped")
+    }
 
 
 def render(r: dict) -> str | None:

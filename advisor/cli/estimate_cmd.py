@@ -429,6 +429,10 @@ def render(r: dict) -> str:
         what = [x for x, ok in ((r["gpu"], iv["family_calibrated"]),
                                 (f"engine {r['engine']}", iv["engine_calibrated"])) if not ok]  # fmt: skip
         lines.append(f"  UNCALIBRATED: {' and '.join(what)} predicted from priors; ranges widened")
+    ep = r["engine_profile"]
+    if r["tp"] > 1 and not ep["collective_calibrated"]:
+        lines.append(f"  UNCALIBRATED: all-reduces at {ep['collective_efficiency']:.2f} x their "
+                     f"nccl-tests speed, {ep['collective_note']}")  # fmt: skip
     lines.append(f"  ranges from out-of-sample errors: {iv['basis']}")
     lines += _percentile_lines(r)
     if "client_profile" in r:

@@ -1140,6 +1140,37 @@ def _assumptions(doc: _Doc, ctx: _Context, sensitivities: bool) -> None:
     doc.table([("Change", "Recommendation then", "Flips?"), *rows], (58, 100, 20))
 
 
+def _collective_text(ctx: _Context) -> str:
+    """Each kernel-bound fabric's in-engine collective efficiency, and the one the described
+    deployment's TP link uses (``profiles.collective_efficiency``, as its estimate)."""
+    from advisor.perf.model.profiles import FABRIC_NAMES, collective_efficiency
+    from advisor.perf.model.replica import ReplicaConfig, tp_link_for
+    from advisor.physics.collectives import kernel_bound
+
+    links = interconnects()
+    fabrics = {x.kind: x for x in links.values() if kernel_bound(x)}
+    parts = []
+    for kind, link in sorted(fabrics.items()):
+        ce = collective_efficiency(link)
+        flag = "" if ce.calibrated else "uncalibrated: "
+        parts.append(f"over {FABRIC_NAMES[kind]} at {ce.value:.2f} ({flag}{ce.note})")
+    text = ("all-reduces / all-to-alls at a fraction of their nccl-tests speed: "
+            + "; ".join(parts) + "; over PCIe at that speed (the link sets it).")  # fmt: skip
+    spec = _pick(ctx.described, "spec") if ctx.described is not None else None
+    gpus, hw = accelerators(), ctx.scenario.hardware
+    if spec is None or spec.tp == 1 or spec.gpu not in gpus:
+        return text
+    cfg = ReplicaConfig(model=ctx.scenario.model_spec(), gpu=gpus[spec.gpu], tp=spec.tp,
+                        pp=spec.pp, weights=spec.weights, kv=spec.kv,
+                        intra_link=links.get(hw.intra_link or ""),
+                        inter_link=links.get(hw.inter_link or ""),
+                        gpus_per_node=hw.gpus_per_node)  # fmt: skip
+    link = tp_link_for(cfg, links)
+    ce = collective_efficiency(link)
+    return text + (f" The deployment described (TP {spec.tp} over {clean(link.name, 80)}) uses "
+                   f"{ce.value:.2f}{'' if ce.calibrated else ' (uncalibrated)'}.")  # fmt: skip
+
+
 def _calibration_appendix(doc: _Doc, ctx: _Context) -> None:
     doc.h1("Appendix A: calibration")
     cal = _calibration()
@@ -1183,9 +1214,7 @@ def _calibration_appendix(doc: _Doc, ctx: _Context) -> None:
             "Every engine: attention kernels at "
             f"{_fmt(g.get('attention_efficiency'), '.2f')} of the GEMM efficiency, routed-expert "
             f"(MoE) kernels at {_fmt(g.get('moe_efficiency'), '.2f')} with 16-bit experts (with "
-            "fp8/fp4 experts, the family's value in the table above), and all-reduces / "
-            f"all-to-alls at {_fmt(g.get('collective_efficiency'), '.2f')} of their nccl-tests "
-            "speed over NVLink and Infinity Fabric (over PCIe at that speed: the link sets it).",
+            "fp8/fp4 experts, the family's value in the table above), and " + _collective_text(ctx),
             8.5,
         )
     else:

@@ -63,7 +63,10 @@ def sweep_section(c: SimpleNamespace) -> list[dict]:
     )
     st.caption(
         "PCIe, NVLink and Infinity Fabric up to TP = 8 (one node); the inter-node link up to 16 "
-        "(two 8-GPU nodes, every GPU's traffic on its NIC). Hover for the algorithm chosen."
+        "(two 8-GPU nodes, every GPU's traffic on its NIC). Hover for the algorithm chosen. "
+        "In the engine, nccl-tests time / the fabric's collective efficiency: "
+        + md_escape(ic.efficiency_note(rows))
+        + "."
     )
     left, right = st.columns(2)
     left.plotly_chart(

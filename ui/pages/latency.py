@@ -9,6 +9,7 @@ import streamlit as st
 
 from advisor.catalog import accelerators
 from advisor.charts import latency_charts as lc
+from advisor.perf.model.profiles import FABRIC_NAMES
 from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.sweeps import (
     batch_cap,
@@ -92,12 +93,13 @@ def profile_section(c: SimpleNamespace) -> None:
         if p.get("moe_efficiency") is not None
         else ""
     )
+    fabric = FABRIC_NAMES.get(p["collective_fabric"], p["collective_fabric"])
     comm = (
-        f"All-reduces run at {p['collective_efficiency']:.0%} of their nccl-tests speed (fitted "
-        "on the engines' multi-GPU rows)."
-        if p["collective_efficiency"] < 1
-        else "All-reduces run at their nccl-tests speed (the link, not the GPUs' copy kernels, "
-        "sets it)."
+        f"All-reduces over {fabric} run at {p['collective_efficiency']:.0%} of their nccl-tests "
+        f"speed ({p['collective_note']})."
+        if p["collective_calibrated"]
+        else f"All-reduces over {fabric} run at {p['collective_efficiency']:.0%} of their "
+        f"nccl-tests speed, **uncalibrated** ({p['collective_note']})."
     )
     st.info(
         f"Engine profile **{p['name']}** ({cal}): step overhead {p['step_overhead_ms']:.2f} ms, "

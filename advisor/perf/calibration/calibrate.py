@@ -11,8 +11,9 @@ eta_compute_fp8 (fp8 only where fp8 rows exist) and the fp8/fp4 routed experts' 
 efficiency (where such MoE rows exist); per engine, step_overhead_s, seq_overhead_s,
 request_overhead_s, layer_overhead_s, and efficiency multipliers on the compute and memory etas
 (TensorRT-LLM is the reference at 1.0; a multiplier is fitted only where the engine has rows
-that pin it); globally, the attention kernels', the 16-bit routed experts' and the all-reduces'
-fraction of it. Each constant has a prior (``PRIOR_WIDTH_LOG``, ``PRIOR_LINEAR``) whose penalty
+that pin it); globally, the attention kernels' and the 16-bit routed experts' fraction of it;
+per kernel-bound scale-up fabric with multi-GPU rows (NVLink, Infinity Fabric: the interconnect
+catalog's ``kind``), the collectives' fraction of their nccl-tests speed. Each constant has a prior (``PRIOR_WIDTH_LOG``, ``PRIOR_LINEAR``) whose penalty
 joins the loss with ``PRIOR_WEIGHT``: a maximum a posteriori fit.
 """
 
@@ -29,8 +30,9 @@ import yaml
 
 from advisor.catalog.files import write_atomic
 from advisor.perf.model import profiles
-from advisor.perf.model.replica import COMPUTE_PATH, low_precision_experts
+from advisor.perf.model.replica import COMPUTE_PATH, low_precision_experts, tp_link_for
 from advisor.perf.validation.measurements import Case, cases
+from advisor.physics.collectives import kernel_bound
 
 #: (name, lower, upper, initial) per parameter kind.
 _BOUNDS = {
@@ -61,6 +63,18 @@ MIN_ROWS = 3  # a constant is fitted only when at least this many rows depend on
 EAGER_PREFILL = ("sglang", "trtllm")
 
 
+def fabric_of(c: Case) -> str | None:
+    """The kernel-bound fabric (interconnect ``kind``) a row's TP collectives cross, or None.
+
+    None for one GPU per replica, and for links the link itself sets the rate of (PCIe, the
+    networks): no collective efficiency applies there (``profiles.collective_efficiency``).
+    """
+    from advisor.catalog import interconnects
+
+    link = tp_link_for(c.config, interconnects())
+    return link.kind if c.config.tp > 1 and kernel_bound(link) else None
+
+
 def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
     """(section, key, field) of every constant the rows can pin down."""
     fam_rows: Counter = Counter()
@@ -89,8 +103,9 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
         for c in items
         if c.config.model.is_moe and low_precision_experts(c.config.model, c.config.weights)
     )
-    if sum(c.config.tp > 1 for c in items) >= MIN_ROWS:
-        params.append(("global", "collective", "collective_efficiency"))
+    for fabric, n in sorted(Counter(filter(None, map(fabric_of, items))).items()):
+        if n >= MIN_ROWS:
+            params.append(("fabrics", fabric, "collective_efficiency"))
     for fam, n in sorted(fam_rows.items()):
         if n < MIN_ROWS:
             continue
@@ -190,7 +205,7 @@ def prior_deviations(params: list[tuple[str, str, str]], x: np.ndarray) -> np.nd
 
 
 def _doc(params: list[tuple[str, str, str]], x: np.ndarray) -> dict:
-    doc: dict = {"families": {}, "engines": {}, "global": {}}
+    doc: dict = {"families": {}, "engines": {}, "global": {}, "fabrics": {}}
     for (section, key, name), v in zip(params, x, strict=True):
         if section == "global":
             doc["global"][name] = float(v)
@@ -241,7 +256,8 @@ def _start(params: list[tuple[str, str, str]], warm: dict | None) -> np.ndarray:
 def dependence(items: list[Case], params: list[tuple[str, str, str]]) -> np.ndarray:
     """Which constants each row's prediction can depend on (rows x params, bool).
 
-    A row reads the global constants, its accelerator family's and its engine's. A family
+    A row reads the global constants, its accelerator family's, its engine's and its TP link's
+    fabric's (a kernel-bound fabric without its own borrows the fitted ones' mean). A family
     without fitted constants borrows the mean eta_mem of the fitted ones
     (``profiles.family_efficiency``; its compute etas are priors), an engine without them its
     donor's (``profiles.FALLBACK``): such rows depend on every family's eta_mem, or on the
@@ -249,18 +265,25 @@ def dependence(items: list[Case], params: list[tuple[str, str, str]]) -> np.ndar
     The finite-difference Jacobian perturbs together the constants no row shares, so this must
     over-approximate; ``tests/test_calibrate_jacobian.py`` holds it against a dense Jacobian.
     """
+    from advisor.catalog import interconnects
+
     fams = {k for s, k, _ in params if s == "families"}
     engs = {k for s, k, _ in params if s == "engines"}
+    fabrics = {k for s, k, _ in params if s == "fabrics"}
+    links = interconnects()
     out = np.zeros((len(items), len(params)), dtype=bool)
     for i, c in enumerate(items):
         fam, eng = c.config.gpu.family, c.config.engine
         eng = eng if eng in engs else profiles.FALLBACK.get(eng, eng)
+        link = tp_link_for(c.config, links)  # whatever the TP: over-approximate
+        fab = link.kind if link.kind in fabrics or not kernel_bound(link) else "borrows"
         for j, (section, key, name) in enumerate(params):
             out[i, j] = (
                 section == "global"
                 or (section == "families" and key == fam)
                 or (section == "families" and fam not in fams and name == "eta_mem")
                 or (section == "engines" and key == eng)
+                or (section == "fabrics" and fab in (key, "borrows"))
             )
     return out
 
@@ -417,6 +440,8 @@ def fit(
         prof["rows"] = len(mine)
         prof["rows_batched"] = sum(_batched(c) for c in mine)
         prof["rows_under_load"] = sum(c.kind in LOAD_KINDS for c in mine)
+    for fabric, prof in doc["fabrics"].items():
+        prof["rows"] = sum(fabric_of(c) == fabric for c in items)
     doc["engines"].setdefault("generic", {})
     doc["engines"]["generic"]["note"] = (
         "fitted to PyTorch-native rows (gpt-fast) and untagged engines: a plain compiled server"
@@ -445,6 +470,7 @@ def write(doc: dict, path: Path | None = None) -> dict:
         "global": doc.get("global", {}),
         "families": doc["families"],
         "engines": doc["engines"],
+        "fabrics": doc.get("fabrics", {}),
         "fit_summary": {k: {kk: round(vv, 2) for kk, vv in v.items()} for k, v in table.items()},
         "residuals": {p.id: round(p.error * 100, 1) for p in preds if np.isfinite(p.predicted)},
         "rows_skipped": len(skipped),
@@ -455,6 +481,8 @@ def write(doc: dict, path: Path | None = None) -> dict:
         "# engines: overheads in seconds per decode iteration / per running sequence per iteration /\n"
         "#          per request (first token); efficiency multiplies the compute etas,\n"
         "#          mem_efficiency eta_mem (TensorRT-LLM is the reference at 1.0).\n"
+        "# fabrics: collective_efficiency = in-engine fraction of the nccl-tests collective speed\n"
+        "#          over that scale-up fabric (interconnect kind), from `rows` multi-GPU rows.\n"
         "# residuals: row id -> (predicted / measured - 1) in percent, after the fit.\n"
     )
     text = header + yaml.safe_dump(out, sort_keys=False, width=100)

@@ -32,7 +32,7 @@ from advisor.perf.model.predict import (
     static_throughput,
 )
 from advisor.perf.model.profile_range import load_of
-from advisor.perf.model.profiles import engine_profile, family_efficiency
+from advisor.perf.model.profiles import collective_efficiency, engine_profile, family_efficiency
 from advisor.perf.model.replica import (
     ReplicaArrays,
     ReplicaConfig,
@@ -352,6 +352,7 @@ def _header(model: ModelSpec, gpu: Accelerator, inp: EstimateInput, dep: _Deploy
     r, mem, cfg = dep.r, dep.mem, dep.cfg
     eng = engine_profile(inp.engine)
     eff = family_efficiency(gpu.family)
+    coll = collective_efficiency(tp_link_for(cfg, interconnects()))
     return {
         "model": model.id, "gpu": gpu.id, "tp": inp.tp, "pp": inp.pp, "dp": inp.dp,
         "gpus": inp.tp * inp.pp * inp.dp, "weights": inp.weights, "kv": inp.kv,
@@ -369,8 +370,12 @@ def _header(model: ModelSpec, gpu: Accelerator, inp: EstimateInput, dep: _Deploy
             "max_num_seqs": eng.max_num_seqs,
             "eta_mem": eff.eta_mem, "eta_compute_16": eff.eta_compute_16,
             "eta_compute_fp8": eff.eta_compute_fp8, "family_calibrated": eff.fitted,
-            # the value this deployment's link uses (1 over PCIe: physics.collectives.kernel_bound)
+            # the value this deployment's link uses (1 over PCIe: physics.collectives.kernel_bound),
+            # its fabric's own fit, or borrowed and flagged where the fabric has no rows
             "collective_efficiency": float(r.comm_eff[0]),
+            "collective_fabric": coll.fabric,
+            "collective_calibrated": coll.calibrated,
+            "collective_note": coll.note,
             # the routed experts' kernels (MoE models only): fraction of the GEMM efficiency,
             # fitted apart for fp8/fp4 experts (profiles.moe_efficiency)
             "moe_efficiency": float(r.moe_eff[0]) if model.is_moe else None,

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from advisor.catalog.files import load_data_yaml, without_block
 from advisor.catalog.loader import DATA_DIR
+from advisor.catalog.specs import Interconnect
+from advisor.physics.collectives import kernel_bound
 
 CALIBRATION_PATH = DATA_DIR / "calibration.yaml"
 #: Engine profile ids. ``vllm`` is the newest vLLM family (the V1 engine, default from vLLM 0.8.0
@@ -224,7 +226,7 @@ def reload() -> None:
     engine_profile.cache_clear()
     attention_efficiency.cache_clear()
     moe_efficiency.cache_clear()
-    collective_efficiency.cache_clear()
+    fabric_collective_efficiency.cache_clear()
 
 
 @cache
@@ -281,7 +283,11 @@ def moe_efficiency(low_precision: bool = False, family: str | None = None) -> fl
 #: isolated benchmark runs one collective back to back on idle GPUs; in an engine each
 #: all-reduce waits for the slowest rank to finish its GEMM (skew), pays a kernel launch between
 #: two GEMMs and shares the SMs and L2 with them, so it reaches a fraction of the benchmark's
-#: bus bandwidth. 1.0 (the benchmark) before calibration; fitted on the engines' multi-GPU rows.
+#: bus bandwidth. 1.0 (the benchmark) before calibration; fitted per scale-up fabric (the
+#: interconnect catalog's ``kind``: NVLink, Infinity Fabric) on the engines' multi-GPU rows over
+#: it, since the kernels differ (NCCL and the engines' custom all-reduces over NVSwitch; RCCL and
+#: AITER's over the MI300X's point-to-point mesh). One value for both, set mostly by NVLink
+#: rows, took MI300X batch-1 decode from 7.7% to 12.6% held-out error (issue 37).
 #: It applies only where the GPUs' copy kernels set a collective's rate (NVLink, Infinity
 #: Fabric: ``physics.collectives.kernel_bound``); over PCIe the link does, and a slower kernel
 #: leaves the time unchanged. Applied to PCIe too (until 2026-12-03), the 0.65 fitted on NVLink
@@ -291,13 +297,61 @@ def moe_efficiency(low_precision: bool = False, family: str | None = None) -> fl
 #: et al. 2021 (ISCA, "Enabling Compute-Communication Overlap in Distributed Deep Learning
 #: Training Platforms") for the slowdown of collectives that share a GPU with compute kernels.
 DEFAULT_COLLECTIVE_EFFICIENCY = 1.0
+#: How the answers name each fabric (interconnect catalog ``kind``).
+FABRIC_NAMES = {"nvlink": "NVLink", "xgmi": "Infinity Fabric", "pcie": "PCIe",
+                "infiniband": "InfiniBand", "ethernet": "Ethernet"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CollectiveEfficiency:
+    """The in-engine collective efficiency a link uses, and where it comes from."""
+
+    value: float
+    #: The interconnect catalog's ``kind`` of the link (nvlink, xgmi, pcie, ...).
+    fabric: str
+    #: Fitted on rows over this fabric, or not applied (the link sets the rate): False when
+    #: borrowed from another fabric or left at the nccl-tests speed for want of rows.
+    calibrated: bool
+    note: str
+
+
+def collective_efficiency(link: Interconnect) -> CollectiveEfficiency:
+    """The fraction of its nccl-tests speed a collective over ``link`` reaches in an engine.
+
+    Kernel-bound fabrics (``physics.collectives.kernel_bound``) take their own fitted value
+    (``fabrics.<kind>.collective_efficiency`` in data/calibration.yaml); one without rows
+    borrows the mean of the fitted fabrics and says so, or keeps 1.0 if none is fitted. Other
+    links take 1.0: the link, not the kernels, sets the rate.
+
+    >>> from advisor.catalog import get_interconnect
+    >>> collective_efficiency(get_interconnect("pcie5")).value
+    1.0
+    """
+    if not kernel_bound(link):
+        return CollectiveEfficiency(1.0, link.kind, True,
+                                    "the link, not the GPUs' copy kernels, sets the rate")  # fmt: skip
+    return fabric_collective_efficiency(link.kind)
 
 
 @cache
-def collective_efficiency() -> float:
-    """Fitted fraction of the nccl-tests collective speed reached inside the engines."""
-    fitted = (_calibration().get("global") or {}).get("collective_efficiency")
-    return float(fitted) if fitted is not None else DEFAULT_COLLECTIVE_EFFICIENCY
+def fabric_collective_efficiency(fabric: str) -> CollectiveEfficiency:
+    """The fitted in-engine collective efficiency of kernel-bound ``fabric`` (see above)."""
+    fitted = _calibration().get("fabrics") or {}
+    name = FABRIC_NAMES.get(fabric, fabric)
+    own = (fitted.get(fabric) or {}).get("collective_efficiency")
+    if own is not None:
+        rows = (fitted.get(fabric) or {}).get("rows")
+        return CollectiveEfficiency(float(own), fabric, True,
+                                    f"fitted on {rows} multi-GPU rows over {name}"
+                                    if rows else f"fitted on rows over {name}")  # fmt: skip
+    others = {k: float(v["collective_efficiency"]) for k, v in sorted(fitted.items())
+              if isinstance(v, dict) and "collective_efficiency" in v}  # fmt: skip
+    if others:
+        names = " and ".join(FABRIC_NAMES.get(k, k) for k in others)
+        return CollectiveEfficiency(sum(others.values()) / len(others), fabric, False,
+                                    f"not calibrated on {name} (no rows): {names}'s fitted value")  # fmt: skip
+    return CollectiveEfficiency(DEFAULT_COLLECTIVE_EFFICIENCY, fabric, False,
+                                f"not calibrated on {name}: nccl-tests speed assumed")  # fmt: skip
 
 
 @cache

@@ -21,7 +21,7 @@ from advisor.perf.model.profiles import (
     family_efficiency,
     moe_efficiency,
 )
-from advisor.physics.collectives import achievable_fraction_for, kernel_bound
+from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.dispatch import kernels_per_layer
 from advisor.physics.memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -304,7 +304,7 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
         max_num_seqs=eng.max_num_seqs,
         attn_eff=attention_efficiency(), moe_eff=moe_efficiency(low_precision_experts(m, cfg.weights), g.family),
-        comm_eff=collective_efficiency() if kernel_bound(tl) else 1.0, gpus=tp * pp,
+        comm_eff=collective_efficiency(tl).value, gpus=tp * pp,
     )  # fmt: skip
 
 
