@@ -1,9 +1,9 @@
 """All-reduces over PCIe inside an engine (issue 37): the link sets their rate, not the kernels.
 
-The in-engine collective efficiency (``profiles.collective_efficiency``, fitted at ~0.6 per fabric on NVLink
-and Infinity Fabric rows) slows the copy kernels that move the data; over PCIe the link is ~20 x
-slower than those kernels, so the all-reduce takes its nccl-tests time. Applied to PCIe, it had
-put 8 x L40S TP 4/8 offline throughput at 0.67 x of measured.
+The in-engine collective efficiency (``profiles.collective_efficiency``, fitted per fabric on
+NVLink and on Infinity Fabric rows, ~0.6) slows the copy kernels that move the data; over PCIe
+the link is ~20 x slower than those kernels, so the all-reduce takes its nccl-tests time.
+Applied to PCIe, it had put 8 x L40S TP 4/8 offline throughput at 0.67 x of measured.
 """
 
 from __future__ import annotations
