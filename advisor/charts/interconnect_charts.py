@@ -71,7 +71,6 @@ def tp_comm_sweep(
     from advisor.perf.model.profiles import collective_efficiency
     from advisor.perf.model.replica import ReplicaConfig, build_replicas
     from advisor.perf.model.step import decode_step
-    from advisor.physics.collectives import kernel_bound
 
     msg = tp_allreduce_bytes(batch_tokens, model.hidden_size, activation_bytes)
     algs = engine_algorithms(engine)
