@@ -12,8 +12,9 @@ efficiency (where such MoE rows exist); per engine, step_overhead_s, seq_overhea
 request_overhead_s, layer_overhead_s, and efficiency multipliers on the compute and memory etas
 (TensorRT-LLM is the reference at 1.0; a multiplier is fitted only where the engine has rows
 that pin it); globally, the attention kernels' and the 16-bit routed experts' fraction of it;
-per kernel-bound scale-up fabric with multi-GPU rows (NVLink, Infinity Fabric: the interconnect
-catalog's ``kind``), the collectives' fraction of their nccl-tests speed. Each constant has a prior (``PRIOR_WIDTH_LOG``, ``PRIOR_LINEAR``) whose penalty
+the collectives' fraction of their nccl-tests speed over the kernel-bound fabrics (NVLink,
+Infinity Fabric: the interconnect catalog's ``kind``), and per such fabric with multi-GPU rows a
+factor on it held near 1 by its prior. Each constant has a prior (``PRIOR_WIDTH_LOG``, ``PRIOR_LINEAR``) whose penalty
 joins the loss with ``PRIOR_WEIGHT``: a maximum a posteriori fit.
 """
 
@@ -52,6 +53,7 @@ _BOUNDS = {
     "moe_efficiency": (0.2, 1.0, 0.8),
     "moe_efficiency_lowp": (0.2, 1.0, 0.8),
     "collective_efficiency": (0.2, 1.2, 0.8),
+    "collective_factor": (0.5, 2.0, 1.0),
 }
 #: Relative finite-difference step of the Jacobian (scipy's ``diff_step``).
 DIFF_STEP = 1e-3
@@ -103,9 +105,12 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
         for c in items
         if c.config.model.is_moe and low_precision_experts(c.config.model, c.config.weights)
     )
-    for fabric, n in sorted(Counter(filter(None, map(fabric_of, items))).items()):
+    per_fabric = Counter(filter(None, map(fabric_of, items)))
+    if sum(per_fabric.values()) >= MIN_ROWS:
+        params.append(("global", "collective", "collective_efficiency"))
+    for fabric, n in sorted(per_fabric.items()):
         if n >= MIN_ROWS:
-            params.append(("fabrics", fabric, "collective_efficiency"))
+            params.append(("fabrics", fabric, "collective_factor"))
     for fam, n in sorted(fam_rows.items()):
         if n < MIN_ROWS:
             continue
@@ -150,7 +155,7 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
 PRIOR_WIDTH_LOG = {"eta_mem": 0.3, "eta_compute_16": 0.3, "eta_compute_fp8": 0.3,
                    "efficiency": 0.2, "mem_efficiency": 0.2, "attention_efficiency": 0.5,
                    "moe_efficiency": 0.5, "moe_efficiency_lowp": 0.5,
-                   "collective_efficiency": 0.5}  # fmt: skip
+                   "collective_efficiency": 0.5, "collective_factor": 0.2}  # fmt: skip
 PRIOR_LINEAR = {  # name -> (centre, width), seconds
     "step_overhead_s": (2e-3, 3e-3),
     "seq_overhead_s": (5e-6, 3e-5),
@@ -176,7 +181,8 @@ def _prior_centre(section: str, key: str, name: str) -> float:
         return 0.8
     if name in PRIOR_LINEAR:
         return PRIOR_LINEAR[name][0]
-    # efficiency, mem_efficiency: TensorRT-LLM is the reference; collective: nccl-tests
+    # efficiency, mem_efficiency: TensorRT-LLM is the reference; collective: nccl-tests;
+    # collective_factor: the shared collective efficiency
     return 1.0
 
 
@@ -257,7 +263,7 @@ def dependence(items: list[Case], params: list[tuple[str, str, str]]) -> np.ndar
     """Which constants each row's prediction can depend on (rows x params, bool).
 
     A row reads the global constants, its accelerator family's, its engine's and its TP link's
-    fabric's (a kernel-bound fabric without its own borrows the fitted ones' mean). A family
+    fabric's factor (a kernel-bound fabric without one reads the shared value only). A family
     without fitted constants borrows the mean eta_mem of the fitted ones
     (``profiles.family_efficiency``; its compute etas are priors), an engine without them its
     donor's (``profiles.FALLBACK``): such rows depend on every family's eta_mem, or on the
@@ -276,14 +282,14 @@ def dependence(items: list[Case], params: list[tuple[str, str, str]]) -> np.ndar
         fam, eng = c.config.gpu.family, c.config.engine
         eng = eng if eng in engs else profiles.FALLBACK.get(eng, eng)
         link = tp_link_for(c.config, links)  # whatever the TP: over-approximate
-        fab = link.kind if link.kind in fabrics or not kernel_bound(link) else "borrows"
+        fab = link.kind if link.kind in fabrics else None
         for j, (section, key, name) in enumerate(params):
             out[i, j] = (
                 section == "global"
                 or (section == "families" and key == fam)
                 or (section == "families" and fam not in fams and name == "eta_mem")
                 or (section == "engines" and key == eng)
-                or (section == "fabrics" and fab in (key, "borrows"))
+                or (section == "fabrics" and fab == key)
             )
     return out
 
@@ -440,7 +446,10 @@ def fit(
         prof["rows"] = len(mine)
         prof["rows_batched"] = sum(_batched(c) for c in mine)
         prof["rows_under_load"] = sum(c.kind in LOAD_KINDS for c in mine)
+    shared = doc["global"].get("collective_efficiency")
     for fabric, prof in doc["fabrics"].items():
+        if shared is not None:  # what the fabric's deployments use (profiles), for the reader
+            prof["collective_efficiency"] = shared * prof["collective_factor"]
         prof["rows"] = sum(fabric_of(c) == fabric for c in items)
     doc["engines"].setdefault("generic", {})
     doc["engines"]["generic"]["note"] = (
@@ -482,7 +491,8 @@ def write(doc: dict, path: Path | None = None) -> dict:
         "#          per request (first token); efficiency multiplies the compute etas,\n"
         "#          mem_efficiency eta_mem (TensorRT-LLM is the reference at 1.0).\n"
         "# fabrics: collective_efficiency = in-engine fraction of the nccl-tests collective speed\n"
-        "#          over that scale-up fabric (interconnect kind), from `rows` multi-GPU rows.\n"
+        "#          over that scale-up fabric (interconnect kind) = global collective_efficiency x\n"
+        "#          collective_factor, fitted on `rows` multi-GPU rows over it.\n"
         "# residuals: row id -> (predicted / measured - 1) in percent, after the fit.\n"
     )
     text = header + yaml.safe_dump(out, sort_keys=False, width=100)
