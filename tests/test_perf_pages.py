@@ -79,6 +79,24 @@ def test_latency_engine_line_states_the_fitted_collective_efficiency():
     assert "uncalibrated" not in line
 
 
+def test_interconnect_caption_states_each_links_collective_efficiency():
+    # The Interconnect chart divides each link's nccl-tests time by its fabric's in-engine
+    # collective efficiency (data/calibration.yaml fabrics; 1 over PCIe and the networks); the
+    # caption under it says which value each link drawn uses.
+    import yaml
+
+    doc = yaml.safe_load((ROOT / "data" / "calibration.yaml").read_text(encoding="utf-8"))
+    nvl = doc["fabrics"]["nvlink"]
+    at = _page("ui/pages/interconnect.py")
+    cap = next(c.value for c in at.caption if "collective efficiency" in c.value)
+    cap = cap.replace("\\", "")  # the markdown escapes of the link names (ui.format.md_escape)
+    assert (
+        f"{nvl['collective_efficiency']:.2f} (fitted on {nvl['rows']} multi-GPU rows over NVLink)"
+        in cap
+    )
+    assert "1.00 (the link, not the GPUs' copy kernels, sets the rate)" in cap
+
+
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
 def test_latency_engine_line_states_the_prefill_dispatch_floor_only_where_fitted(engine):
     # data/calibration.yaml fits a host-dispatch time per kernel only for the engines that run a
