@@ -41,7 +41,8 @@ lock:
 	{ sed -n '1,4p' constraints.txt; .lock-venv/bin/pip freeze --exclude-editable; } > constraints.new
 	mv constraints.new constraints.txt && rm -rf .lock-venv
 
-run: setup
+# The app needs only .venv: the engine venvs (~10 min, ~5 GB) serve tests/test_engine_parsers.py.
+run: $(STAMP)
 	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true
 
 lint: setup
