@@ -63,7 +63,7 @@ from advisor.search.sla import (
     percentile_intervals,
     risk_headline,
     risk_lines,
-    sla_checks,
+    sla_checks_coded,
     verdicts,
 )
 from advisor.search.timing import PHASES, Phases, phase
@@ -151,11 +151,13 @@ def _sla(sc: Scenario, t: _Table) -> tuple[np.ndarray, list]:
     ``t.point_ratio`` (the same on the point predictions) and ``t.verdict`` (search/sla.py)."""
     qi = QUANTILES.index(sc.sla.percentile / 100)
     arrays = {"TTFT": t.ttft, "TPOT": t.tpot, "E2E": t.e2e}
-    shape_gpu = np.array([s.gpu for s in t.st.shapes], dtype=str)
-    gpu_ids = shape_gpu[np.asarray(t.shape_of, dtype=int)]
+    names = sorted({s.gpu for s in t.st.shapes})
+    shape_gpu = np.array([names.index(s.gpu) for s in t.st.shapes], dtype=int)
     checks = [
         (name, arrays[name][:, qi], target, factor)
-        for name, target, factor in sla_checks(sc, gpu_ids, t.util)
+        for name, target, factor in sla_checks_coded(
+            sc, names, shape_gpu[np.asarray(t.shape_of, dtype=int)], t.util
+        )
     ]
     ratio, point = np.zeros(t.n), np.zeros(t.n)
     for _, v, target, factor in checks:

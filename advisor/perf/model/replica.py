@@ -220,8 +220,10 @@ def low_precision_experts(model: ModelSpec, weights: str) -> bool:
     return COMPUTE_PATH.get(linear_dtypes(model, weights)[0], "16") in ("fp8", "fp4")
 
 
-def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object]:
-    m, g = cfg.model, cfg.gpu
+def _model_part(cfg: ReplicaConfig) -> tuple[dict[str, object], dict[str, object]]:
+    """The row fields that depend on the model and its split alone (not on the GPU, engine or
+    links), and the intermediate figures ``_row`` needs: (fields, intermediates)."""
+    m = cfg.model
     b = _breakdown(m)
     tp, pp = cfg.tp, cfg.pp
     layers = m.num_hidden_layers
@@ -237,39 +239,8 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
     expert_active = b.moe_active_experts / tp * share
     w_layers = m.num_sliding_window_layers
     kv_full, kv_win = (x * share for x in kv_bytes_per_token_split(m, cfg.kv, tp, dp_attn))
-    reserve = activation_reserve_bytes(m, tp)
-    eng = engine_profile(cfg.engine)
-    free = g.memory_bytes - placement.per_gpu_bytes - reserve
-    if eng.kv_fraction_of_free:
-        budget = cfg.gpu_memory_utilization * free if free > 0 else free
-    else:
-        budget = g.memory_bytes * cfg.gpu_memory_utilization - placement.per_gpu_bytes - reserve
-
-    eff = family_efficiency(g.family)
-    path = COMPUTE_PATH[cfg.weights]
-    peak16 = g.peak_flops_per_s.bf16 or g.peak_flops_per_s.fp16
-    native = {"fp8": g.peak_flops_per_s.fp8, "fp4": g.peak_flops_per_s.fp4}
-    if native.get(path):
-        # No FP4 measurement calibrates an efficiency yet: the fp8 one serves the fp4 path too.
-        peak = native[TENSOR_RATE.get(cfg.weights, path)] * eff.eta_compute_fp8
-    else:  # 16-bit, weight-only, or fp8/fp4 weights on a GPU without such tensor cores
-        peak = peak16 * eff.eta_compute_16
     e_dtype, o_dtype = linear_dtypes(m, cfg.weights)
-    quantized = b.moe_experts if e_dtype != o_dtype else b.linear_layers
-    weight_only = path == "wo" or (path in native and not native[path])
-    # GEMMs whose activations are quantized on the fly (their weights on native tensor cores)
-    act_quant = tuple(bool(native.get(COMPUTE_PATH.get(d, "16"))) for d in (e_dtype, o_dtype))
-    if attention_path(m, cfg.kv, g) == "fp8":
-        attn_peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8  # type: ignore[operator]
-    else:
-        attn_peak = peak16 * eff.eta_compute_16
-
-    tl = tp_link_for(cfg, links)
-    pl = pp_link_for(cfg, links)
-    # A client profile fitted on this deployment with this engine (advisor/perf/model/overlay.py).
-    ov = overlay_within(g.id, cfg.engine, m.id, tp, pp, cfg.weights, cfg.kv) or _NO_OVERLAY
-    cf = ov.compute_factor
-    return dict(
+    fields_ = dict(
         tp=tp, pp=pp, layers_stage=layers_stage, hidden=m.hidden_size,
         dense_weight_bytes=dense_bytes, expert_weight_bytes=expert_bytes,
         num_experts=m.num_experts or 0, experts_per_tok=m.num_experts_per_tok or 0,
@@ -278,33 +249,104 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect]) -> dict[str, object
         moe_layer_frac=m.num_moe_layers / layers,
         ep=cfg.ep and expert_parallel_blocker(m, tp) is None,
         dp_attn=dp_attn, attn_active_params=b.attention / tp * share,
-        weight_elements=quantized / tp * share if weight_only else 0.0,
-        expert_weight_elements=b.moe_experts / tp * share if weight_only else 0.0,
         attn_width=attention_width(m, "decode") / tp,
         prefill_attn_width=attention_width(m, "prefill") / tp, kv_full_per_token=kv_full, kv_window_per_token=kv_win,
         window=float(m.sliding_window) if w_layers else math.inf,
         window_layer_frac=w_layers / layers,
-        kv_budget_bytes=budget, draft_kv_per_token=0.0,
+        draft_kv_per_token=0.0,
+        act_bytes=4.0 if cfg.weights == "fp32" else 2.0,
+        gpus=tp * pp,
+    )  # fmt: skip
+    return fields_, dict(
+        per_gpu_bytes=placement.per_gpu_bytes,
+        reserve=activation_reserve_bytes(m, tp),
+        dtypes=(e_dtype, o_dtype),
+        quantized=b.moe_experts if e_dtype != o_dtype else b.linear_layers,
+        experts=b.moe_experts,
+        share=share,
+        low_precision_experts=low_precision_experts(m, cfg.weights),
+    )
+
+
+def _row(cfg: ReplicaConfig, links: dict[str, Interconnect], memo: dict) -> dict[str, object]:
+    """One configuration's fields. ``memo`` holds, for one ``build_replicas`` call, what many
+    configurations share (hundreds of them span a few models, splits, GPUs, engines and links:
+    the model part and the look-ups run once per distinct key, ~2x faster first search); the
+    catalog and calibration do not change within a call, and the configurations hold the
+    objects keyed by identity for its length."""
+    m, g = cfg.model, cfg.gpu
+    tp, pp = cfg.tp, cfg.pp
+    key = (id(m), cfg.weights, tp, pp, cfg.kv, cfg.dp_attention, cfg.ep, cfg.int4_group_size)
+    if key not in memo:
+        memo[key] = _model_part(cfg)
+    row, mp = memo[key]
+    hw = ("hw", id(g), cfg.engine)
+    if hw not in memo:
+        memo[hw] = (engine_profile(cfg.engine), family_efficiency(g.family))
+    eng, eff = memo[hw]
+    free = g.memory_bytes - mp["per_gpu_bytes"] - mp["reserve"]
+    if eng.kv_fraction_of_free:
+        budget = cfg.gpu_memory_utilization * free if free > 0 else free
+    else:
+        budget = g.memory_bytes * cfg.gpu_memory_utilization - mp["per_gpu_bytes"] - mp["reserve"]
+
+    path = COMPUTE_PATH[cfg.weights]
+    peak16 = g.peak_flops_per_s.bf16 or g.peak_flops_per_s.fp16
+    native = {"fp8": g.peak_flops_per_s.fp8, "fp4": g.peak_flops_per_s.fp4}
+    if native.get(path):
+        # No FP4 measurement calibrates an efficiency yet: the fp8 one serves the fp4 path too.
+        peak = native[TENSOR_RATE.get(cfg.weights, path)] * eff.eta_compute_fp8
+    else:  # 16-bit, weight-only, or fp8/fp4 weights on a GPU without such tensor cores
+        peak = peak16 * eff.eta_compute_16
+    weight_only = path == "wo" or (path in native and not native[path])
+    # GEMMs whose activations are quantized on the fly (their weights on native tensor cores)
+    act_quant = tuple(bool(native.get(COMPUTE_PATH.get(d, "16"))) for d in mp["dtypes"])
+    if attention_path(m, cfg.kv, g) == "fp8":
+        attn_peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8  # type: ignore[operator]
+    else:
+        attn_peak = peak16 * eff.eta_compute_16
+
+    tl = tp_link_for(cfg, links)
+    pl = pp_link_for(cfg, links)
+    lk = ("links", id(tl), id(pl), tp)
+    if lk not in memo:
+        bw = tl.effective_bandwidth_bytes_per_s(tp)
+        memo[lk] = dict(
+            tp_link_bw=bw, tp_link_latency=tl.latency_s,
+            tp_link_nvls=tl.in_switch_reduction, tp_link_id=tl.id,
+            a2a_bw=bw * achievable_fraction_for(tl),
+            pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
+            comm_eff=collective_efficiency(tl).value,
+        )  # fmt: skip
+    kk = ("kernels", id(m), tp, act_quant)
+    if kk not in memo:
+        memo[kk] = kernels_per_layer(m, tp, *act_quant)
+    mk = ("moe", mp["low_precision_experts"], g.family)
+    if mk not in memo:
+        memo[mk] = moe_efficiency(mp["low_precision_experts"], g.family)
+    # A client profile fitted on this deployment with this engine (advisor/perf/model/overlay.py).
+    ov = overlay_within(g.id, cfg.engine, m.id, tp, pp, cfg.weights, cfg.kv) or _NO_OVERLAY
+    cf = ov.compute_factor
+    share = mp["share"]
+    return dict(
+        row, **memo[lk],
+        weight_elements=mp["quantized"] / tp * share if weight_only else 0.0,
+        expert_weight_elements=mp["experts"] / tp * share if weight_only else 0.0,
+        kv_budget_bytes=budget,
         peak_flops=peak * eng.efficiency * cf,
         peak_flops_16=peak16 * eff.eta_compute_16 * eng.efficiency * cf,
         attn_peak_flops=attn_peak * eng.efficiency * cf,
         hbm_bw=g.hbm_bandwidth_bytes_per_s * eff.eta_mem * eng.mem_efficiency * ov.mem_factor,
         weight_only=weight_only,
-        act_bytes=4.0 if cfg.weights == "fp32" else 2.0,
-        tp_link_bw=tl.effective_bandwidth_bytes_per_s(tp), tp_link_latency=tl.latency_s,
-        tp_link_nvls=tl.in_switch_reduction, tp_link_id=tl.id,
         custom_allreduce=eng.custom_allreduce,
-        a2a_bw=tl.effective_bandwidth_bytes_per_s(tp) * achievable_fraction_for(tl),
-        pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
         step_overhead_s=eng.step_overhead_s if ov.step_overhead_s is None else ov.step_overhead_s,
         layer_overhead_s=eng.layer_overhead_s,
         kernel_dispatch_s=eng.kernel_dispatch_s,
-        kernels_per_layer=kernels_per_layer(m, tp, *act_quant),
+        kernels_per_layer=memo[kk],
         seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
         max_num_seqs=eng.max_num_seqs,
-        attn_eff=attention_efficiency(), moe_eff=moe_efficiency(low_precision_experts(m, cfg.weights), g.family),
-        comm_eff=collective_efficiency(tl).value, gpus=tp * pp,
+        attn_eff=attention_efficiency(), moe_eff=memo[mk],
     )  # fmt: skip
 
 
@@ -316,7 +358,8 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
     from advisor.catalog import interconnects
 
     links = interconnects()
-    rows = [_row(c, links) for c in configs]
+    memo: dict = {}
+    rows = [_row(c, links, memo) for c in configs]
     cols: dict[str, np.ndarray] = {}
     for f in fields(ReplicaArrays):
         values = [r[f.name] for r in rows]

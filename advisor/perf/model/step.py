@@ -132,18 +132,18 @@ def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
     if multi.size == 0:
         return out
     # One collectives call per distinct (TP, link, kernels) group, found without a Python loop
-    # over candidates (the search passes tens of thousands).
-    keys = (
-        r.tp[multi].astype(int).astype(str).astype(object)
-        + "|" + r.tp_link_id[multi].astype(str).astype(object)
-        + "|" + r.custom_allreduce[multi].astype(int).astype(str).astype(object)
-    )  # fmt: skip
-    uniq, inverse = np.unique(keys.astype(str), return_inverse=True)
-    for g, key in enumerate(uniq):
-        tp_s, link_id, custom_s = key.split("|")
-        tp, custom = int(tp_s), custom_s == "1"
-        idx = multi[inverse == g]
-        link = links[link_id]
+    # over candidates or per-candidate strings (the search passes tens of thousands).
+    link_ids = r.tp_link_id[multi]
+    names = sorted(set(link_ids.tolist()))
+    link_code = np.zeros(multi.size, dtype=int)
+    for c, name in enumerate(names):
+        link_code[link_ids == name] = c
+    keys = (r.tp[multi].astype(int) * len(names) + link_code) * 2
+    keys += r.custom_allreduce[multi].astype(int)
+    for key in sorted(set(keys.tolist())):  # np.unique would import numpy.ma (30-100 ms)
+        (tp, c), custom = divmod(key // 2, len(names)), bool(key % 2)
+        idx = multi[keys == key]
+        link = links[names[c]]
         algs = available_algorithms("allreduce", tp, link)
         if not custom:
             algs = tuple(a for a in algs if a not in ("one_shot", "two_shot"))
