@@ -47,6 +47,17 @@ KDType = Literal["fp16", "bf16", "fp8", "int8"]
 THINK_TIME_DEFAULT_S = 15.0
 #: Default P99 time to first token, ms (SLA.ttft_ms says where it comes from).
 TTFT_DEFAULT_MS = 2000.0
+#: Ranges shared by the Scenario, the app's sidebar widgets (ui/state.py) and the CLI's flags, so
+#: a value one accepts the others accept too. The lower bounds are the widgets' (a link with
+#: rate=0.0005 or capex=0.5 was accepted by the Scenario, then silently raised or dropped by the
+#: widget; recommend --qps 1e-320 priced tokens at "$inf", --ttft-p99-ms 1e-320 missed by "+inf%").
+RATE_RANGE_PER_S = (0.001, 1e6)
+TTFT_RANGE_MS = (0.001, 3.6e6)
+TPOT_RANGE_MS = (0.001, 6e4)
+E2E_RANGE_MS = (0.001, 3.6e7)
+AMORTISATION_RANGE_YEARS = (0.5, 20.0)
+UTILISATION_RANGE = (0.01, 1.0)
+CAPEX_RANGE_USD = (1.0, 1e10)
 
 
 class Hardware(BaseModel):
@@ -109,7 +120,9 @@ class Workload(BaseModel):
     isl_cv: Annotated[float, Field(ge=0, le=ISL_CV_MAX)] = 0.0
     osl_cv: Annotated[float, Field(ge=0, le=3)] = 0.0
     #: Poisson arrival rate, requests/s; or a fixed number of concurrent users (closed loop).
-    arrival_rate_per_s: Annotated[float, Field(gt=0, le=1e6)] | None = 2.0
+    arrival_rate_per_s: (
+        Annotated[float, Field(ge=RATE_RANGE_PER_S[0], le=RATE_RANGE_PER_S[1])] | None
+    ) = 2.0
     concurrent_users: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     #: Think time Z of each concurrent user, s: the time between reading an answer and sending
     #: the next request (used only with ``concurrent_users``). Default 15 s: NVIDIA AIPerf docs,
@@ -139,9 +152,11 @@ class SLA(BaseModel):
     #: Default P99 TTFT 2 s: the MLPerf Inference (v4.0 on) Llama 2 70B server-scenario bound
     #: (P99 TTFT <= 2 s, TPOT <= 200 ms; mlcommons/inference_policies, inference_rules.adoc).
     #: Without it the default question was answered with a 4.7 s TTFT no client would accept.
-    ttft_ms: Annotated[float, Field(gt=0, le=3_600_000)] | None = TTFT_DEFAULT_MS
-    tpot_ms: Annotated[float, Field(gt=0, le=60_000)] | None = 50.0
-    e2e_ms: Annotated[float, Field(gt=0, le=36_000_000)] | None = None
+    ttft_ms: Annotated[float, Field(ge=TTFT_RANGE_MS[0], le=TTFT_RANGE_MS[1])] | None = (
+        TTFT_DEFAULT_MS
+    )
+    tpot_ms: Annotated[float, Field(ge=TPOT_RANGE_MS[0], le=TPOT_RANGE_MS[1])] | None = 50.0
+    e2e_ms: Annotated[float, Field(ge=E2E_RANGE_MS[0], le=E2E_RANGE_MS[1])] | None = None
     #: A target counts as met only when the upper end of the interval of the predicted
     #: percentile at this confidence is within it (advisor/perf/model/intervals.py).
     confidence: Annotated[float, Field(ge=0.5, le=0.99)] = 0.8
@@ -216,8 +231,10 @@ class Cost(BaseModel):
     #: The host server around the GPUs (chassis, CPUs, memory, NICs), USD per server, bought
     #: once per server; None = catalog default (data/prices.yaml ``server``).
     server_usd: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
-    amortisation_years: Annotated[float, Field(gt=0, le=20)] = 4.0
-    utilisation: Annotated[float, Field(gt=0, le=1)] = 0.7
+    amortisation_years: Annotated[
+        float, Field(ge=AMORTISATION_RANGE_YEARS[0], le=AMORTISATION_RANGE_YEARS[1])
+    ] = 4.0
+    utilisation: Annotated[float, Field(ge=UTILISATION_RANGE[0], le=UTILISATION_RANGE[1])] = 0.7
     pue: Annotated[float, Field(ge=1, le=5)] = 1.3
     usd_per_kwh: Annotated[float, Field(ge=0, le=10)] = 0.12
     #: Rental price per GPU-hour, USD; None = catalog default.
@@ -230,7 +247,9 @@ class Cost(BaseModel):
     on_prem: bool = False
     #: Most a deployment may cost to buy (whole servers), USD; above it a deployment is a
     #: result that says so, not the recommendation. None = no cap. Bought GPUs only.
-    max_capex_usd: Annotated[float, Field(gt=0, le=1e10)] | None = None
+    max_capex_usd: Annotated[float, Field(ge=CAPEX_RANGE_USD[0], le=CAPEX_RANGE_USD[1])] | None = (
+        None
+    )
 
     @model_validator(mode="after")
     def _on_prem(self) -> Cost:

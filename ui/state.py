@@ -18,9 +18,16 @@ from pydantic import ValidationError
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators, interconnects, models
 from advisor.perf.model.profiles import ENGINES
 from advisor.scenario import (
+    AMORTISATION_RANGE_YEARS,
+    CAPEX_RANGE_USD,
+    E2E_RANGE_MS,
     ISL_CV_HELP,
     ISL_CV_MAX,
+    RATE_RANGE_PER_S,
     SLA,
+    TPOT_RANGE_MS,
+    TTFT_RANGE_MS,
+    UTILISATION_RANGE,
     Cost,
     Hardware,
     Options,
@@ -365,7 +372,7 @@ def _workload_inputs() -> Workload:
     mode = st.radio("Load given as", [RATE, USERS], key=LOAD_MODE_KEY, horizontal=True)
     if mode == RATE:
         st.number_input(
-            "Arrival rate (requests/s)", 0.001, 1e6, step=0.5, format="%.3g",
+            "Arrival rate (requests/s)", *RATE_RANGE_PER_S, step=0.5, format="%.3g",
             key=_K["workload.arrival_rate_per_s"],
         )  # fmt: skip
     else:
@@ -399,12 +406,12 @@ def _sla_inputs() -> SLA:
     st.selectbox(
         "Percentile", [50, 90, 95, 99], key=_K["sla.percentile"], format_func=lambda p: f"P{p}"
     )
-    for path, label in (
-        ("sla.ttft_ms", "TTFT: time to first token (ms)"),
-        ("sla.tpot_ms", "TPOT: time per output token (ms)"),
-        ("sla.e2e_ms", "E2E: whole response (ms)"),
+    for path, label, bounds in (
+        ("sla.ttft_ms", "TTFT: time to first token (ms)", TTFT_RANGE_MS),
+        ("sla.tpot_ms", "TPOT: time per output token (ms)", TPOT_RANGE_MS),
+        ("sla.e2e_ms", "E2E: whole response (ms)", E2E_RANGE_MS),
     ):
-        st.number_input(label, 0.001, 3.6e7, value=None, step=10.0, format="%g",
+        st.number_input(label, *bounds, value=None, step=10.0, format="%g",
                         placeholder="no target", key=_K[path])  # fmt: skip
     st.caption(AMBIGUITY_NOTE)
     st.slider(
@@ -455,13 +462,14 @@ def _cost_inputs() -> Cost:
                         help="Chassis, CPUs, memory, NICs: bought once per server. Default "
                         "$32,010: SemiAnalysis' DGX H100 bill of materials (data/prices.yaml). "
                         "Deployments are bought as whole servers.")  # fmt: skip
-        st.number_input("Budget cap on the purchase (USD)", 1.0, 1e10, value=None,
+        st.number_input("Budget cap on the purchase (USD)", *CAPEX_RANGE_USD, value=None,
                         step=10_000.0, placeholder="no cap", key=_K["cost.max_capex_usd"],
                         help="Deployments whose servers cost more are listed with the reason, "
                         "not recommended.")  # fmt: skip
         c1, c2 = st.columns(2)
-        c1.number_input("Amortisation (years)", 0.5, 20.0, step=0.5, key=_K["cost.amortisation_years"])  # fmt: skip
-        c2.number_input("Utilisation (0-1)", 0.01, 1.0, step=0.05, key=_K["cost.utilisation"])
+        c1.number_input("Amortisation (years)", *AMORTISATION_RANGE_YEARS, step=0.5,
+                        key=_K["cost.amortisation_years"])  # fmt: skip
+        c2.number_input("Utilisation (0-1)", *UTILISATION_RANGE, step=0.05, key=_K["cost.utilisation"])  # fmt: skip
         c1.number_input("PUE", 1.0, 5.0, step=0.05, key=_K["cost.pue"])
         c2.number_input("Electricity (USD/kWh)", 0.0, 10.0, step=0.01, key=_K["cost.usd_per_kwh"])  # fmt: skip
         st.number_input("Hosting (USD per kW-month)", 0.0, 10_000.0, value=None, step=10.0,

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from advisor.catalog.quoting import echo
 from advisor.scenario import Scenario
 
 
@@ -200,7 +201,7 @@ def scenario_from_params(
     for key in params:
         if key not in known:
             warnings.append(
-                f"ignored unknown parameter {key!r} (known: {', '.join(sorted(known))})"
+                f"ignored unknown parameter {echo(key)} (known: {', '.join(sorted(known))})"
             )
     grouped = {p for g in _GROUPS for p in g}
     units = list(_GROUPS) + [(p,) for p in URL_KEYS if p not in grouped]

@@ -99,6 +99,17 @@ class _Parser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
 
+def _number_shown(text: str) -> str:
+    """A number the user typed, for an out-of-range message: as typed, or cut when long (a
+    5,000-digit value parses, as inf or as an int, and was echoed whole).
+
+    >>> _number_shown(" 1e308 "), _number_shown("9" * 5000)[:12]
+    ('1e308', "'99999999999")
+    """
+    text = text.strip()
+    return text if len(text) <= 60 else shown(text)
+
+
 def int_in(lo: int, hi: int) -> Callable[[str], int]:
     """argparse type: an integer in [lo, hi]."""
 
@@ -110,7 +121,9 @@ def int_in(lo: int, hi: int) -> Callable[[str], int]:
                 f"{shown(text)} is not an integer (allowed: {lo}..{hi})"
             ) from None
         if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{value} is out of range (allowed: {lo}..{hi})")
+            raise argparse.ArgumentTypeError(
+                f"{_number_shown(text)} is out of range (allowed: {lo}..{hi})"
+            )
         return value
 
     return parse
@@ -130,7 +143,7 @@ def float_in(lo: float, hi: float, *, lo_open: bool = False) -> Callable[[str], 
         if not math.isfinite(value) or bad_lo or value > hi:
             bracket = "(" if lo_open else "["
             raise argparse.ArgumentTypeError(
-                f"{text.strip()} is out of range (allowed: {bracket}{lo:g}, {hi:g}])"
+                f"{_number_shown(text)} is out of range (allowed: {bracket}{lo:g}, {hi:g}])"
             )
         return value
 

@@ -19,11 +19,16 @@ from advisor.cli.profile_opt import check as check_profile
 from advisor.perf.model.intervals import WIDE_FACTOR, narrowing_advice, range_note
 from advisor.perf.model.profiles import ENGINES
 from advisor.scenario import (
+    CAPEX_RANGE_USD,
     DEFAULT_ENGINE,
+    E2E_RANGE_MS,
     ISL_CV_HELP,
     ISL_CV_MAX,
+    RATE_RANGE_PER_S,
     THINK_TIME_DEFAULT_S,
+    TPOT_RANGE_MS,
     TTFT_DEFAULT_MS,
+    TTFT_RANGE_MS,
 )
 
 
@@ -69,7 +74,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help=f"{ISL_CV_HELP} Default 0.")  # fmt: skip
     p.add_argument(
         "--qps",
-        type=float_in(0, 1e6, lo_open=True),
+        type=float_in(*RATE_RANGE_PER_S),
         default=None,
         help="requests/s (default 2 unless --users is given)",
     )
@@ -87,11 +92,11 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="seconds each user reads an answer before the next request (0..3600, "
         "default 15: NVIDIA AIPerf docs, a chatbot user reads a response in ~15 s)",
     )
-    p.add_argument("--ttft-p99-ms", type=float_in(0, 3.6e6, lo_open=True), default=None,
+    p.add_argument("--ttft-p99-ms", type=float_in(*TTFT_RANGE_MS), default=None,
                    help="with no target given: TTFT <= 2000 ms (the MLPerf Llama 2 70B server "
                    "bound) and TPOT <= 50 ms")  # fmt: skip
-    p.add_argument("--tpot-p99-ms", type=float_in(0, 6e4, lo_open=True), default=None)
-    p.add_argument("--e2e-p99-ms", type=float_in(0, 3.6e7, lo_open=True), default=None)
+    p.add_argument("--tpot-p99-ms", type=float_in(*TPOT_RANGE_MS), default=None)
+    p.add_argument("--e2e-p99-ms", type=float_in(*E2E_RANGE_MS), default=None)
     p.add_argument(
         "--percentile",
         type=choice_of(["50", "90", "95", "99"], "percentile"),
@@ -155,7 +160,7 @@ def add_cost_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--on-prem", action="store_true", default=None,
                    help="the data must stay on-prem: bought GPUs only, no rental prices shown; "
                    "cost is purchase + power + hosting")  # fmt: skip
-    p.add_argument("--max-capex-usd", type=float_in(0, 1e10, lo_open=True), default=None,
+    p.add_argument("--max-capex-usd", type=float_in(*CAPEX_RANGE_USD), default=None,
                    help="budget cap on the purchase (whole servers), USD; deployments above it "
                    "are listed with the reason, not recommended")  # fmt: skip
     p.add_argument("--redundancy", type=choice_of(["none", "n+1"], "redundancy"), default=None,

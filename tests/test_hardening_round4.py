@@ -1,0 +1,169 @@
+"""Hostile input, round 4: what the earlier rounds (tests/test_hardening_*.py, test_hostile_files.py,
+test_security.py) did not reach.
+
+Found by hand (each case below failed on the code before its fix):
+- A link's value inside the Scenario's range but below the sidebar widget's minimum was accepted
+  by the URL parser, then silently raised to the minimum (``rate=0.0005`` -> 0.001,
+  ``yrs=0.2`` -> 0.5, ``util=0.005`` -> 0.01) or dropped (``ttft=0.0005``, ``capex=0.5`` -> no
+  target, no cap) by Streamlit, with no word to the user. The ranges are now one definition
+  (advisor/scenario.py ``*_RANGE*``) read by the Scenario, the widgets and the CLI's flags.
+- ``recommend --qps 1e-320`` answered "$inf per 1M output tokens" and a 309-digit headroom;
+  ``--ttft-p99-ms 1e-320`` missed the target by "+inf%", with numpy overflow warnings on stderr.
+- A 5,000-digit number was echoed whole in the one-line error; a link parameter named with
+  50,000 characters was echoed whole in the page's warning.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui.url import scenario_from_params
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = str(ROOT / "app.py")
+
+#: (URL key, value inside the old Scenario range but below the widget's minimum, the minimum).
+BELOW_WIDGET_MIN = [
+    ("rate", "0.0005", "0.001"),
+    ("ttft", "0.0005", "0.001"),
+    ("tpot", "1e-320", "0.001"),
+    ("e2e", "0.0001", "0.001"),
+    ("yrs", "0.2", "0.5"),
+    ("util", "0.005", "0.01"),
+    ("capex", "0.5", "1"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "least"), BELOW_WIDGET_MIN)
+def test_link_value_below_the_widget_range_is_refused_naming_it(key, value, least):
+    _, _, warnings = scenario_from_params({key: value})
+    assert len(warnings) == 1, warnings
+    assert f"{key}='{value}'" in warnings[0] and f"greater than or equal to {least}" in warnings[0]
+
+
+@pytest.mark.parametrize(("key", "value", "least"), BELOW_WIDGET_MIN[::2])
+def test_the_app_uses_what_the_link_parser_kept_and_says_so(
+    key, value, least, tmp_path, monkeypatch
+):
+    """The scenario the app computes with is the one the link parser returned (before: the
+    widget clamped or dropped the value silently)."""
+    monkeypatch.setenv("INFERENCE_ARCHITECT_DATA_DIR", str(tmp_path))
+    parsed, _, _ = scenario_from_params({key: value})
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params[key] = value
+    at.run()
+    assert not at.exception
+    assert at.session_state["scenario"].model_dump(exclude={"name"}) == parsed.model_dump(
+        exclude={"name"}
+    )
+    assert any(f"{key}='{value}'" in w.value.replace("\\", "") for w in at.warning)
+
+
+def test_every_sidebar_number_accepts_exactly_the_scenario_range(tmp_path, monkeypatch):
+    """Each sidebar number input's [min, max] is what the Scenario accepts: its ends validate, a
+    value just outside does not (so a link or a file the Scenario accepts fits the widget)."""
+    from pydantic import ValidationError
+
+    from advisor.scenario import Scenario
+    from ui.state import _K
+
+    monkeypatch.setenv("INFERENCE_ARCHITECT_DATA_DIR", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=120).run()
+    by_key = {w.key: w for w in at.sidebar.number_input}
+    checked = 0
+    for path, wkey in _K.items():
+        w = by_key.get(wkey)
+        if w is None or path.startswith("view.") or path.startswith("hardware."):
+            continue
+        section, field = path.split(".")
+        base = Scenario().model_dump()
+        if path == "workload.arrival_rate_per_s":
+            base["workload"]["concurrent_users"] = None
+        for inside in (w.min, w.max):
+            base[section][field] = inside
+            Scenario.model_validate(base)
+        step = 1 if isinstance(w.min, int) else abs(w.min) * 1e-6 or 1e-9
+        for outside in (w.min - step, w.max + max(step, abs(w.max) * 1e-6)):
+            base[section][field] = outside
+            with pytest.raises(ValidationError):
+                Scenario.model_validate(base)
+        checked += 1
+    assert checked >= 12
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag", "allowed"),
+    [
+        (["--qps", "1e-320"], "--qps", "[0.001, 1e+06]"),
+        (["--ttft-p99-ms", "1e-320"], "--ttft-p99-ms", "[0.001, 3.6e+06]"),
+        (["--tpot-p99-ms", "0.0001"], "--tpot-p99-ms", "[0.001, 60000]"),
+        (["--max-capex-usd", "0.5"], "--max-capex-usd", "[1, 1e+10]"),
+    ],
+)
+def test_recommend_refuses_vanishing_values_naming_flag_value_and_range(
+    argv, flag, allowed, run_cli
+):
+    code, out, err = run_cli(["recommend", "--model", "llama-3.1-8b", *argv])
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and flag in err and argv[1] in err and allowed in err
+
+
+@pytest.mark.parametrize("flag", ["--isl", "--qps"])
+def test_a_5000_digit_number_is_echoed_short(flag, run_cli):
+    code, _, err = run_cli(["recommend", "--model", "llama-3.1-8b", flag, "9" * 5000])
+    assert code == 2 and flag in err and "(5,000 characters)" in err and len(err) < 300
+
+
+def test_a_50000_character_link_parameter_name_is_echoed_short():
+    _, _, warnings = scenario_from_params({"k" * 50_000: "1"})
+    assert len(warnings) == 1 and "(50,000 characters)" in warnings[0]
+    assert len(warnings[0]) < 1000
+
+
+# -- plotly: LaTeX and hover-template placeholders --------------------------------------------
+#: A scenario name that is plotly syntax beyond HTML: "$...$" is typeset by MathJax (kaleido
+#: loads it for the PDF's charts), "%{y}" is a placeholder when a name is part of a hover template
+#: (the Compare page's throughput chart put the name into it: the hover showed the throughput).
+PLOTLY_NAME = "Acme $\\frac{a}{b}$ %{y} %{x:$.2f}"
+
+
+def test_a_name_in_a_hover_template_is_no_placeholder():
+    from advisor.catalog import get_accelerator, get_model
+    from advisor.charts import compare_charts as cc
+    from advisor.perf.model.estimate import EstimateInput
+
+    model, gpu = get_model("llama-3.1-8b"), get_accelerator("l40s")
+    rows = cc.batch_sweep(model, gpu, EstimateInput(tp=1), cc.powers_of_two(4))
+    fig = cc.throughput_vs_batch_figure({PLOTLY_NAME: rows})
+    for trace in fig.data:
+        assert trace.hovertemplate.count("%{") == 2, trace.hovertemplate  # batch %{x}, %{y}
+        assert "$" not in trace.hovertemplate and "$" not in trace.name
+
+
+def test_user_text_never_reaches_a_figure_as_latex():
+    import plotly.graph_objects as go
+
+    from advisor.charts.theme import styled
+
+    fig = styled(go.Figure(), f"Where the time goes: {PLOTLY_NAME}")
+    assert "$" not in fig.layout.title.text and "%{" not in fig.layout.title.text
+    assert "&#36;\\frac{a}{b}&#36;" in fig.layout.title.text  # shown as typed
+
+
+def test_pdf_charts_are_exported_without_mathjax(monkeypatch):
+    """kaleido loads MathJax from a CDN unless told not to: a request per export from the
+    consultant's machine, and LaTeX typesetting of any "$...$" that reached a chart."""
+    import kaleido
+
+    from advisor.report import images
+
+    seen: dict = {}
+    monkeypatch.setattr(kaleido, "start_sync_server", lambda **kw: seen.update(kw))
+    monkeypatch.setattr(images, "charts_status", lambda: (True, "test"))
+    monkeypatch.setitem(images._state, "started", False)
+    assert images._start()
+    monkeypatch.setitem(images._state, "started", False)
+    assert seen.get("mathjax") is False
