@@ -78,15 +78,22 @@ TEMPLATE_NAME = "inference_architect"
 pio.templates[TEMPLATE_NAME] = TEMPLATE
 
 
+#: Characters plotly reads as syntax in its texts, beyond HTML: ``$...$`` is typeset as LaTeX
+#: where MathJax is loaded (kaleido loads it for the PDF's charts), ``%{...}`` is a placeholder
+#: in a hover template. As numeric entities they are shown as typed and read as neither.
+_PLOTLY_SYNTAX = str.maketrans({"$": "&#36;", "%": "&#37;"})
+
+
 def escape(text: object) -> str:
     """Text shown as typed in any plotly text (title, label, legend, hover, annotation): plotly
     reads a subset of HTML there (``<b>``, ``<a href>``, ``<span style>``), so ``&``, ``<`` and
-    ``>`` become entities, which it shows as the characters.
+    ``>`` become entities, which it shows as the characters; so do ``$`` (LaTeX) and ``%``
+    (``%{y}`` in a hover template).
 
-    >>> escape("TP=2 <b>&</b>")
-    'TP=2 &lt;b&gt;&amp;&lt;/b&gt;'
+    >>> escape("TP=2 <b>&</b>"), escape("$x^2$ %{y}")
+    ('TP=2 &lt;b&gt;&amp;&lt;/b&gt;', '&#36;x^2&#36; &#37;{y}')
     """
-    return html.escape(str(text), quote=False)
+    return html.escape(str(text), quote=False).translate(_PLOTLY_SYNTAX)
 
 
 def _template_dict() -> dict:

@@ -69,7 +69,9 @@ def _start() -> bool:
     path = browser_path()
     if path and not os.environ.get("BROWSER_PATH"):
         os.environ["BROWSER_PATH"] = path  # kaleido/choreographer look here first
-    kaleido.start_sync_server(silence_warnings=True)
+    # No MathJax: kaleido fetches it from a CDN by default (a request from the consultant's
+    # machine per export) and would typeset a user's "$...$" as LaTeX in the PDF's charts.
+    kaleido.start_sync_server(silence_warnings=True, mathjax=False)
     _state["started"] = True
     return True
 
