@@ -31,24 +31,15 @@ from advisor.catalog.drafts import draft_spec
 from advisor.perf.model.closed_loop import closed_loop_load
 from advisor.perf.model.predict import prefill_interruption_s
 from advisor.perf.model.replica import ReplicaArrays, build_replicas, max_running, with_draft
-from advisor.perf.model.step import (
-    decode_step,
-    prefill,
-    prefill_busy_and_delay_s,
-    prefill_length_elasticity,
-)
-from advisor.physics.queueing import (
-    LoadResult,
-    PiecewiseLinearStep,
-    ServiceModel,
-    latency_under_load,
-)
+from advisor.perf.model.service import STEP_GRID, split_service, tabulated_service
+from advisor.perf.model.step import decode_step, prefill, prefill_length_elasticity
+from advisor.physics.queueing import LoadResult, ServiceModel, latency_under_load
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import Scenario
 from advisor.search.space import Shape, dp_pairs, replica_config, scenario_draft, shapes
 from advisor.search.timing import phase
 
-GRID = 2.0 ** np.arange(0, 13)  # decode batch grid 1..4096
+GRID = STEP_GRID  # decode batch grid 1..4096
 GB = 1e9
 
 
@@ -235,23 +226,9 @@ def service(
     request_overhead_s: np.ndarray | float,
     elasticity: np.ndarray | float = 1.0,
 ) -> ServiceModel:
-    """Queueing ServiceModel over candidate rows (decode step from the interpolated table).
-
-    ``prefill_s`` is a prompt's prefill alone, the engine's per-request overhead included; that
-    overhead (tokenisation, HTTP, admission) delays the first token but runs beside the GPU, so
-    the server is busy for ``prefill_s - request_overhead_s`` only. ``elasticity``: how the
-    prefill scales with the prompt's length (``ShapeTable.prefill_elasticity``).
-    """
-    busy, delay = prefill_busy_and_delay_s(prefill_s, request_overhead_s)
-    return ServiceModel(
-        decode_step_base_s=0.0,
-        decode_step_per_seq_s=0.0,
-        prefill_s=busy,
-        max_running=mr,
-        decode_step_fn=PiecewiseLinearStep(GRID, tab),
-        request_delay_s=delay,
-        prefill_elasticity=elasticity,
-    )
+    """Queueing ServiceModel over candidate rows (decode step from the interpolated table,
+    ``perf.model.service.tabulated_service``)."""
+    return tabulated_service(tab, prefill_s, request_overhead_s, mr, elasticity)
 
 
 def load(scenario: Scenario, sm: ServiceModel, dp: np.ndarray) -> tuple[LoadResult, np.ndarray]:
@@ -277,16 +254,8 @@ def _load(sm: ServiceModel, dp: np.ndarray, osl: float, kw: dict, wl):
 
 def _subset(sm: ServiceModel, rows: np.ndarray) -> ServiceModel:
     """The candidates ``rows`` of a search ServiceModel (PiecewiseLinearStep table rows)."""
-    fn = sm.decode_step_fn
-    return ServiceModel(
-        decode_step_base_s=0.0,
-        decode_step_per_seq_s=0.0,
-        prefill_s=sm.prefill_s[rows],
-        max_running=sm.max_running[rows],
-        decode_step_fn=PiecewiseLinearStep(fn.batches, fn.step_s[rows]),
-        request_delay_s=sm.request_delay_s[rows],
-        prefill_elasticity=sm.prefill_elasticity[rows],
-    )
+    return split_service(sm.decode_step_fn.step_s[rows], sm.prefill_s[rows], sm.request_delay_s[rows],
+                         sm.max_running[rows], sm.prefill_elasticity[rows])  # fmt: skip
 
 
 @dataclass
