@@ -146,27 +146,64 @@ def capacity_text(cap) -> str:
     return risk + _capacity_text(cap)
 
 
+def _pools(cap) -> list[tuple[float, str]]:
+    """(per-replica rate, the CapacityRow field counting that pool's replicas) per pool."""
+    if cap.kind != "disaggregated":
+        return [(cap.max_rate_per_replica_at_sla_req_s, "replicas")]
+    return [(cap.prefill_max_rate_per_replica_at_sla_req_s or 0.0, "prefill_replicas"),
+            (cap.max_rate_per_replica_at_sla_req_s, "decode_replicas")]  # fmt: skip
+
+
+def rate_digits(cap) -> int:
+    """Significant figures of the rates in the capacity caption and table: 3, or more where
+    3 would show a target rate equal to a replica's limit that still needs one replica more
+    (issue 38, the hospital's Qwen3-235B-A22B on 8x B200: "one replica serves up to 2.78
+    requests/s" above "2.78 requests/s: 2 replicas", for 2.7773 and 2.7820). The caption's
+    rule, ceil(R / limit), applied to the numbers as shown gives the replicas shown.
+
+    >>> from advisor.search.results import Capacity, CapacityRow
+    >>> row = CapacityRow(target_rate_req_s=2.7820, replicas=2, gpus=4, nodes=1)
+    >>> rate_digits(Capacity(replica="r", gpus_per_replica=2, sla_headroom=1.5,
+    ...                      max_rate_per_replica_at_sla_req_s=2.7773, rows=[row]))
+    4
+    """
+    for digits in range(3, 7):
+        shown = [(float(f"{r:.{digits}g}"), field) for r, field in _pools(cap)]
+        if all(
+            r <= 0
+            or math.ceil(float(f"{row.target_rate_req_s:.{digits}g}") / r - 1e-9)
+            == getattr(row, field)
+            for row in cap.rows
+            for r, field in shown
+        ):
+            return digits
+    return 6
+
+
 def _capacity_text(cap) -> str:
-    r = cap.max_rate_per_replica_at_sla_req_s
+    g = f".{rate_digits(cap)}g"
+    r = format(cap.max_rate_per_replica_at_sla_req_s, g)
     if cap.kind != "disaggregated":
         return (f"One replica ({cap.replica}, {cap.gpus_per_replica} GPU"
-                f"{'s' if cap.gpus_per_replica != 1 else ''}) serves up to {r:.3g} requests/s "
+                f"{'s' if cap.gpus_per_replica != 1 else ''}) serves up to {r} requests/s "
                 "within the SLA; a target rate R needs ceil(R / that) replicas.")  # fmt: skip
-    rp = cap.prefill_max_rate_per_replica_at_sla_req_s or 0.0
+    rp = format(cap.prefill_max_rate_per_replica_at_sla_req_s or 0.0, g)
     return (f"Disaggregated: prefill and decode replicas are counted apart. One prefill replica "
-            f"(TP={cap.prefill_gpus_per_replica}) serves up to {rp:.3g} requests/s and one "
+            f"(TP={cap.prefill_gpus_per_replica}) serves up to {rp} requests/s and one "
             f"decode replica ({cap.replica.split(';')[0].removeprefix('decode replica ')}, "
-            f"{cap.gpus_per_replica} GPUs) up to {r:.3g} requests/s within the SLA (each "
+            f"{cap.gpus_per_replica} GPUs) up to {r} requests/s within the SLA (each "
             "measured with the pools scaled together); a target rate R needs ceil(R / "
-            f"{rp:.3g}) prefill and ceil(R / {r:.3g}) decode replicas.")  # fmt: skip
+            f"{rp}) prefill and ceil(R / {r}) decode replicas.")  # fmt: skip
 
 
 def capacity_rows(cap) -> list[dict[str, object]]:
-    """The capacity table's rows (requests/s to 3 significant figures), the prefill and decode
-    replicas in their own columns for a disaggregated deployment."""
+    """The capacity table's rows (requests/s to the caption's significant figures,
+    ``rate_digits``), the prefill and decode replicas in their own columns for a disaggregated
+    deployment."""
     out = []
+    g = f".{rate_digits(cap)}g"
     for r in cap.rows:
-        row: dict[str, object] = {"requests/s": f"{r.target_rate_req_s:.3g}"}
+        row: dict[str, object] = {"requests/s": format(r.target_rate_req_s, g)}
         if cap.kind == "disaggregated":
             row |= {"prefill replicas": r.prefill_replicas, "decode replicas": r.decode_replicas}
         else:
