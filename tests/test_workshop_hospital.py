@@ -65,3 +65,48 @@ def test_capacity_caption_rule_gives_the_replicas_of_its_table():
     for row in table.to_dict("records"):
         rate = float(str(row["requests/s"]).replace(",", ""))
         assert math.ceil(rate / limits[0] - 1e-9) == row["replicas"], (caption, row)
+
+
+def _trace_names(at: AppTest) -> list[str]:
+    import json
+
+    return [
+        t.get("name") or ""
+        for chart in at.get("plotly_chart")
+        for t in json.loads(chart.proto.spec)["data"]
+    ]
+
+
+def test_latency_page_charts_mark_the_decode_batch_its_captions_state():
+    """The Latency page states "decode batch 23 per replica" (the search's, 1 + its mean
+    running batch: search/results.decode_batch); its roofline and batch sweep marked "batch 22",
+    the one-replica estimate's mean running batch (21.8), a third figure for one quantity
+    (the issue's "decode batch 77 / 76 / 75.8")."""
+    from advisor.search.recommend import recommend
+    from advisor.search.results import decode_batch_seqs
+
+    s = hospital()
+    n = decode_batch_seqs(recommend(s).best.running_batch)
+    at = opened(s, "ui/pages/latency.py")
+    text = " ".join(c.value for c in at.caption)
+    assert f"decode batch {n} per replica" in text and f"at decode batch {n}:" in text
+    names = _trace_names(at)
+    assert f"decode (batch {n})" in names and f"scenario batch {n}" in names, names
+
+
+def test_latency_page_calls_a_pipeline_hand_off_no_all_reduce():
+    """Qwen3-235B-A22B on 8 MI300X: the closest miss is 4 x (TP=1, PP=2) (when written); its
+    step's communication is the pipeline's hand-off, which the Interconnect page says is "no
+    tensor-parallel all-reduce"; the Latency page called it "all-reduce 0.01 ms"."""
+    from advisor.search.recommend import recommend
+
+    s = hospital(gpu="mi300x")
+    d = recommend(s).near_misses[0].deployment
+    at = opened(s, "ui/pages/latency.py")
+    text = " ".join(c.value for c in at.caption)
+    if d.tp == 1:
+        step = text.split("Its decode step")[1].split("(the step the search priced")[0]
+        assert "all-reduce" not in step and "pipeline hand-offs" in step, step
+    inter = opened(s, "ui/pages/interconnect.py")
+    said = " ".join(m.value for kind in ("markdown", "caption", "info") for m in inter.get(kind))
+    assert ("no tensor-parallel all-reduce" in said) == (d.tp == 1)

@@ -154,7 +154,11 @@ def _step_text(d) -> str:
     if priced is None or not d.stable:
         return ""
     parts, step_ms, batch = priced
-    what = "collectives" if d.ep > 1 or d.attention_dp > 1 else "all-reduce"
+    what = (
+        "collectives" if d.ep > 1 or d.attention_dp > 1
+        else "all-reduce" if d.tp > 1
+        else "pipeline hand-offs"  # TP=1: no all-reduce (the Interconnect page says so)
+    )  # fmt: skip
     comm = parts.get("communication", 0.0)
     return (
         f" Its decode step at decode batch {batch:.0f}: {step_ms:.2f} ms"
@@ -231,7 +235,12 @@ def roofline_section(c: SimpleNamespace) -> None:
         st.warning("No sequence fits in the KV budget: no batch sweep.")
         return
     sweep = batch_sweep(r, ctx, batch_grid(cap))
-    batch = max(float(c.est.get("running_per_replica") or 1.0), 1.0)
+    d, priced = c.focus.deployment, None
+    if c.view.concurrency is None and d is not None and d.stable:
+        priced = priced_step_ms(d)
+    # the decode batch the captions above state (search/results.decode_batch; issue 38: "decode
+    # batch 23" above "decode (batch 22)", the estimate's mean running batch, on the charts)
+    batch = priced[2] if priced else max(float(c.est.get("running_per_replica") or 1.0), 1.0)
     pts = roofline_points(r, c.inp.isl, batch, ctx)
     wd = c.inp.weights
     g = c.gpu.peak_flops_per_s
