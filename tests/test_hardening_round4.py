@@ -15,6 +15,7 @@ Found by hand (each case below failed on the code before its fix):
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,51 @@ def test_pdf_charts_are_exported_without_mathjax(monkeypatch):
     assert images._start()
     monkeypatch.setitem(images._state, "started", False)
     assert seen.get("mathjax") is False
+
+
+# -- the deploy bundle's README.md: a markdown file we hand over ---------------------------------
+@pytest.mark.parametrize("name", ["www.evil.example", "https://evil.example/x"])
+def test_bundle_readme_makes_no_link_of_an_uploaded_model_name(name, tmp_path, run_cli):
+    """An uploaded config.json named ``www.evil.example`` gives the model id
+    ``www.evil.example``; the README said "vllm quantizes www.evil.example at load", a live link
+    on GitHub or GitLab. Identifiers are code spans now (quoting.md_code)."""
+    import json
+
+    from tests.test_hardening_escape import autolinks
+
+    cfg = json.loads((ROOT / "tests/fixtures/hf/llama-3.1-8b.json").read_text())
+    cfg["_name_or_path"] = name
+    doc = {"schema_version": 1, "model": "www.evil.example", "model_config_json": cfg,
+           "hardware": {"gpus": ["h100-sxm"], "gpus_per_node": 2}}  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    out = tmp_path / "d"
+    out.mkdir()
+    code, _, err = run_cli(["deploy", "--scenario", str(tmp_path / "s.json"), "--out", str(out)])
+    assert code == 0, err
+    readme = (out / "README.md").read_text()
+    assert "evil" in readme
+    prose = re.sub(r"(`+)(.+?)\1", "", readme)  # GFM makes no link inside a code span
+    assert not autolinks(prose), autolinks(prose)
+
+
+# -- the PDF: a character no font has is said once, plainly --------------------------------------
+def test_a_glyph_no_font_has_leaves_no_library_warning_on_stderr(caplog):
+    """``report --client "Acme 𠜎"`` printed fpdf2's "Font MPDFAA+DejaVuSansBook is missing the
+    following glyphs: '𠜎' (\\U0002070e)" beside the report's own warning naming the character."""
+    from fpdf import FPDF
+
+    from advisor.report import fonts
+
+    pdf = FPDF()
+    pdf.add_page()
+    family = fonts.register(pdf)
+    if family == fonts.FALLBACK_FAMILY:
+        pytest.skip("no DejaVu font installed")
+    text = "Acme \U0002070e \U0001d518"  # a CJK Extension B ideograph, a Fraktur capital
+    fonts.cover(pdf, text)
+    pdf.set_font(family, size=12)
+    pdf.cell(text=text)
+    pdf.output()
+    assert set(pdf.unprintable) >= {"\U0002070e"}  # the report's own warning names it
+    # logged by fpdf2 (pytest collects the record; on the command line it reached stderr)
+    assert not [r for r in caplog.records if "missing the following glyphs" in r.getMessage()]

@@ -14,6 +14,7 @@ are quoted with ``shlex.quote`` where commands are built (advisor/deploy/engines
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -83,6 +84,21 @@ def terminal_text(text: str) -> str:
     'name: \\\\x1b[2Jx\\\\r\\nnext'
     """
     return inert(text, keep="\n\t")
+
+
+def md_code(text: object) -> str:
+    """``text`` as a markdown code span, for a markdown file we write (a deploy bundle's
+    README.md): shown literally by GitHub-flavoured markdown, never a link (a model id
+    ``www.evil.example``, from an uploaded config.json's name, was a live autolink in the
+    README) nor emphasis. A backtick inside is fenced by a longer run; controls are made inert.
+
+    >>> md_code("www.evil.example"), md_code("a`b"), md_code("x\\ny")
+    ('`www.evil.example`', '``a`b``', '`x\\\\ny`')
+    """
+    text = inert(str(text))
+    ticks = "`" * (max(map(len, re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
 def echo(value: object, limit: int = ECHO_CHARS) -> str:

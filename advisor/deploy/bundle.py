@@ -15,6 +15,7 @@ import io
 import zipfile
 from dataclasses import dataclass, field
 
+from advisor.catalog.quoting import md_code
 from advisor.deploy.engines import LAUNCHERS, Command, Launch
 from advisor.deploy.flags import launch_problems, router_problems
 from advisor.deploy.layout import MAX_INSTANCES, place
@@ -100,7 +101,8 @@ def _readme(la: Launch, p: Plan, refused: dict[str, str]) -> str:
     out += [f"- {n}" for n in la.notes]
     if la.quantize:
         q = la.quantize
-        out.append(f"- Quantize first: {q.tool} quantizes {q.source} to {q.weights} into {q.path} "
+        out.append(f"- Quantize first: {q.tool} quantizes {md_code(q.source)} to {q.weights} into "
+                   f"{md_code(q.path)} "
                    "(quantize.py); the servers load that folder. launch.sh runs it on host 0 "
                    "(models/ beside it), Compose as the service quantize (./models), Kubernetes "
                    "as the Job quantize into the PersistentVolumeClaim models; the servers wait "
@@ -109,7 +111,7 @@ def _readme(la: Launch, p: Plan, refused: dict[str, str]) -> str:
         out.append(f"- Before serving: {la.checkpoint.prepare}")
     if la.checkpoint and la.checkpoint.online_quantization:
         out.append(f"- No published {p.spec.weights} checkpoint listed: {la.engine} quantizes "
-                   f"{la.checkpoint.repo} at load (--quantization "
+                   f"{md_code(la.checkpoint.repo)} at load (--quantization "
                    f"{la.checkpoint.online_quantization}).")  # fmt: skip
     out += ["", "What each file needs:", *[f"- {r}" for r in _needs(la, p, refused)]]
     out += ["", f"Flags checked against data/engine-flags/{la.engine}-{la.version}.yaml "

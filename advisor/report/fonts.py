@@ -67,6 +67,9 @@ def register(pdf) -> str:
 
     Returns the core-font family when no TTF is found (text must then be Latin-1).
     """
+    # fpdf2 logs each glyph no font has ("Font ... is missing the following glyphs") on stderr
+    # when the PDF is written: the report says it once, plainly (``unprintable``, ``cover``)
+    logging.getLogger("fpdf.output").setLevel(logging.ERROR)
     files = find_dejavu()
     if files is None:
         return FALLBACK_FAMILY
