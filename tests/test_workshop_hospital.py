@@ -26,6 +26,7 @@ APP = str(Path(__file__).resolve().parent.parent / "app.py")
 @pytest.fixture(autouse=True)
 def _data_dir(tmp_path, monkeypatch):
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "data"))
+    return tmp_path / "data"
 
 
 def hospital(model: str = "qwen3-235b-a22b", gpu: str = "b200", name: str = "") -> Scenario:
@@ -110,3 +111,40 @@ def test_latency_page_calls_a_pipeline_hand_off_no_all_reduce():
     inter = opened(s, "ui/pages/interconnect.py")
     said = " ".join(m.value for kind in ("markdown", "caption", "info") for m in inter.get(kind))
     assert ("no tensor-parallel all-reduce" in said) == (d.tp == 1)
+
+
+#: The consultant's three scenarios: names sharing a long prefix, the accelerator last.
+PREFIX = "St. Mary's Hospital clinical assistant, 400 clinicians, 6000/400 tokens, Qwen3-235B on"
+SAVED = {g: f"{PREFIX} 8x {n}" for g, n in (("mi300x", "MI300X"), ("h200-sxm", "H200"),
+                                            ("b200", "B200"))}  # fmt: skip
+
+
+def _save_three(data_dir: Path) -> None:
+    from advisor.store import DB_NAME, Store
+
+    store = Store(data_dir / DB_NAME)
+    for gpu, name in SAVED.items():
+        store.save("default", name, hospital(gpu=gpu, name=name), {})
+
+
+def test_compare_opens_with_the_three_saved_scenarios_in_a_fresh_session(_data_dir):
+    """A fresh session's sidebar is the app's default (a Llama 3.1 70B on H100 the consultant
+    never chose): Compare opened with it beside the saved scenarios (the issue: "opens with the
+    sidebar scenario and a Llama example preselected")."""
+    _save_three(_data_dir)
+    at = AppTest.from_file(APP, default_timeout=240).run()
+    at.switch_page("ui/pages/compare.py").run()
+    assert not at.exception, at.exception
+    # the store lists the most recently saved first
+    assert at.multiselect(key="cmp.pick").value == [
+        f"default / {SAVED[g]}" for g in ("b200", "h200-sxm", "mi300x")
+    ]
+
+
+def test_compare_names_the_sidebar_by_its_saved_name(_data_dir):
+    """The sidebar holds the B200 scenario, saved: Compare opened with "The sidebar scenario
+    (now)" for it and the two others, so the B200 column and bars had no name of their own."""
+    _save_three(_data_dir)
+    at = opened(hospital(gpu="b200", name=SAVED["b200"]), "ui/pages/compare.py")
+    picks = at.multiselect(key="cmp.pick").value
+    assert sorted(picks) == sorted(f"default / {n}" for n in SAVED.values())

@@ -8,7 +8,7 @@ import streamlit as st
 
 from advisor.catalog import accelerators, interconnects
 from advisor.charts import compare_charts as cc
-from advisor.scenario import ScenarioError
+from advisor.scenario import Scenario, ScenarioError
 from advisor.search import comparison as cmp
 from advisor.store import StoreError
 from ui.cache import deployment_sweep_for as sweep_for
@@ -54,18 +54,26 @@ def choices() -> tuple[dict[str, Choice], list[str]]:
 
 
 def default_picks(options: dict[str, Choice]) -> list[str]:
-    """What the page opens with: what the user has, never a stray example. The sidebar (the
-    scenario in focus), then the saved scenarios of the engagement open on the Scenarios page,
-    then the others, most recently saved first, up to four; a saved copy of the sidebar is left
-    out (it would compare the scenario with itself)."""
+    """What the page opens with: what the user has, never a stray example, up to four. The
+    saved scenarios of the engagement open on the Scenarios page first, then the others, most
+    recently saved first; before them the sidebar (the scenario in focus), under its saved name
+    when it is saved (not as "The sidebar scenario (now)" beside its own copy), and left out
+    while it is the untouched default of a fresh session (a Llama 3.1 70B the user never chose,
+    issue 38) and there are saved ones to compare."""
     from ui.scenarios import ENGAGEMENT_KEY
 
-    here = options[SIDEBAR].scenario.model_dump(exclude={"name"})
-    saved = [lab for lab in options if lab != SIDEBAR and not lab.startswith("Example: ")
-             and options[lab].scenario.model_dump(exclude={"name"}) != here]  # fmt: skip
+    def inputs(label: str) -> dict:
+        return options[label].scenario.model_dump(exclude={"name"})
+
+    here = inputs(SIDEBAR)
+    saved = [lab for lab in options if lab != SIDEBAR and not lab.startswith("Example: ")]
     open_eng = f"{SS.get(ENGAGEMENT_KEY, 'default')} / "
     saved.sort(key=lambda lab: not lab.startswith(open_eng))  # stable: keeps the store's order
-    return [SIDEBAR, *saved[:3]]
+    copies = [lab for lab in saved if inputs(lab) == here]
+    others = [lab for lab in saved if inputs(lab) != here]
+    untouched = here == Scenario().model_dump(exclude={"name"})
+    first = copies[:1] if copies else [] if untouched and others else [SIDEBAR]
+    return [*first, *others][:4]
 
 
 def inputs_table(picked: list[Choice]) -> pd.DataFrame:
