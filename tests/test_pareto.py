@@ -14,9 +14,7 @@ def _by_definition(x: np.ndarray, y: np.ndarray) -> list[int]:
     ok = [i for i in range(x.size) if np.isfinite(x[i]) and np.isfinite(y[i])]
     kept = []
     for i in ok:
-        dominated = any(
-            x[j] <= x[i] and y[j] <= y[i] and (x[j] < x[i] or y[j] < y[i]) for j in ok
-        )
+        dominated = any(x[j] <= x[i] and y[j] <= y[i] and (x[j] < x[i] or y[j] < y[i]) for j in ok)
         earlier_twin = any(j < i and x[j] == x[i] and y[j] == y[i] for j in ok)
         if not dominated and not earlier_twin:
             kept.append(i)
