@@ -286,11 +286,13 @@ def step_breakdowns(sc: Scenario, t: _Table, i: int) -> tuple[dict, dict]:
     return bd, pbd
 
 
-def _rank_key(sc: Scenario, t: _Table, lat: np.ndarray) -> np.ndarray:
-    """Candidates best first (search/ranking.py)."""
+def _rank_key(sc: Scenario, t: _Table, lat: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The candidates ``rows`` best first (search/ranking.py): only those in the running are
+    sorted (a stable sort of a subset keeps their order among all candidates)."""
+    rate, cap = t.rate[rows], t.cap[rows]
     with np.errstate(divide="ignore", invalid="ignore"):
-        room = np.where(t.rate > 0, t.cap / t.rate, np.inf)
-    return rank_order(sc.rank_by, t.usd_h, t.gpus, room, lat)
+        room = np.where(rate > 0, cap / rate, np.inf)
+    return rows[rank_order(sc.rank_by, t.usd_h[rows], t.gpus[rows], room, lat[rows])]
 
 
 def _calibration_notes(sc: Scenario) -> list[str]:
@@ -435,8 +437,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         risky = (t.verdict == CODE[AT_RISK]) & ~t.over_budget
         # the cheapest that meets with confidence; with none, the cheapest at risk, flagged
         pool = feasible if feasible.any() else risky
-        order = _rank_key(sc, t, lat)
-        ranked = order[pool[order]]
+        ranked = _rank_key(sc, t, lat, np.nonzero(pool)[0])
         best_i = int(ranked[0]) if ranked.size else None
         best = _deployment(sc, t, best_i, ratio, True) if best_i is not None else None
         reason = None
@@ -452,9 +453,9 @@ def _recommend(sc: Scenario) -> Recommendation:
         )
 
         # near misses: infeasible, smallest violation first, distinct shapes (not the winner)
-        miss_order = np.lexsort((t.cost, ratio))
         winner = -1 if best_i is None else best_i
-        miss_order = miss_order[~feasible[miss_order] & (miss_order != winner)]
+        out = np.nonzero(~feasible & (np.arange(t.n) != winner))[0]
+        miss_order = out[np.lexsort((t.cost[out], ratio[out]))]
         near, seen = [], set()
         for i in miss_order[:200]:
             key = int(t.shape_of[i]) if i < t.na else ("d", int(t.shape_of[i]))
