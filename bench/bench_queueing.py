@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from advisor.physics.queueing import ServiceModel, latency_under_load
+from advisor.physics.queueing.model import ServiceModel, latency_under_load
 
 
 def _candidates(n: int, seed: int = 0) -> tuple[ServiceModel, np.ndarray]:

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.perf.validation.queue_sim import simulate
-from advisor.physics.queueing import (
+from advisor.physics.queueing.model import (
     DECODE_SATURATED,
     KV_CAPACITY,
     OK,

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from advisor.perf.validation.queue_sim import simulate
-from advisor.physics.queueing import PiecewiseLinearStep, ServiceModel, latency_under_load
+from advisor.physics.queueing.model import PiecewiseLinearStep, ServiceModel, latency_under_load
 from advisor.scenario import SLA, Hardware, Options, Scenario, Workload
 from advisor.search.evaluate import GRID, build_shapes, evaluate_aggregated, service
 

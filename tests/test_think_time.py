@@ -12,7 +12,7 @@ from advisor.catalog import get_accelerator
 from advisor.perf.model.closed_loop import closed_loop_rate
 from advisor.perf.model.estimate import estimate
 from advisor.perf.model.sweeps import scenario_input
-from advisor.physics.closed_loop import interactive_throughput_per_s
+from advisor.physics.queueing.closed_loop import interactive_throughput_per_s
 from advisor.scenario import THINK_TIME_DEFAULT_S, Hardware, Scenario, Workload
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from advisor.catalog import interconnects
 from advisor.physics.memory import kv_bytes_per_token_per_layer
-from advisor.physics.queueing import QUANTILES, LoadResult, latency_under_load
+from advisor.physics.queueing.model import QUANTILES, LoadResult, latency_under_load
 from advisor.scenario import Scenario
 from advisor.search.evaluate import ShapeTable, _subset, load, service
 from advisor.search.timing import phase

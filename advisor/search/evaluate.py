@@ -33,7 +33,7 @@ from advisor.perf.model.predict import prefill_interruption_s
 from advisor.perf.model.replica import ReplicaArrays, build_replicas, max_running, with_draft
 from advisor.perf.model.service import STEP_GRID, split_service, tabulated_service
 from advisor.perf.model.step import decode_step, prefill, prefill_length_elasticity
-from advisor.physics.queueing import LoadResult, ServiceModel, latency_under_load
+from advisor.physics.queueing.model import LoadResult, ServiceModel, latency_under_load
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import Scenario
 from advisor.search.space import Shape, dp_pairs, replica_config, scenario_draft, shapes

@@ -20,7 +20,7 @@ from collections import Counter
 import numpy as np
 
 from advisor.physics.params import active_params_as_published, param_breakdown
-from advisor.physics.queueing import QUANTILES, REASONS, latency_under_load, unstable_text
+from advisor.physics.queueing.model import QUANTILES, REASONS, latency_under_load, unstable_text
 from advisor.scenario import Scenario
 from advisor.search.capacity import capacity_plan
 from advisor.search.cost import (

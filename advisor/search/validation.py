@@ -16,7 +16,7 @@ def queueing_validation() -> list[dict]:
     from advisor.perf.model.service import service_for
     from advisor.perf.validation.measurements import cases
     from advisor.perf.validation.validate import predict_cases
-    from advisor.physics.queueing import latency_under_load
+    from advisor.physics.queueing.model import latency_under_load
 
     items = [c for c in cases()[0] if c.kind in ("load_ttft", "load_itl")]
     if not items:

@@ -378,7 +378,7 @@ def utilisations(items: list[Case]) -> np.ndarray:
     from advisor.perf.model.predict import concurrency_throughput
     from advisor.perf.model.replica import build_replicas
     from advisor.perf.model.service import service_for
-    from advisor.physics.queueing import latency_under_load
+    from advisor.physics.queueing.model import latency_under_load
 
     out = np.zeros(len(items))
     by_kind: dict[str, list[int]] = {}

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from advisor.physics.queueing import LoadResult, ServiceModel, latency_under_load
+from advisor.physics.queueing.model import LoadResult, ServiceModel, latency_under_load
 
 
 def closed_loop_load(

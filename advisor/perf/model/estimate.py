@@ -446,7 +446,7 @@ def _at_request_rate(
     law, the decode step at b, throughput = qps x osl. Above capacity: the fields of an
     unstable result (latencies inf, throughput at capacity) with the reason."""
     from advisor.perf.model.service import service_for
-    from advisor.physics.queueing import latency_under_load
+    from advisor.physics.queueing.model import latency_under_load
 
     isl, osl = dep.isl, dep.osl
     res = latency_under_load(

@@ -154,7 +154,7 @@ def concurrency_ttft(
     ``iteration_s``: the iteration the n - 1 others run, where it is not one plain decode step
     (speculative decoding: k draft steps and one verify step).
     """
-    from advisor.physics.queueing import kingman_mean_wait_s
+    from advisor.physics.queueing.model import kingman_mean_wait_s
 
     n = np.asarray(n, dtype=float)
     isl = np.asarray(isl, dtype=float)

@@ -65,7 +65,7 @@ def tabulated_service(
 def split_service(step_tab_s, busy_s, delay_s, max_running, elasticity):
     """``tabulated_service`` with the prefill already split into the server's busy time and the
     request's delay beside it (a subset of another such ServiceModel's rows)."""
-    from advisor.physics.queueing import PiecewiseLinearStep, ServiceModel
+    from advisor.physics.queueing.model import PiecewiseLinearStep, ServiceModel
 
     return ServiceModel(
         decode_step_base_s=0.0,

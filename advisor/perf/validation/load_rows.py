@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from advisor.catalog.measurement_row import achieved_rate_per_s, read_load
-from advisor.physics.queueing import REASONS, ServiceModel, latency_under_load
+from advisor.physics.queueing.model import REASONS, ServiceModel, latency_under_load
 
 _TPUT_RE = re.compile(r"measured output tput=(?P<tput>[0-9.]+) tok/s")
 RATE_METRICS: tuple[str, ...] = ("ttft_ms", "itl_ms", "tpot_ms")

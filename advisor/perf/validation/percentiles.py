@@ -50,7 +50,7 @@ from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.service import service_for
 from advisor.perf.validation.measurements import Case, Skipped, load_rows, parse_row, source_key
 from advisor.perf.validation.validate import error_stats
-from advisor.physics.queueing import LoadResult, latency_under_load
+from advisor.physics.queueing.model import LoadResult, latency_under_load
 
 #: A percentile latency metric: (quantity, unit, statistic).
 PERCENTILE_METRIC = re.compile(r"^(ttft|tpot|itl|e2e|e2el)_(ms|s)_(median|p50|p90|p95|p99)$")

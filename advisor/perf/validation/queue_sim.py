@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from advisor.physics.queueing import (
+from advisor.physics.queueing.model import (
     POLICIES,
     QUANTILES,
     LatencyStats,

@@ -153,7 +153,7 @@ def _load_prediction(kind: str, sel: list[Case], r: ReplicaArrays, isl, osl) -> 
     (overload_queue_wait_s) on the first token; with N unknown it is a failure (inf).
     """
     from advisor.perf.model.predict import overload_queue_wait_s
-    from advisor.physics.queueing import latency_under_load
+    from advisor.physics.queueing.model import latency_under_load
 
     qps = np.array([c.qps for c in sel], dtype=float)
     sm = service_for(r, isl, osl)
