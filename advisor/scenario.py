@@ -100,7 +100,7 @@ class Hardware(BaseModel):
 
 
 #: Upper bound of a length's coefficient of variation: a log-normal with CV 3 already puts its
-#: P99 at about 8x the mean (advisor/physics/queueing.py), beyond any prompt mix we have seen.
+#: P99 at about 8x the mean (advisor/physics/queueing/), beyond any prompt mix we have seen.
 ISL_CV_MAX = 3.0
 ISL_CV_HELP = (
     "Spread of the prompt lengths: their coefficient of variation (standard deviation / mean) "

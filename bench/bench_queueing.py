@@ -1,4 +1,4 @@
-"""Time the vectorised queueing approximation (advisor.physics.queueing.latency_under_load).
+"""Time the vectorised queueing approximation (advisor.physics.queueing.model.latency_under_load).
 
 Prints candidates per second for 10k, 50k and 100k random candidates per policy (best of 5
 runs, one core). Never asserts on speed. Run: .venv/bin/python bench/bench_queueing.py
@@ -10,7 +10,8 @@ import time
 
 import numpy as np
 
-from advisor.physics.queueing.model import ServiceModel, latency_under_load
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.service import ServiceModel
 
 
 def _candidates(n: int, seed: int = 0) -> tuple[ServiceModel, np.ndarray]:

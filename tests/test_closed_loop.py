@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from advisor.perf.model.closed_loop import closed_loop_load
-from advisor.physics.queueing.model import ServiceModel
+from advisor.physics.queueing.service import ServiceModel
 
 
 def test_closed_loop_throughput_obeys_littles_law_per_candidate():

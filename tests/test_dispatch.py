@@ -98,7 +98,8 @@ def test_a_fixed_prefill_does_not_spread_with_the_prompt_lengths():
     # elasticity 0.5 its cv is 0.5: gamma(shape 4, scale 10 ms), P99 = 83.7 ms (scipy's ppf).
     from scipy.stats import gamma
 
-    from advisor.physics.queueing.model import ServiceModel, latency_under_load
+    from advisor.physics.queueing.model import latency_under_load
+    from advisor.physics.queueing.service import ServiceModel
 
     p99 = {}
     for e in (1.0, 0.5, 0.0):

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.perf.validation.queue_sim import simulate
-from advisor.physics.queueing.model import ServiceModel, latency_under_load
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.service import ServiceModel
 
 #: step(b) = 10 ms + 0.2 ms x b, prefill 40 ms of a 2,048-token prompt, 256 KV slots.
 SERVICE = ServiceModel(0.010, 0.0002, 0.040, 256)

@@ -14,7 +14,7 @@ from advisor.perf.validation.load_rows import (
     summarise_validation,
     validate_against_rows,
 )
-from advisor.physics.queueing.model import ServiceModel
+from advisor.physics.queueing.service import ServiceModel
 
 # ------------------------------------------------------------------ validation path
 

@@ -588,7 +588,8 @@ def test_request_overhead_delays_the_first_token_but_not_the_server():
     # (no queue): TTFT 50 + 20 = 70 ms, E2E 70 + 100 x 10 = 1070 ms.
     import numpy as np
 
-    from advisor.physics.queueing.model import ServiceModel, latency_under_load
+    from advisor.physics.queueing.model import latency_under_load
+    from advisor.physics.queueing.service import ServiceModel
 
     plain = ServiceModel(0.010, 0.0, 0.050, 64)
     late = ServiceModel(0.010, 0.0, 0.050, 64, request_delay_s=0.020)

@@ -1,4 +1,4 @@
-"""Tests for advisor/physics/queueing.py: analytic latency under load versus the simulation.
+"""Tests for advisor/physics/queueing/: analytic latency under load versus the simulation.
 
 Expected values come from hand calculations (stated next to each assertion), from queueing
 limits (unloaded server, saturation), or from the discrete-event simulation
@@ -15,20 +15,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.perf.validation.queue_sim import simulate
-from advisor.physics.queueing.model import (
+from advisor.physics.queueing.classic_queues import erlang_c
+from advisor.physics.queueing.distributions import gamma_quantile, norm_ppf
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.results import (
     DECODE_SATURATED,
     KV_CAPACITY,
     OK,
     PREFILL_SATURATED,
     QUANTILES,
     REASONS,
-    ServiceModel,
-    erlang_c,
-    gamma_quantile,
-    latency_under_load,
-    norm_ppf,
-    utilisation,
 )
+from advisor.physics.queueing.service import ServiceModel, utilisation
 
 # Small reference cases (step base s, per-seq s, prefill s, max_running), osl, isl.
 # A: 70B-on-4-GPUs-like (15 ms step, 60 ms prefill); B: 8B-like; D: prefill-heavy (long prompt,

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from advisor.physics.queueing.model import QUANTILES
+from advisor.physics.queueing.results import QUANTILES
 from advisor.scenario import SLA, Hardware, Options, Scenario, Workload
 from advisor.search.evaluate import build_shapes, evaluate_aggregated
 from advisor.search.recommend import Recommendation, recommend
@@ -175,7 +175,8 @@ def test_exact_fixed_point_matches_bisection(name):
     # solved exactly per linear segment. The reference is the generic callable path of the
     # same model (60 bisection steps: the bracket shrinks by 2^-60, so the two agree to
     # rounding). Tolerance 1e-6 relative, far inside the ~1 % budget for speed-ups.
-    from advisor.physics.queueing.model import ServiceModel, latency_under_load
+    from advisor.physics.queueing.model import latency_under_load
+    from advisor.physics.queueing.service import ServiceModel
     from advisor.search.evaluate import interp_step, service
     from advisor.search.space import dp_pairs
 

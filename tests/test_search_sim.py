@@ -3,7 +3,7 @@
 The search evaluates every candidate with the analytic ``latency_under_load``; here a handful of
 its own candidates (its step tables, prefill times and KV slot limits, unchanged) are re-run
 through ``simulate`` (seeded) and the two are compared. Tolerances are those the queueing model
-is held to on synthetic cases (physics/queueing.py module doc, tests/test_queueing.py): means
+is held to on synthetic cases (physics/queueing/model.py module doc, tests/test_queueing.py): means
 within 15 %, P99 within 25 %, at utilisations 0.2-0.75. Reasons they cannot be tighter: the
 analytic percentiles are two-moment (gamma / zero-inflated gamma) fits, the mean-field running
 batch ignores its fluctuation in the step time, and a 6,000-request simulation has its own
@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from advisor.perf.validation.queue_sim import simulate
-from advisor.physics.queueing.model import PiecewiseLinearStep, ServiceModel, latency_under_load
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.service import PiecewiseLinearStep, ServiceModel
 from advisor.scenario import SLA, Hardware, Options, Scenario, Workload
 from advisor.search.evaluate import GRID, build_shapes, evaluate_aggregated, service
 

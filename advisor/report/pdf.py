@@ -26,7 +26,7 @@ from fpdf.enums import XPos, YPos
 import advisor
 from advisor.catalog import accelerators, interconnects, models
 from advisor.catalog.loader import measurement_rows
-from advisor.physics.queueing.model import unstable_text
+from advisor.physics.queueing.results import unstable_text
 from advisor.report import fonts, images
 from advisor.report.budget_pdf import budget_section, quality_section
 from advisor.report.client_profile_pdf import client_profile_section

@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-from advisor.physics.queueing.model import QUANTILES, latency_under_load
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.results import QUANTILES
 from advisor.search.evaluate import service
 from advisor.search.results import Capacity, CapacityRow
 from advisor.search.sla import AT_RISK, VERDICTS

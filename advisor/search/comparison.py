@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from advisor.catalog import accelerators
 from advisor.perf.model.profiles import family_efficiency
-from advisor.physics.queueing.model import unstable_text
+from advisor.physics.queueing.results import unstable_text
 from advisor.scenario import Scenario
 from advisor.search.budget import monthly_usd
 from advisor.search.results import Deployment, Recommendation

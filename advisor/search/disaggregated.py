@@ -23,7 +23,8 @@ import numpy as np
 
 from advisor.catalog import interconnects
 from advisor.physics.memory import kv_bytes_per_token_per_layer
-from advisor.physics.queueing.model import QUANTILES, LoadResult, latency_under_load
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.results import QUANTILES, LoadResult
 from advisor.scenario import Scenario
 from advisor.search.evaluate import ShapeTable, _subset, load, service
 from advisor.search.timing import phase
@@ -205,7 +206,7 @@ def _interp_grid(tab: np.ndarray, rows: np.ndarray, u: np.ndarray) -> np.ndarray
 def _closed_loop_pairs(sc, st, pi, pd, a, b, g, t_kv, sm_pre, sm_dec, pre0, dec0) -> Disagg:
     """Closed loop (N users, think time Z) for pool pairs: one throughput X per pair with
     X = N / (Z + TTFT_prefill(X / DP_p) + t_kv + E2E_decode(X / DP_d)) (interactive
-    response-time law over the whole request, physics/closed_loop.py). The pools' mean latencies are tabulated once per pool on a load grid
+    response-time law over the whole request, physics/queueing/closed_loop.py). The pools' mean latencies are tabulated once per pool on a load grid
     (U_GRID), X is found per pair by bisection in log X on the tables, then
     each pair is evaluated exactly at its X."""
     wl = sc.workload

@@ -13,7 +13,7 @@ Method (all numpy, no Python loop per candidate):
    ``query_tokens_per_seq = k + 1``, each attending to the whole context); a step yields E = (1 - a^(k+1)) / (1 - a) tokens, so the
    time per output token is (k x T_draft(b) + T_verify(b)) / E. Because T_verify grows with the
    batch (the step turns compute-bound), the speedup falls with the batch and can drop below 1.
-3. ``latency_under_load`` (physics/queueing.py, continuous batching) on every (shape, DP) pair
+3. ``latency_under_load`` (physics/queueing/model.py, continuous batching) on every (shape, DP) pair
    with the per-replica arrival rate = total rate / DP.
 Closed loop (``workload.concurrent_users`` = N with think time Z): the throughput X solves
 X = N / (Z + E2E_mean(X)) (interactive response-time law); solved per candidate in log space
@@ -33,7 +33,9 @@ from advisor.perf.model.predict import prefill_interruption_s
 from advisor.perf.model.replica import ReplicaArrays, build_replicas, max_running, with_draft
 from advisor.perf.model.service import STEP_GRID, split_service, tabulated_service
 from advisor.perf.model.step import decode_step, prefill, prefill_length_elasticity
-from advisor.physics.queueing.model import LoadResult, ServiceModel, latency_under_load
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.results import LoadResult
+from advisor.physics.queueing.service import ServiceModel
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import Scenario
 from advisor.search.space import Shape, dp_pairs, replica_config, scenario_draft, shapes

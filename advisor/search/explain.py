@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from advisor.catalog.drafts import draft_name
-from advisor.physics.queueing.model import unstable_text
+from advisor.physics.queueing.results import unstable_text
 from advisor.search.evaluate import decode_step_ms, interp_step
 from advisor.search.ranking import SAME_PRICE_USD, rank_order, tie_break_text
 from advisor.search.results import DecisionMatrix, decode_batch
@@ -199,7 +199,7 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
     """
     from advisor.catalog import get_accelerator
     from advisor.perf.model.intervals import is_calibrated
-    from advisor.physics.queueing.model import QUANTILES
+    from advisor.physics.queueing.results import QUANTILES
     from advisor.search.sla import TARGETS, percentile_intervals
 
     qi = QUANTILES.index(sc.sla.percentile / 100)

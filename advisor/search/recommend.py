@@ -20,7 +20,8 @@ from collections import Counter
 import numpy as np
 
 from advisor.physics.params import active_params_as_published, param_breakdown
-from advisor.physics.queueing.model import QUANTILES, REASONS, latency_under_load, unstable_text
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.results import QUANTILES, REASONS, unstable_text
 from advisor.scenario import Scenario
 from advisor.search.capacity import capacity_plan
 from advisor.search.cost import (

@@ -21,7 +21,7 @@ def decode_batch(running_batch: float) -> float:
     """The batch of the decode step a request's token waits for: its own sequence and the
     others in decode (the search's mean running batch), at least 1:
 
-        b = 1 + n   (physics/queueing.DecodePhase, the tagged batch)
+        b = 1 + n   (physics/queueing/running_batch.DecodePhase, the tagged batch)
 
     The one definition every view shows as "decode batch" (issue 38: 77 / 76 / 75.8 in three
     views), rounded to whole sequences by ``decode_batch_seqs``.

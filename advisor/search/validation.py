@@ -6,7 +6,8 @@ from __future__ import annotations
 def queueing_validation() -> list[dict]:
     """Rows (id, kind, gpu, model, qps, load level, measured ms, predicted ms, error) for the
     load_ttft / load_itl cases of data/measurements.csv, predicted by the performance model's
-    step times through ``physics.queueing.latency_under_load`` (perf.validation.validate.predict_cases).
+    step times through ``physics.queueing.model.latency_under_load``
+    (perf.validation.validate.predict_cases).
     ``error`` = predicted / measured - 1. The load level is qps relative to the predicted
     capacity of the measured deployment (low < 0.3, medium < 0.7, high otherwise).
     """

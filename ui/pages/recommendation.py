@@ -8,7 +8,7 @@ import streamlit as st
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.charts.recommend_charts import pareto_figure
-from advisor.physics.queueing.model import unstable_text
+from advisor.physics.queueing.results import unstable_text
 from advisor.search.capacity import capacity_rows, capacity_text
 from advisor.search.decision_matrix import ARTICLE_NAME
 from advisor.search.recommend import unmet_head

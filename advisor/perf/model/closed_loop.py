@@ -4,8 +4,8 @@ A benchmark run with ``--max-concurrency N`` (vLLM ``bench serve``, SGLang ``ben
 and a recommendation for N concurrent users are both closed loops: each client sends its next
 request Z seconds after the last one finishes (Z = 0 for a benchmark client; a person reads
 the answer first), so by the interactive response-time law X = N / (Z + E2E_mean(X))
-(physics/closed_loop.py). The latency is then the queueing model's
-(:func:`advisor.physics.queueing.latency_under_load`) at that X.
+(physics/queueing/closed_loop.py). The latency is then the queueing model's
+(:func:`advisor.physics.queueing.model.latency_under_load`) at that X.
 """
 
 from __future__ import annotations
@@ -14,7 +14,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from advisor.physics.queueing.model import LoadResult, ServiceModel, latency_under_load
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.results import LoadResult
+from advisor.physics.queueing.service import ServiceModel
 
 
 def closed_loop_load(

@@ -442,7 +442,7 @@ def _at_request_rate(
     dep: _Deployment, inp: EstimateInput, prefill_s: float, breakdown: dict
 ) -> _Load | dict:
     """Poisson arrivals at qps / dp per replica: the queueing model's steady-state means and
-    percentiles (``physics.queueing.latency_under_load``); the running batch b from Little's
+    percentiles (``physics.queueing.model.latency_under_load``); the running batch b from Little's
     law, the decode step at b, throughput = qps x osl. Above capacity: the fields of an
     unstable result (latencies inf, throughput at capacity) with the reason."""
     from advisor.perf.model.service import service_for

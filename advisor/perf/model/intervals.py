@@ -456,7 +456,7 @@ def uncalibrated_widening(
 ALL_ROWS = "all engines and accelerators"
 
 #: Load regimes, by the utilisation u = offered request rate / the deployment's capacity (the
-#: queueing model's, ``physics.queueing.latency_under_load``; for a closed loop of N clients
+#: queueing model's, ``physics.queueing.model.latency_under_load``; for a closed loop of N clients
 #: its throughput / capacity, or N / the KV slots when N is larger).
 REGIMES = ("light", "near saturation", "overloaded")
 #: Below this utilisation a request rarely waits for another's prefill: "light".

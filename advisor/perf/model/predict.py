@@ -147,14 +147,14 @@ def concurrency_ttft(
     at 0.95: in a closed loop the prompt queue cannot grow without bound. With osl = 1 (prompts
     only) no request decodes, so the clients resend together after each prefill iteration and
     every cycle is the start-up wave (``first_wave_ttft_s``).
-    Source: Kingman (1961) via physics.queueing.kingman_mean_wait_s; closed-loop arrival rate
-    = clients / cycle time (interactive response-time law, Lazowska et al. 1984, ch. 3).
+    Source: Kingman (1961) via physics.queueing.classic_queues.kingman_mean_wait_s;
+    closed-loop arrival rate = clients / cycle time (interactive response-time law, Lazowska et al. 1984, ch. 3).
     ``tpot_s``: ``concurrency_tpot`` of the same rows, when the caller has it already (or the
     TPOT the deployment really runs at, e.g. with speculative decoding).
     ``iteration_s``: the iteration the n - 1 others run, where it is not one plain decode step
     (speculative decoding: k draft steps and one verify step).
     """
-    from advisor.physics.queueing.model import kingman_mean_wait_s
+    from advisor.physics.queueing.classic_queues import kingman_mean_wait_s
 
     n = np.asarray(n, dtype=float)
     isl = np.asarray(isl, dtype=float)

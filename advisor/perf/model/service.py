@@ -3,7 +3,7 @@ the KV cap.
 
 ``estimate`` (under a request rate or a closed loop), the sweeps, the percentile check, the
 validation and the recommendation's spot checks all hand :func:`service_for` to
-:func:`advisor.physics.queueing.latency_under_load`, and the recommendation search builds its
+:func:`advisor.physics.queueing.model.latency_under_load`, and the recommendation search builds its
 candidates' with :func:`tabulated_service` too, so they queue the same server.
 """
 
@@ -65,7 +65,7 @@ def tabulated_service(
 def split_service(step_tab_s, busy_s, delay_s, max_running, elasticity):
     """``tabulated_service`` with the prefill already split into the server's busy time and the
     request's delay beside it (a subset of another such ServiceModel's rows)."""
-    from advisor.physics.queueing.model import PiecewiseLinearStep, ServiceModel
+    from advisor.physics.queueing.service import PiecewiseLinearStep, ServiceModel
 
     return ServiceModel(
         decode_step_base_s=0.0,

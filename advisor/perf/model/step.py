@@ -428,7 +428,7 @@ def prefill_length_elasticity(r: ReplicaArrays, prompt_tokens: np.ndarray) -> np
     1 for a pass linear in the prompt (its GEMMs), near 0 where a length-independent part
     sets the time (the host dispatching an eager pass's kernels, per-step overheads), above 1
     where attention's quadratic term dominates. The queueing model spreads each request's
-    prefill as ``P (L_i / L)^e`` (``physics.queueing.ServiceModel.prefill_elasticity``): a
+    prefill as ``P (L_i / L)^e`` (``physics.queueing.service.ServiceModel.prefill_elasticity``): a
     prefill that a host floor sets does not double for a prompt twice as long. Clipped to
     [0, 3]. Source: central difference of ln P in ln L (the log-log slope, a power-law fit
     through two points).

@@ -141,8 +141,8 @@ def closed_loop_qps(
     """Requests/s that ``users`` users thinking ``think_time_s`` s put on ``inp.dp`` replicas.
 
     The fixed point X = N / (Z + E2E_mean(X)) (interactive response-time law,
-    physics/closed_loop.py) on the queueing model ``estimate`` uses under a rate (``service_for``
-    + ``latency_under_load``), capped just below the replicas' capacity. None when no sequence
+    physics/queueing/closed_loop.py) on the queueing model ``estimate`` uses under a rate
+    (``service_for`` + ``latency_under_load``), capped just below the replicas' capacity. None when no sequence
     fits on a replica.
     """
     from advisor.perf.model.closed_loop import closed_loop_load

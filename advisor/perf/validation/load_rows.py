@@ -1,7 +1,7 @@
 """Measured TTFT / ITL versus request rate (data/measurements.csv) against the queueing model.
 
 Parses the "request rate QPS=X (measured Y req/s)" rows, classifies their load level and
-compares their mean TTFT / ITL with :func:`advisor.physics.queueing.latency_under_load`.
+compares their mean TTFT / ITL with :func:`advisor.physics.queueing.model.latency_under_load`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from advisor.catalog.measurement_row import achieved_rate_per_s, read_load
-from advisor.physics.queueing.model import REASONS, ServiceModel, latency_under_load
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.results import REASONS
+from advisor.physics.queueing.service import ServiceModel
 
 _TPUT_RE = re.compile(r"measured output tput=(?P<tput>[0-9.]+) tok/s")
 RATE_METRICS: tuple[str, ...] = ("ttft_ms", "itl_ms", "tpot_ms")

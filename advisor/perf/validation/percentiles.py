@@ -1,6 +1,6 @@
 """The latency percentile model checked against published median / P90 / P99 serving rows.
 
-Every SLA decision uses a percentile of :func:`advisor.physics.queueing.latency_under_load`
+Every SLA decision uses a percentile of :func:`advisor.physics.queueing.model.latency_under_load`
 (TTFT / TPOT / E2E: two-moment gamma fits around the queueing means). Until this check it was
 compared only with the project's own simulator. Here every measurement row whose metric is a
 percentile (``ttft|tpot|itl|e2e`` with ``_median``, ``_p50``, ``_p90``, ``_p95``, ``_p99``) is
@@ -22,9 +22,9 @@ draws each length uniformly from [r L, L] (``--random-range-ratio r``, default 0
 from the notes.
 
 ITL percentiles are compared with the model's inter-token gap
-(:func:`advisor.physics.queueing.inter_token_stats`): a mixture of plain decode steps and steps
-that carry a prefill (or a chunk of one), in the share the arrival rate and the prompt give
-(a P99 ITL is a decode step stalled by another request's prefill as soon as more than 1% of
+(:func:`advisor.physics.queueing.inter_token.inter_token_stats`): a mixture of plain decode
+steps and steps that carry a prefill (or a chunk of one), in the share the arrival rate and the
+prompt give (a P99 ITL is a decode step stalled by another request's prefill as soon as more than 1% of
 the gaps carry one; the P99 of a request's mean gap, its TPOT, is much smaller). Until
 2026-12-03 they were compared with the TPOT percentiles.
 
@@ -50,7 +50,8 @@ from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.service import service_for
 from advisor.perf.validation.measurements import Case, Skipped, load_rows, parse_row, source_key
 from advisor.perf.validation.validate import error_stats
-from advisor.physics.queueing.model import LoadResult, latency_under_load
+from advisor.physics.queueing.model import latency_under_load
+from advisor.physics.queueing.results import LoadResult
 
 #: A percentile latency metric: (quantity, unit, statistic).
 PERCENTILE_METRIC = re.compile(r"^(ttft|tpot|itl|e2e|e2el)_(ms|s)_(median|p50|p90|p95|p99)$")
@@ -165,7 +166,7 @@ def percentile_case(row: dict) -> PercentileCase | Skipped | None:
         return None
     what = "e2e" if m.group(1) == "e2el" else m.group(1)
     # an ITL row's deployment and load are read as for a TPOT row (the parser knows those);
-    # its percentile is then the inter-token gap's (physics.queueing.inter_token_stats)
+    # its percentile is then the inter-token gap's (physics.queueing.inter_token.inter_token_stats)
     as_metric = "tpot" if what == "itl" else what
     parsed = parse_row(dict(_with_lengths(row), metric=f"{as_metric}_ms_median", unit="ms"))
     if isinstance(parsed, Skipped):

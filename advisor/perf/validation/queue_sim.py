@@ -1,6 +1,6 @@
 """Discrete-event simulation of one batching LLM server: the reference for the queueing model.
 
-The analytic approximation (:func:`advisor.physics.queueing.latency_under_load`) and this
+The analytic approximation (:func:`advisor.physics.queueing.model.latency_under_load`) and this
 simulation implement the same server model (described in the physics module's docstring); the
 tests compare them (tests/test_queueing.py, tests/test_search_sim.py). The simulation is a
 check, not a formula, so it lives here rather than in physics.
@@ -15,14 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from advisor.physics.queueing.model import (
-    POLICIES,
-    QUANTILES,
-    LatencyStats,
-    LoadResult,
-    ServiceModel,
-    utilisation,
-)
+from advisor.physics.queueing.results import QUANTILES, LatencyStats, LoadResult
+from advisor.physics.queueing.service import POLICIES, ServiceModel, utilisation
 
 _MAX_INT_SLOTS = 1 << 40  # stands for "unlimited" max_running inside the simulator
 
