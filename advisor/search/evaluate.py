@@ -194,15 +194,28 @@ def decode_step_ms(st: ShapeTable, k: int, b: float):
     3.44 ms). A speculative shape's table holds the time per token, not the target's step:
     its target step is exact.
     """
+    parts, step = decode_steps_ms(st, [k], [b])
+    return parts[0], step
+
+
+def decode_steps_ms(st: ShapeTable, ks, bs) -> tuple[list[dict[str, float]], object]:
+    """``decode_step_ms`` of shape rows ``ks`` at batches ``bs`` in one evaluation (the search
+    reports a winner and up to five near misses with their steps): (parts per row, StepTimes)."""
     from advisor.perf.model.step import decode_step
 
-    step = decode_step(st.r.take(np.array([k])), b, st.context_tokens)
-    parts = step.component_dict(0)
-    exact = sum(parts.values())
-    if not st.shapes[k].spec and exact > 0:
-        searched = float(interp_step(st.step_tab_s[[k]], np.array([b]))[0]) * 1e3
-        parts = {name: ms * searched / exact for name, ms in parts.items()}
-    return parts, step
+    ks = np.asarray(ks, dtype=int)
+    bs = np.asarray(bs, dtype=float)
+    step = decode_step(st.r.take(ks), bs, st.context_tokens)
+    searched = interp_step(st.step_tab_s[ks], bs)
+    out = []
+    for j, k in enumerate(ks.tolist()):
+        parts = step.component_dict(j)
+        exact = sum(parts.values())
+        if not st.shapes[k].spec and exact > 0:
+            on_grid = float(searched[j]) * 1e3
+            parts = {name: ms * on_grid / exact for name, ms in parts.items()}
+        out.append(parts)
+    return out, step
 
 
 def interp_step(tab: np.ndarray, b: np.ndarray) -> np.ndarray:

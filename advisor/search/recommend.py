@@ -37,7 +37,7 @@ from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.disaggregated import evaluate_disaggregated
 from advisor.search.evaluate import (
     build_shapes,
-    decode_step_ms,
+    decode_steps_ms,
     evaluate_aggregated,
     interp_step,
     service,
@@ -195,7 +195,11 @@ def _layout(s, names: str = "spec") -> dict[str, int]:
     return {"ep": s.tp if s.ep else 1, dpa: s.tp if s.dpa else 1}
 
 
-def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: bool) -> Deployment:
+def _deployment(
+    sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: bool | tuple[dict, dict]
+) -> Deployment:
+    """Candidate ``i`` as a Deployment; ``breakdown``: with its step breakdowns (True: computed
+    here; a pair: the ``step_breakdowns`` already computed)."""
     st = t.st
     if i < t.na:
         s = st.shapes[int(t.ev.shape_idx[i])]
@@ -234,8 +238,10 @@ def _deployment(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: b
     verdict = VERDICTS[t.verdict[i]]
     bd: dict[str, float] = {}
     pbd: dict[str, float] = {}
-    if breakdown:
+    if breakdown is True:
         bd, pbd = step_breakdowns(sc, t, i)
+    elif breakdown:
+        bd, pbd = breakdown
     if i >= t.na:
         extra["kv_transfer_ms"] = float(t.dg.kv_transfer_s[i - t.na]) * 1e3
     return Deployment(
@@ -269,22 +275,38 @@ def step_breakdowns(sc: Scenario, t: _Table, i: int) -> tuple[dict, dict]:
     prefill of a prefill-pool replica. Speculative shapes: the target's decode step; the
     prefill adds the draft's prompt pass as "draft".
     """
+    return step_breakdowns_of(sc, t, [i])[i]
+
+
+def step_breakdowns_of(sc: Scenario, t: _Table, rows) -> dict[int, tuple[dict, dict]]:
+    """``step_breakdowns`` of candidates ``rows`` in one evaluation of their steps."""
     from advisor.perf.model.step import prefill
 
     st = t.st
-    if i < t.na:
-        k = kp = int(t.ev.shape_idx[i])
-    else:
-        k, kp = int(t.dg.dec_shape[i - t.na]), int(t.dg.pre_shape[i - t.na])
-    b = decode_batch(float(t.running[i]))
-    bd = decode_step_ms(st, k, b)[0]
-    bd["batch"] = b
-    pre = prefill(st.r.take(np.array([kp])), np.array([float(sc.workload.isl_tokens)]))
-    pbd = pre.component_dict(0)
-    draft = (float(st.prefill_s[kp]) - float(pre.total[0])) * 1e3
-    if draft > 1e-9:
-        pbd["draft"] = draft
-    return bd, pbd
+    rows = [int(i) for i in rows]
+    if not rows:
+        return {}
+    ks, kps = [], []
+    for i in rows:
+        if i < t.na:
+            k = kp = int(t.ev.shape_idx[i])
+        else:
+            k, kp = int(t.dg.dec_shape[i - t.na]), int(t.dg.pre_shape[i - t.na])
+        ks.append(k)
+        kps.append(kp)
+    bs = [decode_batch(float(t.running[i])) for i in rows]
+    steps = decode_steps_ms(st, ks, bs)[0]
+    pre = prefill(st.r.take(np.array(kps)), np.full(len(rows), float(sc.workload.isl_tokens)))
+    out = {}
+    for j, i in enumerate(rows):
+        bd = steps[j]
+        bd["batch"] = bs[j]
+        pbd = pre.component_dict(j)
+        draft = (float(st.prefill_s[kps[j]]) - float(pre.total[j])) * 1e3
+        if draft > 1e-9:
+            pbd["draft"] = draft
+        out[i] = (bd, pbd)
+    return out
 
 
 def _rank_key(sc: Scenario, t: _Table, lat: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -440,7 +462,23 @@ def _recommend(sc: Scenario) -> Recommendation:
         pool = feasible if feasible.any() else risky
         ranked = _rank_key(sc, t, lat, np.nonzero(pool)[0])
         best_i = int(ranked[0]) if ranked.size else None
-        best = _deployment(sc, t, best_i, ratio, True) if best_i is not None else None
+        # near misses: infeasible, smallest violation first, distinct shapes (not the winner)
+        winner = -1 if best_i is None else best_i
+        out = np.nonzero(~feasible & (np.arange(t.n) != winner))[0]
+        miss_order = out[np.lexsort((t.cost[out], ratio[out]))]
+        near_rows, seen = [], set()
+        for i in miss_order[:200]:
+            key = int(t.shape_of[i]) if i < t.na else ("d", int(t.shape_of[i]))
+            if key in seen:
+                continue
+            seen.add(key)
+            near_rows.append(int(i))
+            if len(near_rows) == 5:
+                break
+        # the winner and the near misses with breakdowns (Compare and the PDF draw the closest
+        # miss when nothing meets), their steps evaluated together
+        bds = step_breakdowns_of(sc, t, ([] if best_i is None else [best_i]) + near_rows)
+        best = _deployment(sc, t, best_i, ratio, bds[best_i]) if best_i is not None else None
         reason = None
         at_risk = (
             risk_headline(
@@ -453,21 +491,10 @@ def _recommend(sc: Scenario) -> Recommendation:
             else None
         )
 
-        # near misses: infeasible, smallest violation first, distinct shapes (not the winner)
-        winner = -1 if best_i is None else best_i
-        out = np.nonzero(~feasible & (np.arange(t.n) != winner))[0]
-        miss_order = out[np.lexsort((t.cost[out], ratio[out]))]
-        near, seen = [], set()
-        for i in miss_order[:200]:
-            key = int(t.shape_of[i]) if i < t.na else ("d", int(t.shape_of[i]))
-            if key in seen:
-                continue
-            seen.add(key)
-            # with breakdowns: Compare and the PDF draw the closest miss when nothing meets
-            d = _deployment(sc, t, int(i), ratio, True)
-            near.append(NearMiss(deployment=d, fails=misses(sc, checks, int(i), d)))
-            if len(near) == 5:
-                break
+        near = []
+        for i in near_rows:
+            d = _deployment(sc, t, i, ratio, bds[i])
+            near.append(NearMiss(deployment=d, fails=misses(sc, checks, i, d)))
         if best is None and near and near[0].deployment.meets_sla:  # over the budget cap
             closest = near[0]
             reason = (
