@@ -188,7 +188,9 @@ def test_page_says_the_budget_not_the_sla(point_predictions):
     at = at.run().switch_page("ui/pages/recommendation.py").run()
     assert not at.exception, at.exception
     errors = re.sub(r"\\(.)", r"\1", " ".join(e.value for e in at.error))  # md_escape's \$
-    assert "fits the $300,000 budget.** The cheapest: 4 x (TP=2" in errors
+    # the first in the ranking (price per hour, then the fewest GPUs), as the explanation's
+    # "the cheapest to buy" (issue 38: this said 4 x TP=2 and the explanation 1 x TP=1)
+    assert "fits the $300,000 budget.** The cheapest: 1 x (TP=1" in errors
     assert "capex $472,010 exceeds the $300,000 budget" in errors
     warnings = " ".join(w.value for w in at.warning)
     assert (

@@ -148,3 +148,23 @@ def test_compare_names_the_sidebar_by_its_saved_name(_data_dir):
     at = opened(hospital(gpu="b200", name=SAVED["b200"]), "ui/pages/compare.py")
     picks = at.multiselect(key="cmp.pick").value
     assert sorted(picks) == sorted(f"default / {n}" for n in SAVED.values())
+
+
+def test_over_the_budget_the_page_names_one_cheapest_deployment():
+    """gpt-oss-120b on B200 with a $300,000 cap (one 8-GPU server costs $472,010): every
+    deployment that meets the SLA is over the budget. The page put 4 x (TP=2, attention DP=2)
+    in focus as "the cheapest" and its explanation called 1 x (TP=1) "the cheapest to buy",
+    at the same price; now both name the first in the ranking (price per hour, then the fewest
+    GPUs: search/ranking.py)."""
+    from advisor.scenario import Cost
+
+    s = hospital(model="gpt-oss-120b").model_copy(
+        update={"cost": Cost(on_prem=True, max_capex_usd=300_000.0)}
+    )
+    at = opened(s)
+    text = " ".join(x.value for kind in ("markdown", "caption", "error", "warning", "info")
+                    for x in at.get(kind)).replace("\\", "")  # fmt: skip
+    named = re.findall(r"The cheapest: (.+?) \(capex", text)
+    to_buy = re.findall(r"the cheapest to buy, (.+?), costs", text)
+    assert named and to_buy and named[0] == to_buy[0], (named, to_buy)
+    assert named[0].startswith("1 x (TP=1, PP=1)")  # the fewest GPUs at the same price

@@ -229,7 +229,7 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
     return warning, verdict
 
 
-def unmet_lines(sc, t, checks, describe) -> list[str]:
+def unmet_lines(sc, t, checks, describe, cheapest_over: int | None = None) -> list[str]:
     """Why no deployment meets the SLA, from the evaluated arrays.
 
     Per stated target: how many of the deployments that sustain the offered load meet it at
@@ -238,7 +238,8 @@ def unmet_lines(sc, t, checks, describe) -> list[str]:
     meet every latency target but break the utilisation cap, how many cannot sustain the load,
     and the bounds the sidebar put on the search. ``checks``: ``recommend._sla``'s (name,
     predicted percentile s per candidate, target ms, upper factor per candidate);
-    ``describe(i)``: candidate i's description.
+    ``describe(i)``: candidate i's description; ``cheapest_over``: the first, in the ranking's
+    order, of those that meet the SLA above the budget cap (the one the near misses lead with).
     """
     pct, conf = sc.sla.percentile, f"{sc.sla.confidence:.0%}"
     stable = np.asarray(t.stable, dtype=bool)
@@ -286,7 +287,11 @@ def unmet_lines(sc, t, checks, describe) -> list[str]:
         )
     meets = together & (np.asarray(t.util) <= sc.options.max_utilisation)
     if meets.any() and sc.cost.max_capex_usd is not None:  # then every one is over the budget
-        i = int(np.flatnonzero(meets)[np.argmin(t.capex[meets])])
+        i = (
+            cheapest_over
+            if cheapest_over is not None
+            else int(np.flatnonzero(meets)[np.argmin(t.capex[meets])])
+        )
         out.append(
             f"{int(meets.sum()):,} deployments meet the SLA, but none within the "
             f"${sc.cost.max_capex_usd:,.0f} budget: the cheapest to buy, {describe(i)}, costs "

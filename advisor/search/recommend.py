@@ -466,6 +466,15 @@ def _recommend(sc: Scenario) -> Recommendation:
         winner = -1 if best_i is None else best_i
         out = np.nonzero(~feasible & (np.arange(t.n) != winner))[0]
         miss_order = out[np.lexsort((t.cost[out], ratio[out]))]
+        over = (t.verdict == CODE[MEETS]) & t.over_budget
+        cheapest_over = None
+        if best_i is None and over.any():
+            # over the budget cap: those that meet first, in the ranking's order, so that the
+            # page's focus, the headline and the explanation name the same cheapest one (issue
+            # 38: 4 x TP=2 in focus, 1 x TP=1 "the cheapest to buy", both $472,010)
+            first = _rank_key(sc, t, lat, np.nonzero(over)[0])
+            cheapest_over = int(first[0])
+            miss_order = np.concatenate((first, miss_order[~over[miss_order]]))
         near_rows, seen = [], set()
         for i in miss_order[:200]:
             key = int(t.shape_of[i]) if i < t.na else ("d", int(t.shape_of[i]))
@@ -559,7 +568,11 @@ def _recommend(sc: Scenario) -> Recommendation:
             explain(sc, t, best_i, ratio, lat, metric, best.at_risk)
             if best_i is not None
             else unmet_lines(
-                sc, t, checks, lambda i: _deployment(sc, t, i, ratio, False).description
+                sc,
+                t,
+                checks,
+                lambda i: _deployment(sc, t, i, ratio, False).description,
+                cheapest_over,
             )
         )
         warning = confidence_lines(sc, t, best_i)[0] if best_i is not None else None
