@@ -8,6 +8,8 @@ upgrades older versions or says exactly why it cannot.
 from __future__ import annotations
 
 import json
+import typing
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -338,9 +340,49 @@ def _upgrade(doc: dict[str, Any]) -> dict[str, Any]:
 MSG_CHARS = 600
 
 
+def allowed_range(model: type[BaseModel], loc: Sequence[object]) -> str:
+    """The range of the number field at ``loc`` under ``model``, as the CLI's flags say it
+    (``1..2000000``, ``[0.001, 1e+06]``); "" for a field that is not a bounded number.
+
+    >>> allowed_range(Scenario, ["workload", "isl_tokens"]), allowed_range(Scenario, ["sla", "tpot_ms"])
+    ('1..2000000', '[0.001, 60000]')
+    >>> allowed_range(Scenario, ["model"]), allowed_range(Scenario, ["nope", 3])
+    ('', '')
+    """
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        if field is None:
+            return ""
+        kinds = [field.annotation, *typing.get_args(field.annotation)]
+        nested = [k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)]
+        if nested:
+            model = nested[0]
+            continue
+        meta = list(field.metadata)
+        for k in kinds:
+            for m in getattr(k, "__metadata__", ()):
+                meta += getattr(m, "metadata", [m])
+        b = {a: getattr(m, a) for m in meta for a in ("ge", "gt", "le", "lt") if hasattr(m, a)}
+        lo, hi = b.get("ge", b.get("gt")), b.get("le", b.get("lt"))
+        if lo is None or hi is None:
+            return ""
+        bases = {typing.get_args(k)[0] if hasattr(k, "__metadata__") else k for k in kinds}
+        if int in bases and isinstance(lo, int) and isinstance(hi, int):
+            return f"{lo}..{hi}"
+        return f"{'(' if 'gt' in b else '['}{lo:g}, {hi:g}{')' if 'lt' in b else ']'}"
+    return ""
+
+
+#: The scenario's models by the title pydantic gives their errors.
+_MODELS: dict[str, type[BaseModel]] = {
+    m.__name__: m for m in (Scenario, Hardware, Workload, SLA, Options, Cost)
+}
+
+
 def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
-    """One readable line per problem: ``field.path: message (got value)``."""
+    """One readable line per problem: ``field.path: message (got value; allowed range)``."""
     lines = []
+    model = _MODELS.get(exc.title)
     for err in exc.errors()[:10]:
         loc = field_path(err["loc"])
         msg = err["msg"].removeprefix("Value error, ")[:MSG_CHARS]
@@ -349,7 +391,8 @@ def format_validation_error(exc: ValidationError, prefix: str = "") -> str:
             continue
         got = err.get("input")
         shown = echo(got) if not isinstance(got, dict | list) else type(got).__name__
-        lines.append(f"{prefix}{loc}: {msg} (got {shown})")
+        rng = allowed_range(model, err["loc"]) if model is not None else ""
+        lines.append(f"{prefix}{loc}: {msg} (got {shown}{f'; allowed {rng}' if rng else ''})")
     return "; ".join(lines)
 
 

@@ -298,7 +298,9 @@ def test_calibrated_accelerator_meets_on_its_point_when_its_errors_are_nil(monke
 def test_scenario_confidence_is_validated_with_field_value_and_range():
     from advisor.scenario import ScenarioError, load_scenario
 
-    with pytest.raises(ScenarioError, match=r"sla\.confidence: .*0\.99.*\(got 1\.5\)"):
+    with pytest.raises(
+        ScenarioError, match=r"sla\.confidence: .*0\.99 \(got 1\.5; allowed \[0\.5, 0\.99\]\)"
+    ):
         load_scenario('{"schema_version": 1, "sla": {"confidence": 1.5}}')
     assert load_scenario('{"schema_version": 1}').sla.confidence == 0.8
 

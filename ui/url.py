@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from advisor.catalog.quoting import echo
-from advisor.scenario import Scenario
+from advisor.scenario import Scenario, allowed_range
 
 
 class View(BaseModel):
@@ -104,6 +104,17 @@ _GROUPS: tuple[tuple[str, ...], ...] = (
 MAX_VALUE_CHARS = 300
 #: URL key of the deployment in focus (absent: the recommended one).
 DEP_KEY = "dep"
+
+
+def _allowed(path: str) -> str:
+    """ " (allowed 1..2000000)" for a number field's path, as the CLI and scenario files say it.
+
+    >>> _allowed("workload.isl_tokens"), _allowed("view.concurrency"), _allowed("model")
+    (' (allowed 1..2000000)', ' (allowed 1..100000)', '')
+    """
+    model, loc = (View, [path[5:]]) if path.startswith("view.") else (Scenario, path.split("."))
+    rng = allowed_range(model, loc)
+    return f" (allowed {rng})" if rng else ""
 
 
 def _none_token(path: str) -> str:
@@ -227,7 +238,8 @@ def scenario_from_params(
                 _set(trial, p, _parse(p, raw))
             except ValueError as exc:
                 warnings.append(
-                    f"{p} ({URL_KEYS[p]}={raw!r}): ignored, {exc}; kept {_fmt(p, _get(doc, p))}"
+                    f"{p} ({URL_KEYS[p]}={raw!r}): ignored, {exc}{_allowed(p)}; "
+                    f"kept {_fmt(p, _get(doc, p))}"
                 )
                 bad = True
                 break
@@ -238,7 +250,10 @@ def scenario_from_params(
         except ValidationError as exc:
             shown = ", ".join(f"{URL_KEYS[p]}={params[URL_KEYS[p]]!r}" for p in present)
             kept = ", ".join(f"{URL_KEYS[p]}={_fmt(p, _get(doc, p))}" for p in unit)
-            warnings.append(f"{' / '.join(unit)} ({shown}): ignored, {_why(exc)}; kept {kept}")
+            allowed = "".join(_allowed(p) for p in present)
+            warnings.append(
+                f"{' / '.join(unit)} ({shown}): ignored, {_why(exc)}{allowed}; kept {kept}"
+            )
             continue
         doc = trial
     scenario, view = _validate(doc)
