@@ -131,9 +131,9 @@ def _section(name: str, build: Any, fallback: Any) -> Any:
     except ValidationError as exc:
         from advisor.scenario import format_validation_error
 
-        st.error(f"{name}: {format_validation_error(exc)}")
+        st.error(f"{name}: {md_escape(format_validation_error(exc))}")
     except ValueError as exc:
-        st.error(f"{name}: {exc}")
+        st.error(f"{name}: {md_escape(exc)}")
     SS.setdefault("_invalid_sections", []).append(name)
     return fallback
 
@@ -524,17 +524,22 @@ def sidebar() -> tuple[Scenario, View]:
             sla = _sla_inputs()
         with st.expander("Cost", expanded=False):
             cost = _cost_inputs()
+    fields = dict(name=SS[_K["name"]] or Scenario.model_fields["name"].default,
+                  model=model_id, model_config_json=cfg, hardware=hardware, workload=workload,
+                  sla=sla, options=options, cost=cost)  # fmt: skip
     try:
-        scenario = Scenario(
-            name=SS[_K["name"]] or Scenario.model_fields["name"].default,
-            model=model_id, model_config_json=cfg, hardware=hardware, workload=workload,
-            sla=sla, options=options, cost=cost,
-        )  # fmt: skip
+        scenario = Scenario(**fields)
     except ValidationError as exc:
         from advisor.scenario import format_validation_error
 
-        st.sidebar.error(f"Scenario: {format_validation_error(exc)}")
-        scenario = Scenario()
+        # the message echoes what was typed (a name): shown as text, never as a link
+        st.sidebar.error(f"Scenario: {md_escape(format_validation_error(exc))}")
+        # only the fields at fault fall back (a bad name kept the rest: it reset every input)
+        bad = {e["loc"][0] for e in exc.errors() if e["loc"]}
+        try:
+            scenario = Scenario(**{k: v for k, v in fields.items() if k not in bad})
+        except ValidationError:
+            scenario = Scenario()
     _keep_values()
     apply_pending(scenario)
     view = view_now()
