@@ -216,3 +216,92 @@ def test_a_glyph_no_font_has_leaves_no_library_warning_on_stderr(caplog):
     assert set(pdf.unprintable) >= {"\U0002070e"}  # the report's own warning names it
     # logged by fpdf2 (pytest collects the record; on the command line it reached stderr)
     assert not [r for r in caplog.records if "missing the following glyphs" in r.getMessage()]
+
+
+# -- every number names its range, whatever is wrong with it --------------------------------------
+@pytest.mark.parametrize(
+    ("field", "value", "allowed"),
+    [
+        ('"workload": {"isl_tokens": NaN}', "nan", "1..2000000"),
+        ('"workload": {"isl_tokens": 1e308}', "1e+308", "1..2000000"),
+        ('"workload": {"arrival_rate_per_s": Infinity}', "inf", "[0.001, 1e+06]"),
+        ('"hardware": {"gpus_per_node": 8.5}', "8.5", "1..72"),
+        ('"cost": {"utilisation": -0.0}', "-0.0", "[0.01, 1]"),
+    ],
+)
+def test_a_scenario_file_number_error_names_field_value_and_range(
+    field, value, allowed, tmp_path, run_cli
+):
+    """A wrong type said "Input should be a valid integer (got nan)" with no range."""
+    path = tmp_path / "s.json"
+    path.write_text(f'{{"schema_version": 1, "model": "llama-3.1-8b", {field}}}')
+    code, _, err = run_cli(["recommend", "--scenario", str(path)])
+    assert code == 2 and f"(got {value}; allowed {allowed})" in err, err
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [("in", "nan", "1..2000000"), ("rate", "inf", "[0.001, 1e+06]"), ("c", "x", "1..100000")],
+)
+def test_a_link_number_error_names_the_range(key, value, allowed):
+    _, _, warnings = scenario_from_params({key: value})
+    assert f"(allowed {allowed})" in warnings[0], warnings
+
+
+# -- the terminal: a path we print is one line ----------------------------------------------------
+def test_a_written_path_with_a_line_break_prints_on_one_line(tmp_path, run_cli):
+    """``deploy --out $'d\\nFAKE LINE'`` printed "FAKE LINE" as a line of its own (the terminal
+    filter keeps line breaks of the output itself); a path is now inert like any user text."""
+    out = tmp_path / "d\nrecommended: FAKE"
+    out.mkdir()
+    code, stdout, err = run_cli(
+        ["deploy", "--deployment", "h100-sxm.tp1.pp1.dp1.fp8.fp8", "--out", str(out)]
+    )
+    assert code == 0, err
+    wrote = [line for line in stdout.splitlines() if "README.md" in line]
+    assert (
+        len(wrote) == 1 and wrote[0].startswith("wrote 4 files: ") and "d\\nrecommended" in wrote[0]
+    )
+    assert not any(line.startswith("recommended: FAKE") for line in stdout.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("h100-sxm.tp4.pp1.dp100000000.fp8.fp8", "dp = 100000000 is outside 1..100000"),
+        (
+            "h100-sxm.tp" + "9" * 5000 + ".pp1.dp1.fp8.fp8",
+            "tp = 99999999999999999999... is outside 1..1024",
+        ),
+    ],
+)
+def test_a_deployment_number_too_long_is_out_of_range_not_a_non_number(text, says, run_cli):
+    """ "dp100000000" was "not <field><whole number>"; now the range is named, on the CLI and
+    in a link's ``dep``."""
+    from ui.url import dep_from_params
+
+    _, why = dep_from_params({"dep": text[:300]}) if len(text) <= 300 else (None, says)
+    assert says in why
+    code, _, err = run_cli(["recommend", "--model", "llama-3.1-8b", "--deployment", text])
+    assert code == 2 and says in err and len(err) < 500, err
+
+
+# -- the sidebar: a refused name is shown as text and costs nothing else -------------------------
+def test_a_refused_scenario_name_is_plain_text_and_keeps_every_other_input(tmp_path, monkeypatch):
+    """Typing ``x\\u202e [click](https://evil.example) www.evil.example`` as the scenario name:
+    the sidebar's error echoed it as markdown (a live link, an autolink) and the whole scenario
+    fell back to the defaults (4,096 input tokens from the link became 1,024)."""
+    from tests.test_hardening_escape import autolinks
+
+    monkeypatch.setenv("INFERENCE_ARCHITECT_DATA_DIR", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["in"] = "4096"
+    at.run()
+    at.sidebar.text_input[0].input("x\u202e [click](https://evil.example) www.evil.example").run()
+    assert not at.exception
+    errors = [e.value for e in at.sidebar.error]
+    assert any("U+202E" in e.replace("\\", "") for e in errors), errors
+    for e in errors:
+        assert not autolinks(e) and "[click](" not in e, e
+    scenario = at.session_state["scenario"]
+    assert scenario.workload.isl_tokens == 4096 and scenario.name == "Untitled scenario"

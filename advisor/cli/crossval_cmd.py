@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 
+from advisor.catalog.quoting import inert
 from advisor.cli import CliInputError, add_json_flag, int_in, shown
 from advisor.perf.calibration.crossval import DEFAULT_SCHEMES, SCHEMES
 
@@ -116,5 +117,5 @@ def render(r: dict) -> str:
         lines += table_lines(name, t)
     if "seconds" in r:
         lines.append(f"total {r['seconds']['total']:.0f} s ({r['generated_by']})")
-    lines += [f"wrote {path} ({n} rows)" for path, n in r["wrote"].items()]
+    lines += [f"wrote {inert(path)} ({n} rows)" for path, n in r["wrote"].items()]
     return "\n".join(lines)

@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 
 from advisor.catalog.files import FileWriteError, replace_folder, replaceable_entries
+from advisor.catalog.quoting import inert
 from advisor.cli import CliInputError, choice_of, int_in, recommend_cmd, shown
 
 TARGETS = ("vllm", "sglang", "trtllm")
@@ -144,5 +145,5 @@ def render(r: dict) -> str:
     if not r["text"]:
         lines += [f"cannot generate: {why}" for why in r["reasons"]]
     if r["files"]:
-        lines.append(f"wrote {len(r['files'])} files: {', '.join(r['files'])}")
+        lines.append(f"wrote {len(r['files'])} files: {', '.join(map(inert, r['files']))}")
     return "\n".join(lines)

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from advisor.catalog.quoting import inert
 from advisor.cli import CliInputError, one_line, recommend_cmd
 from advisor.cli.common import writable_out_path, write_out
 from advisor.cli.profile_opt import describe
@@ -111,7 +112,9 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def render(r: dict) -> str:
-    lines = [f"wrote {r['out']} ({r['bytes']:,} bytes, {r['pages']} pages, {r['images']} charts)"]
+    lines = [
+        f"wrote {inert(r['out'])} ({r['bytes']:,} bytes, {r['pages']} pages, {r['images']} charts)"
+    ]
     lines.append(f"recommended: {r['recommended'] or 'none (no deployment meets the SLA)'}")
     for title, why in r["missing_charts"]:
         lines.append(f"missing chart: {title}: {why}")

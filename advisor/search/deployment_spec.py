@@ -189,6 +189,11 @@ def parse_spec(text: str) -> DeploymentSpec:
             fields[_FIELD.get(name, name)] = value
         elif tok == SPEC_FLAG:
             fields["speculative"] = True
+        elif m := re.fullmatch(r"(tp|pp|dp|ptp|pdp|ep|dpa|pep|pdpa)(\d+)", tok):
+            # more digits than _KEYED reads ("dp100000000" was "not a whole number")
+            lo, hi = BOUNDS[m.group(1)]
+            digits = m.group(2) if len(m.group(2)) <= 20 else f"{m.group(2)[:20]}..."
+            raise DeploymentSpecError(f"{where}: {m.group(1)} = {digits} is outside {lo}..{hi}")
         elif re.fullmatch(r"(tp|pp|dp|ptp|pdp|ep|dpa|pep|pdpa).*", tok):
             raise DeploymentSpecError(f"{where}: {tok!r} is not <field><whole number>, e.g. tp4")
         else:
