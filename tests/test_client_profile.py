@@ -316,7 +316,7 @@ def test_recommend_applies_the_profile_inside_its_range_only(profile, tmp_path, 
 
 def test_pdf_section_of_an_applied_profile_states_verdict_and_range(profile):
     from advisor.perf.calibration.client_profile import describe, read_profile
-    from advisor.report.client_profile_pdf import client_profile_lines
+    from advisor.report.sections.client_profile import client_profile_lines
 
     lines = client_profile_lines(describe(read_profile(profile)))
     assert any(

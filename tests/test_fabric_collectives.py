@@ -176,13 +176,13 @@ def test_pdf_appendix_names_the_value_the_described_deployments_link_uses(cal):
     # describes uses: 8 x MI300X at TP 8 crosses Infinity Fabric (data/accelerators.yaml).
     from types import SimpleNamespace
 
-    from advisor.report.pdf import _collective_text
+    from advisor.report.sections.calibration import collective_text
     from advisor.scenario import Scenario
     from advisor.search.deployment_spec import DeploymentSpec
 
     spec = DeploymentSpec(gpu="mi300x", tp=8, weights="fp8", kv="fp8")
     ctx = SimpleNamespace(scenario=Scenario(), described=SimpleNamespace(spec=spec))
-    text = _collective_text(ctx)
+    text = collective_text(ctx)
     xgmi = cal["fabrics"]["xgmi"]["collective_efficiency"]
     assert f"over Infinity Fabric at {xgmi:.2f} (fitted on {cal['fabrics']['xgmi']['rows']}" in text
     assert text.endswith(

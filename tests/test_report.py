@@ -293,7 +293,7 @@ def test_report_states_the_fitted_collective_efficiency(default_report):
 def test_pdf_range_that_excludes_its_estimate_says_which_way_the_model_errs():
     # The README's 70B example: P99 TPOT 34.3 ms, 80% range 27.7-33.8 ms (held-out vLLM-on-Hopper
     # TPOT rows came in below the model); P99 TTFT 369.5 ms inside 227.6-678.4 ms.
-    from advisor.report.pdf import Deployment
+    from advisor.report.facts import Deployment
 
     d = Deployment("x", intervals={"confidence": 0.8, "percentile": 99,
                                    "ttft_ms": [227.6, 678.4], "tpot_ms": [27.7, 33.8]})  # fmt: skip
@@ -321,11 +321,12 @@ def test_report_without_a_recommendation_draws_the_closest_miss_it_names():
     pdf = build_report(s, recommendation=rec, sensitivities=False, charts=CHARTS)
     flat = _flat(_text(pdf)[1])
     # the memory chart is drawn for the closest miss's TP and PP
-    from advisor.report.pdf import _Context, _memory_figure
+    from advisor.report.context import Context
+    from advisor.report.sections.charts import memory_figure
 
-    ctx = _Context(s, rec, None, None, [], described=closest)
+    ctx = Context(s, rec, None, None, [], described=closest)
     assert ctx.closest_miss is closest
-    title = _memory_figure(ctx).layout.title.text
+    title = memory_figure(ctx).layout.title.text
     assert f"TP={closest.tp}, PP={closest.pp}" in title and closest.tp > 1
     if CHARTS:
         assert "the charts show the closest miss, " + _flat(closest.description) in flat

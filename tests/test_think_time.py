@@ -118,8 +118,8 @@ def test_latency_page_shows_percentiles_for_users_with_think_time():
 
 
 def test_pdf_sensitivity_halves_the_think_time():
-    from advisor.report.pdf import _perturbations
+    from advisor.report.sections.assumptions import perturbations
 
-    got = dict(_perturbations(_users(200, 15.0)))
+    got = dict(perturbations(_users(200, 15.0)))
     assert got["think time ×0.5 (7.5 s)"].workload.think_time_s == 7.5  # TPC-W's ~7 s
-    assert not any("think" in k for k, _ in _perturbations(_users(200, 0.0)))
+    assert not any("think" in k for k, _ in perturbations(_users(200, 0.0)))

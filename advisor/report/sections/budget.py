@@ -8,15 +8,7 @@ from typing import Any
 from advisor.catalog.quality import quality_lines
 from advisor.report.text import clean
 from advisor.scenario import Scenario
-from advisor.search.budget import (
-    ITEMS,
-    Budget,
-    budget,
-    other_text,
-    purchase_text,
-    spare_text,
-    usd,
-)
+from advisor.search.budget import ITEMS, Budget, budget, other_text, purchase_text, spare_text, usd
 from advisor.search.results import Deployment
 
 
