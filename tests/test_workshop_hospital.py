@@ -168,3 +168,15 @@ def test_over_the_budget_the_page_names_one_cheapest_deployment():
     to_buy = re.findall(r"the cheapest to buy, (.+?), costs", text)
     assert named and to_buy and named[0] == to_buy[0], (named, to_buy)
     assert named[0].startswith("1 x (TP=1, PP=1)")  # the fewest GPUs at the same price
+
+
+def test_recommendation_says_how_active_parameters_are_counted():
+    """The issue: "active parameters 22.2B (catalog) vs 21.6B (Recommendation), gpt-oss 5.7B
+    vs 5.1B (the publisher counts 5.1B; say which convention and use it everywhere)". The
+    gpt-oss card (arXiv 2508.10925, Table 1) counts 5.13B active without the input embedding;
+    the page now says so beside the count."""
+    at = opened(hospital(model="gpt-oss-120b"))
+    text = " ".join(x.value for kind in ("markdown", "caption") for x in at.get(kind))
+    assert "5.1B active per token (as its publisher counts them: without the input embedding" in (
+        text.replace("\\", "")
+    )

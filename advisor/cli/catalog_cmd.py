@@ -57,8 +57,14 @@ def run(args: argparse.Namespace) -> dict:
         }  # fmt: skip
         for i in interconnects().values()
     ]
+    ms = [m for m in models().values() if m.is_moe]
     return {
         "models": out_models,
+        "active_note": "without the input embedding (a table lookup) for "
+        + ", ".join(m.id for m in ms if m.published_active_excludes_embedding)
+        + "; the output layer left out too for "
+        + (", ".join(m.id for m in ms if m.published_active_excludes_lm_head) or "none")
+        + "; the embeddings included for the others",
         "accelerators": out_gpus,
         "interconnects": out_links,
         "weight_dtypes": list(WEIGHT_DTYPES),
@@ -73,6 +79,9 @@ def render(result: dict) -> str:
         f"{'MoE ' + format(m['active_params'] / 1e9, '.1f') + 'B active' if m['moe'] else ''}"
         for m in result["models"]
     ]
+    lines.append(
+        f"  (MoE active parameters as each publisher counts them: {result['active_note']})"
+    )
     lines.append("Accelerators:")
     lines += [
         f"  {a['id']:<14} {a['memory_bytes'] / 1e9:6.1f} GB  "

@@ -120,6 +120,25 @@ def active_params_as_published(m: ModelSpec) -> int:
     return out - (b.lm_head if m.published_active_excludes_lm_head else 0)
 
 
+def active_convention(m: ModelSpec) -> str:
+    """How :func:`active_params_as_published` counts ``m``'s active parameters, in words (the
+    convention every view states beside the count, issue 38).
+
+    >>> from advisor.catalog import get_model
+    >>> active_convention(get_model("gpt-oss-120b"))
+    'as its publisher counts them: without the input embedding, a table lookup'
+    >>> active_convention(get_model("qwen3-235b-a22b"))
+    'as its publisher counts them: the embeddings included'
+    """
+    if m.published_active_excludes_embedding and m.published_active_excludes_lm_head:
+        left_out = "without the input embedding and the output layer"
+    elif m.published_active_excludes_embedding:
+        left_out = "without the input embedding, a table lookup"
+    else:
+        left_out = "the embeddings included"
+    return f"as its publisher counts them: {left_out}"
+
+
 def param_breakdown(m: ModelSpec) -> ParamBreakdown:
     """Count parameters by component.
 

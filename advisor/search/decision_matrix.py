@@ -81,9 +81,12 @@ def _row_index(b: float) -> int:
     return 0 if b < 22 else 1 if b < 75 else 2 if b <= 185 else 3
 
 
-def article_answer(params: float, active_params: float | None = None) -> ArticleAnswer:
+def article_answer(
+    params: float, active_params: float | None = None, convention: str = ""
+) -> ArticleAnswer:
     """The article's row for a model of ``params`` parameters (``active_params`` per token for
-    an MoE, which the note compares: the article keys on total size only).
+    an MoE, which the note compares: the article keys on total size only; ``convention``: how
+    they are counted, physics/params.active_convention, said beside them).
 
     >>> article_answer(70.6e9).row, article_answer(8e9).gpus, article_answer(405e9).gpus
     ('30B-70B', 1, 8)
@@ -105,7 +108,9 @@ def article_answer(params: float, active_params: float | None = None) -> Article
         a = active_params / 1e9
         by_active = ROWS[_row_index(a)][0]
         moe = (
-            f"MoE: {b:.1f}B total but {a:.1f}B active per token; size alone is the wrong key: "
+            f"MoE: {b:.1f}B total but {a:.1f}B active per token"
+            + (f" ({convention})" if convention else "")
+            + "; size alone is the wrong key: "
             f"memory follows the total (row {row[0]}), while the weight bytes read and the FLOPs "
             f"per token follow the active count, as for a {a:.0f}B dense model (row {by_active})"
         )

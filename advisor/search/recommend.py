@@ -19,7 +19,11 @@ from collections import Counter
 
 import numpy as np
 
-from advisor.physics.params import active_params_as_published, param_breakdown
+from advisor.physics.params import (
+    active_convention,
+    active_params_as_published,
+    param_breakdown,
+)
 from advisor.physics.queueing.model import latency_under_load
 from advisor.physics.queueing.results import QUANTILES, REASONS, unstable_text
 from advisor.scenario import Scenario
@@ -414,7 +418,8 @@ def _nothing(sc: Scenario, t0: float, rejected: dict, reason: str) -> Recommenda
     """A result with no deployment and the reason (an infeasible question is not an error)."""
     pb = param_breakdown(sc.model_spec())
     params = pb.total
-    ans = article_answer(params, active_params_as_published(sc.model_spec()))
+    m = sc.model_spec()
+    ans = article_answer(params, active_params_as_published(m), active_convention(m))
     return Recommendation(
         scenario=sc.name, model=sc.model, sla=sc.sla.describe(), latency_metric="",
         confidence=sc.sla.confidence,
@@ -446,7 +451,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         ev, dg = None, None
     pb = param_breakdown(model)
     params = pb.total
-    ans = article_answer(params, active_params_as_published(model))
+    ans = article_answer(params, active_params_as_published(model), active_convention(model))
     if ev is None:
         return _nothing(
             sc, t0, dict(rejected), "no deployment fits in memory: " + "; ".join(
