@@ -45,6 +45,13 @@ Engine = Literal["generic", "trtllm", "trtllm-trt", "vllm", "vllm-v0", "sglang"]
 DEFAULT_ENGINE: Engine = "vllm"
 WDType = Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4", "mxfp4", "nvfp4"]
 KDType = Literal["fp16", "bf16", "fp8", "int8"]
+#: How the search orders the deployments (Scenario.rank_by; search/ranking.py rank_order), in the
+#: words every view uses: the Recommendation page, the PDF's scenario table, ``recommend --rank-by``.
+RANKING_TEXT: dict[str, str] = {
+    "cost": "price per hour (whole servers when bought), then fewest GPUs in use, then most "
+    "headroom, then lowest latency",
+    "gpus": "fewest GPUs in use, then price per hour, then most headroom, then lowest latency",
+}
 #: Default think time of a concurrent user, s (Workload.think_time_s says where it comes from).
 THINK_TIME_DEFAULT_S = 15.0
 #: Default P99 time to first token, ms (SLA.ttft_ms says where it comes from).

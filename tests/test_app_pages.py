@@ -47,6 +47,12 @@ def test_app_runs_without_exception():
     assert not at.exception
     assert not at.error
     assert at.title[0].value == "Recommendation"  # the default (first) page
+    # The caption states the search's order (search/ranking.py rank_order: price per hour, then
+    # GPUs in use, then headroom, then latency), not the "rank by cost" it said before.
+    caption = " ".join(c.value for c in at.caption)
+    assert ("ranked by price per hour (whole servers when bought), then fewest GPUs in use, then "
+            "most headroom, then lowest latency") in caption  # fmt: skip
+    assert "rank by cost" not in caption
 
 
 @pytest.mark.parametrize("page", PAGES)

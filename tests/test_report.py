@@ -65,6 +65,9 @@ def test_default_report_content(default_report):
     assert f"P99 TPOT {rec.best.tpot_ms.p99:,.1f} ms" in flat
     assert f"{rec.best.usd_per_million_tokens:,.3f} USD per million output tokens" in flat
     assert "Page 1 of" in flat and "Appendix C: sources" in flat and "the fit never saw" in flat
+    # the search's order (search/ranking.py rank_order), as the app and `recommend --help` say it
+    assert ("Ranked by price per hour (whole servers when bought), then fewest GPUs in use, then "
+            "most headroom, then lowest latency") in flat  # fmt: skip
 
 
 @pytest.mark.skipif(not CHARTS, reason="no Chrome/Chromium for kaleido")

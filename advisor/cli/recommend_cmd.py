@@ -24,6 +24,7 @@ from advisor.scenario import (
     E2E_RANGE_MS,
     ISL_CV_HELP,
     ISL_CV_MAX,
+    RANKING_TEXT,
     RATE_RANGE_PER_S,
     THINK_TIME_DEFAULT_S,
     TPOT_RANGE_MS,
@@ -140,8 +141,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--no-disaggregated", action="store_true", help="skip prefill/decode pools")
     add_profile_flag(p)
     p.add_argument("--rank-by", type=choice_of(["cost", "gpus"], "ranking"), default="cost",
-                   help="cost: price per hour (whole servers when bought), then fewest GPUs in "
-                   "use, then most headroom; gpus: fewest GPUs first")  # fmt: skip
+                   help=f"cost: {RANKING_TEXT['cost']}; gpus: {RANKING_TEXT['gpus']}")  # fmt: skip
     add_cost_flags(p)
     p.add_argument(
         "--deployment",

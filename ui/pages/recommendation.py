@@ -9,6 +9,7 @@ import streamlit as st
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES
 from advisor.charts.recommend_charts import pareto_figure
 from advisor.physics.queueing.results import unstable_text
+from advisor.scenario import RANKING_TEXT
 from advisor.search.capacity import capacity_rows, capacity_text
 from advisor.search.decision_matrix import ARTICLE_NAME
 from advisor.search.recommend import unmet_head
@@ -211,6 +212,11 @@ def details_section(rec) -> None:
 
 def page() -> None:
     scenario, view = current()
+    st.caption(
+        "The deployment of the sidebar's hardware that meets the latency target at the offered "
+        f"load, ranked by {RANKING_TEXT[scenario.rank_by]} (GPUs, TP, PP, data-parallel "
+        "replicas, dtypes, disaggregation and speculative decoding as the sidebar allows)."
+    )
     sj, _ = keys(scenario, view)
     rec = recommend_for(sj)
     if rec is None:
@@ -406,9 +412,4 @@ def pdf_section(scenario, rec, f: InFocus) -> None:
 st.title("Recommendation")
 guarded("Introduction", intro)
 flash()
-st.caption(
-    "The cheapest deployment of the sidebar's hardware that meets the latency target at the "
-    "offered load (rank by cost; GPUs, TP, PP, data-parallel replicas, dtypes, disaggregation "
-    "and speculative decoding as the sidebar allows)."
-)
 guarded("Recommendation", page)

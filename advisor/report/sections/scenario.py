@@ -7,7 +7,7 @@ from advisor.catalog import accelerators, interconnects
 from advisor.report.context import Context
 from advisor.report.document import Doc
 from advisor.report.text import clean
-from advisor.scenario import Scenario
+from advisor.scenario import RANKING_TEXT, Scenario
 
 
 def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
@@ -83,16 +83,7 @@ def _scenario_rows(s: Scenario) -> list[tuple[str, str, str]]:
         ]
     else:
         rows.append(("GPU-hour price", _opt(c.gpu_hour_usd, "catalog default"), "USD/GPU-hour"))
-    rows.append(
-        (
-            "Ranked by",
-            "price per hour (whole servers when bought), then fewest GPUs in use, then "
-            "most headroom"
-            if s.rank_by == "cost"
-            else "fewest GPUs, then price per hour",
-            "",
-        ),
-    )
+    rows.append(("Ranked by", RANKING_TEXT[s.rank_by], ""))
     return rows
 
 
