@@ -180,3 +180,24 @@ def test_recommendation_says_how_active_parameters_are_counted():
     assert "5.1B active per token (as its publisher counts them: without the input embedding" in (
         text.replace("\\", "")
     )
+
+
+def test_comparison_pdf_keeps_what_tells_the_three_scenarios_apart():
+    """The comparison PDF cut the three labels to 60 characters from the start: all read
+    "default / St. Mary's Hospital clinical assistant, 400 clini…", told apart by "(2)" and
+    "(3)" only, while the Compare page's charts kept the accelerator ("… B200"). Now the PDF
+    keeps it too (charts.compare_charts.distinct_labels), in its tables and its charts."""
+    import io
+
+    from pypdf import PdfReader
+
+    from advisor.report.pdf import build_report
+
+    items = [(f"default / {SAVED[g]}", hospital(gpu=g, name=SAVED[g])) for g in SAVED]
+    pdf = build_report(items[0][1], compare=items, sensitivities=False, charts=False)
+    text = " ".join(
+        " ".join(p.extract_text().split()) for p in PdfReader(io.BytesIO(pdf)).pages[:3]
+    )
+    for tail in ("MI300X", "H200", "B200"):
+        assert f"… {tail}" in text, tail
+    assert "clini… (2)" not in text and "clini…" not in text

@@ -206,20 +206,24 @@ def _wrap(label: str, width: int = 20, lines: int = 3) -> str:
     return "<br>".join(escape(x) for x in out)  # user text: escaped, then our line breaks
 
 
-def distinct_labels(labels: Sequence[str], limit: int) -> list[str]:
-    """Labels numbered in order ("1. ", "2. ", ... as the ranking's columns) and cut to at most
-    ``limit`` characters each, so that no two look alike: a long label keeps its start and the
-    part that tells it from the others (after their common prefix), with "…" for what is cut.
-    Not escaped (plotly text needs :func:`escape`).
+def distinct_labels(labels: Sequence[str], limit: int, numbered: bool = True) -> list[str]:
+    """Labels numbered in order ("1. ", "2. ", ... as the ranking's columns; not when
+    ``numbered`` is False) and cut to at most ``limit`` characters each, so that no two look
+    alike: a long label keeps its start and the part that tells it from the others (after
+    their common prefix), with "…" for what is cut. Not escaped (plotly text needs
+    :func:`escape`).
 
     >>> distinct_labels(["Hospital Qwen3-235B workshop, 400 clinicians on 8x MI300X",
     ...                  "Hospital Qwen3-235B workshop, 400 clinicians on 8x B200"], 40)
     ['1. Hospital Qwen3-235B … MI300X', '2. Hospital Qwen3-235B … B200']
     >>> distinct_labels(["A", "B"], 40)
     ['1. A', '2. B']
+    >>> distinct_labels(["Hospital workshop on 8x MI300X", "Hospital workshop on 8x B200"], 20,
+    ...                 numbered=False)
+    ['Hospital … MI300X', 'Hospital … B200']
     """
     texts = [" ".join(str(x).split()) for x in labels]
-    room = max(limit - 4, 8)  # "1. " and a spare
+    room = max(limit - (4 if numbered else 1), 8)  # "1. " and a spare
     tails = []
     for i, t in enumerate(texts):
         # what tells it from the label most like it, from the start of the word that begins it
@@ -235,7 +239,7 @@ def distinct_labels(labels: Sequence[str], limit: int) -> list[str]:
             text = f"{keep.rstrip()} … {tail}"
         elif len(text) > room:
             text = text[: room - 1] + "…"
-        out.append(f"{i}. {text}")
+        out.append(f"{i}. {text}" if numbered else text)
     return out
 
 

@@ -37,12 +37,20 @@ class Answer:
 
 
 def compare_items(compare: Sequence[Any]) -> list[CompareItem]:
-    """(label, scenario[, deployment]) items with cleaned, unique labels (charts key on them)."""
+    """(label, scenario[, deployment]) items with cleaned, unique labels (charts key on them),
+    cut to 60 characters keeping what tells each from the others, as the Compare page's
+    charts do (charts.compare_charts.distinct_labels; issue 38: three scenarios sharing a
+    63-character prefix all read "default / St. Mary's Hospital clinical assistant, 400
+    clini…", then "(2)" and "(3)", with the accelerator that told them apart cut off)."""
+    from advisor.charts.compare_charts import distinct_labels
+
     out: list[CompareItem] = []
     seen: set[str] = set()
-    for item in list(compare)[:COMPARE_LIMIT]:
-        label, sc, *rest = item
-        base = clean(label, 60) or "(unnamed)"
+    items = list(compare)[:COMPARE_LIMIT]
+    labels = distinct_labels([clean(it[0], 400) or "(unnamed)" for it in items], 60, False)
+    for item, short in zip(items, labels, strict=True):
+        _, sc, *rest = item
+        base = clean(short, 60) or "(unnamed)"
         name, n = base, 2
         while name in seen:
             name, n = f"{base} ({n})", n + 1
