@@ -221,6 +221,9 @@ def distinct_labels(labels: Sequence[str], limit: int, numbered: bool = True) ->
     >>> distinct_labels(["Hospital workshop on 8x MI300X", "Hospital workshop on 8x B200"], 20,
     ...                 numbered=False)
     ['Hospital … MI300X', 'Hospital … B200']
+    >>> distinct_labels(["default / St. Mary's Hospital clinical … MI300X",
+    ...                  "default / St. Mary's Hospital clinical assistant, … H200"], 40)
+    ["1. default / St. Mary's … MI300X", '2. default / St. … assistant, … H200']
     """
     texts = [" ".join(str(x).split()) for x in labels]
     room = max(limit - (4 if numbered else 1), 8)  # "1. " and a spare
@@ -229,7 +232,8 @@ def distinct_labels(labels: Sequence[str], limit: int, numbered: bool = True) ->
         # what tells it from the label most like it, from the start of the word that begins it
         shared = max((_common_prefix([t, u]) for j, u in enumerate(texts) if j != i), default=0)
         start = t.rfind(" ", 0, shared) + 1 if shared else 0
-        tails.append(t[start:][-(room * 2 // 3) :] if start and len(t) > room else "")
+        tail = t[start:][-(room * 2 // 3) :] if start and len(t) > room else ""
+        tails.append(tail.removeprefix("… "))  # a label cut before: one "…" is enough
     out = []
     for i, (text, tail) in enumerate(zip(texts, tails, strict=True), start=1):
         if tail:
