@@ -559,3 +559,28 @@ def test_data_yaml_reads_the_same_with_libyaml():
         text = p.read_text(encoding="utf-8")
         assert load_data_yaml(text) == yaml.safe_load(text), p.name
     assert load_data_yaml("x: 4.8e12\ny: 4.8e+12\n") == {"x": "4.8e12", "y": 4.8e12}
+
+
+def test_every_fabric_kind_has_its_name_in_the_catalog():
+    # data/interconnects.yaml `fabrics` names every interconnect kind once: the names the answers
+    # printed from perf/model/profiles.FABRIC_NAMES before they moved there (the vendors' own
+    # names: NVIDIA NVLink, AMD Infinity Fabric, the InfiniBand Trade Association's InfiniBand).
+    from typing import get_args
+
+    from advisor.catalog.specs import FabricKind
+
+    names = loader.fabric_names()
+    assert names == {"nvlink": "NVLink", "xgmi": "Infinity Fabric", "pcie": "PCIe",
+                     "infiniband": "InfiniBand", "ethernet": "Ethernet"}  # fmt: skip
+    assert set(names) == set(get_args(FabricKind))
+    assert {x.kind for x in loader.interconnects().values()} <= set(names)
+
+
+def test_fabric_names_refuse_a_missing_kind_and_an_unknown_one():
+    from advisor.catalog.specs import FabricNames
+
+    full = dict(loader.fabric_names())
+    with pytest.raises(ValidationError, match="no name for xgmi"):
+        FabricNames.model_validate({k: v for k, v in full.items() if k != "xgmi"})
+    with pytest.raises(ValidationError, match="'ethernet'"):  # the allowed kinds are listed
+        FabricNames.model_validate({**full, "nvswitch": "NVSwitch"})

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from advisor.catalog.files import load_data_yaml
 from advisor.catalog.quoting import echo
-from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
+from advisor.catalog.specs import Accelerator, FabricNames, Interconnect, ModelSpec
 
 if TYPE_CHECKING:  # imported where rows are read: 90-140 ms of every CLI start
     from advisor.catalog.measurement_row import MeasurementRow
@@ -49,12 +49,16 @@ def _resolve_sources(raw: dict[str, Any], refs: dict[str, str]) -> dict[str, Any
     return raw
 
 
-def load_entries(path: Path, key: str, model: type[T]) -> dict[str, T]:
-    """Validate every entry of ``path[key]`` with ``model``; ids must be unique."""
+def _read(path: Path) -> Any:
     try:
-        doc = load_data_yaml(path.read_text(encoding="utf-8"))
+        return load_data_yaml(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         raise CatalogError(f"{path.name}: cannot read: {exc}") from exc
+
+
+def load_entries(path: Path, key: str, model: type[T]) -> dict[str, T]:
+    """Validate every entry of ``path[key]`` with ``model``; ids must be unique."""
+    doc = _read(path)
     if not isinstance(doc, dict) or not isinstance(doc.get(key), list):
         raise CatalogError(f"{path.name}: expected a mapping with a list under {key!r}")
     refs = doc.get("refs") or {}
@@ -80,6 +84,21 @@ def accelerators() -> dict[str, Accelerator]:
 @cache
 def interconnects() -> dict[str, Interconnect]:
     return load_entries(DATA_DIR / "interconnects.yaml", "interconnects", Interconnect)
+
+
+@cache
+def fabric_names() -> dict[str, str]:
+    """How the answers name each interconnect ``kind`` (data/interconnects.yaml ``fabrics``).
+
+    >>> fabric_names()["xgmi"]
+    'Infinity Fabric'
+    """
+    path = DATA_DIR / "interconnects.yaml"
+    doc = _read(path)
+    try:
+        return dict(FabricNames.model_validate((doc or {}).get("fabrics")).root)
+    except (ValidationError, AttributeError) as exc:
+        raise CatalogError(f"{path.name}: fabrics: {exc}") from exc
 
 
 @cache

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 SLUG = r"^[a-z0-9][a-z0-9.\-]*[a-z0-9]$"
 Slug = Annotated[str, Field(pattern=SLUG, min_length=2, max_length=64)]
@@ -70,6 +70,33 @@ class PeakFlops(BaseModel):
         return getattr(self, dtype)
 
 
+#: What an interconnect is: its ``kind`` (each with a name in data/interconnects.yaml ``fabrics``).
+FabricKind = Literal["pcie", "nvlink", "xgmi", "infiniband", "ethernet"]
+
+
+class FabricNames(RootModel[dict[FabricKind, Annotated[str, Field(min_length=1, max_length=40)]]]):
+    """How the answers name each fabric kind (data/interconnects.yaml ``fabrics``): one name for
+    every kind of :data:`FabricKind`, no other key.
+
+    >>> try:
+    ...     FabricNames.model_validate({"pcie": "PCIe", "nvlink": "NVLink"})
+    ... except ValueError as exc:
+    ...     print(str(exc).splitlines()[1].split(" [")[0])
+      Value error, fabrics: no name for ethernet, infiniband, xgmi (every interconnect kind needs one)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    @model_validator(mode="after")
+    def _every_kind(self) -> FabricNames:
+        missing = sorted(set(get_args(FabricKind)) - set(self.root))
+        if missing:
+            raise ValueError(
+                f"fabrics: no name for {', '.join(missing)} (every interconnect kind needs one)"
+            )
+        return self
+
+
 class Interconnect(BaseModel):
     """A link between accelerators, described per GPU and per direction.
 
@@ -83,7 +110,7 @@ class Interconnect(BaseModel):
 
     id: Slug
     name: Annotated[str, Field(min_length=1, max_length=120)]
-    kind: Literal["pcie", "nvlink", "xgmi", "infiniband", "ethernet"]
+    kind: FabricKind
     scope: Literal["intra_node", "inter_node"]
     #: Vendors whose accelerators have this link (None: any, as for PCIe and networks).
     vendors: Annotated[list[Literal["NVIDIA", "AMD", "Intel"]], Field(min_length=1)] | None = None

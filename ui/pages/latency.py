@@ -7,9 +7,8 @@ from types import SimpleNamespace
 
 import streamlit as st
 
-from advisor.catalog import accelerators
+from advisor.catalog import accelerators, fabric_names
 from advisor.charts import latency_charts as lc
-from advisor.perf.model.profiles import FABRIC_NAMES
 from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.sweeps import (
     batch_cap,
@@ -93,7 +92,7 @@ def profile_section(c: SimpleNamespace) -> None:
         if p.get("moe_efficiency") is not None
         else ""
     )
-    fabric = FABRIC_NAMES.get(p["collective_fabric"], p["collective_fabric"])
+    fabric = fabric_names().get(p["collective_fabric"], p["collective_fabric"])
     comm = (
         f"All-reduces over {fabric} run at {p['collective_efficiency']:.0%} of their nccl-tests "
         f"speed ({p['collective_note']})."

@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 
 from advisor.catalog.files import load_data_yaml, without_block
-from advisor.catalog.loader import DATA_DIR
+from advisor.catalog.loader import DATA_DIR, fabric_names
 from advisor.catalog.specs import Interconnect
 from advisor.physics.collectives import kernel_bound
 
@@ -299,9 +299,6 @@ def moe_efficiency(low_precision: bool = False, family: str | None = None) -> fl
 #: et al. 2021 (ISCA, "Enabling Compute-Communication Overlap in Distributed Deep Learning
 #: Training Platforms") for the slowdown of collectives that share a GPU with compute kernels.
 DEFAULT_COLLECTIVE_EFFICIENCY = 1.0
-#: How the answers name each fabric (interconnect catalog ``kind``).
-FABRIC_NAMES = {"nvlink": "NVLink", "xgmi": "Infinity Fabric", "pcie": "PCIe",
-                "infiniband": "InfiniBand", "ethernet": "Ethernet"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -347,7 +344,7 @@ def fabric_collective_efficiency(fabric: str) -> CollectiveEfficiency:
     """
     shared = (_calibration().get("global") or {}).get("collective_efficiency")
     own = (_calibration().get("fabrics") or {}).get(fabric) or {}
-    name = FABRIC_NAMES.get(fabric, fabric)
+    name = fabric_names().get(fabric, fabric)
     if shared is None:
         return CollectiveEfficiency(DEFAULT_COLLECTIVE_EFFICIENCY, fabric, False,
                                     f"not calibrated on {name}: nccl-tests speed assumed")  # fmt: skip

@@ -3,7 +3,7 @@ efficiencies, and the in-sample fit."""
 
 from __future__ import annotations
 
-from advisor.catalog import accelerators, interconnects
+from advisor.catalog import accelerators, fabric_names, interconnects
 from advisor.report.context import Context, calibration_file, validation
 from advisor.report.document import Doc
 from advisor.report.facts import fmt, pick
@@ -13,7 +13,7 @@ from advisor.report.text import clean
 def collective_text(ctx: Context) -> str:
     """Each kernel-bound fabric's in-engine collective efficiency, and the one the described
     deployment's TP link uses (``profiles.collective_efficiency``, as its estimate)."""
-    from advisor.perf.model.profiles import FABRIC_NAMES, collective_efficiency
+    from advisor.perf.model.profiles import collective_efficiency
     from advisor.perf.model.replica import ReplicaConfig, tp_link_for
     from advisor.physics.collectives import kernel_bound
 
@@ -23,7 +23,7 @@ def collective_text(ctx: Context) -> str:
     for kind, link in sorted(fabrics.items()):
         ce = collective_efficiency(link)
         flag = "" if ce.calibrated else "uncalibrated: "
-        parts.append(f"over {FABRIC_NAMES[kind]} at {ce.value:.2f} ({flag}{ce.note})")
+        parts.append(f"over {fabric_names()[kind]} at {ce.value:.2f} ({flag}{ce.note})")
     text = ("all-reduces / all-to-alls at a fraction of their nccl-tests speed: "
             + "; ".join(parts) + "; over PCIe at that speed (the link sets it).")  # fmt: skip
     spec = pick(ctx.described, "spec") if ctx.described is not None else None
