@@ -302,3 +302,21 @@ def test_windowed_layers_with_their_own_kv_heads():
     raw = get_model("llama-3.1-8b").model_dump() | {"window_num_key_value_heads": 4}
     with pytest.raises(pydantic.ValidationError, match="window_num_key_value_heads=4"):
         type(g).model_validate(raw)
+
+
+def test_suggestion_keeps_attention_dp():
+    """A suggestion promises what taking it gives: DeepSeek-V3 fp8 on 8 H100 does not fit (671 GB
+    of fp8 weights / 8 = 84 GB per 80 GB GPU); with attention DP each sequence's latent KV sits
+    on one rank instead of all eight, so int4 weights fit several times more sequences than
+    without it. The suggestion used to be counted without attention DP (109 instead of 731)."""
+    m, g = get_model("deepseek-v3"), get_accelerator("h100-sxm")
+    common = dict(tp=8, kv_dtype="fp8", context_tokens=8192)
+    b = memory_budget(m, g, weights_dtype="fp8", attention_dp=True, **common)
+    assert not b.fits
+    taken = memory_budget(m, g, weights_dtype="int4", attention_dp=True, **common)
+    without = memory_budget(m, g, weights_dtype="int4", attention_dp=False, **common)
+    assert taken.max_concurrent_sequences > 4 * without.max_concurrent_sequences
+    expected = (
+        f"int4 weights at TP=8: {taken.max_concurrent_sequences} sequences of 8192 tokens fit"
+    )
+    assert expected in b.suggestions

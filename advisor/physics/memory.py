@@ -689,10 +689,16 @@ def memory_budget(
 
     suggestions: list[str] = []
     if not fits and suggest:
-        suggestions = _suggestions(
-            model, gpu, tp, pp, weights_dtype, kv_dtype, context_tokens, block_size,
-            gpu_memory_utilization, max_batched_tokens, int4_group_size, draft, draft_tp,
+        # every argument but the one a suggestion changes: a suggestion for an attention-DP
+        # deployment counted without attention DP said 109 sequences where taking it gives 731
+        same = dict(
+            tp=tp, pp=pp, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
+            context_tokens=context_tokens, block_size=block_size,
+            gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+            max_batched_tokens=max_batched_tokens, int4_group_size=int4_group_size,
+            draft=draft, draft_tp=draft_tp, attention_dp=attention_dp,
         )  # fmt: skip
+        suggestions = _suggestions(model, gpu, same)
 
     draft_kv_seq = draft_kv(context_tokens)
     assumptions = _budget_assumptions(
@@ -815,32 +821,17 @@ def _budget_assumptions(
     return assumptions
 
 
-def _suggestions(
-    model: ModelSpec,
-    gpu: Accelerator,
-    tp: int,
-    pp: int,
-    weights_dtype: str,
-    kv_dtype: str,
-    context_tokens: int,
-    block_size: int,
-    util: float,
-    max_batched_tokens: int,
-    group: int,
-    draft: ModelSpec | None = None,
-    draft_tp: int = 1,
-) -> list[str]:
-    """The smallest changes that make the deployment fit: more TP, then lower-bit weights."""
+def _suggestions(model: ModelSpec, gpu: Accelerator, same: dict) -> list[str]:
+    """The smallest changes that make the deployment fit: more TP, then lower-bit weights.
+
+    ``same``: the budget's own arguments; each suggestion is that budget with one of them
+    changed, so the sequences it promises are the ones the changed deployment gets.
+    """
+    tp, weights_dtype, kv_dtype = same["tp"], same["weights_dtype"], same["kv_dtype"]
+    context_tokens, group = same["context_tokens"], same["int4_group_size"]
 
     def fits(**over: object) -> MemoryBudget:
-        kw: dict = dict(
-            tp=tp, pp=pp, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
-            context_tokens=context_tokens, block_size=block_size, gpu_memory_utilization=util,
-            max_batched_tokens=max_batched_tokens, int4_group_size=group, suggest=False,
-            draft=draft, draft_tp=draft_tp,
-        )  # fmt: skip
-        kw.update(over)
-        return memory_budget(model, gpu, **kw)
+        return memory_budget(model, gpu, **{**same, **over, "suggest": False})
 
     out: list[str] = []
     t = tp * 2

@@ -75,7 +75,7 @@ from advisor.search.timing import PHASES, Phases, phase
 
 ASSUMPTIONS = [
     "Queueing: continuous batching (Orca-style), Poisson arrivals, analytic percentiles "
-    "(physics/queueing.latency_under_load); per-replica arrival rate = total rate / DP.",
+    "(physics/queueing/model.latency_under_load); per-replica arrival rate = total rate / DP.",
     "Concurrent users (closed loop): N users each thinking Z s between an answer and the next "
     "request; throughput X solves X = N / (Z + E2E(X)) (interactive response-time law).",
     "Speculative decoding: draft at the target's TP (at most 8, one node), fp16 (fp8 with fp8 "
