@@ -201,3 +201,21 @@ def test_comparison_pdf_keeps_what_tells_the_three_scenarios_apart():
     for tail in ("MI300X", "H200", "B200"):
         assert f"… {tail}" in text, tail
     assert "clini… (2)" not in text and "clini…" not in text
+
+
+def test_scenario_page_names_the_weights_the_search_tries(_data_dir):
+    """gpt-oss-120b is searched in its released MXFP4 only (Options.released_weights; the
+    recommendation: "weights mxfp4"); the Scenario page and Compare's inputs said "weights fp16,
+    fp8, int8, int4", the sidebar's list the search does not use for it (the PDF said mxfp4)."""
+    s = hospital(model="gpt-oss-120b")
+    at = opened(s, "ui/pages/overview.py")
+    said = " ".join(m.value for m in at.markdown)
+    assert "weights mxfp4 (released);" in said and "weights fp16" not in said
+    from advisor.store import DB_NAME, Store
+
+    Store(_data_dir / DB_NAME).save("default", "gpt-oss", s.model_copy(update={"name": "o"}), {})
+    Store(_data_dir / DB_NAME).save("default", "qwen", hospital(), {})
+    cmp = opened(s, "ui/pages/compare.py")
+    cells = (str(v) for t in cmp.table for col in t.value.to_dict().values() for v in col.values())
+    table = " ".join(cells).replace("\\", "")  # markdown escapes (compare.shown)
+    assert "mxfp4 (released) / fp16, fp8" in table

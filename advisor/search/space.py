@@ -155,6 +155,18 @@ def search_weights(scenario: Scenario) -> list[str]:
     return [released] if o.released_weights and released else list(o.weight_dtypes)
 
 
+def search_weights_text(scenario: Scenario) -> str:
+    """The weight dtypes the search tries, the model's released precision marked: what the
+    Scenario page, Compare and the PDF say (issue 38: the Scenario page said "weights fp16,
+    fp8, int8, int4" for gpt-oss-120b, searched in its released mxfp4 only).
+
+    >>> search_weights_text(Scenario(model="gpt-oss-120b"))
+    'mxfp4 (released)'
+    """
+    released = scenario.model_spec().released_weights
+    return ", ".join(w + (" (released)" if w == released else "") for w in search_weights(scenario))
+
+
 def shapes(scenario: Scenario) -> list[Shape]:
     """Every replica shape the hardware and options allow (memory not yet checked)."""
     hw, opt = scenario.hardware, scenario.options

@@ -10,6 +10,7 @@ from advisor.catalog import accelerators, interconnects
 from advisor.charts import compare_charts as cc
 from advisor.scenario import Scenario, ScenarioError
 from advisor.search import comparison as cmp
+from advisor.search.space import search_weights_text
 from advisor.store import StoreError
 from ui.cache import deployment_sweep_for as sweep_for
 from ui.cache import keys, recommend_for
@@ -88,8 +89,7 @@ def inputs_table(picked: list[Choice]) -> pd.DataFrame:
             "GPUs": f"{plural(hw.nodes, 'node')} × {hw.gpus_per_node} = {hw.total_gpus}",
             "Links": f"{intra} inside; {links[hw.inter_link].name} between nodes",
             "Engine": s.options.engine,
-            "Weights / KV dtypes": f"{', '.join(s.options.weight_dtypes)} / "
-            f"{', '.join(s.options.kv_dtypes)}",
+            "Weights / KV dtypes": f"{search_weights_text(s)} / {', '.join(s.options.kv_dtypes)}",
             "Tokens in / out": f"{w.isl_tokens:,} / {w.osl_tokens:,}",
             "Load": cmp.load_text(s),
             "SLA": s.sla.describe(),

@@ -6,6 +6,7 @@ import streamlit as st
 
 from advisor.catalog import accelerators, interconnects
 from advisor.scenario import dump_scenario
+from advisor.search.space import search_weights_text
 from ui.focus import show_focus
 from ui.format import gb_gib, md_escape, plural
 from ui.state import AMBIGUITY_NOTE, current, guarded
@@ -42,7 +43,7 @@ def summary() -> None:
         f"**Workload:** {s.workload.isl_tokens:,} input + {s.workload.osl_tokens:,} output "
         f"tokens per request; load {load}\n\n"
         f"**Latency target:** {s.sla.describe()}\n\n"
-        f"**Engine:** {s.options.engine}; weights {', '.join(s.options.weight_dtypes)}; "
+        f"**Engine:** {s.options.engine}; weights {search_weights_text(s)}; "
         f"KV cache {', '.join(s.options.kv_dtypes)}"
     )
     st.info(AMBIGUITY_NOTE)

@@ -111,7 +111,6 @@ def _draft_words(s) -> str:
 
 def _weights_words(s) -> str:
     """The weight dtypes the search tried, the model's released precision marked."""
-    from advisor.search.space import search_weights
+    from advisor.search.space import search_weights_text
 
-    released = s.model_spec().released_weights
-    return ", ".join(w + (" (released)" if w == released else "") for w in search_weights(s))
+    return search_weights_text(s)
