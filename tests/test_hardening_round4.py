@@ -305,3 +305,69 @@ def test_a_refused_scenario_name_is_plain_text_and_keeps_every_other_input(tmp_p
         assert not autolinks(e) and "[click](" not in e, e
     scenario = at.session_state["scenario"]
     assert scenario.workload.isl_tokens == 4096 and scenario.name == "Untitled scenario"
+
+
+# -- the PDF: a character no font has beside shaped text ------------------------------------------
+def _pdftotext(pdf: bytes, tmp_path: Path) -> str:
+    import shutil
+    import subprocess
+
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext not installed (poppler-utils: .ci/run installs it)")
+    path = tmp_path / "r.pdf"
+    path.write_bytes(pdf)
+    return subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True,
+                          check=True).stdout  # fmt: skip
+
+
+def test_a_glyph_no_font_has_does_not_space_apart_the_hebrew_beside_it(tmp_path):
+    """``report --client "Acme 𠜎 עברית 中文"`` printed "עברי ת" in the page header and on the cover
+    (seen in the page image too): fpdf2 laid out the shaped Hebrew out of step after the .notdef
+    glyph of U+2070E. pypdf's text reads the word whole either way; pdftotext keeps the gap."""
+    from advisor.report import fonts
+    from advisor.report.pdf import build_report, last_build_info
+    from advisor.scenario import Scenario
+
+    if fonts.find_dejavu() is None:
+        pytest.skip("no DejaVu font installed")
+    pdf = build_report(Scenario(), client="Acme \U0002070e עברית 中文", sensitivities=False,
+                       charts=False)  # fmt: skip
+    text = _pdftotext(pdf, tmp_path)
+    assert "עברי ת" not in text and "中 文" not in text
+    assert text.count("עברית") >= 2 and text.count("中文") >= 2  # header and cover
+    assert last_build_info()["unprintable"] == ["\U0002070e"]  # still named on stderr / in the app
+
+
+# -- report --client: what the PDF drops is said, on the CLI as in the app -----------------------
+HIDDEN = "Acme\x1b]0;pwned\x07\r\x00 \u202eCorp"
+
+
+def test_cli_report_says_which_client_characters_the_pdf_drops(tmp_path, run_cli):
+    """``--client`` with an escape sequence, a carriage return, a NUL and a bidi override was
+    accepted without a word (the PDF dropped them); now one stderr line names the flag, the
+    value inert and each character, and the PDF is the app's (the same text.clean)."""
+    out = tmp_path / "r.pdf"
+    code, _, err = run_cli(["report", "--out", str(out), "--client", HIDDEN, "--isl", "256",
+                            "--osl", "32", "--no-sensitivities", "--no-disaggregated"])  # fmt: skip
+    assert code == 0 and out.read_bytes().startswith(b"%PDF")
+    warning = [line for line in err.splitlines() if "--client" in line]
+    assert len(warning) == 1, err
+    for said in ("\\x1b", "\\r", "\\x00", "\\u202e", "U+202E RIGHT-TO-LEFT OVERRIDE", "U+001B"):
+        assert said in warning[0], (said, warning[0])
+    assert "\x1b" not in err and "\u202e" not in err
+    assert "Acme]0;pwned Corp" in _pdftotext(out.read_bytes(), tmp_path)
+
+
+def test_app_says_which_client_characters_the_pdf_drops(tmp_path, monkeypatch):
+    """The same words as the CLI's (one helper, text.dropped_note), under the field's label."""
+    monkeypatch.setenv("INFERENCE_ARCHITECT_DATA_DIR", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=120).run()  # the Recommendation page
+    at.text_input(key="pdf_client").input(HIDDEN).run()
+    assert not at.exception
+    said = [w.value for w in at.warning if "U+202E" in w.value.replace("\\", "")]
+    assert len(said) == 1, [w.value for w in at.warning]
+
+    from advisor.report.text import dropped_note
+    from ui.format import md_escape
+
+    assert said[0] == md_escape(dropped_note("Client / engagement", HIDDEN))

@@ -14,6 +14,7 @@ def pdf_download(
     """``build(client, consultant)`` runs when the button is clicked (data is a callable)."""
     from advisor.report.fonts import FALLBACK_PACKAGES, describe, unprintable
     from advisor.report.images import charts_status
+    from advisor.report.text import dropped_note
     from ui.client_profile import in_this_context
     from ui.format import md_escape
 
@@ -21,6 +22,10 @@ def pdf_download(
     c1, c2 = st.columns(2)
     client = c1.text_input("Client / engagement", max_chars=200, key=f"{key}_client")
     consultant = c2.text_input("Consultant", max_chars=200, key=f"{key}_consultant")
+    for label, value in (("Client / engagement", client), ("Consultant", consultant)):
+        note = dropped_note(label, value)
+        if note:  # the PDF drops them, as `advisor report --client` does (and says)
+            st.warning(md_escape(note))
     missing = unprintable(f"{client} {consultant}")
     if missing:
         st.warning(

@@ -86,6 +86,12 @@ def run(args: argparse.Namespace) -> dict:
         sensitivities=not args.no_sensitivities, client_profile=block,
     )  # fmt: skip
     write_out(out, pdf)
+    from advisor.report.text import dropped_note
+
+    for flag, value in (("--client", args.client), ("--consultant", args.consultant)):
+        note = dropped_note(flag, value)
+        if note:  # the PDF drops them, as the app's PDF does (and says)
+            print(one_line(f"advisor report: warning: {note}"), file=sys.stderr)
     info = last_build_info()
     ok, why = images.charts_status()
     missing = list(dict.fromkeys([*info.get("unprintable", []),

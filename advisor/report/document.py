@@ -43,7 +43,7 @@ class Doc(FPDF):
     def t(self, text: str) -> str:
         if not self.unicode:
             return latin1(text)
-        fonts.cover(self, text)  # CJK/emoji fallbacks when the text needs them
+        text = fonts.cover(self, text)  # CJK/emoji fallbacks; a character no font has: a blank
         self.shaping(needs_shaping(text))
         return text
 

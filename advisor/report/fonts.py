@@ -157,12 +157,20 @@ def describe(chars: list[str]) -> str:
     ) + (f" and {len(chars) - 20} more" if len(chars) > 20 else "")
 
 
-def cover(pdf, text: str) -> None:
+def cover(pdf, text: str) -> str:
     """Before ``text`` is drawn on ``pdf`` (DejaVu registered): load the fallback fonts its
-    characters need, and record those no font has (``pdf.unprintable``)."""
+    characters need, record those no font has (``pdf.unprintable``), and return the text to draw,
+    each of those a blank.
+
+    A blank rather than the character: one no font has stays in DejaVu's run as its .notdef
+    glyph, and with text shaping on (Hebrew, Arabic: ``text.needs_shaping``) fpdf2 2.8.9 then
+    lays out the shaped run after it out of step: "Acme \U0002070e עברית 中文" printed
+    "עברי ת", its last letter apart (in the page image and in pdftotext's text layer), for any
+    such character (U+0F00, U+13000, U+2070E alike). A space has a glyph in every font.
+    """
     main = find_dejavu()
     if main is None or text.isascii():
-        return
+        return text
     have = _codepoints(main.regular)
     loaded: list[str] = pdf.__dict__.setdefault("fallback_families", [])
     missing: dict[str, None] = pdf.__dict__.setdefault("unprintable", {})
@@ -178,3 +186,6 @@ def cover(pdf, text: str) -> None:
             # the order of FALLBACKS, whatever order the characters came in
             order = [f for f, _, _ in _fallbacks() if f in loaded]
             pdf.set_fallback_fonts(order, exact_match=False)
+    if not missing:
+        return text
+    return "".join(" " if ch in missing else ch for ch in text)

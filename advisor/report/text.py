@@ -70,6 +70,39 @@ def clean(text: object, limit: int = NAME_LIMIT, *, multiline: bool = False) -> 
     return s
 
 
+def dropped(text: str) -> list[str]:
+    """The characters :func:`clean` takes out of a one-line name (controls, format characters
+    such as bidi overrides and zero-width marks, line separators, unassigned code points; a tab
+    or line break becomes a space), in order of first appearance.
+
+    >>> dropped("Acme\\x1b[2J\\u202e x\\ty")
+    ['\\x1b', '\\u202e', '\\t']
+    """
+    return list(dict.fromkeys(c for c in text if _keep(c, False) != c))
+
+
+def dropped_note(field: str, value: str) -> str | None:
+    """One line telling that the PDF prints ``value`` (the ``field`` a person typed) without
+    the characters :func:`clean` drops, naming them; None when it keeps every one. The CLI's
+    ``report --client`` and the app's PDF fields say the same (the PDF is the same either way).
+
+    >>> print(dropped_note("--client", "Acme\\u202eZ"))
+    --client 'Acme\\u202eZ': the PDF leaves out '\\u202e' (U+202E RIGHT-TO-LEFT OVERRIDE): control and format characters print as nothing or reorder the text; use visible characters only
+    """
+    chars = dropped(value)
+    if not chars:
+        return None
+    from advisor.catalog.quoting import echo
+
+    named = ", ".join(
+        f"{c!r} (U+{ord(c):04X} {unicodedata.name(c, 'control')})" for c in chars[:10]
+    ) + (f" and {len(chars) - 10} more" if len(chars) > 10 else "")
+    return (
+        f"{field} {echo(value)}: the PDF leaves out {named}: control and format characters print "
+        "as nothing or reorder the text; use visible characters only"
+    )
+
+
 #: Blocks whose letters change shape with their neighbours or are reordered: Hebrew, Arabic,
 #: Syriac, Thaana, NKo, Samaritan, Mandaic, Arabic Extended (0590-08FF); the Indic scripts,
 #: Thai, Lao and Tibetan (0900-0FFF); Myanmar (1000-109F); Khmer (1780-17FF); Mongolian
