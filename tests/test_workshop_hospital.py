@@ -219,3 +219,13 @@ def test_scenario_page_names_the_weights_the_search_tries(_data_dir):
     cells = (str(v) for t in cmp.table for col in t.value.to_dict().values() for v in col.values())
     table = " ".join(cells).replace("\\", "")  # markdown escapes (compare.shown)
     assert "mxfp4 (released) / fp16, fp8" in table
+
+
+def test_explanation_counts_one_gpu_in_the_singular():
+    """The replay's nit: gpt-oss-120b for the hospital wins on one B200 (its MXFP4 weights fit
+    one GPU, as the explanation itself says), and the explanation said 'on 1 GPUs'."""
+    from advisor.search.recommend import recommend
+
+    text = " ".join(recommend(hospital(model="gpt-oss-120b")).explanation)
+    assert "on 1 GPU with" in text
+    assert "1 GPUs" not in text

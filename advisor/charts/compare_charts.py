@@ -64,7 +64,7 @@ def latency_breakdown_figure(results: Mapping[str, Mapping]) -> go.Figure:
         cols=2,
         subplot_titles=(
             "Prefill of one prompt alone (TTFT without queueing)",
-            "One decode step at the mean running batch",
+            "One decode step at the decode batch",
         ),
         horizontal_spacing=0.12,
     )

@@ -152,7 +152,7 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str, risk: list[str] = ()) -
     )
     out.append(
         f"{won} costs ${float(t.cost[best_i]):.3f} per million output tokens on "
-        f"{int(t.gpus[best_i])} GPUs with {metric} {float(lat[best_i]):.1f} ms; headroom "
+        f"{_n(int(t.gpus[best_i]), 'GPU')} with {metric} {float(lat[best_i]):.1f} ms; headroom "
         f"{room:.1f}x the offered rate before saturation."
     )
     out.extend(_tie_break_lines(sc, t, best_i, feas, room))
@@ -161,7 +161,7 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str, risk: list[str] = ()) -
         if fastest != best_i:
             out.append(
                 f"The lowest-latency deployment that meets the SLA{' on its predictions' if risky else ''} "
-                f"has {metric} {float(lat[fastest]):.1f} ms on {int(t.gpus[fastest])} GPUs at "
+                f"has {metric} {float(lat[fastest]):.1f} ms on {_n(int(t.gpus[fastest]), 'GPU')} at "
                 f"${float(t.cost[fastest]):.3f}/M tokens."
             )
     # The measurement that narrows an "at risk" range is in the headline every view shows
