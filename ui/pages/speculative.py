@@ -137,6 +137,14 @@ def summary_section(c: SimpleNamespace) -> None:
     m[4].metric("Draft step (ms)", sig3(s["draft_step_ms"]))
     m[5].metric("Verify step / plain step (ms)",
                 f"{sig3(s['verify_step_ms'])} / {sig3(s['plain_step_ms'])}")  # fmt: skip
+    if plain.get("fits") and est["tpot_ms"] > 0:
+        # said where it is seen, not in a tooltip: the two ratios differ by the prefills
+        st.caption(
+            f"Decode steps {s['speedup']:.2f}× faster; TPOT "
+            f"{plain['tpot_ms'] / est['tpot_ms']:.2f}× lower ({sig3(plain['tpot_ms'])} → "
+            f"{sig3(est['tpot_ms'])} ms), because every TPOT also carries the prefills "
+            "interleaved with decoding, which speculation does not speed up."
+        )
     # a sentence, not a metric: "batch 4 to 16 (the largest tried)" does not fit a metric box
     st.markdown(f"**Pays (speedup ≥ 1×) at:** {pays}, on the batch grid up to the {c.cap:,} "
                 "sequences the KV cache holds.")  # fmt: skip
