@@ -61,6 +61,18 @@ def test_roofline_ridge_and_points(replica):
     assert fig.data[-1].x[0] == pts["ridge_flops_per_byte"]
 
 
+def test_roofline_title_wraps_in_a_half_width_column(replica):
+    """The Latency page's roofline title, as it wrote it for Qwen3-235B-A22B on the B200 (the
+    hospital workshop of issue 38), was cut to "... fp8 weigh…" at 1280 px: each line now
+    holds at most 36 characters, and the whole title is there."""
+    title = "Roofline: NVIDIA B200 (HGX/DGX B200, 180GB), fp8 weights"
+    pts = roofline_points(replica, 1024, 16, 1152)
+    text = lc.roofline_figure(pts, None, title).layout.title.text
+    lines = text.split("<br>")
+    assert len(lines) == 2 and max(map(len, lines)) <= 36, lines
+    assert " ".join(lines) == title
+
+
 def test_batch_sweep_and_figure(replica):
     b = batch_grid(50)
     s = batch_sweep(replica, 1152, b)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import html
+import textwrap
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -127,10 +128,21 @@ def _apply_template(fig: go.Figure) -> None:
         fig.update_layout(template=TEMPLATE)
 
 
-def styled(fig: go.Figure, title: str, *, height: int = 420) -> go.Figure:
-    """Apply the template, the title (plain text, escaped) and a height; returns the figure."""
+def styled(fig: go.Figure, title: str, *, height: int = 420, wrap: int | None = None) -> go.Figure:
+    """Apply the template, the title (plain text, escaped) and a height; returns the figure.
+
+    ``wrap``: the title broken at spaces into lines of at most that many characters, for a
+    chart drawn in a half-width column, where plotly cuts a long title ("fp8 weigh…" at 1280 px).
+
+    >>> styled(go.Figure(), "Roofline: NVIDIA B200 (HGX/DGX B200, 180GB), fp8 weights",
+    ...        wrap=36).layout.title.text
+    'Roofline: NVIDIA B200 (HGX/DGX B200,<br>180GB), fp8 weights'
+    """
     _apply_template(fig)
-    fig.update_layout(title={"text": escape(title)}, height=height)
+    lines = textwrap.wrap(title, wrap) if wrap else [title]
+    fig.update_layout(title={"text": "<br>".join(escape(x) for x in lines)}, height=height)
+    if len(lines) > 1:  # room for the extra lines above the plot (the template keeps 70 px)
+        fig.update_layout(margin={"t": 70 + 24 * (len(lines) - 1)})
     return fig
 
 
