@@ -145,22 +145,17 @@ def _build(
 
     ctx = isl + osl / 2.0
     n, g = r.n, GRID.size
-    rows = np.repeat(np.arange(n), g)
-    b = np.tile(GRID, n)
-    rr = r.take(rows)
-    plain = decode_step(rr, b, ctx).total.reshape(n, g)
+    grid = GRID[None, :]  # [1, G] batches against [n, 1] replica columns
+    plain = decode_step(r.column(), grid, ctx).total.reshape(n, g)
     tab = plain.copy()
     pre = prefill(r, np.full(n, isl)).total
     elasticity = prefill_length_elasticity(r, np.full(n, isl))
     if spec.any():
         si = np.nonzero(spec)[0]
-        srows = np.repeat(si, g)
-        sb = np.tile(GRID, si.size)
-        verify = decode_step(r.take(srows), sb, ctx, query_tokens_per_seq=k + 1.0)
+        verify = decode_step(r.take(si).column(), grid, ctx, query_tokens_per_seq=k + 1.0)
         # the draft's steps depend only on its own (few) distinct replicas: tabulate those
         nd = draft.n
-        dstep = decode_step(draft.take(np.repeat(np.arange(nd), g)), np.tile(GRID, nd), ctx)
-        dtab = dstep.total.reshape(nd, g)[draft_row[si]]
+        dtab = decode_step(draft.column(), grid, ctx).total.reshape(nd, g)[draft_row[si]]
         tab[si] = (k * dtab + verify.total.reshape(si.size, g)) / e_tok
         pre = pre.copy()
         # the draft's prompt pass: GPU time only (the request's overheads are in ``pre``)

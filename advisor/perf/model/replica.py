@@ -171,6 +171,11 @@ class ReplicaArrays:
         """The subset of candidates at ``idx``."""
         return ReplicaArrays(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
 
+    def column(self) -> ReplicaArrays:
+        """Every field as an [n, 1] column: a step over a [1, G] row of batches broadcasts to
+        [n, G] (each replica's own figures computed once, not copied G times)."""
+        return ReplicaArrays(**{f.name: getattr(self, f.name)[:, None] for f in fields(self)})
+
 
 def repeat(r: ReplicaArrays, n: int) -> ReplicaArrays:
     """The first candidate of ``r`` repeated ``n`` times (so every argument can be an [n] array)."""

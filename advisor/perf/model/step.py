@@ -125,21 +125,25 @@ def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
     from advisor.physics.collectives import allreduce_time_s as _allreduce
     from advisor.physics.collectives import available_algorithms
 
-    msg = np.broadcast_to(np.asarray(message_bytes, dtype=float), r.tp.shape)
-    out = np.zeros(r.tp.shape)
+    # ``r`` may be a column of replicas (ReplicaArrays.column) against a row of batches: the
+    # cells of their broadcast grid are grouped, flattened row by row
+    shape = np.broadcast_shapes(r.tp.shape, np.shape(message_bytes))
+    msg = np.broadcast_to(np.asarray(message_bytes, dtype=float), shape).reshape(-1)
+    tp_all = np.broadcast_to(r.tp, shape).reshape(-1)
+    out = np.zeros(tp_all.shape)
     links = interconnects()
-    multi = np.nonzero(r.tp > 1)[0]
+    multi = np.nonzero(tp_all > 1)[0]
     if multi.size == 0:
-        return out
+        return out.reshape(shape)
     # One collectives call per distinct (TP, link, kernels) group, found without a Python loop
     # over candidates or per-candidate strings (the search passes tens of thousands).
-    link_ids = r.tp_link_id[multi]
+    link_ids = np.broadcast_to(r.tp_link_id, shape).reshape(-1)[multi]
     names = sorted(set(link_ids.tolist()))
     link_code = np.zeros(multi.size, dtype=int)
     for c, name in enumerate(names):
         link_code[link_ids == name] = c
-    keys = (r.tp[multi].astype(int) * len(names) + link_code) * 2
-    keys += r.custom_allreduce[multi].astype(int)
+    keys = (tp_all[multi].astype(int) * len(names) + link_code) * 2
+    keys += np.broadcast_to(r.custom_allreduce, shape).reshape(-1)[multi].astype(int)
     for key in sorted(set(keys.tolist())):  # np.unique would import numpy.ma (30-100 ms)
         (tp, c), custom = divmod(key // 2, len(names)), bool(key % 2)
         idx = multi[keys == key]
@@ -148,7 +152,7 @@ def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
         if not custom:
             algs = tuple(a for a in algs if a not in ("one_shot", "two_shot"))
         out[idx] = _allreduce(msg[idx], tp, link, algorithms=algs)
-    return out
+    return out.reshape(shape)
 
 
 def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
@@ -175,9 +179,10 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     a2a = np.zeros_like(ar)
     ep = r.ep
     for n in sorted(set(r.tp[ep].tolist())):  # np.unique would import numpy.ma (30-100 ms)
-        sel = ep & (r.tp == n)
+        sel = np.broadcast_to(ep & (r.tp == n), ar.shape)  # replica columns: their grid
         msg = (act * r.experts_per_tok / r.tp)[sel]
-        a2a[sel] = all_to_all_time_s(msg, int(n), r.a2a_bw[sel], r.tp_link_latency[sel])
+        bw, latency = (np.broadcast_to(x, ar.shape)[sel] for x in (r.a2a_bw, r.tp_link_latency))
+        a2a[sel] = all_to_all_time_s(msg, int(n), bw, latency)
     a2a = a2a / r.comm_eff
     moe = r.moe_layer_frac
     per_layer = attention + np.where(ep, moe * 2.0 * a2a + (1.0 - moe) * ar, ar)
