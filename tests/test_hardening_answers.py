@@ -222,5 +222,5 @@ def test_the_app_reads_the_concurrency_as_the_deployment_total():
     at.switch_page("ui/pages/latency.py").run()
     assert not at.exception
     assert any("8 requests in flight over 2 replicas" in c.value for c in at.caption)
-    running = next(m for m in at.metric if m.label == "Running seqs / replica")
+    running = next(m for m in at.metric if m.label == "Mean running seqs / replica")
     assert running.value == "4.00"  # sig3(8 / 2)

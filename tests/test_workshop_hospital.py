@@ -95,6 +95,44 @@ def test_latency_page_charts_mark_the_decode_batch_its_captions_state():
     assert f"decode (batch {n})" in names and f"scenario batch {n}" in names, names
 
 
+def test_latency_page_says_the_mean_running_batch_and_the_decode_batch_apart():
+    """The Latency page showed "Running seqs / replica 21.8" beside "decode batch 23" (issue 38's
+    replay): two figures for one thing, it seemed. The search's mean running batch (21.82,
+    ``recommend`` on the same scenario) is the metric, labelled a mean; the caption's decode
+    batch says it is 1 + that mean, rounded (search/results.decode_batch)."""
+    from advisor.search.recommend import recommend
+    from advisor.search.results import decode_batch_seqs
+    from ui.format import sig3
+
+    s = hospital()
+    rb = recommend(s).best.running_batch
+    at = opened(s, "ui/pages/latency.py")
+    metric = next(m for m in at.metric if "running seqs" in m.label.lower())
+    assert metric.label == "Mean running seqs / replica" and metric.value == sig3(rb), metric
+    text = " ".join(c.value for c in at.caption)
+    assert (
+        f"decode batch {decode_batch_seqs(rb)} per replica (1 + the mean {sig3(rb)} running" in text
+    )
+
+
+def test_speculative_page_states_the_latency_pages_tpot_beside_its_fixed_batch_ones():
+    """The replay read "TPOT without speculation (ms), batch 23" 30.1 ms on the Speculative page
+    and a mean TPOT of 29.5 ms on the Latency page for the same deployment. Speculation is
+    modelled at a fixed batch only, so the page's TPOTs say they keep 23 running, and the
+    Latency page's figure (its own metric, read in the same session) is stated beside them
+    with its load (400 users, the scenario's)."""
+    s = hospital()
+    at = opened(s, "ui/pages/latency.py")
+    latency_tpot = next(m.value for m in at.metric if m.label == "Mean TPOT")
+    at.switch_page("ui/pages/speculative.py").run()
+    assert not at.exception and not at.error
+    labels = [m.label for m in at.metric if m.label.startswith("TPOT ")]
+    assert labels and all(x.endswith(" kept running") for x in labels), labels
+    line = next(c.value for c in at.caption if "The Latency page's mean TPOT" in c.value)
+    assert f"without speculation, {latency_tpot}, is the deployment in focus" in line, line
+    assert "400 users thinking 60 s" in line and "another load" in line
+
+
 def test_latency_page_calls_a_pipeline_hand_off_no_all_reduce():
     """Qwen3-235B-A22B on 8 MI300X: the closest miss is 4 x (TP=1, PP=2) (when written); its
     step's communication is the pipeline's hand-off, which the Interconnect page says is "no

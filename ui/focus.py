@@ -136,6 +136,18 @@ def show_focus(scenario: Scenario) -> InFocus:
     return f
 
 
+def focus_estimate(scenario: Scenario, f: InFocus, page_value: int | None):
+    """The one-replica estimate of the deployment in focus at the scenario's load, with its
+    ``EstimateInput``: the Latency page's means, and the figure the Speculative page quotes
+    beside its fixed-batch TPOTs (one call, so both show the same number)."""
+    from advisor.catalog import accelerators
+    from advisor.search.focus import estimate_input
+
+    d = f.deployment
+    inp = estimate_input(scenario, f.spec, d.running_batch if d is not None else None, page_value)
+    return inp, cache.estimate_for(scenario.model_spec(), accelerators()[f.spec.gpu], inp)
+
+
 def sequences_in_flight(scenario: Scenario, f: InFocus, page_value: int | None) -> tuple[int, str]:
     """Sequences in flight on one (decode) replica of the deployment in focus, and how the
     number was obtained (shown to the user).

@@ -19,10 +19,8 @@ from advisor.perf.model.sweeps import (
     roofline_points,
 )
 from advisor.report.figures import latency_rows
-from advisor.search.focus import estimate_input
 from advisor.search.results import decode_batch_seqs, priced_step_ms
-from ui.cache import estimate_for
-from ui.focus import show_focus
+from ui.focus import focus_estimate, show_focus
 from ui.format import (
     interval_text,
     md_escape,
@@ -39,12 +37,9 @@ def setup() -> SimpleNamespace:
     scenario, view = current()
     model = scenario.model_spec()
     f = show_focus(scenario)
-    spec, d = f.spec, f.deployment
+    spec = f.spec
     gpu = accelerators()[spec.gpu]
-    inp = estimate_input(
-        scenario, spec, d.running_batch if d is not None else None, view.concurrency
-    )
-    est = estimate_for(model, gpu, inp)
+    inp, est = focus_estimate(scenario, f, view.concurrency)
     w = scenario.workload
     users = (
         f"{w.concurrent_users:,} users thinking {w.think_time_s:g} s → "
@@ -140,8 +135,9 @@ def focus_section(c: SimpleNamespace) -> bool:
     st.caption(
         f"SLA: {c.scenario.sla.describe()}. Percentiles of the whole deployment from the "
         f"search's queueing model ({plural(d.gpus, 'GPU')}, decode batch "
-        f"{decode_batch_seqs(d.running_batch)} per replica, saturates at {sig3(d.max_rate_req_s)} requests/s)."
-        + _step_text(d)
+        f"{decode_batch_seqs(d.running_batch)} per replica (1 + the mean {sig3(d.running_batch)} "
+        f"running, rounded: a token's own sequence and the others), saturates at "
+        f"{sig3(d.max_rate_req_s)} requests/s)." + _step_text(d)
     )
     return True
 
@@ -184,9 +180,13 @@ def summary_section(c: SimpleNamespace) -> bool:
                 help="output tokens/s over the DP replicas")  # fmt: skip
     m[4].metric("Tok/s per GPU", f"{e['throughput_tok_s_per_gpu']:,.0f}",
                 help="output tokens/s per GPU of these replicas")  # fmt: skip
-    m[5].metric("Running seqs / replica", sig3(e["running_per_replica"]),
-                help=f"mean per replica ({sig3(e['concurrency'])} in flight over the "
-                f"deployment); a replica's KV cache holds up to {e['max_concurrency']:,}")  # fmt: skip
+    # a mean, beside the caption's decode batch (1 + the mean, rounded): both say which
+    # (issue 38: "Running seqs / replica 21.8" read as a second figure for "decode batch 23")
+    m[5].metric("Mean running seqs / replica", sig3(e["running_per_replica"]),
+                help=f"sequences decoding on a replica, on average ({sig3(e['concurrency'])} in "
+                "flight over the deployment); the decode batch a token waits for is 1 + this "
+                f"mean (its own sequence and the others). A replica's KV cache holds up to "
+                f"{e['max_concurrency']:,}")  # fmt: skip
     for n in e.get("notes") or []:
         st.caption(n)
     return True
