@@ -126,27 +126,27 @@ def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
     from advisor.physics.collectives import available_algorithms
 
     # ``r`` may be a column of replicas (ReplicaArrays.column) against a row of batches: the
-    # cells of their broadcast grid are grouped, flattened row by row
+    # groups are found on the replicas, then the cells of the broadcast grid, flattened row by
+    # row, are priced group by group
     shape = np.broadcast_shapes(r.tp.shape, np.shape(message_bytes))
     msg = np.broadcast_to(np.asarray(message_bytes, dtype=float), shape).reshape(-1)
-    tp_all = np.broadcast_to(r.tp, shape).reshape(-1)
-    out = np.zeros(tp_all.shape)
+    out = np.zeros(msg.size)
     links = interconnects()
-    multi = np.nonzero(tp_all > 1)[0]
-    if multi.size == 0:
+    multi = r.tp > 1
+    if not multi.any():
         return out.reshape(shape)
     # One collectives call per distinct (TP, link, kernels) group, found without a Python loop
     # over candidates or per-candidate strings (the search passes tens of thousands).
-    link_ids = np.broadcast_to(r.tp_link_id, shape).reshape(-1)[multi]
-    names = sorted(set(link_ids.tolist()))
-    link_code = np.zeros(multi.size, dtype=int)
+    names = sorted(set(r.tp_link_id[multi].tolist()))
+    link_code = np.zeros(r.tp.shape, dtype=int)
     for c, name in enumerate(names):
-        link_code[link_ids == name] = c
-    keys = (tp_all[multi].astype(int) * len(names) + link_code) * 2
-    keys += np.broadcast_to(r.custom_allreduce, shape).reshape(-1)[multi].astype(int)
-    for key in sorted(set(keys.tolist())):  # np.unique would import numpy.ma (30-100 ms)
+        link_code[r.tp_link_id == name] = c
+    keys = (r.tp.astype(int) * len(names) + link_code) * 2 + r.custom_allreduce.astype(int)
+    keys = np.where(multi, keys, -1)
+    cells = np.broadcast_to(keys, shape).reshape(-1)
+    for key in sorted(set(keys[multi].tolist())):  # np.unique would import numpy.ma (30-100 ms)
         (tp, c), custom = divmod(key // 2, len(names)), bool(key % 2)
-        idx = multi[keys == key]
+        idx = np.nonzero(cells == key)[0]
         link = links[names[c]]
         algs = available_algorithms("allreduce", tp, link)
         if not custom:
