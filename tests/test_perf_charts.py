@@ -155,3 +155,22 @@ def test_latency_and_compare_charts_draw_a_component_alike():
     assert all(latency[n] == compare[n] for n in shared)
     # the bubble does not take the colour the Latency page gives queueing
     assert latency["pipeline bubble"] != lc.COMPONENT_COLOURS["queueing"]
+
+
+def test_compare_labels_keep_a_long_word_whole_and_wrap_like_titles():
+    """A clinic's scenario name with one 40-character hyphenated word (a hand-made case): the
+    Compare tick labels used to keep its first 14 characters and drop the rest without a "…"
+    ("Universitätskl"), and the titles broke "Qwen3-235B" at its hyphen. Both now go through
+    one helper (theme.wrap_lines): the word is split over lines, nothing is lost unmarked."""
+    from advisor.charts import compare_charts as cc
+    from advisor.charts.theme import wrap_lines
+
+    word = "Universitätsklinikum-Nordrhein-Westfalen"
+    e = estimate(M, G, INP)
+    fig = cc.latency_breakdown_figure({f"{word} on {g}": e for g in ("B200", "H200", "MI300X")})
+    labels = list(fig.data[0].x)
+    for label, g in zip(labels, ("B200", "H200", "MI300X"), strict=True):
+        lines = label.split("<br>")
+        assert max(map(len, lines)) <= 14, lines  # three scenarios: 14 characters a line
+        assert "".join(lines).replace(" ", "").endswith(f"{word}on{g}"), lines
+    assert wrap_lines("Qwen3-235B-A22B on 8x MI300X", 16) == ["Qwen3-235B-A22B", "on 8x MI300X"]

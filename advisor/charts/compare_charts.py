@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from advisor.catalog import accelerators
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.charts.theme import PALETTE, STEP_COMPONENTS, escape, styled
+from advisor.charts.theme import PALETTE, STEP_COMPONENTS, escape, styled, wrap_lines
 from advisor.perf.model.estimate import EstimateInput, estimate
 from advisor.scenario import Scenario
 from advisor.search.results import Deployment
@@ -187,23 +187,15 @@ def throughput_vs_batch_figure(sweeps: Mapping[str, Sequence[Mapping]]) -> go.Fi
 
 
 def _wrap(label: str, width: int = 20, lines: int = 3) -> str:
-    """A tick label broken at spaces into at most ``lines`` lines of about ``width`` characters.
+    """A tick label broken into at most ``lines`` lines of ``width`` characters
+    (:func:`~advisor.charts.theme.wrap_lines`), each escaped: user text, then our line breaks.
 
     >>> _wrap("Llama 3.1 70B on 4x H100 NVLink, P99 TPOT 50 ms")
     'Llama 3.1 70B on 4x<br>H100 NVLink, P99<br>TPOT 50 ms'
     >>> _wrap("C (does not fit)"), _wrap("<b>X</b> & <i>eng</i>")
     ('C (does not fit)', '&lt;b&gt;X&lt;/b&gt; &amp;<br>&lt;i&gt;eng&lt;/i&gt;')
     """
-    out: list[str] = []
-    for word in label.split():
-        if out and len(out[-1]) + 1 + len(word) <= width:
-            out[-1] += " " + word
-        else:
-            out.append(word[:width])
-    if len(out) > lines:
-        out = out[:lines]
-        out[-1] = out[-1][: width - 1] + "…"
-    return "<br>".join(escape(x) for x in out)  # user text: escaped, then our line breaks
+    return "<br>".join(escape(x) for x in wrap_lines(label, width, lines))
 
 
 def distinct_labels(labels: Sequence[str], limit: int, numbered: bool = True) -> list[str]:

@@ -128,6 +128,24 @@ def _apply_template(fig: go.Figure) -> None:
         fig.update_layout(template=TEMPLATE)
 
 
+def wrap_lines(text: str, width: int, max_lines: int | None = None) -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width`` characters, for a title or a
+    tick label that plotly would otherwise cut; never at a hyphen ("Qwen3-235B" stays whole); a
+    word longer than a line is split, not dropped. Past ``max_lines`` the last line kept ends in
+    "…". Plain text: the caller escapes each line and joins them with ``<br>``.
+
+    >>> wrap_lines("Llama 3.1 70B on 4x H100 NVLink, P99 TPOT 50 ms", 20)
+    ['Llama 3.1 70B on 4x', 'H100 NVLink, P99', 'TPOT 50 ms']
+    >>> wrap_lines("Qwen3-235B-A22B on 8x MI300X", 12, max_lines=2)
+    ['Qwen3-235B-A', '22B on 8x…']
+    """
+    lines = textwrap.wrap(text, width, break_on_hyphens=False)
+    if max_lines is not None and len(lines) > max_lines:
+        lines = lines[:max_lines]
+        lines[-1] = lines[-1][: width - 1] + "…"
+    return lines
+
+
 def styled(fig: go.Figure, title: str, *, height: int = 420, wrap: int | None = None) -> go.Figure:
     """Apply the template, the title (plain text, escaped) and a height; returns the figure.
 
@@ -139,7 +157,7 @@ def styled(fig: go.Figure, title: str, *, height: int = 420, wrap: int | None = 
     'Roofline: NVIDIA B200 (HGX/DGX B200,<br>180GB), fp8 weights'
     """
     _apply_template(fig)
-    lines = textwrap.wrap(title, wrap) if wrap else [title]
+    lines = wrap_lines(title, wrap) if wrap else [title]
     fig.update_layout(title={"text": "<br>".join(escape(x) for x in lines)}, height=height)
     if len(lines) > 1:  # room for the extra lines above the plot (the template keeps 70 px)
         fig.update_layout(margin={"t": 70 + 24 * (len(lines) - 1)})
