@@ -371,3 +371,19 @@ def test_app_says_which_client_characters_the_pdf_drops(tmp_path, monkeypatch):
     from ui.format import md_escape
 
     assert said[0] == md_escape(dropped_note("Client / engagement", HIDDEN))
+
+
+@pytest.mark.parametrize(("raw", "kept"), [("0.555", 0.56), ("0.5049", 0.5)])
+def test_a_link_confidence_between_percents_is_rounded_and_said(raw, kept):
+    """The sidebar's confidence control takes whole percents: ``?conf=0.555`` became 56% without
+    a word (the round-4 review). The value is rounded where the link is read, and said."""
+    from ui.url import scenario_from_params
+
+    scenario, _, warnings = scenario_from_params({"conf": raw})
+    assert scenario.sla.confidence == kept
+    assert warnings == [
+        f"sla.confidence (conf='{raw}'): rounded to {kept:g}, since the confidence control "
+        "takes whole percents"
+    ]
+    # a whole percent whose float times 100 is not whole (0.57 * 100 = 56.99...) is no warning
+    assert scenario_from_params({"conf": "0.57"})[2] == []

@@ -197,6 +197,17 @@ def _why(exc: ValidationError) -> str:
     return "; ".join(e["msg"].removeprefix("Value error, ") for e in errs[:3])
 
 
+def _confidence_step(path: str, doc: dict, raw: str) -> str | None:
+    """The confidence rounded to the control's whole percents, and a warning saying so: the
+    sidebar shows percent in steps of 1, so ``conf=0.555`` became 56% without a word."""
+    value = _get(doc, path) if path == "sla.confidence" else None
+    if value is None or abs(round(value * 100) - value * 100) < 1e-9:  # 0.57 * 100 = 56.99...
+        return None
+    _set(doc, path, round(value * 100) / 100)
+    return (f"{path} ({URL_KEYS[path]}={echo(raw)}): rounded to {_get(doc, path):g}, since the "
+            "confidence control takes whole percents")  # fmt: skip
+
+
 def scenario_from_params(
     params: Mapping[str, str], base: tuple[Scenario, View] | None = None
 ) -> tuple[Scenario, View, list[str]]:
@@ -255,6 +266,8 @@ def scenario_from_params(
                 f"{' / '.join(unit)} ({shown}): ignored, {_why(exc)}{allowed}; kept {kept}"
             )
             continue
+        # after the range check: an allowed value rounds to an allowed one (0.994 to 0.99)
+        warnings += filter(None, (_confidence_step(p, trial, params[URL_KEYS[p]]) for p in present))
         doc = trial
     scenario, view = _validate(doc)
     return scenario, view, warnings
