@@ -113,7 +113,8 @@ def percentiles_section() -> None:
             else ""
         )
         st.caption(
-            f"The 80% range shown beside a predicted percentile (measured on means and medians) "
+            "The 80% range shown beside a predicted percentile (from the held-out errors of that "
+            "percentile where there are enough rows, else of the means and medians) "
             f"held {cov['P99']['inside_pct']:.0f}% of these {cov['P99']['rows']} published P99s "
             f"({per}){p50}: a tail misses by more than a mean, so read a P99 range as narrower "
             "than the tail's own uncertainty."

@@ -378,7 +378,7 @@ def tail_ratios(preds: list[PercentilePrediction]) -> list[dict]:
 
 
 #: Percentile -> the statistic of the range a prediction of it carries (intervals.STATISTICS).
-TAIL_STATISTIC = {0.9: "p90", 0.99: "p99"}
+TAIL_STATISTIC = {0.5: "median", 0.9: "p90", 0.99: "p99"}
 #: The prediction kind of advisor/perf/model/intervals.py whose range a percentile row's metric
 #: carries in the answers (an ITL range is the TPOT's: no ITL rows are in the held-out table).
 RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot", "e2e": "e2e"}
