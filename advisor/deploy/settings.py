@@ -1,7 +1,7 @@
 """The server settings the search's memory budget assumed, per pool of a deployment.
 
 The search sizes each replica's KV cache as the engine profile reads its memory fraction
-(``perf.model.replica._row``: vLLM-style fraction of the whole GPU, or TensorRT-LLM's fraction of what
+(``perf.model.replica.build_replicas``: vLLM-style fraction of the whole GPU, or TensorRT-LLM's fraction of what
 is free after weights and activations), caps the running batch at min(sequences whose KV fits
 at ISL + OSL, the engine's max_num_seqs) and sizes the activation peak at 8,192 batched tokens
 (``physics.memory.activation_reserve_bytes``). The launch flags must say the same, whatever the

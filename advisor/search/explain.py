@@ -14,7 +14,7 @@ import numpy as np
 from advisor.catalog.drafts import draft_name
 from advisor.physics.queueing.results import unstable_text
 from advisor.search.evaluate import decode_step_ms, interp_step
-from advisor.search.ranking import SAME_PRICE_USD, rank_order, tie_break_text
+from advisor.search.ranking import SAME_PRICE_USD, lexsort_first, rank_first, tie_break_text
 from advisor.search.results import DecisionMatrix, decode_batch
 from advisor.search.sla import AT_RISK, VERDICTS
 from advisor.search.space import Shape, scenario_draft, search_weights
@@ -374,7 +374,7 @@ def _disaggregated_lines(sc, t, best_i: int, ratio, b: float, lat, metric: str) 
     agg = np.nonzero(t.verdict[: t.na] == t.verdict[best_i])[0]
     if agg.size:
         room = np.where(t.rate > 0, t.cap / np.maximum(t.rate, 1e-300), np.inf)
-        a = agg[rank_order(sc.rank_by, t.usd_h[agg], t.gpus[agg], room[agg], lat[agg])[0]]
+        a = agg[rank_first(sc.rank_by, t.usd_h[agg], t.gpus[agg], room[agg], lat[agg])]
         s = st.shapes[int(t.ev.shape_idx[a])]
         how = " on its predictions" if VERDICTS[t.verdict[best_i]] == AT_RISK else ""
         what = (
@@ -466,7 +466,7 @@ def agreement(sc, t, best, ans, params, ratio, deployment):
     )  # fmt: skip
     sel = np.nonzero(shape_ok[t.ev.shape_idx] & (t.ev.dp == 1))[0]
     if sel.size:
-        j = int(sel[np.lexsort((t.cost[sel], ratio[sel]))[0]])
+        j = int(sel[lexsort_first((t.cost[sel], ratio[sel]))])
         shaped = deployment(j)
     article_shape = ans.shape_text(sc.hardware.gpus_per_node)
     if best is None:

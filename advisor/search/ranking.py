@@ -31,12 +31,60 @@ def rank_order(rank_by: str, usd_per_hour, gpus, headroom, latency) -> np.ndarra
     ...            [5.0, 9.0, 9.0, 1.0]).tolist()
     [3, 2, 1, 0]
     """
+    return np.lexsort(_rank_keys(rank_by, usd_per_hour, gpus, headroom, latency))
+
+
+def rank_first(rank_by: str, usd_per_hour, gpus, headroom, latency) -> int:
+    """``rank_order(...)[0]``: the best candidate, found without sorting them all.
+
+    >>> rank_first("cost", [10.0, 10.0, 10.0, 12.0], [8, 4, 4, 2], [18.0, 3.0, 4.0, 9.0],
+    ...            [5.0, 9.0, 9.0, 1.0])
+    2
+    """
+    return lexsort_first(_rank_keys(rank_by, usd_per_hour, gpus, headroom, latency))
+
+
+def _rank_keys(rank_by: str, usd_per_hour, gpus, headroom, latency) -> tuple:
+    """The ranking's keys as ``np.lexsort`` takes them (the last one first)."""
     price = np.round(np.asarray(usd_per_hour, dtype=float) / SAME_PRICE_USD) * SAME_PRICE_USD
     room = -np.nan_to_num(np.asarray(headroom, dtype=float), posinf=1e300)
     lat, n = np.asarray(latency, dtype=float), np.asarray(gpus)
     if rank_by == "gpus":
-        return np.lexsort((lat, room, price, n))
-    return np.lexsort((lat, room, n, price))
+        return (lat, room, price, n)
+    return (lat, room, n, price)
+
+
+def lexsort_first(keys) -> int:
+    """``int(np.lexsort(keys)[0])`` in one pass per key instead of a sort of every row: the
+    rows at the primary key's least value, among them those at the next key's least, ..., the
+    first row of what is left (the sort is stable). NaN sorts last, as in ``np.lexsort``: a
+    key's least value is its least non-NaN one; where every row left is NaN they all tie.
+    The search picks its winner, its fastest and its closest miss out of tens of thousands of
+    candidates this way (~7 ms of a 36,000-candidate search was the sort).
+
+    >>> k = (np.array([3.0, 1.0, 2.0, 0.0]), np.array([1.0, 0.0, 0.0, np.nan]))
+    >>> lexsort_first(k), int(np.lexsort(k)[0])
+    (1, 1)
+    >>> lexsort_first((np.array([2.0, 1.0]), np.array([np.nan, np.nan])))  # NaNs tie
+    1
+    """
+    rows = None
+    for key in reversed(keys):
+        v = np.asarray(key)
+        if rows is not None:
+            v = v[rows]
+        if v.dtype.kind == "f":
+            ok = ~np.isnan(v)
+            if not ok.any():
+                continue
+            least = v[ok].min()
+        else:
+            least = v.min()
+        at = np.flatnonzero(v == least)
+        rows = at if rows is None else rows[at]
+        if rows.size == 1:
+            break
+    return 0 if rows is None else int(rows[0])
 
 
 def tie_break_text(gpus: int, servers_gpus: int, headroom: float, others: int) -> str:

@@ -48,7 +48,7 @@ from advisor.search.evaluate import (
 )
 from advisor.search.explain import agreement, confidence_lines, explain, unmet_lines
 from advisor.search.pareto import pareto_min_min
-from advisor.search.ranking import rank_order
+from advisor.search.ranking import lexsort_first, rank_first, rank_order
 from advisor.search.results import (
     PCT,
     DecisionMatrix,
@@ -316,10 +316,21 @@ def step_breakdowns_of(sc: Scenario, t: _Table, rows) -> dict[int, tuple[dict, d
 def _rank_key(sc: Scenario, t: _Table, lat: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The candidates ``rows`` best first (search/ranking.py): only those in the running are
     sorted (a stable sort of a subset keeps their order among all candidates)."""
+    return rows[rank_order(sc.rank_by, *_rank_inputs(t, lat, rows))]
+
+
+def _rank_best(sc: Scenario, t: _Table, lat: np.ndarray, rows: np.ndarray) -> int | None:
+    """``_rank_key(...)[0]`` (None for no rows), without sorting them all."""
+    if not rows.size:
+        return None
+    return int(rows[rank_first(sc.rank_by, *_rank_inputs(t, lat, rows))])
+
+
+def _rank_inputs(t: _Table, lat: np.ndarray, rows: np.ndarray) -> tuple:
     rate, cap = t.rate[rows], t.cap[rows]
     with np.errstate(divide="ignore", invalid="ignore"):
         room = np.where(rate > 0, cap / rate, np.inf)
-    return rows[rank_order(sc.rank_by, t.usd_h[rows], t.gpus[rows], room, lat[rows])]
+    return t.usd_h[rows], t.gpus[rows], room, lat[rows]
 
 
 def _calibration_notes(sc: Scenario) -> list[str]:
@@ -465,8 +476,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         risky = (t.verdict == CODE[AT_RISK]) & ~t.over_budget
         # the cheapest that meets with confidence; with none, the cheapest at risk, flagged
         pool = feasible if feasible.any() else risky
-        ranked = _rank_key(sc, t, lat, np.nonzero(pool)[0])
-        best_i = int(ranked[0]) if ranked.size else None
+        best_i = _rank_best(sc, t, lat, np.nonzero(pool)[0])
         # near misses: infeasible, smallest violation first, distinct shapes (not the winner)
         winner = -1 if best_i is None else best_i
         out = np.nonzero(~feasible & (np.arange(t.n) != winner))[0]
@@ -562,7 +572,7 @@ def _recommend(sc: Scenario) -> Recommendation:
         pareto = points(frontier(-tpg), keep)
         pareto_cost = points(frontier(t.cost), keep)
         fastest = (
-            _deployment(sc, t, int(stab[np.lexsort((t.cost[stab], lat[stab]))[0]]), ratio, False)
+            _deployment(sc, t, int(stab[lexsort_first((t.cost[stab], lat[stab]))]), ratio, False)
             if stab.size
             else None
         )

@@ -225,11 +225,13 @@ def low_precision_experts(model: ModelSpec, weights: str) -> bool:
     return COMPUTE_PATH.get(linear_dtypes(model, weights)[0], "16") in ("fp8", "fp4")
 
 
-def _model_part(cfg: ReplicaConfig) -> tuple[dict[str, object], dict[str, object]]:
+def _model_part(cfg: ReplicaConfig, memo: dict) -> tuple[dict[str, object], dict[str, object]]:
     """The row fields that depend on the model and its split alone (not on the GPU, engine or
-    links), and the intermediate figures ``_row`` needs: (fields, intermediates)."""
+    links), and the intermediate figures ``build_replicas`` combines with the GPU's: (fields,
+    intermediates). ``memo``: what the splits of one ``build_replicas`` call share (the
+    parameter breakdown, the KV bytes per token of a TP, the activation reserve)."""
     m = cfg.model
-    b = _breakdown(m)
+    b = _memo(memo, ("breakdown", id(m)), lambda: _breakdown(m))
     tp, pp = cfg.tp, cfg.pp
     layers = m.num_hidden_layers
     layers_stage = math.ceil(layers / pp)
@@ -243,7 +245,9 @@ def _model_part(cfg: ReplicaConfig) -> tuple[dict[str, object], dict[str, object
     linear_active = (b.linear_layers - b.moe_experts) / tp * share
     expert_active = b.moe_active_experts / tp * share
     w_layers = m.num_sliding_window_layers
-    kv_full, kv_win = (x * share for x in kv_bytes_per_token_split(m, cfg.kv, tp, dp_attn))
+    kv = _memo(memo, ("kv", id(m), cfg.kv, tp, dp_attn),
+               lambda: kv_bytes_per_token_split(m, cfg.kv, tp, dp_attn))  # fmt: skip
+    kv_full, kv_win = (x * share for x in kv)
     e_dtype, o_dtype = linear_dtypes(m, cfg.weights)
     fields_ = dict(
         tp=tp, pp=pp, layers_stage=layers_stage, hidden=m.hidden_size,
@@ -264,7 +268,7 @@ def _model_part(cfg: ReplicaConfig) -> tuple[dict[str, object], dict[str, object
     )  # fmt: skip
     return fields_, dict(
         per_gpu_bytes=placement.per_gpu_bytes,
-        reserve=activation_reserve_bytes(m, tp),
+        reserve=_memo(memo, ("reserve", id(m), tp), lambda: activation_reserve_bytes(m, tp)),
         dtypes=(e_dtype, o_dtype),
         quantized=b.moe_experts if e_dtype != o_dtype else b.linear_layers,
         experts=b.moe_experts,
@@ -273,28 +277,12 @@ def _model_part(cfg: ReplicaConfig) -> tuple[dict[str, object], dict[str, object
     )
 
 
-def _row(cfg: ReplicaConfig, links: dict[str, Interconnect], memo: dict) -> dict[str, object]:
-    """One configuration's fields. ``memo`` holds, for one ``build_replicas`` call, what many
-    configurations share (hundreds of them span a few models, splits, GPUs, engines and links:
-    the model part and the look-ups run once per distinct key, ~2x faster first search); the
-    catalog and calibration do not change within a call, and the configurations hold the
-    objects keyed by identity for its length."""
+def _hw_part(
+    cfg: ReplicaConfig, eng, eff, ov: Overlay, dtypes: tuple[str, str]
+) -> dict[str, object]:
+    """The row fields set by the GPU, the engine, the weight and KV dtypes and a client
+    overlay (not by the split): shared by every TP and PP of them."""
     m, g = cfg.model, cfg.gpu
-    tp, pp = cfg.tp, cfg.pp
-    key = (id(m), cfg.weights, tp, pp, cfg.kv, cfg.dp_attention, cfg.ep, cfg.int4_group_size)
-    if key not in memo:
-        memo[key] = _model_part(cfg)
-    row, mp = memo[key]
-    hw = ("hw", id(g), cfg.engine)
-    if hw not in memo:
-        memo[hw] = (engine_profile(cfg.engine), family_efficiency(g.family))
-    eng, eff = memo[hw]
-    free = g.memory_bytes - mp["per_gpu_bytes"] - mp["reserve"]
-    if eng.kv_fraction_of_free:
-        budget = cfg.gpu_memory_utilization * free if free > 0 else free
-    else:
-        budget = g.memory_bytes * cfg.gpu_memory_utilization - mp["per_gpu_bytes"] - mp["reserve"]
-
     path = COMPUTE_PATH[cfg.weights]
     peak16 = g.peak_flops_per_s.bf16 or g.peak_flops_per_s.fp16
     native = {"fp8": g.peak_flops_per_s.fp8, "fp4": g.peak_flops_per_s.fp4}
@@ -304,40 +292,12 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect], memo: dict) -> dict
     else:  # 16-bit, weight-only, or fp8/fp4 weights on a GPU without such tensor cores
         peak = peak16 * eff.eta_compute_16
     weight_only = path == "wo" or (path in native and not native[path])
-    # GEMMs whose activations are quantized on the fly (their weights on native tensor cores)
-    act_quant = tuple(bool(native.get(COMPUTE_PATH.get(d, "16"))) for d in mp["dtypes"])
     if attention_path(m, cfg.kv, g) == "fp8":
         attn_peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8  # type: ignore[operator]
     else:
         attn_peak = peak16 * eff.eta_compute_16
-
-    tl = tp_link_for(cfg, links)
-    pl = pp_link_for(cfg, links)
-    lk = ("links", id(tl), id(pl), tp)
-    if lk not in memo:
-        bw = tl.effective_bandwidth_bytes_per_s(tp)
-        memo[lk] = dict(
-            tp_link_bw=bw, tp_link_latency=tl.latency_s,
-            tp_link_nvls=tl.in_switch_reduction, tp_link_id=tl.id,
-            a2a_bw=bw * achievable_fraction_for(tl),
-            pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
-            comm_eff=collective_efficiency(tl).value,
-        )  # fmt: skip
-    kk = ("kernels", id(m), tp, act_quant)
-    if kk not in memo:
-        memo[kk] = kernels_per_layer(m, tp, *act_quant)
-    mk = ("moe", mp["low_precision_experts"], g.family)
-    if mk not in memo:
-        memo[mk] = moe_efficiency(mp["low_precision_experts"], g.family)
-    # A client profile fitted on this deployment with this engine (advisor/perf/model/overlay.py).
-    ov = overlay_within(g.id, cfg.engine, m.id, tp, pp, cfg.weights, cfg.kv) or _NO_OVERLAY
     cf = ov.compute_factor
-    share = mp["share"]
     return dict(
-        row, **memo[lk],
-        weight_elements=mp["quantized"] / tp * share if weight_only else 0.0,
-        expert_weight_elements=mp["experts"] / tp * share if weight_only else 0.0,
-        kv_budget_bytes=budget,
         peak_flops=peak * eng.efficiency * cf,
         peak_flops_16=peak16 * eff.eta_compute_16 * eng.efficiency * cf,
         attn_peak_flops=attn_peak * eng.efficiency * cf,
@@ -347,33 +307,141 @@ def _row(cfg: ReplicaConfig, links: dict[str, Interconnect], memo: dict) -> dict
         step_overhead_s=eng.step_overhead_s if ov.step_overhead_s is None else ov.step_overhead_s,
         layer_overhead_s=eng.layer_overhead_s,
         kernel_dispatch_s=eng.kernel_dispatch_s,
-        kernels_per_layer=memo[kk],
         seq_overhead_s=eng.seq_overhead_s,
         request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
         max_num_seqs=eng.max_num_seqs,
-        attn_eff=attention_efficiency(), moe_eff=memo[mk],
+        attn_eff=attention_efficiency(),
+        # GEMMs whose activations are quantized on the fly (their weights on native tensor cores)
+        _act_quant=tuple(bool(native.get(COMPUTE_PATH.get(d, "16"))) for d in dtypes),
     )  # fmt: skip
+
+
+def _link_part(tl: Interconnect, pl: Interconnect, tp: int) -> dict[str, object]:
+    """The row fields of the links a replica's TP and PP traffic crosses."""
+    bw = tl.effective_bandwidth_bytes_per_s(tp)
+    return dict(
+        tp_link_bw=bw, tp_link_latency=tl.latency_s,
+        tp_link_nvls=tl.in_switch_reduction, tp_link_id=tl.id,
+        a2a_bw=bw * achievable_fraction_for(tl),
+        pp_link_bw=pl.effective_bandwidth_bytes_per_s(2), pp_link_latency=pl.latency_s,
+        comm_eff=collective_efficiency(tl).value,
+    )  # fmt: skip
+
+
+def _memo(memo: dict, key: tuple, make):
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
+
+
+class _Parts:
+    """Distinct values of one kind of row part, and each configuration's index into them."""
+
+    def __init__(self) -> None:
+        self.index: dict[tuple, int] = {}
+        self.values: list = []
+        self.rows: list[int] = []
+
+    def add(self, key: tuple, make) -> object:
+        k = self.index.get(key)
+        if k is None:
+            k = self.index[key] = len(self.values)
+            self.values.append(make())
+        self.rows.append(k)
+        return self.values[k]
+
+    def column(self, name: str, dtype) -> np.ndarray:
+        """Field ``name`` of every configuration: its distinct values gathered by index."""
+        values = [v[name] for v in self.values]
+        return np.array(values, dtype=dtype)[np.array(self.rows, dtype=int)]
+
+
+_BOOL_FIELDS = ("weight_only", "tp_link_nvls", "custom_allreduce", "ep", "dp_attn")
+
+
+def _dtype(name: str):
+    if name == "tp_link_id":
+        return object
+    return bool if name in _BOOL_FIELDS else float
 
 
 _NO_OVERLAY = Overlay()
 
 
 def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
-    """Struct-of-arrays for ``configs`` (one Python pass over the configs, then numpy)."""
+    """Struct-of-arrays for ``configs``.
+
+    Hundreds of configurations span a few models, splits, GPUs, engines and links: each row
+    part (the model's split, the GPU and engine with the dtypes, the links, the kernels, the
+    MoE efficiency) is computed once per distinct key and its columns gathered by index; only
+    the KV budget and the dequantized elements combine parts per row, as numpy columns (the
+    same IEEE operations in the same order as per row). The catalog and calibration do not
+    change within a call, and the configurations hold the objects keyed by identity for its
+    length (the overlays are kept in the keys' values).
+    """
     from advisor.catalog import interconnects
 
     links = interconnects()
-    memo: dict = {}
-    rows = [_row(c, links, memo) for c in configs]
+    model, hw, link, kern, moe = _Parts(), _Parts(), _Parts(), _Parts(), _Parts()
+    engines: dict[tuple, tuple] = {}
+    shared: dict = {}
+    gmu, mem, kv_free = [], [], []
+    for cfg in configs:
+        m, g, tp, pp = cfg.model, cfg.gpu, cfg.tp, cfg.pp
+        key = (id(m), cfg.weights, tp, pp, cfg.kv, cfg.dp_attention, cfg.ep, cfg.int4_group_size)
+        row, mp = model.add(key, lambda cfg=cfg: _model_part(cfg, shared))
+        ek = (id(g), cfg.engine)
+        if ek not in engines:
+            engines[ek] = (engine_profile(cfg.engine), family_efficiency(g.family))
+        eng, eff = engines[ek]
+        # A client profile fitted on this deployment with this engine (advisor/perf/model/overlay.py).
+        ov = overlay_within(g.id, cfg.engine, m.id, tp, pp, cfg.weights, cfg.kv) or _NO_OVERLAY
+        h = hw.add((id(g), cfg.engine, id(m), cfg.weights, cfg.kv, id(ov), mp["dtypes"]),
+                   lambda cfg=cfg, eng=eng, eff=eff, ov=ov, d=mp["dtypes"]: dict(
+                       _hw_part(cfg, eng, eff, ov, d), _ov=ov))  # fmt: skip
+        tl, pl = tp_link_for(cfg, links), pp_link_for(cfg, links)
+        link.add((id(tl), id(pl), tp), lambda tl=tl, pl=pl, tp=tp: _link_part(tl, pl, tp))
+        kern.add((id(m), tp, h["_act_quant"]),
+                 lambda m=m, tp=tp, q=h["_act_quant"]: {"kernels_per_layer": kernels_per_layer(m, tp, *q)})  # fmt: skip
+        lp = mp["low_precision_experts"]
+        moe.add((lp, g.family), lambda lp=lp, f=g.family: {"moe_eff": moe_efficiency(lp, f)})
+        gmu.append(cfg.gpu_memory_utilization)
+        mem.append(g.memory_bytes)
+        kv_free.append(eng.kv_fraction_of_free)
+    # the parts of each model split that combine with the GPU's per row
+    mrows = np.array(model.rows, dtype=int)
+
+    def mcol(name: str, part: int = 1, dtype=float) -> np.ndarray:
+        return np.array([v[part][name] for v in model.values], dtype=dtype)[mrows]
+
+    per_gpu, reserve = mcol("per_gpu_bytes"), mcol("reserve")
+    mem_a, gmu_a = np.array(mem, dtype=float), np.array(gmu, dtype=float)
+    free = mem_a - per_gpu - reserve
+    budget = np.where(
+        np.array(kv_free, dtype=bool),
+        np.where(free > 0, gmu_a * free, free),
+        mem_a * gmu_a - per_gpu - reserve,
+    )
+    weight_only = hw.column("weight_only", bool)
+    tp_a, share = mcol("tp", 0), mcol("share")
+    quantized = np.where(weight_only, mcol("quantized") / tp_a * share, 0.0)
+    experts = np.where(weight_only, mcol("experts") / tp_a * share, 0.0)
+    computed = {"kv_budget_bytes": budget, "weight_elements": quantized,
+                "expert_weight_elements": experts, "weight_only": weight_only}  # fmt: skip
     cols: dict[str, np.ndarray] = {}
+    sources = {**{k: hw for k in hw.values[0]}, **{k: link for k in link.values[0]},
+               "kernels_per_layer": kern, "moe_eff": moe} if configs else {}  # fmt: skip
+    model_fields = model.values[0][0] if configs else {}
     for f in fields(ReplicaArrays):
-        values = [r[f.name] for r in rows]
-        if f.name == "tp_link_id":
-            cols[f.name] = np.array(values, dtype=object)
-        elif f.name in ("weight_only", "tp_link_nvls", "custom_allreduce", "ep", "dp_attn"):
-            cols[f.name] = np.array(values, dtype=bool)
+        name = f.name
+        if name in computed:
+            cols[name] = computed[name]
+        elif name in model_fields:
+            cols[name] = mcol(name, 0, _dtype(name))
+        elif configs:
+            cols[name] = sources[name].column(name, _dtype(name))
         else:
-            cols[f.name] = np.array(values, dtype=float)
+            cols[name] = np.array([], dtype=_dtype(name))
     return ReplicaArrays(**cols)
 
 
