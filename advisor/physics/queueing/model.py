@@ -127,9 +127,9 @@ from advisor.physics.queueing.service import POLICIES, ArrayLike, ServiceModel, 
 from advisor.physics.queueing.static_batch import static_batch_terms
 from advisor.physics.queueing.tails import (
     e2e_variance_s2,
-    shifted_gamma_quantile_s,
+    shifted_gamma_quantiles_s,
     tpot_variance_s2,
-    ttft_quantile_s,
+    ttft_quantiles_s,
 )
 from advisor.physics.queueing.waits import (
     chunked_wait_moments,
@@ -310,7 +310,7 @@ def latency_under_load(
     d = service.request_delay_s
     ttft = _stats(
         ttft_mean + d,
-        *(ttft_quantile_s(prefill_s, ex + ew, y_var, p_zero, q, cv_p) + d for q in QUANTILES),
+        *(x + d for x in ttft_quantiles_s(prefill_s, ex + ew, y_var, p_zero, QUANTILES, cv_p)),
     )
     # static batching has no stalls: a request's TPOT is step(its batch) <= step(M)
     tpot_cap = (
@@ -319,13 +319,13 @@ def latency_under_load(
     tpot = _stats(
         tpot_mean,
         *(
-            np.minimum(shifted_gamma_quantile_s(tpot_floor, tpot_mean, var_tpot, q), tpot_cap)
-            for q in QUANTILES
+            np.minimum(x, tpot_cap)
+            for x in shifted_gamma_quantiles_s(tpot_floor, tpot_mean, var_tpot, QUANTILES)
         ),
     )
     e2e = _stats(
         e2e_mean + d,
-        *(shifted_gamma_quantile_s(e2e_floor + d, e2e_mean + d, e2e_var, q) for q in QUANTILES),
+        *shifted_gamma_quantiles_s(e2e_floor + d, e2e_mean + d, e2e_var, QUANTILES),
     )
     itl = None
     if with_itl:

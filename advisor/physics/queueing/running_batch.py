@@ -11,7 +11,12 @@ from advisor.physics.queueing.service import PiecewiseLinearStep, ServiceModel
 
 
 def _running_fixed_point(
-    service: ServiceModel, a: np.ndarray, e: np.ndarray, max_running: np.ndarray
+    service: ServiceModel,
+    a: np.ndarray,
+    e: np.ndarray,
+    max_running: np.ndarray,
+    step_m: np.ndarray | None = None,
+    a_step: np.ndarray | None = None,
 ) -> np.ndarray:
     """Smallest n >= 0 with n = a x step(min(M, 1 + n)) + e (Little's law for the decode phase).
 
@@ -19,9 +24,11 @@ def _running_fixed_point(
     batch-independent extra decode time. Closed form for the linear step (the right side is
     convex piecewise linear in n, so the smallest root is the largest of the pieces' roots);
     exact per segment for a :class:`PiecewiseLinearStep`; vectorised bisection for any other
-    callable step.
+    callable step. ``step_m`` (step(M), M = 1e9 if unlimited) and ``a_step`` (``a`` times a
+    tabulated step's table): what the caller's outer passes share, computed here if absent.
     """
-    step_m = service.decode_step_s(np.where(np.isfinite(max_running), max_running, 1e9))
+    if step_m is None:
+        step_m = service.decode_step_s(np.where(np.isfinite(max_running), max_running, 1e9))
     capped = np.minimum(a * step_m + e, max_running)  # value when the tagged batch is the full M
     if service.decode_step_fn is None:
         base, per, comp = (
@@ -35,7 +42,7 @@ def _running_fixed_point(
         n_unc = np.maximum(b1, b2)
     elif isinstance(service.decode_step_fn, PiecewiseLinearStep):
         n_unc = service.decode_step_fn.smallest_fixed_point(
-            a, e, np.where(np.isfinite(max_running), max_running, 1e9)
+            a, e, np.where(np.isfinite(max_running), max_running, 1e9), a_step
         )
     else:
         lo = np.zeros_like(a)
@@ -148,9 +155,14 @@ def running_batch_fixed_point(
     rho_p = rho_prefill
     rho_safe = np.minimum(rho_p, 0.999999)
     eq0 = prefill_s.copy()
+    # what the four passes share: a, step(M) and, for a tabulated step, a x its table
+    a = arrival_rate_per_s * gain_h
+    step_m = step(np.where(np.isfinite(max_running), max_running, 1e9))
+    fn = service.decode_step_fn
+    a_step = a[:, None] * fn.step_s if isinstance(fn, PiecewiseLinearStep) else None
     for _ in range(4):  # outer fixed point on E[Q0] (own prefill batch), converges fast
         nrun = _running_fixed_point(
-            service, arrival_rate_per_s * gain_h, arrival_rate_per_s * gain_g * eq0, max_running
+            service, a, arrival_rate_per_s * gain_g * eq0, max_running, step_m, a_step
         )
         nrun = np.where(np.isfinite(nrun), nrun, 0.0)
         b_tag = np.minimum(max_running, 1.0 + nrun)
@@ -162,7 +174,8 @@ def running_batch_fixed_point(
             max_running, np.maximum(1.0, np.where(q_dec > 0, nrun / np.maximum(q_dec, 1e-300), 1.0))
         )
         # decode part of a busy iteration
-        d_busy = step(b_busy) * q_dec / np.maximum(1.0 - p_idle, 1e-300)
+        step_busy = step(b_busy)
+        d_busy = step_busy * q_dec / np.maximum(1.0 - p_idle, 1e-300)
         biased_iteration_s, biased_iteration_s2 = length_biased_iteration_moments(
             arrival_rate_per_s,
             prefill_m2_s2,
@@ -179,7 +192,7 @@ def running_batch_fixed_point(
         tpot_mean_s=np.where(decode_steps > 0, t_dec / np.maximum(decode_steps, 1.0), 0.0),
         step_slope_s=step(b_tag + 1.0) - step_tag,
         p_idle=p_idle,
-        busy_decode_s=step(b_busy) * q_dec,
+        busy_decode_s=step_busy * q_dec,
         lb1_s=biased_iteration_s,
         lb2_s2=biased_iteration_s2,
         own_prefill_var_s2=(1.0 - p_idle)

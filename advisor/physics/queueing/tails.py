@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.physics.queueing.distributions import gamma_quantile
+from advisor.physics.queueing.distributions import gamma_quantile, gamma_quantiles
 from advisor.physics.queueing.service import ArrayLike
 
 
@@ -90,15 +90,31 @@ def e2e_variance_s2(
     )
 
 
-def _zero_inflated_quantile(
-    mean: np.ndarray, var: np.ndarray, p_zero: np.ndarray, q: float
-) -> np.ndarray:
-    """Quantile of a variable that is 0 with probability p_zero, else gamma (moments matched)."""
+def _zero_inflated_quantiles(
+    mean: np.ndarray, var: np.ndarray, p_zero: np.ndarray, qs
+) -> list[np.ndarray]:
+    """Quantiles ``qs`` of a variable that is 0 with probability p_zero, else gamma (moments
+    matched). The gamma is evaluated only where a quantile falls past the atom at 0 (each
+    element on its own, so the same values as over every row)."""
     p_pos = np.clip(1.0 - p_zero, 1e-12, 1.0)
     m_pos = mean / p_pos
     v_pos = np.maximum((var + mean**2) / p_pos - m_pos**2, 0.0)
-    q_pos = np.clip((q - (1.0 - p_pos)) / p_pos, 1e-12, 1.0 - 1e-12)
-    return np.where(q <= 1.0 - p_pos, 0.0, gamma_quantile(m_pos, v_pos, q_pos))
+    m_pos, v_pos = np.broadcast_arrays(m_pos, v_pos)
+    out = []
+    for q in qs:
+        q_pos = np.clip((q - (1.0 - p_pos)) / p_pos, 1e-12, 1.0 - 1e-12)
+        past = ~(q <= 1.0 - p_pos)
+        x = np.zeros(np.broadcast(past, m_pos, q_pos).shape)
+        if past.ndim == 0 or x.ndim == 0:  # scalars: as they come
+            x = np.where(past, gamma_quantile(m_pos, v_pos, q_pos), 0.0)
+        elif past.any():
+            past = np.broadcast_to(past, x.shape)
+            rows = np.nonzero(past)
+            x[rows] = gamma_quantile(
+                m_pos[rows], v_pos[rows], np.broadcast_to(q_pos, x.shape)[rows]
+            )
+        out.append(x)
+    return out
 
 
 def ttft_quantile_s(
@@ -135,9 +151,22 @@ def ttft_quantile_s(
     >>> round(float(ttft_quantile_s(0.04 * one, 0 * one, 0 * one, one, 0.99, one)[0]) * 1e3, 1)
     184.4
     """
-    waited = prefill_s + _zero_inflated_quantile(wait_mean_s, wait_var_s2, p_no_wait, q)
+    return ttft_quantiles_s(prefill_s, wait_mean_s, wait_var_s2, p_no_wait, (q,), prefill_cv)[0]
+
+
+def ttft_quantiles_s(
+    prefill_s: np.ndarray,
+    wait_mean_s: np.ndarray,
+    wait_var_s2: np.ndarray,
+    p_no_wait: np.ndarray,
+    qs,
+    prefill_cv: ArrayLike = 0.0,
+) -> list[np.ndarray]:
+    """``ttft_quantile_s`` at each quantile of ``qs`` (what they share computed once)."""
+    waits = _zero_inflated_quantiles(wait_mean_s, wait_var_s2, p_no_wait, qs)
     cv = np.asarray(prefill_cv, dtype=float)
-    return np.maximum(waited, gamma_quantile(prefill_s, (prefill_s * cv) ** 2, q))
+    own = gamma_quantiles(prefill_s, (prefill_s * cv) ** 2, qs)
+    return [np.maximum(prefill_s + w, o) for w, o in zip(waits, own, strict=True)]
 
 
 def shifted_gamma_quantile_s(
@@ -158,4 +187,11 @@ def shifted_gamma_quantile_s(
     >>> round(float(shifted_gamma_quantile_s(0.01, 0.02, 1e-4, 0.99)) * 1e3, 1)
     56.1
     """
-    return floor_s + gamma_quantile(mean_s - floor_s, var_s2, q)
+    return shifted_gamma_quantiles_s(floor_s, mean_s, var_s2, (q,))[0]
+
+
+def shifted_gamma_quantiles_s(
+    floor_s: np.ndarray, mean_s: np.ndarray, var_s2: np.ndarray, qs
+) -> list[np.ndarray]:
+    """``shifted_gamma_quantile_s`` at each quantile of ``qs``."""
+    return [floor_s + x for x in gamma_quantiles(mean_s - floor_s, var_s2, qs)]
