@@ -20,6 +20,7 @@ import numpy as np
 
 from advisor.physics.queueing.model import latency_under_load
 from advisor.physics.queueing.results import QUANTILES
+from advisor.physics.queueing.service import busy_s_per_request
 from advisor.search.evaluate import service
 from advisor.search.results import Capacity, CapacityRow
 from advisor.search.sla import AT_RISK, VERDICTS
@@ -61,9 +62,8 @@ def max_rate_at_sla(sc, st, k: int, checks_targets, include: float | None = None
     tab = np.repeat(st.step_tab_s[k : k + 1], g, axis=0)
     sm = service(tab, np.full(g, st.prefill_s[k]), np.full(g, st.max_running[k]),
                  st.r.request_overhead_s[k], st.prefill_elasticity[k])  # fmt: skip
-    probe = latency_under_load(sm, np.full(g, 1e-9), float(wl.osl_tokens),
-                               isl_tokens=float(wl.isl_tokens))  # fmt: skip
-    cap = float(probe.capacity_req_per_s[0])
+    with np.errstate(divide="ignore"):  # the capacity latency_under_load reports
+        cap = float(1.0 / busy_s_per_request(sm, float(wl.osl_tokens))[0])
     rates = cap * np.geomspace(1e-4, 0.999, g)
     if include is not None and 0 < include < cap:
         rates = np.sort(np.append(rates[:-1], include))

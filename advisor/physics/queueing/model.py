@@ -123,7 +123,13 @@ from advisor.physics.queueing.results import (
     LoadResult,
 )
 from advisor.physics.queueing.running_batch import decode_backlog_gains, running_batch_fixed_point
-from advisor.physics.queueing.service import POLICIES, ArrayLike, ServiceModel, checked_array
+from advisor.physics.queueing.service import (
+    POLICIES,
+    ArrayLike,
+    ServiceModel,
+    busy_s_per_request,
+    checked_array,
+)
 from advisor.physics.queueing.static_batch import static_batch_terms
 from advisor.physics.queueing.tails import (
     e2e_variance_s2,
@@ -221,11 +227,11 @@ def latency_under_load(
     prefill_second_moment_s2 = prefill_s**2 * (1.0 + cv_p**2)  # E[P^2]
     step = service.decode_step_s
 
-    per_tok_max = service.per_token_at_max_batch_s()
-    rho_full = arrival_rate_per_s * (prefill_s + decode_steps * per_tok_max)
+    busy_s = busy_s_per_request(service, osl)
+    rho_full = arrival_rate_per_s * busy_s
     rho_p = arrival_rate_per_s * prefill_s
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        capacity = 1.0 / (prefill_s + decode_steps * per_tok_max)
+        capacity = 1.0 / busy_s
         unlimited_tok = step(np.full(n, 1e9)) / 1e9
         rho_unlimited = arrival_rate_per_s * (prefill_s + decode_steps * unlimited_tok)
         rho_p_safe = np.minimum(rho_p, 0.999999)

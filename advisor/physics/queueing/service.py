@@ -269,6 +269,14 @@ def utilisation(
     0.6
     """
     arrival_rate_per_s = np.asarray(arrival_rate_per_s, dtype=float)
-    return arrival_rate_per_s * (
-        service.prefill_s + (np.asarray(osl_tokens) - 1.0) * service.per_token_at_max_batch_s()
-    )
+    return arrival_rate_per_s * busy_s_per_request(service, osl_tokens)
+
+
+def busy_s_per_request(service: ServiceModel, osl_tokens: ArrayLike) -> np.ndarray:
+    """prefill_s + (osl - 1) x step(M) / M: a request's busy time at the largest batch, so
+    ``utilisation`` = rate x it and the capacity (the rate where it reaches 1) = 1 / it.
+
+    >>> round(float(busy_s_per_request(ServiceModel(0.010, 0.0, 0.05, 10), 101)[0]), 9)
+    0.15
+    """
+    return service.prefill_s + (np.asarray(osl_tokens) - 1.0) * service.per_token_at_max_batch_s()
