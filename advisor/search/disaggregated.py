@@ -124,18 +124,9 @@ def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable, pools=None) -> D
     )
     gid = shape_group[pi]
     g = st.r.gpus[pi] * pd
-    pa, pb = [], []
-    for grp in range(len(groups)):
-        members = np.nonzero(gid == grp)[0]
-        if members.size:
-            x, y = np.meshgrid(members, members, indexing="ij")
-            pa.append(x.ravel())
-            pb.append(y.ravel())
-    a, b = np.concatenate(pa), np.concatenate(pb)
+    a, b = _pairs_within_groups(gid)
     ok = g[a] + g[b] <= total
     a, b = a[ok], b[ok]
-    order = np.lexsort((b, a))  # prefill pool major, as a full meshgrid would list them
-    a, b = a[order], b[order]
     if a.size == 0:
         return None
     m = scenario.model_spec()
@@ -160,21 +151,43 @@ def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable, pools=None) -> D
     if closed:
         return _closed_loop_pairs(scenario, st, pi, pd, a, b, g, t_kv, sm_pre, sm_dec,
                                   pre_res, dec_res)  # fmt: skip
-    pq, dq = _q(pre_res.ttft), _q(dec_res.ttft)
-    ttft = pq[a] + t_kv[:, None] + dq[b]
-    e2e = pq[a] + t_kv[:, None] + _q(dec_res.e2e)[b]
+    # [pairs, 4] sums in place (each a fresh MB-sized temporary otherwise)
+    e2e = _q(pre_res.ttft)[a]
+    e2e += t_kv[:, None]
+    ttft = e2e + _q(dec_res.ttft)[b]
+    e2e += _q(dec_res.e2e)[b]
     stable = pre_res.stable[a] & dec_res.stable[b]
+    ttft[~stable] = np.inf
+    e2e[~stable] = np.inf
     reason = np.where(pre_res.stable[a], dec_res.reason_code[b], pre_res.reason_code[a])
     cap = np.minimum(pre_res.capacity_req_per_s[a] * pd[a], dec_res.capacity_req_per_s[b] * pd[b])
     rate = np.full(a.size, wl.arrival_rate_per_s)
     return Disagg(
         pre_shape=pi[a], pre_dp=pd[a], dec_shape=pi[b], dec_dp=pd[b],
         gpus=(g[a] + g[b]).astype(int), rate=rate,
-        ttft_q=np.where(stable[:, None], ttft, np.inf), tpot_q=_q(dec_res.tpot)[b],
-        e2e_q=np.where(stable[:, None], e2e, np.inf), stable=stable, reason_code=reason,
+        ttft_q=ttft, tpot_q=_q(dec_res.tpot)[b], e2e_q=e2e, stable=stable, reason_code=reason,
         capacity_req_per_s=cap, kv_transfer_s=t_kv, tpot_mean_s=dec_res.tpot.mean_s[b],
         running_mean=dec_res.running_mean[b],
     )  # fmt: skip
+
+
+def _pairs_within_groups(gid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every (a, b) of pools in the same group, prefill pool ``a`` major then ``b``, both
+    ascending (as a full meshgrid would list them), built in that order: each pool ``a``
+    followed by its group's members.
+
+    >>> a, b = _pairs_within_groups(np.array([0, 1, 0]))
+    >>> a.tolist(), b.tolist()
+    ([0, 0, 1, 2, 2], [0, 2, 1, 0, 2])
+    """
+    members = np.argsort(gid, kind="stable")  # by group, ascending inside each
+    size = np.bincount(gid)
+    start = np.concatenate(([0], np.cumsum(size)[:-1]))
+    per_a = size[gid]
+    a = np.repeat(np.arange(gid.size), per_a)
+    first = np.repeat(np.cumsum(per_a) - per_a, per_a)  # where each a's run begins
+    b = members[np.repeat(start[gid], per_a) + np.arange(a.size) - first]
+    return a, b
 
 
 #: Pool load grid for the closed loop: fractions u of a replica's capacity, evenly spaced in
