@@ -209,11 +209,9 @@ def _layout(s, names: str = "spec") -> dict[str, int]:
     return {"ep": s.tp if s.ep else 1, dpa: s.tp if s.dpa else 1}
 
 
-def _deployment(
-    sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: bool | tuple[dict, dict]
-) -> Deployment:
-    """Candidate ``i`` as a Deployment; ``breakdown``: with its step breakdowns (True: computed
-    here; a pair: the ``step_breakdowns`` already computed)."""
+def _described(t: _Table, i: int) -> tuple:
+    """Candidate ``i``'s shape, kind, TP, PP, DP, description and its spec (and pools): what a
+    Deployment and a ParetoPoint both say of it."""
     st = t.st
     if i < t.na:
         s = st.shapes[int(t.ev.shape_idx[i])]
@@ -240,9 +238,32 @@ def _deployment(
         pre = {f"prefill_{k}": v for k, v in _layout(ps).items()}
         extra["spec"] = DeploymentSpec(gpu=s.gpu, tp=s.tp, dp=ddp, weights=s.weights, kv=s.kv,
                                        prefill_tp=ps.tp, prefill_dp=pdp, **_layout(s), **pre)  # fmt: skip
-    nodes = max(int(t.servers[i]), 1)
     if t.spare_replicas:
         desc += f" + {t.spare_replicas} spare replica{'s' if kind == 'disaggregated' else ''} (N+1)"
+    return s, kind, tp, pp, dp, desc, extra
+
+
+def _pareto_point(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, lat: np.ndarray):
+    """Candidate ``i`` as a ParetoPoint: the figures ``_deployment`` gives it, without the
+    intervals, risk lines and breakdowns a point does not show (~40 points per frontier)."""
+    *_, desc, extra = _described(t, i)
+    k = PCT.index(f"p{sc.sla.percentile}")
+    return ParetoPoint(description=desc, gpus=int(t.gpus[i]),
+        throughput_per_gpu_tok_s=float(t.tput[i] / t.gpus[i]),
+        usd_per_million_tokens=float(t.cost[i]), latency_ms=float(lat[i]),
+        meets_sla=bool(ratio[i] <= 1.0), spec=extra["spec"],
+        sla_verdict=VERDICTS[t.verdict[i]], over_budget=bool(t.over_budget[i]),
+        ttft_ms=float(t.ttft[i][k]) * 1e3, tpot_ms=float(t.tpot[i][k]) * 1e3,
+        e2e_ms=float(t.e2e[i][k]) * 1e3)  # fmt: skip
+
+
+def _deployment(
+    sc: Scenario, t: _Table, i: int, ratio: np.ndarray, breakdown: bool | tuple[dict, dict]
+) -> Deployment:
+    """Candidate ``i`` as a Deployment; ``breakdown``: with its step breakdowns (True: computed
+    here; a pair: the ``step_breakdowns`` already computed)."""
+    s, kind, tp, pp, dp, desc, extra = _described(t, i)
+    nodes = max(int(t.servers[i]), 1)
     rate = float(t.rate[i])
     qi = QUANTILES.index(sc.sla.percentile / 100)
     points = {name: float(a[i, qi]) * 1e3 for name, a in (("TTFT", t.ttft), ("TPOT", t.tpot),
@@ -553,19 +574,7 @@ def _recommend(sc: Scenario) -> Recommendation:
             idx = np.unique(
                 np.concatenate((idx[:: max(1, idx.size // 40)], keep)), return_index=True
             )[0]
-            pct = sc.sla.percentile
-            out = []
-            for i in idx:
-                d = _deployment(sc, t, int(i), ratio, False)
-                out.append(ParetoPoint(description=d.description, gpus=d.gpus,
-                    throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
-                    usd_per_million_tokens=d.usd_per_million_tokens,
-                    latency_ms=float(lat[i]), meets_sla=d.meets_sla, spec=d.spec,
-                    sla_verdict=d.sla_verdict,
-                    over_budget=d.over_budget,
-                    ttft_ms=getattr(d.ttft_ms, f"p{pct}"), tpot_ms=getattr(d.tpot_ms, f"p{pct}"),
-                    e2e_ms=getattr(d.e2e_ms, f"p{pct}")))  # fmt: skip
-            return out
+            return [_pareto_point(sc, t, int(i), ratio, lat) for i in idx]
 
         feas = np.nonzero(pool)[0]
         keep = np.array([] if best_i is None else [best_i], dtype=int)
