@@ -32,7 +32,7 @@ from advisor.perf.model.closed_loop import closed_loop_load
 from advisor.perf.model.predict import prefill_interruption_s
 from advisor.perf.model.replica import ReplicaArrays, build_replicas, max_running, with_draft
 from advisor.perf.model.service import STEP_GRID, split_service, tabulated_service
-from advisor.perf.model.step import decode_step, prefill, prefill_length_elasticity
+from advisor.perf.model.step import decode_step, prefill_with_elasticity
 from advisor.physics.queueing.model import latency_under_load
 from advisor.physics.queueing.results import LoadResult
 from advisor.physics.queueing.service import ServiceModel
@@ -148,8 +148,7 @@ def _build(
     grid = GRID[None, :]  # [1, G] batches against [n, 1] replica columns
     plain = decode_step(r.column(), grid, ctx).total.reshape(n, g)
     tab = plain.copy()
-    pre = prefill(r, np.full(n, isl)).total
-    elasticity = prefill_length_elasticity(r, np.full(n, isl))
+    pre, elasticity = prefill_with_elasticity(r, np.full(n, isl))
     if spec.any():
         si = np.nonzero(spec)[0]
         verify = decode_step(r.take(si).column(), grid, ctx, query_tokens_per_seq=k + 1.0)

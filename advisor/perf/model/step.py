@@ -453,13 +453,32 @@ def prefill_length_elasticity(r: ReplicaArrays, prompt_tokens: np.ndarray) -> np
     """
     isl = np.asarray(prompt_tokens, dtype=float)
     k = ELASTICITY_STEP
-    hi, _ = prefill_busy_and_delay_s(prefill(r, isl * k).total, r.request_overhead_s)
-    lo, _ = prefill_busy_and_delay_s(
-        prefill(r, np.maximum(isl / k, 1.0)).total, r.request_overhead_s
-    )
+    hi, lo = prefill(r, isl * k).total, prefill(r, np.maximum(isl / k, 1.0)).total
+    return _elasticity(r, isl, hi, lo)
+
+
+def _elasticity(r: ReplicaArrays, isl: np.ndarray, hi_s: np.ndarray, lo_s: np.ndarray):
+    """``prefill_length_elasticity`` from the prefills at isl x k (``hi_s``) and isl / k."""
+    k = ELASTICITY_STEP
+    hi, _ = prefill_busy_and_delay_s(hi_s, r.request_overhead_s)
+    lo, _ = prefill_busy_and_delay_s(lo_s, r.request_overhead_s)
     with np.errstate(divide="ignore", invalid="ignore"):
         e = np.log(hi / lo) / np.log(isl * k / np.maximum(isl / k, 1.0))
     return np.clip(np.where(np.isfinite(e), e, 1.0), 0.0, 3.0)
+
+
+def prefill_with_elasticity(
+    r: ReplicaArrays, prompt_tokens: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(``prefill(r, prompt_tokens).total``, ``prefill_length_elasticity(r, prompt_tokens)``):
+    the three prompt lengths in one evaluation, each replica's [n, 1] column broadcast against
+    its [n, 3] lengths (elementwise, so the same figures as three calls, in about half the time).
+    """
+    isl = np.asarray(prompt_tokens, dtype=float)
+    k = ELASTICITY_STEP
+    lengths = np.stack([isl, isl * k, np.maximum(isl / k, 1.0)], axis=1)
+    at, hi, lo = prefill(r.column(), lengths).total.T.copy()
+    return at, _elasticity(r, isl, hi, lo)
 
 
 #: Prompt chunk size the pipeline streams through the stages (TensorRT-LLM/vLLM chunked
