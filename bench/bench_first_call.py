@@ -7,7 +7,10 @@ and disaggregated: ~31,000-36,000 candidates) and for the default scenario. Prin
 the medians; target (issue 38): the first full search within 150 ms, which on a shared machine
 reads best as the first call's extra time over the warm one (first - warm) and their ratio,
 and as CPU time (``time.process_time`` of the calls: what the search costs, less the waits for
-a core that a loaded machine adds to the wall time). Says whether this interpreter caches
+a core that a loaded machine adds to the wall time). Each run also says the garbage collection
+inside each call (ms, and how many were full collections: the search freezes the import-time
+objects, so a full one costs ~1 ms, not 13-25) and the page faults (the search keeps freed
+memory for reuse, so a warm call faults in none). Says whether this interpreter caches
 bytecode (PYTHONDONTWRITEBYTECODE set: every fresh process compiles the modules it imports,
 those a first call imports lazily included). Never asserts on speed.
 
@@ -26,9 +29,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r"""
-import json, sys, time
+import gc, json, resource, sys, time
 t0 = time.perf_counter()
 c0 = time.process_time()
+gc_ms, gc_full, _start = [0.0], [0], [0.0]
+def _gc(phase, info):
+    if phase == "start":
+        _start[0] = time.perf_counter()
+    else:
+        gc_ms[0] += (time.perf_counter() - _start[0]) * 1e3
+        gc_full[0] += info["generation"] == 2
+gc.callbacks.append(_gc)
+def _marks():
+    return gc_ms[0], gc_full[0], resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 sys.path.insert(0, ".")
 from advisor.scenario import Hardware, Options, Scenario
 from advisor.search.recommend import recommend
@@ -40,15 +53,20 @@ if sys.argv[1] == "full":
                                     gpus_per_node=8, nodes=8))
 else:
     sc = Scenario()
+m2 = _marks()
 t2, c2 = time.perf_counter(), time.process_time()
 r = recommend(sc)
 t3, c3 = time.perf_counter(), time.process_time()
+m3 = _marks()
 recommend(sc)
 t4, c4 = time.perf_counter(), time.process_time()
+m4 = _marks()
 print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t3 - t2) * 1e3,
                   "warm_ms": (t4 - t3) * 1e3, "candidates": r.candidates_evaluated,
                   "import_cpu_ms": (c1 - c0) * 1e3, "first_cpu_ms": (c3 - c2) * 1e3,
-                  "warm_cpu_ms": (c4 - c3) * 1e3}))
+                  "warm_cpu_ms": (c4 - c3) * 1e3,
+                  "first_gc": [m3[0] - m2[0], m3[1] - m2[1]], "warm_gc": [m4[0] - m3[0], m4[1] - m3[1]],
+                  "first_faults": m3[2] - m2[2], "warm_faults": m4[2] - m3[2]}))
 """
 
 
@@ -75,7 +93,10 @@ def main(runs: int = 3) -> None:
             print(f"{kind:<8} {g['candidates']:>6,} candidates: imports {g['import_ms']:6.0f} ms, "
                   f"first recommend {g['first_ms']:6.0f} ms, warm {g['warm_ms']:6.0f} ms "
                   f"(CPU: imports {g['import_cpu_ms']:.0f}, first {g['first_cpu_ms']:.0f}, "
-                  f"warm {g['warm_cpu_ms']:.0f} ms)")  # fmt: skip
+                  f"warm {g['warm_cpu_ms']:.0f} ms; garbage collection in first "
+                  f"{g['first_gc'][0]:.1f} ms ({g['first_gc'][1]} full), warm "
+                  f"{g['warm_gc'][0]:.1f} ms ({g['warm_gc'][1]} full); page faults first "
+                  f"{g['first_faults']:,}, warm {g['warm_faults']:,})")  # fmt: skip
         keys = ("first_ms", "warm_ms", "first_cpu_ms", "warm_cpu_ms")
         med = {k: statistics.median(g[k] for g in got) for k in keys}
         print(f"{kind:<8} median: first {med['first_ms']:.0f} ms, warm {med['warm_ms']:.0f} ms, "
