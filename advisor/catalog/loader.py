@@ -128,7 +128,7 @@ MEASUREMENT_FILES = (
     "measurements-sglang-page-revisions.csv",  # [C] earlier runs of SGLang cookbook pages
     "measurements-independent-publishers.csv",  # [N] publishers no other file uses
     "measurements-vllm-recipes-under-load.csv",  # [V] vLLM recipes and PRs under load
-    "measurements-amd-community.csv",  # [K] AMD Instinct runs in PR branches, issues, notes repos
+    "measurements-community-and-cloud.csv",  # [K] PR branches, issues, notes repos, Azure guide
 )
 
 
