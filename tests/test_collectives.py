@@ -111,8 +111,9 @@ def test_nvls_busbw_n_dependence_matches_rows():
 
 def test_mesh_uses_min_links():
     # MI300X: 7 x 64 GB/s; a 4-GPU group can use 3 peer links (specs.effective_bandwidth).
+    # 1 GB runs RCCL's Simple protocol: its 8.4 us base (NCCL tuning.cc baseLat Ring Simple).
     t4 = c.algorithm_time_s("allreduce", "ring", 1e9, 4, XGMI, achievable_fraction=1.0)
-    expected = 6 * 2e-6 + 1.5 * 1e9 / (3 * 64e9) + c.NCCL_BASE_LATENCY_S
+    expected = 6 * 2e-6 + 1.5 * 1e9 / (3 * 64e9) + 8.4e-6
     assert t4 == pytest.approx(expected)
 
 

@@ -62,9 +62,16 @@ NCCL_RING_BASE_LATENCY_S = {"LL": 6.6e-6, "LL128": 14.0e-6, "Simple": 8.4e-6}
 #: Per-step latency of a ring for the LL and LL128 protocols by link kind, s. Source: NCCL
 #: src/graph/tuning.cc ``hwLatencies`` Ring row: NVLink LL 0.6 / LL128 1.9 us, PCI 1.0 / 2.5 us
 #: (master 5067397). Simple uses the link's own ``latency_s`` (measured where a row exists).
+#: Infinity Fabric: RCCL is NCCL's port and runs the same LL protocol over its peer links; it
+#: is given NVLink's LL step (an assumption, no fit): 6.6 + 14 x 0.6 = 15.0 us for a small
+#: all-reduce on 8 x MI300X, against 13.7-19.3 us measured with a process per GPU (rccl-tests
+#: ``mpirun -np 8 ... -g 1``, hisohara/ai-scripts K0019-K0036). The 44-53 us of the one-process
+#: sweeps (``-g 8``) that set the link's single alpha before are that harness's launches
+#: (``harness_overhead_s``), which an engine, a process per GPU, does not pay.
 NCCL_RING_STEP_LATENCY_S = {
     "nvlink": {"LL": 0.6e-6, "LL128": 1.9e-6},
     "pcie": {"LL": 1.0e-6, "LL128": 2.5e-6},
+    "xgmi": {"LL": 0.6e-6},
 }
 #: Fraction of the Simple bus bandwidth each protocol carries: LL's lines are half flags
 #: (``busBw * .5``), LL128's 120 of 128 bytes data (``busBw * 0.92``). Source: NCCL
@@ -324,18 +331,19 @@ def one_shot_allgather_time_s(
 
 
 def nccl_protocols(link: Interconnect) -> tuple[str, ...]:
-    """NCCL's protocols on an intra-node NVIDIA link: LL and Simple, and LL128 on NVLink only.
+    """NCCL's (and RCCL's) protocols on an intra-node link: LL and Simple, and LL128 on NVLink
+    only.
 
-    Empty for the links whose ring runs one protocol in this model: Infinity Fabric (RCCL has its
-    own tuning model; its small-message sweeps A0596-A0645 fit the link's one alpha) and the
-    networks (their alpha is already NCCL's network LL128 step).
+    Empty for the networks, whose ring runs one protocol in this model (their alpha is already
+    NCCL's network LL128 step). Infinity Fabric runs LL and Simple (RCCL's LL128 is off by
+    default on MI300X).
 
     Source: NCCL src/graph/tuning.cc: LL128 is enabled by default only where the path is NVLink
     (``typeIntra <= PATH_NVB``), so not over PCIe.
 
     >>> from advisor.catalog import get_interconnect
     >>> nccl_protocols(get_interconnect("pcie4")), nccl_protocols(get_interconnect("xgmi"))
-    (('LL', 'Simple'), ())
+    (('LL', 'Simple'), ('LL', 'Simple'))
     """
     if link.scope != "intra_node" or link.kind not in NCCL_RING_STEP_LATENCY_S:
         return ()
@@ -488,42 +496,51 @@ def time_from_busbw_s(message_bytes: Number, busbw: Number, op: str, n_gpus: int
 #:   M1018 M1022 M1036 (NVLink4, 450 GB/s), B200 M1025 M1027 M1030 M1034 (NVLink5, 900 GB/s);
 #:   13 rows (ring by NCCL_NVLS_ENABLE=0 or below the notes' NVLS threshold), spread 0.748
 #:   (B200) .. 0.816 (H200).
-#: * ``link_efficiency["xgmi"]``: 19 RCCL rows with S >= 1 GiB: M1041 and A0623-A0627 (8 x
-#:   MI300X, 7 x 64 GB/s peer links), A0655-A0667 (8 x MI350X / MI355X, xgmi-mi350); one
-#:   fraction for the link kind (MI300X and MI35x pooled).
+#: * ``link_efficiency["xgmi"]``: 32 RCCL rows with S >= 1 GiB: M1041, A0623-A0627, K0046-K0050
+#:   and K0118-K0121 (8 x MI300X, 7 x 64 GB/s peer links), K0051-K0054 (8 x MI325X),
+#:   A0655-A0667 (8 x MI350X / MI355X, xgmi-mi350); one fraction for the link kind (MI300X,
+#:   MI325X and MI35x pooled).
 #: * ``link_efficiency["pcie"]``: M1049 (8 x RTX 5090 on PCIe 5 x16, 63 GB/s; the NCCL developer
 #:   notes PCIe all-reduce is bounded by CPU/memory): 1 row, consumer GPU.
 #: * ``link_efficiency["infiniband"/"ethernet"]``: no measurement row; the pooled median of all
 #:   per-row ring fractions above, AMD rows included (not a fit to these links: an assumption).
 #: * ``nvls_efficiency``: NVLS effective bandwidth / (nvlink fraction x raw), median over the
-#:   rows with S >= 1 GiB whose notes say NVLS was used: H200 M1017 M1019 M1035, H100 M1039
-#:   M1040, B200 M1031 (6 rows; B200 is the low outlier, 0.76 vs 0.87-0.88 for Hopper). Rows
+#:   rows with S >= 1 GiB whose notes say NVLS was used: H200 M1017 M1019 M1035 K0166-K0169,
+#:   H100 M1039 M1040 K0142-K0145, B200 M1031 (14 rows; B200 is the low outlier, 0.76 vs
+#:   0.87-0.88 for Hopper). Rows
 #:   where NCCL chose for itself (M1010-M1014) are validated with the fastest-algorithm rule.
 #: * ``custom_efficiency`` and ``custom_base_latency_s``: least-squares line through the six
 #:   vLLM/SGLang custom all-reduce rows M1051 M1057 M1058 M1059 M1061 M1062 (8 x H100, eager mode
 #:   without CUDA graphs, "data size" read as bf16 elements). The latency includes eager launch
 #:   overhead, so it over-states a CUDA-graph serving step by a few us (conservative).
 #: * ``harness_overhead_s``: per benchmark harness, the median of measured - modelled time over
-#:   its rows with S <= 1 MiB, clipped at 0: nccl-tests / rccl-tests M0975, A0596-A0613,
-#:   A0628-A0645 (37 rows, 8 x MI300X / MI350X RCCL sweeps from 512 KiB); torch.distributed
-#:   M0997 M0998 M0999 M1000 (4 rows; PyTorch call and timing overhead, 19 us: the 8 x H200
-#:   run takes 38-46 us from 128 KiB to 1 MiB where NCCL's LL ring takes 17-28 us). Used only to
-#:   compare with those rows, never added to a prediction. These are in-sample fits: the
-#:   small-message rows they come from are not an independent check. M0975 (A100, 64 KiB,
-#:   46.8 us) is nccl-tests in its one-process mode (``-g 8``: one thread launches all eight
-#:   GPUs' kernels), which the one nccl-tests overhead does not describe; it reads 57% low.
+#:   its rows with S <= 1 MiB, clipped at 0. nccl-tests / rccl-tests by launch mode
+#:   (``validation.collectives.ONE_PROCESS_HARNESS``): a process per GPU, 0.8 us (K0019-K0036,
+#:   18 rows, 8 x MI300X); one process (``-g 8``: one thread launches the eight GPUs' kernels
+#:   in turn) with HIP, 35.0 us (A0596-A0613, A0628-A0645, K0055-K0072, K0098-K0108: 8 x MI300X
+#:   / MI350X), with CUDA 0.02 us (K0122-K0132, K0146-K0156, 8 x H100 / H200 NVLS, and M0975,
+#:   A100 64 KiB 46.8 us, which it leaves 65% low); torch.distributed M0997 M0998 M0999 M1000
+#:   (4 rows; PyTorch call and timing overhead, 19 us: the 8 x H200 run takes 38-46 us from
+#:   128 KiB to 1 MiB where NCCL's LL ring takes 17-28 us). Used only to compare with those
+#:   rows, never added to a prediction (an engine runs a process per GPU). In-sample fits: the
+#:   small-message rows they come from are not an independent check of them.
 CALIBRATION: dict = {
     "link_efficiency": {
         "nvlink": 0.783,
         "pcie": 0.4444,
-        "xgmi": 0.7066,
-        "infiniband": 0.7596,
-        "ethernet": 0.7596,
+        "xgmi": 0.7047,
+        "infiniband": 0.7114,
+        "ethernet": 0.7114,
     },
-    "nvls_efficiency": 0.8721,
+    "nvls_efficiency": 0.868,
     "custom_efficiency": 0.3773,
     "custom_base_latency_s": 8.48e-06,
-    "harness_overhead_s": {"nccl-tests": 4.04e-06, "torch.distributed": 1.938e-05},
+    "harness_overhead_s": {
+        "nccl-tests": 8e-07,
+        "nccl-tests -g (one process, CUDA)": 2e-08,
+        "nccl-tests -g (one process, HIP)": 3.503e-05,
+        "torch.distributed": 1.938e-05,
+    },
 }
 
 
@@ -707,11 +724,11 @@ def allreduce_time_s(
     >>> from advisor.catalog import get_interconnect
     >>> nvl = get_interconnect("nvlink4")  # 450 GB/s, 2.2 us per step, NVLS
     >>> [round(float(t) * 1e6, 1) for t in allreduce_time_s(np.array([16384, 2**30]), 8, nvl)]
-    [11.5, 3960.5]
+    [11.5, 3979.0]
 
     16 KiB (Llama-2-70B, one decode token): one-shot, 8.48 us fitted base + 2.2 us + 7 x 16384 /
-    (0.3773 x 0.783 x 450e9) = 11.5 us. 1 GiB: NVLS, 25 us + 4.4 us + 1.125 x 2^30 / (0.8721 x
-    0.783 x 450e9) = 3960 us (row M1010, through PyTorch, measured 4053 us).
+    (0.3773 x 0.783 x 450e9) = 11.5 us. 1 GiB: NVLS, 25 us + 4.4 us + 1.125 x 2^30 / (0.868 x
+    0.783 x 450e9) = 3979 us (row M1010, through PyTorch, measured 4053 us).
     """
     return collective_time_s(
         "allreduce", message_bytes, n_gpus, link,
@@ -777,9 +794,9 @@ def allreduce(
     >>> nvl = get_interconnect("nvlink4")  # 450 GB/s, 2.2 us per step, NVLS
     >>> r = allreduce(16 * 2**30, 8, nvl)
     >>> r.algorithm, round(r.busbw_bytes_per_s / 1e9)
-    ('nvls', 478)
+    ('nvls', 476)
 
-    478 GB/s: 2(N-1)/(N+1) x 0.8721 x 0.783 x 450 GB/s = 1.556 x 307.3 GB/s (the 26 us of latency
+    476 GB/s: 2(N-1)/(N+1) x 0.868 x 0.783 x 450 GB/s = 1.556 x 305.8 GB/s (the 26 us of latency
     is negligible at 16 GiB); rows M1035 (H200) and M1040 (H100) measured 480 and 476 GB/s.
     """
     return collective("allreduce", message_bytes, n_gpus, link, **kw)  # type: ignore[arg-type]

@@ -15,6 +15,7 @@ import numpy as np
 
 from advisor.catalog.specs import Interconnect
 from advisor.perf.validation.collectives import (
+    ONE_PROCESS_HARNESS,
     CollectiveRow,
     links_for,
     load_collective_rows,
@@ -31,6 +32,11 @@ from advisor.physics.collectives import (
 )
 
 
+#: Harnesses whose overhead is fitted: nccl-tests with a process per GPU, in one process per
+#: runtime, and torch.distributed.
+HARNESSES = ("nccl-tests", *ONE_PROCESS_HARNESS.values(), "torch.distributed")
+
+
 def fit_calibration(
     rows: Sequence[CollectiveRow],
     links: Mapping[str, Interconnect] | None = None,
@@ -44,7 +50,9 @@ def fit_calibration(
        S >= ``large_bytes`` (latency negligible there). Kinds without rows: pooled median.
     2. NVLS: median of (busbw x (N+1) / (2(N-1))) / (fraction x raw) over NVLS rows S >= large.
     3. Custom one/two-shot: least squares t = base + x / eff, x = two-shot bytes / (f x B).
-    4. Harness overhead: median of (measured - modelled) over each harness's rows S <= small.
+    4. Harness overhead: median of (measured - modelled) over each harness's rows S <= small,
+       clipped at 0 (``HARNESSES``: nccl-tests with a process per GPU and in one process per
+       runtime, torch.distributed).
     """
     links = links_for(rows, links)
     ok = [r for r in rows if not r.reason]
@@ -97,7 +105,7 @@ def fit_calibration(
 
     over: dict[str, list[float]] = {}
     for r in ok:
-        if r.harness in ("nccl-tests", "torch.distributed") and r.message_bytes <= small_bytes:
+        if r.harness in HARNESSES and r.message_bytes <= small_bytes:
             resid = measured_time_s(r) - model_time_s(r, links[r.link_id], cal)
             over.setdefault(r.harness, []).append(max(0.0, resid))
     cal["harness_overhead_s"] = {k: round(statistics.median(v), 8) for k, v in sorted(over.items())}

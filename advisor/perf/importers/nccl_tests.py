@@ -22,12 +22,12 @@ import re
 from advisor.catalog import get_accelerator
 from advisor.perf.importers.common import BenchmarkFileError, Deployment, Read
 from advisor.perf.importers.consistency import check_gpu
-from advisor.perf.validation.collectives import CollectiveRow
+from advisor.perf.validation.collectives import CollectiveRow, one_process_harness
 from advisor.physics.collectives import NCCL_ALGORITHMS
 
 FORMAT = "nccl-tests all_reduce_perf"
 _HEADER = re.compile(r"^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw", re.M)
-_RANK = re.compile(r"^#?\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+", re.M)
+_RANK = re.compile(r"^#?\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+(\d+)", re.M)
 _RANK_HOST = re.compile(
     r"^#?\s*Rank\s+\d+\s+Group\s+\d+\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.+?)\s*$",
     re.M,
@@ -66,7 +66,8 @@ def rows(
 ) -> list[CollectiveRow]:
     from advisor.catalog.loader import get_interconnect
 
-    n = len(_RANK.findall(text)) or dep.tp * dep.pp
+    pids = _RANK.findall(text)
+    n = len(pids) or dep.tp * dep.pp
     if n < 2:
         raise BenchmarkFileError(f"{name}: an all-reduce over {n} rank measures nothing; need >= 2")
     ranks = _RANK_HOST.findall(text)
@@ -88,6 +89,13 @@ def rows(
                 f"with the inter-node model over {link} ({ic.name}"
                 + (")" if dep.inter_link else "; assumed, state --inter-link)")
             )
+    # every rank under one Pid: run with -g N, one thread launching all the GPUs' kernels
+    harness = "nccl-tests"
+    if len(pids) > 1 and len(set(pids)) == 1:
+        harness = one_process_harness(get_interconnect(link).kind)
+        if notes is not None:
+            notes.append(f"{name}: the {n} ranks share one process (Pid {pids[0]}, nccl-tests "
+                         "-g N): compared with that launch mode's fitted overhead")  # fmt: skip
     out: list[CollectiveRow] = []
     for i, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
@@ -116,7 +124,7 @@ def rows(
             CollectiveRow(
                 row_id=f"{name}:{int(size)}B", metric="allreduce_latency_us", op="allreduce",
                 n_gpus=n, message_bytes=size, measured=t_us, unit="us", link_id=link,
-                algorithms=NCCL_ALGORITHMS, harness="nccl-tests", reason="",
+                algorithms=NCCL_ALGORITHMS, harness=harness, reason="",
             )
         )  # fmt: skip
         if len(out) > MAX_ROWS:

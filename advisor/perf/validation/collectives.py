@@ -79,12 +79,30 @@ def _row_algorithms(engine: str, notes: str, n: int) -> tuple[str, ...]:
     return NCCL_ALGORITHMS  # NCCL's own choice (NVLS enabled or not): the fastest available
 
 
-def _row_harness(engine: str, notes: str) -> str:
+#: nccl-tests launched as one process driving every GPU (``-g N``, N > 1): one host thread
+#: launches the N GPUs' kernels in turn, which a process per GPU (``mpirun -np N ... -g 1``, as
+#: an engine runs) does not pay; by runtime, whose launches cost differently. 8 x MI300X, 8 B -
+#: 128 KiB: 44-53 us in one process (ROCm system-acceptance docs, ROCm/rccl issue 1562, Azure's
+#: benchmarking guide), 14-19 us with a process per GPU (hisohara/ai-scripts, K0019-K0036).
+ONE_PROCESS_HARNESS = {"nvlink": "nccl-tests -g (one process, CUDA)",
+                       "xgmi": "nccl-tests -g (one process, HIP)"}  # fmt: skip
+_ONE_PROCESS = re.compile(r"(?<![\w-])-g\s*([2-9]|\d{2,})\b")
+
+
+def one_process_harness(link_kind: str) -> str:
+    """The harness name of an nccl-tests run in one process on ``link_kind`` (CUDA unless the
+    link is AMD's Infinity Fabric)."""
+    return ONE_PROCESS_HARNESS["xgmi" if link_kind == "xgmi" else "nvlink"]
+
+
+def _row_harness(engine: str, notes: str, link_kind: str = "") -> str:
     if "custom all-reduce" in engine:
         return "custom-eager"
     if "kernel device time" in notes:
         return "device"
     if "nccl-tests" in engine or "all_reduce_perf" in engine:
+        if _ONE_PROCESS.search(f"{engine} {notes}"):
+            return one_process_harness(link_kind)
         return "nccl-tests"
     if "torch.distributed" in engine or "all_reduce_bench" in engine:
         return "torch.distributed"
@@ -115,7 +133,8 @@ def parse_collective_row(row: Mapping[str, str]) -> CollectiveRow:
         return bad(f"no link known for gpu {gpu!r}")
     return CollectiveRow(
         rid, metric, op, n, float(size), measured, unit, link_id,
-        _row_algorithms(engine, notes, n), _row_harness(engine, notes), "",
+        _row_algorithms(engine, notes, n),
+        _row_harness(engine, notes, "xgmi" if link_id.startswith("xgmi") else ""), "",
     )  # fmt: skip
 
 
