@@ -31,7 +31,6 @@ from advisor.physics.collectives import (
     two_shot_allreduce_time_s,
 )
 
-
 #: Harnesses whose overhead is fitted: nccl-tests with a process per GPU, in one process per
 #: runtime, and torch.distributed.
 HARNESSES = ("nccl-tests", *ONE_PROCESS_HARNESS.values(), "torch.distributed")
