@@ -226,6 +226,7 @@ def reload() -> None:
     engine_profile.cache_clear()
     attention_efficiency.cache_clear()
     moe_efficiency.cache_clear()
+    moe_expert_overhead_s.cache_clear()
     fabric_collective_efficiency.cache_clear()
 
 
@@ -277,6 +278,39 @@ def moe_efficiency(low_precision: bool = False, family: str | None = None) -> fl
     fitted = fam.get("moe_efficiency_lowp") if low_precision else None
     fitted = g.get("moe_efficiency") if fitted is None else fitted
     return float(fitted) if fitted is not None else DEFAULT_MOE_EFFICIENCY
+
+
+#: Fixed time per routed expert of an fp8/fp4 MoE layer, per pass, whatever the batch, on top of
+#: the engine's per-layer overhead (``layer_overhead_s``). The block-scaled fused-MoE kernels
+#: launch work over every expert the GPU holds, whether a token picked it or not: the token sort
+#: pads each expert's slot list to a block and the grouped GEMMs' grid spans those padded blocks
+#: (SGLang/vLLM ``moe_align_block_size`` and ``fused_moe``: ceil((top_k x tokens + E x
+#: (BLOCK_M - 1)) / BLOCK_M) row blocks), so at one token a layer costs time in proportion to
+#: its experts, not to the weights it reads. How cheap an empty block is differs by vendor: on
+#: NVIDIA (DeepGEMM, CUTLASS grouped GEMMs) near nothing, on ROCm (Triton and AITER block-FP8
+#: MoE) not. The efficiency ``moe_efficiency_lowp`` alone scaled the experts' bandwidth and
+#: compute, so one value could not hold both ends: SGLang's DeepSeek-V3.1 and MiniMax-M2 FP8
+#: (256 experts) on MI300X at one client ran 24 and 22 ms per token, 2.8x the prediction, Kimi-K2
+#: (384) 40 ms, while at 100 clients the same pages were within 3-15%.
+#: A latency and a rate, the two numbers of any kernel (Hockney 1994, "The communication
+#: challenge for MPP": t = t0 + n / r), fitted per accelerator family where fp8/fp4 MoE rows
+#: exist; 0 before, and for 16-bit experts (Llama-4 BF16 on MI300X at one client: within 4-19%).
+DEFAULT_MOE_EXPERT_OVERHEAD_S = 0.0
+
+
+@cache
+def moe_expert_overhead_s(low_precision: bool = False, family: str | None = None) -> float:
+    """Fitted fixed time per routed expert of an fp8/fp4 MoE layer and pass on ``family``.
+
+    0 for 16-bit experts and for a family without a fitted value.
+
+    >>> moe_expert_overhead_s(False, "cdna3")
+    0.0
+    """
+    if not low_precision or not family:
+        return DEFAULT_MOE_EXPERT_OVERHEAD_S
+    fam = (_calibration().get("families") or {}).get(family) or {}
+    return float(fam.get("moe_expert_overhead_s", DEFAULT_MOE_EXPERT_OVERHEAD_S))
 
 
 #: Collectives inside a serving engine relative to the same collective in nccl-tests. The

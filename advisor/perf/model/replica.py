@@ -20,6 +20,7 @@ from advisor.perf.model.profiles import (
     engine_profile,
     family_efficiency,
     moe_efficiency,
+    moe_expert_overhead_s,
 )
 from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.dispatch import kernels_per_layer
@@ -158,6 +159,9 @@ class ReplicaArrays:
     max_num_seqs: np.ndarray
     attn_eff: np.ndarray  # attention kernels' fraction of the GEMM efficiency (calibrated)
     moe_eff: np.ndarray  # routed-expert (fused MoE) kernels' fraction of it (calibrated)
+    #: fixed time per routed expert a GPU holds, per MoE layer and pass (fp8/fp4 experts, per
+    #: accelerator family; calibrated)
+    moe_expert_overhead_s: np.ndarray
     # in-engine collectives' fraction of the nccl-tests speed: calibrated where the GPUs' copy
     # kernels set the rate (NVLink, Infinity Fabric), 1 where the link does (PCIe, networks)
     comm_eff: np.ndarray
@@ -404,7 +408,8 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
         kern.add((id(m), tp, h["_act_quant"]),
                  lambda m=m, tp=tp, q=h["_act_quant"]: {"kernels_per_layer": kernels_per_layer(m, tp, *q)})  # fmt: skip
         lp = mp["low_precision_experts"]
-        moe.add((lp, g.family), lambda lp=lp, f=g.family: {"moe_eff": moe_efficiency(lp, f)})
+        moe.add((lp, g.family), lambda lp=lp, f=g.family: {
+            "moe_eff": moe_efficiency(lp, f), "moe_expert_overhead_s": moe_expert_overhead_s(lp, f)})
         gmu.append(cfg.gpu_memory_utilization)
         mem.append(g.memory_bytes)
         kv_free.append(eng.kv_fraction_of_free)
@@ -430,7 +435,8 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
                 "expert_weight_elements": experts, "weight_only": weight_only}  # fmt: skip
     cols: dict[str, np.ndarray] = {}
     sources = {**{k: hw for k in hw.values[0]}, **{k: link for k in link.values[0]},
-               "kernels_per_layer": kern, "moe_eff": moe} if configs else {}  # fmt: skip
+               "kernels_per_layer": kern, "moe_eff": moe,
+               "moe_expert_overhead_s": moe} if configs else {}  # fmt: skip
     model_fields = model.values[0][0] if configs else {}
     for f in fields(ReplicaArrays):
         name = f.name

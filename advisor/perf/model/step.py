@@ -75,24 +75,42 @@ class StepTimes:
 def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.ndarray:
     """Fixed time per transformer layer and pass, whatever the batch: kernel launch and ramp.
 
-        t = layer_overhead x layers per stage x stage passes
+        t = (layer_overhead + moe_layer_frac x experts per GPU x expert_overhead)
+            x layers per stage x stage passes
 
     A decode step replays a CUDA graph of some ten kernels per layer; each still pays a few
     microseconds to launch and fill the GPU, so a layer costs a fixed time even when its
     weights stream in faster. This is why batch-1 decode of a 126-layer 405B model is not
     5.7x that of an 80-layer 70B model although its weights are (ROCm vLLM README rows: 22.5
-    vs 7.6 ms per token on 8 MI300X). A token crosses every stage once (``stage_passes`` = PP);
-    a prefill of ``chunks`` chunks makes chunks + PP - 1 stage passes.
+    vs 7.6 ms per token on 8 MI300X). An fp8/fp4 routed-expert layer adds a fixed time per
+    expert the GPU holds (all of them under TP, 1/TP under expert parallelism), per accelerator
+    family (``profiles.moe_expert_overhead_s``: the fused-MoE grid spans every expert's padded
+    block). A token crosses every stage once (``stage_passes`` = PP); a prefill of ``chunks``
+    chunks makes chunks + PP - 1 stage passes.
     Source: NVIDIA CUDA C++ Best Practices Guide, "Kernel launch overhead" / CUDA Graphs
-    (launch latency of microseconds per kernel); fitted per engine (``layer_overhead_s``).
+    (launch latency of microseconds per kernel); fitted per engine (``layer_overhead_s``) and,
+    for fp8/fp4 experts, per accelerator family (``moe_expert_overhead_s``).
 
     >>> import numpy as np
     >>> from types import SimpleNamespace
-    >>> r = SimpleNamespace(layer_overhead_s=np.array([20e-6]), layers_stage=np.array([80.0]))
+    >>> r = SimpleNamespace(layer_overhead_s=np.array([20e-6]), layers_stage=np.array([80.0]),
+    ...                     moe_layer_frac=np.array([0.0]), num_experts=np.array([0.0]),
+    ...                     ep=np.array([False]), tp=np.array([8.0]),
+    ...                     moe_expert_overhead_s=np.array([0.0]))
     >>> round(float(layer_overhead_s(r, 1.0)[0]) * 1e3, 6)  # 80 layers x 20 us
     1.6
+    >>> # DeepSeek-V3 under TP 8: 58 of 61 layers route over 256 experts at 0.9 us each:
+    >>> # 61 x 20 us + 58 x 256 x 0.9 us = 1.22 + 13.36 = 14.58 ms
+    >>> r = SimpleNamespace(layer_overhead_s=np.array([20e-6]), layers_stage=np.array([61.0]),
+    ...                     moe_layer_frac=np.array([58 / 61]), num_experts=np.array([256.0]),
+    ...                     ep=np.array([False]), tp=np.array([8.0]),
+    ...                     moe_expert_overhead_s=np.array([0.9e-6]))
+    >>> round(float(layer_overhead_s(r, 1.0)[0]) * 1e3, 2)
+    14.58
     """
-    return r.layer_overhead_s * r.layers_stage * np.asarray(stage_passes, dtype=float)
+    experts_per_gpu = r.num_experts / np.where(r.ep, r.tp, 1.0)
+    per_layer = r.layer_overhead_s + r.moe_layer_frac * experts_per_gpu * r.moe_expert_overhead_s
+    return per_layer * r.layers_stage * np.asarray(stage_passes, dtype=float)
 
 
 def attention_dp_imbalance(r: ReplicaArrays, sequences: np.ndarray) -> np.ndarray:
