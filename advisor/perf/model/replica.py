@@ -408,8 +408,13 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
         kern.add((id(m), tp, h["_act_quant"]),
                  lambda m=m, tp=tp, q=h["_act_quant"]: {"kernels_per_layer": kernels_per_layer(m, tp, *q)})  # fmt: skip
         lp = mp["low_precision_experts"]
-        moe.add((lp, g.family), lambda lp=lp, f=g.family: {
-            "moe_eff": moe_efficiency(lp, f), "moe_expert_overhead_s": moe_expert_overhead_s(lp, f)})
+        moe.add(
+            (lp, g.family),
+            lambda lp=lp, f=g.family: {
+                "moe_eff": moe_efficiency(lp, f),
+                "moe_expert_overhead_s": moe_expert_overhead_s(lp, f),
+            },
+        )
         gmu.append(cfg.gpu_memory_utilization)
         mem.append(g.memory_bytes)
         kv_free.append(eng.kv_fraction_of_free)
