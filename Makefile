@@ -5,9 +5,14 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 PORT ?= 8501
 
-.PHONY: setup setup-engines run test test-fast lint format bench crossval clean lock
+.PHONY: setup setup-system setup-engines run test test-fast lint format bench crossval clean lock
 
-setup: $(STAMP) setup-engines
+setup: setup-system $(STAMP) setup-engines
+
+# Debian packages (chromium, poppler-utils, the PDF's fonts): installed with apt when missing and
+# run as root, else named on stderr (scripts/system-deps.sh, shared with .ci/run).
+setup-system:
+	@bash scripts/system-deps.sh
 
 # The engines whose own argument parsers tests/test_engine_parsers.py runs on the generated
 # commands: one venv per release (their pins clash), each the engine without its dependencies,

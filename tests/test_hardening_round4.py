@@ -313,7 +313,7 @@ def _pdftotext(pdf: bytes, tmp_path: Path) -> str:
     import subprocess
 
     if shutil.which("pdftotext") is None:
-        pytest.skip("pdftotext not installed (poppler-utils: .ci/run installs it)")
+        pytest.skip("pdftotext not installed (poppler-utils: make setup and .ci/run install it)")
     path = tmp_path / "r.pdf"
     path.write_bytes(pdf)
     return subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True,

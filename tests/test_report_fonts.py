@@ -1,7 +1,7 @@
 """Issue 16 item 8: a client name in Chinese, Japanese, Korean or emoji is printed in the PDF
 (fallback fonts), and a character no installed font has is named on stderr and in the app.
 
-The fallback fonts are Debian packages `.ci/run` installs (fonts-droid-fallback, fonts-nanum,
+The fallback fonts are Debian packages `make setup` and `.ci/run` install (scripts/system-deps.sh: fonts-droid-fallback, fonts-nanum,
 fonts-noto-color-emoji); without them the CJK test is skipped saying which file is missing.
 The text layer is read back with pypdf (fpdf2 writes a ToUnicode map for each embedded font).
 """
@@ -29,7 +29,7 @@ MISSING = [
 
 
 @pytest.mark.skipif(bool(MISSING) or fonts.find_dejavu() is None,
-                    reason=f"fallback fonts not installed: {MISSING} (see .ci/run)")  # fmt: skip
+                    reason=f"fallback fonts not installed: {MISSING} (see scripts/system-deps.sh)")  # fmt: skip
 def test_cjk_and_emoji_client_name_is_in_the_text_layer():
     pdf = build_report(Scenario(), client=CLIENT, consultant="Ana", sensitivities=False,
                        charts=False)  # fmt: skip
