@@ -8,7 +8,8 @@ rows without drowning them), and writes
 
 Constants (few, physical): per accelerator family with data, eta_mem, eta_compute_16 and
 eta_compute_fp8 (fp8 only where fp8 rows exist) and the fp8/fp4 routed experts' kernel
-efficiency and fixed time per expert of a MoE layer (where such MoE rows exist); per engine, step_overhead_s, seq_overhead_s,
+efficiency (where such MoE rows exist), and the fixed time per expert of a MoE layer, one for
+16-bit and one for fp8/fp4 experts (where such MoE rows exist); per engine, step_overhead_s, seq_overhead_s,
 request_overhead_s, layer_overhead_s, and efficiency multipliers on the compute and memory etas
 (TensorRT-LLM is the reference at 1.0; a multiplier is fitted only where the engine has rows
 that pin it); globally, the attention kernels' and the 16-bit routed experts' fraction of it;
@@ -54,6 +55,7 @@ _BOUNDS = {
     "moe_efficiency_lowp": (0.2, 1.0, 0.8),
     # up to 4 us per expert: 58 layers of 256 experts (DeepSeek-V3) would add 59 ms per token
     "moe_expert_overhead_s": (0.0, 4e-6, 1e-7),
+    "moe_expert_overhead_lowp_s": (0.0, 4e-6, 1e-7),
     "collective_efficiency": (0.2, 1.2, 0.8),
     "collective_factor": (0.5, 2.0, 1.0),
 }
@@ -107,6 +109,11 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
         for c in items
         if c.config.model.is_moe and low_precision_experts(c.config.model, c.config.weights)
     )
+    fam_moe16: Counter = Counter(
+        c.config.gpu.family
+        for c in items
+        if c.config.model.is_moe and not low_precision_experts(c.config.model, c.config.weights)
+    )
     per_fabric = Counter(filter(None, map(fabric_of, items)))
     if sum(per_fabric.values()) >= MIN_ROWS:
         params.append(("global", "collective", "collective_efficiency"))
@@ -123,6 +130,8 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
             params.append(("families", fam, "eta_compute_fp8"))
         if fam_lowp[fam] >= MIN_ROWS:
             params.append(("families", fam, "moe_efficiency_lowp"))
+            params.append(("families", fam, "moe_expert_overhead_lowp_s"))
+        if fam_moe16[fam] >= MIN_ROWS:
             params.append(("families", fam, "moe_expert_overhead_s"))
     for eng, n in sorted(eng_rows.items()):
         if n < MIN_ROWS:
@@ -165,9 +174,10 @@ PRIOR_LINEAR = {  # name -> (centre, width), seconds
     "request_overhead_s": (10e-3, 20e-3),
     "layer_overhead_s": (profiles.DEFAULT_LAYER_OVERHEAD_S, 4e-5),
     "kernel_dispatch_s": (0.0, 4e-5),
-    # centred on none (NVIDIA's fp8 MoE kernels); 0.9 us, what SGLang's ROCm rows at one
-    # client miss (0.23 ms per layer of 256 experts), is 0.9 widths out: the data must carry it
+    # centred on none; 0.9 us, what SGLang's ROCm fp8 rows at one client miss (0.23 ms per
+    # layer of 256 experts), is 0.9 widths out: the data must carry it
     "moe_expert_overhead_s": (0.0, 1e-6),
+    "moe_expert_overhead_lowp_s": (0.0, 1e-6),
 }
 #: Weight of the priors against the data, chosen by leave-one-source-out cross-validation
 #: (bench/crossval.py --prior-weight): of 0 (no prior), 0.3, 0.6, 0.8 and 1.0, 0.8 gave the

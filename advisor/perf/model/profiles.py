@@ -280,37 +280,42 @@ def moe_efficiency(low_precision: bool = False, family: str | None = None) -> fl
     return float(fitted) if fitted is not None else DEFAULT_MOE_EFFICIENCY
 
 
-#: Fixed time per routed expert of an fp8/fp4 MoE layer, per pass, whatever the batch, on top of
-#: the engine's per-layer overhead (``layer_overhead_s``). The block-scaled fused-MoE kernels
-#: launch work over every expert the GPU holds, whether a token picked it or not: the token sort
-#: pads each expert's slot list to a block and the grouped GEMMs' grid spans those padded blocks
+#: Fixed time per routed expert of a MoE layer, per pass, whatever the batch, on top of the
+#: engine's per-layer overhead (``layer_overhead_s``). The fused-MoE kernels launch work over
+#: every expert the GPU holds, whether a token picked it or not: the token sort pads each
+#: expert's slot list to a block and the grouped GEMMs' grid spans those padded blocks
 #: (SGLang/vLLM ``moe_align_block_size`` and ``fused_moe``: ceil((top_k x tokens + E x
 #: (BLOCK_M - 1)) / BLOCK_M) row blocks), so at one token a layer costs time in proportion to
-#: its experts, not to the weights it reads. How cheap an empty block is differs by vendor: on
-#: NVIDIA (DeepGEMM, CUTLASS grouped GEMMs) near nothing, on ROCm (Triton and AITER block-FP8
-#: MoE) not. The efficiency ``moe_efficiency_lowp`` alone scaled the experts' bandwidth and
+#: its experts, not to the weights it reads. How cheap an empty block is differs by vendor and
+#: by the experts' precision (block-scaled fp8/fp4 kernels are other kernels: DeepGEMM and
+#: CUTLASS on NVIDIA, Triton and AITER block-FP8 MoE on ROCm), so the value is fitted per
+#: accelerator family, one for 16-bit and one for fp8/fp4 experts, where such MoE rows exist;
+#: 0 before. The efficiencies ``moe_efficiency(_lowp)`` alone scaled the experts' bandwidth and
 #: compute, so one value could not hold both ends: SGLang's DeepSeek-V3.1 and MiniMax-M2 FP8
-#: (256 experts) on MI300X at one client ran 24 and 22 ms per token, 2.8x the prediction, Kimi-K2
-#: (384) 40 ms, while at 100 clients the same pages were within 3-15%.
+#: (256 experts) on MI300X at one client ran 24 and 22 ms per token, 2.8x the prediction,
+#: Kimi-K2 (384) 40 ms, while at 100 clients the same pages were within 3-15%. Fitted
+#: (2026-12-04): MI300X fp8 0.92 us per expert, 16-bit ~0 (Llama-4 BF16 at one client within
+#: 5-15%); B200 0.10-0.12 us; H100/H200 below 0.07 us.
 #: A latency and a rate, the two numbers of any kernel (Hockney 1994, "The communication
-#: challenge for MPP": t = t0 + n / r), fitted per accelerator family where fp8/fp4 MoE rows
-#: exist; 0 before, and for 16-bit experts (Llama-4 BF16 on MI300X at one client: within 4-19%).
+#: challenge for MPP": t = t0 + n / r).
 DEFAULT_MOE_EXPERT_OVERHEAD_S = 0.0
 
 
 @cache
 def moe_expert_overhead_s(low_precision: bool = False, family: str | None = None) -> float:
-    """Fitted fixed time per routed expert of an fp8/fp4 MoE layer and pass on ``family``.
+    """Fitted fixed time per routed expert of a MoE layer and pass on accelerator ``family``.
 
-    0 for 16-bit experts and for a family without a fitted value.
+    ``low_precision``: experts in fp8 or fp4 (``moe_expert_overhead_lowp_s`` in the family's
+    section), else 16-bit (``moe_expert_overhead_s``); 0 where the family has no fitted value.
 
-    >>> moe_expert_overhead_s(False, "cdna3")
+    >>> moe_expert_overhead_s(True, "no-such-family")
     0.0
     """
-    if not low_precision or not family:
+    if not family:
         return DEFAULT_MOE_EXPERT_OVERHEAD_S
     fam = (_calibration().get("families") or {}).get(family) or {}
-    return float(fam.get("moe_expert_overhead_s", DEFAULT_MOE_EXPERT_OVERHEAD_S))
+    key = "moe_expert_overhead_lowp_s" if low_precision else "moe_expert_overhead_s"
+    return float(fam.get(key, DEFAULT_MOE_EXPERT_OVERHEAD_S))
 
 
 #: Collectives inside a serving engine relative to the same collective in nccl-tests. The

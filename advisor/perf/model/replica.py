@@ -159,8 +159,8 @@ class ReplicaArrays:
     max_num_seqs: np.ndarray
     attn_eff: np.ndarray  # attention kernels' fraction of the GEMM efficiency (calibrated)
     moe_eff: np.ndarray  # routed-expert (fused MoE) kernels' fraction of it (calibrated)
-    #: fixed time per routed expert a GPU holds, per MoE layer and pass (fp8/fp4 experts, per
-    #: accelerator family; calibrated)
+    #: fixed time per routed expert a GPU holds, per MoE layer and pass (per accelerator family
+    #: and expert precision; calibrated)
     moe_expert_overhead_s: np.ndarray
     # in-engine collectives' fraction of the nccl-tests speed: calibrated where the GPUs' copy
     # kernels set the rate (NVLink, Infinity Fabric), 1 where the link does (PCIe, networks)

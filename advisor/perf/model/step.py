@@ -82,14 +82,14 @@ def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.n
     microseconds to launch and fill the GPU, so a layer costs a fixed time even when its
     weights stream in faster. This is why batch-1 decode of a 126-layer 405B model is not
     5.7x that of an 80-layer 70B model although its weights are (ROCm vLLM README rows: 22.5
-    vs 7.6 ms per token on 8 MI300X). An fp8/fp4 routed-expert layer adds a fixed time per
-    expert the GPU holds (all of them under TP, 1/TP under expert parallelism), per accelerator
-    family (``profiles.moe_expert_overhead_s``: the fused-MoE grid spans every expert's padded
-    block). A token crosses every stage once (``stage_passes`` = PP); a prefill of ``chunks``
+    vs 7.6 ms per token on 8 MI300X). A routed-expert layer adds a fixed time per expert the
+    GPU holds (all of them under TP, 1/TP under expert parallelism), per accelerator family and
+    expert precision (``profiles.moe_expert_overhead_s``: the fused-MoE grid spans every
+    expert's padded block). A token crosses every stage once (``stage_passes`` = PP); a prefill of ``chunks``
     chunks makes chunks + PP - 1 stage passes.
     Source: NVIDIA CUDA C++ Best Practices Guide, "Kernel launch overhead" / CUDA Graphs
-    (launch latency of microseconds per kernel); fitted per engine (``layer_overhead_s``) and,
-    for fp8/fp4 experts, per accelerator family (``moe_expert_overhead_s``).
+    (launch latency of microseconds per kernel); fitted per engine (``layer_overhead_s``) and
+    per accelerator family and expert precision (``moe_expert_overhead_s``).
 
     >>> import numpy as np
     >>> from types import SimpleNamespace

@@ -131,10 +131,13 @@ def parse_collective_row(row: Mapping[str, str]) -> CollectiveRow:
     link_id = next((lid for pat, lid in GPU_LINKS if re.search(pat, gpu)), None)
     if link_id is None:
         return bad(f"no link known for gpu {gpu!r}")
+    from advisor.catalog.loader import get_interconnect
+
+    # the catalog's kind, not the id's spelling: a link named otherwise is still Infinity Fabric
+    kind = get_interconnect(link_id).kind
     return CollectiveRow(
         rid, metric, op, n, float(size), measured, unit, link_id,
-        _row_algorithms(engine, notes, n),
-        _row_harness(engine, notes, "xgmi" if link_id.startswith("xgmi") else ""), "",
+        _row_algorithms(engine, notes, n), _row_harness(engine, notes, kind), "",
     )  # fmt: skip
 
 
