@@ -44,6 +44,10 @@ CLIENT = ROOT / "tests" / "fixtures" / "client"
 DEP = ["--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--engine", "vllm",
        "--weights", "bf16", "--kv", "bf16"]  # fmt: skip
 EST = ["estimate", *DEP, "--isl", "128", "--osl", "128"]
+#: An estimate on the deployment of the ``profile`` fixture (a profile applies to its own only).
+EST_PROFILE = ["estimate", "--model", "llama-3.1-405b", "--gpu", "h200-sxm", "--tp", "8",
+               "--engine", "sglang", "--weights", "bf16", "--kv", "bf16", "--isl", "512",
+               "--osl", "512"]  # fmt: skip
 
 
 def _billion_laughs() -> str:
@@ -102,22 +106,17 @@ def test_profile_text_over_the_size_bound_is_refused_before_parsing():
 # -- integrity -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory) -> Path:
-    """A signed profile of three illustrative files. Their held-out verdict is a refusal (tests/
-    test_client_profile.py); these tests are about the profile file's integrity, so the bars are
-    lifted (min_gain 1, tolerance 100 pp)."""
+    """A signed profile: runs 1-4 of the DataCrunch Llama-3.1-405B / 8x H200 SGLang sweep, which
+    the held-out rule accepts (tests/test_client_profile.py). These tests are about the profile
+    file's integrity; the estimates below run on its deployment (``EST_PROFILE``)."""
     from advisor.perf.calibration.client_profile import fit_profile
-    from advisor.perf.importers import Deployment, load
+    from advisor.perf.importers import Deployment, load_bytes
 
     path = tmp_path_factory.mktemp("prof") / "acme.yaml"
-    dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm", isl=1024, osl=256)
-    files = [
-        "vllm_bench_serve.json",
-        "genai_perf_profile_export.json",
-        "aiperf_profile_export.json",
-    ]
-    fit = fit_profile([load(CLIENT / f, dep) for f in files], dep, "acme", min_gain=1.0,
-                      tolerance_pp=100.0)  # fmt: skip
-    path.write_text(dump(fit.doc))
+    dep = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")
+    lines = (CLIENT / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
+    runs = [load_bytes(lines[i], f"run{i + 1}.json", dep) for i in range(4)]
+    path.write_text(dump(fit_profile(runs, dep, "acme").doc))
     return path
 
 
@@ -134,7 +133,7 @@ def test_edited_profile_with_recomputed_digest_is_refused(profile, tmp_path, cap
     doc["constants"]["mem_factor"] = 2.0  # a better-looking cluster
     bad = tmp_path / "edited.yaml"
     bad.write_text(_resigned(doc))
-    assert main([*EST, "--profile", str(bad)]) == 2
+    assert main([*EST_PROFILE, "--profile", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "field 'signature' does not verify" in err and err.count("\n") == 1
 
@@ -144,7 +143,7 @@ def test_unsigned_profile_is_refused(profile, capsys, tmp_path):
     del doc["signature"]
     bad = tmp_path / "unsigned.yaml"
     bad.write_text(dump(doc))
-    assert main([*EST, "--profile", str(bad)]) == 2
+    assert main([*EST_PROFILE, "--profile", str(bad)]) == 2
     assert "field 'signature' is missing" in capsys.readouterr().err
 
 
@@ -152,11 +151,11 @@ def test_profile_from_another_installation_needs_its_key(profile, tmp_path, monk
     here = signing_key_path()
     assert here.stat().st_mode & 0o077 == 0  # readable by the user only
     monkeypatch.setenv(ENV_VAR, str(tmp_path / "other"))
-    assert main([*EST, "--profile", str(profile)]) == 2  # no key there yet: cannot verify
+    assert main([*EST_PROFILE, "--profile", str(profile)]) == 2  # no key there yet: cannot verify
     assert "another installation" in capsys.readouterr().err
     (tmp_path / "other").mkdir()
     shutil.copy(here, signing_key_path())  # the team shares the key file
-    assert main([*EST, "--profile", str(profile)]) == 0
+    assert main([*EST_PROFILE, "--profile", str(profile)]) == 0
     capsys.readouterr()
 
 
@@ -165,7 +164,7 @@ def test_profile_name_with_terminal_escapes_is_refused(profile, capsys, tmp_path
     doc["name"] = "acme\x1b]0;pwned\x07\nCLIENT PROFILE fake"
     bad = tmp_path / "name.yaml"
     bad.write_text(_resigned(doc, _signing_key(create=False)))  # even correctly signed
-    assert main([*EST, "--profile", str(bad)]) == 2
+    assert main([*EST_PROFILE, "--profile", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "field 'name'" in err and "printable" in err and "\x1b" not in err
 
@@ -337,11 +336,11 @@ def test_calibrate_without_a_usable_key_folder_exits_2_and_writes_nothing(
     blocker.write_text("")
     monkeypatch.setenv(ENV_VAR, str(blocker / "data"))  # the folder cannot be made
     out = tmp_path / "p.yaml"
-    # Runs 1, 3, 4 of the DataCrunch 405B sweep, one file each: a profile the held-out rule
+    # Runs 1-4 of the DataCrunch 405B sweep, one file each: a profile the held-out rule
     # accepts (tests/test_client_profile.py), so the fit reaches the signing step.
     lines = (CLIENT / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
     froms = []
-    for i in (0, 2, 3):
+    for i in (0, 1, 2, 3):
         (tmp_path / f"run{i + 1}.json").write_bytes(lines[i])
         froms += ["--from", str(tmp_path / f"run{i + 1}.json")]
     argv = ["calibrate", *froms, "--model", "llama-3.1-405b", "--gpu", "h200-sxm", "--tp", "8",
