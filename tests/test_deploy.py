@@ -94,7 +94,13 @@ def test_commands_carry_the_recommendations_numbers(sc, text, engine):
     assert [(s.role, s.pool.tp, s.replicas) for s in servers] == want
     for s in servers:
         cmd = s.commands[0]
-        assert _arg(cmd, TP_FLAG[engine]) == str(s.pool.tp)
+        if engine == "vllm" and s.pool.dp_attention:
+            # vLLM's attention DP: TP data-parallel ranks of TP 1 sharing the experts
+            # (docs/serving/data_parallel_deployment.md; deploy.engines._layout_vllm)
+            assert _arg(cmd, TP_FLAG[engine]) == "1"
+            assert _arg(cmd, "--data-parallel-size") == str(s.pool.tp)
+        else:
+            assert _arg(cmd, TP_FLAG[engine]) == str(s.pool.tp)
         assert _arg(cmd, LEN_FLAG[engine]) == str(sc.workload.isl_tokens + sc.workload.osl_tokens)
         seqs = int(_arg(cmd, SEQ_FLAG[engine]))
         assert (

@@ -114,17 +114,19 @@ SWEEP_405B = ["--model", "llama-3.1-405b", "--gpu", "h200-sxm", "--tp", "8", "--
               "--weights", "bf16", "--kv", "bf16"]  # fmt: skip
 
 
-def _three_runs(tmp_path, first_name: str = "run1.json") -> list[str]:
+def _four_runs(tmp_path, first_name: str = "run1.json") -> list[str]:
+    """Runs 1-4 of the DataCrunch 405B sweep: a set the held-out rule accepts
+    (tests/test_client_profile.py), so the fit gets to print and write."""
     lines = (CLIENT / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
     froms = []
-    for i, name in ((0, first_name), (2, "run3.json"), (3, "run4.json")):
+    for i, name in ((0, first_name), (1, "run2.json"), (2, "run3.json"), (3, "run4.json")):
         (tmp_path / name).write_bytes(lines[i])
         froms += ["--from", str(tmp_path / name)]
     return froms
 
 
 def test_calibrate_prints_a_hostile_file_name_inert(tmp_path, capsys):
-    froms = _three_runs(tmp_path, "run\x1b]0;pwned\x07\nFAKE LINE.json")
+    froms = _four_runs(tmp_path, "run\x1b]0;pwned\x07\nFAKE LINE.json")
     argv = ["calibrate", *froms, *SWEEP_405B, "--out", str(tmp_path / "p.yaml")]
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -146,7 +148,7 @@ def test_a_refused_fit_prints_a_hostile_file_name_inert(tmp_path, capsys):
 
 def test_closed_stdout_says_the_profile_was_written(tmp_path):
     out = tmp_path / "p.yaml"
-    froms = " ".join(shlex.quote(a) for a in _three_runs(tmp_path))
+    froms = " ".join(shlex.quote(a) for a in _four_runs(tmp_path))
     cmd = (f"{sys.executable} -m advisor calibrate {froms} {' '.join(SWEEP_405B)} "
            f"--out {out} >&-")  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
