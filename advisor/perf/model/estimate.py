@@ -379,6 +379,9 @@ def _header(model: ModelSpec, gpu: Accelerator, inp: EstimateInput, dep: _Deploy
             # the routed experts' kernels (MoE models only): fraction of the GEMM efficiency,
             # fitted apart for fp8/fp4 experts (profiles.moe_efficiency)
             "moe_efficiency": float(r.moe_eff[0]) if model.is_moe else None,
+            # and their fixed time per expert of a MoE layer, per accelerator family and expert
+            # precision (profiles.moe_expert_overhead_s), in microseconds
+            "moe_expert_overhead_us": float(r.moe_expert_overhead_s[0]) * 1e6 if model.is_moe else None,
             "low_precision_experts": low_precision_experts(model, inp.weights) if model.is_moe else None,
         },
         "tp_link": tp_link_for(cfg, interconnects()).id if inp.tp > 1 else None,
