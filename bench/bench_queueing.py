@@ -6,12 +6,17 @@ runs, one core). Never asserts on speed. Run: .venv/bin/python bench/bench_queue
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from advisor.physics.queueing.model import latency_under_load
-from advisor.physics.queueing.service import ServiceModel
+# run as a script from anywhere (`make bench`): the project root, not bench/, holds advisor
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from advisor.physics.queueing.model import latency_under_load  # noqa: E402
+from advisor.physics.queueing.service import ServiceModel  # noqa: E402
 
 
 def _candidates(n: int, seed: int = 0) -> tuple[ServiceModel, np.ndarray]:

@@ -14,13 +14,22 @@ is a hard test for the two-point profile. Run: ``.venv/bin/python bench/client_s
 
 from __future__ import annotations
 
+import sys
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 
-from advisor.perf.calibration.client_profile import _predict, fit_profile, predict_within
-from advisor.perf.importers import Deployment, Imported
-from advisor.perf.validation.measurements import cases
+# run as a script from anywhere (`make bench`): the project root, not bench/, holds advisor
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from advisor.perf.calibration.client_profile import (  # noqa: E402
+    _predict,
+    fit_profile,
+    predict_within,
+)
+from advisor.perf.importers import Deployment, Imported  # noqa: E402
+from advisor.perf.validation.measurements import cases  # noqa: E402
 
 
 def main() -> None:
