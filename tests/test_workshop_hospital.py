@@ -132,9 +132,9 @@ def test_speculative_page_states_the_latency_pages_tpot_beside_its_fixed_batch_o
     assert [m.label for m in tpots] == ["TPOT, no speculation (ms)", "TPOT, with speculation (ms)"]
     # the same fixed batch in both (the running batch the Latency page's load keeps: 23 on the
     # 2026-12-03 calibration)
-    kept = {
+    kept = [
         re.match(r"with (\d+) sequences kept running on each replica", m.help or "") for m in tpots
-    }
+    ]
     assert None not in kept and len({k.group(1) for k in kept}) == 1, [m.help for m in tpots]
     line = next(c.value for c in at.caption if "The Latency page's mean TPOT" in c.value)
     assert f"without speculation, {latency_tpot}, is the deployment in focus" in line, line

@@ -9,10 +9,10 @@ rows without drowning them), and writes
 Constants (few, physical): per accelerator family with data, eta_mem, eta_compute_16 and
 eta_compute_fp8 (fp8 only where fp8 rows exist) and the fp8/fp4 routed experts' kernel
 efficiency (where such MoE rows exist), and the fixed time per expert of a MoE layer, one for
-16-bit and one for fp8/fp4 experts (where such MoE rows exist); per engine, step_overhead_s, seq_overhead_s,
-request_overhead_s, layer_overhead_s, and efficiency multipliers on the compute and memory etas
-(TensorRT-LLM is the reference at 1.0; a multiplier is fitted only where the engine has rows
-that pin it); globally, the attention kernels' and the 16-bit routed experts' fraction of it;
+16-bit and one for fp8/fp4 experts (where such MoE rows exist); per engine, step_overhead_s,
+seq_overhead_s, request_overhead_s, layer_overhead_s, and efficiency multipliers on the compute
+and memory etas (TensorRT-LLM is the reference at 1.0; a multiplier is fitted only where the
+engine has rows that pin it); globally, the attention kernels' and the 16-bit routed experts' fraction of it;
 the collectives' fraction of their nccl-tests speed over the kernel-bound fabrics (NVLink,
 Infinity Fabric: the interconnect catalog's ``kind``), and per such fabric with multi-GPU rows a
 factor on it held near 1 by its prior. Each constant has a prior (``PRIOR_WIDTH_LOG``, ``PRIOR_LINEAR``) whose penalty
@@ -104,15 +104,11 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
     params: list[tuple[str, str, str]] = [("global", "attention", "attention_efficiency")]
     if sum(c.config.model.is_moe for c in items) >= MIN_ROWS:
         params.append(("global", "moe", "moe_efficiency"))
-    fam_lowp: Counter = Counter(
-        c.config.gpu.family
+    # MoE rows per (accelerator family, fp8/fp4 experts?)
+    fam_moe: Counter = Counter(
+        (c.config.gpu.family, low_precision_experts(c.config.model, c.config.weights))
         for c in items
-        if c.config.model.is_moe and low_precision_experts(c.config.model, c.config.weights)
-    )
-    fam_moe16: Counter = Counter(
-        c.config.gpu.family
-        for c in items
-        if c.config.model.is_moe and not low_precision_experts(c.config.model, c.config.weights)
+        if c.config.model.is_moe
     )
     per_fabric = Counter(filter(None, map(fabric_of, items)))
     if sum(per_fabric.values()) >= MIN_ROWS:
@@ -128,10 +124,10 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
             params.append(("families", fam, "eta_compute_16"))
         if fam_fp8[fam] >= MIN_ROWS:
             params.append(("families", fam, "eta_compute_fp8"))
-        if fam_lowp[fam] >= MIN_ROWS:
+        if fam_moe[fam, True] >= MIN_ROWS:
             params.append(("families", fam, "moe_efficiency_lowp"))
             params.append(("families", fam, "moe_expert_overhead_lowp_s"))
-        if fam_moe16[fam] >= MIN_ROWS:
+        if fam_moe[fam, False] >= MIN_ROWS:
             params.append(("families", fam, "moe_expert_overhead_s"))
     for eng, n in sorted(eng_rows.items()):
         if n < MIN_ROWS:

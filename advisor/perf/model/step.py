@@ -85,8 +85,8 @@ def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.n
     vs 7.6 ms per token on 8 MI300X). A routed-expert layer adds a fixed time per expert the
     GPU holds (all of them under TP, 1/TP under expert parallelism), per accelerator family and
     expert precision (``profiles.moe_expert_overhead_s``: the fused-MoE grid spans every
-    expert's padded block). A token crosses every stage once (``stage_passes`` = PP); a prefill of ``chunks``
-    chunks makes chunks + PP - 1 stage passes.
+    expert's padded block). A token crosses every stage once (``stage_passes`` = PP); a
+    prefill of ``chunks`` chunks makes chunks + PP - 1 stage passes.
     Source: NVIDIA CUDA C++ Best Practices Guide, "Kernel launch overhead" / CUDA Graphs
     (launch latency of microseconds per kernel); fitted per engine (``layer_overhead_s``) and
     per accelerator family and expert precision (``moe_expert_overhead_s``).
