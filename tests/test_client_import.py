@@ -389,6 +389,49 @@ def test_nccl_tests_across_two_hosts_uses_the_inter_node_model():
         load(FIX / "nccl_all_reduce_perf_2hosts.txt", Deployment("llama-3.1-8b", "mi300x", tp=8))
 
 
+def test_rccl_tests_one_process_launch_is_read_from_the_shared_pid():
+    # prasad-nair-amd/alibaba README.md @ 5410faae (Test 5): `all_reduce_perf -f 2 -g 8 -b 4 -e 1G`
+    # in a container; the 8 rank lines all print "Pid      1" and the device "AMD Radeon Graphics"
+    # (MI355X per the same README); 29 rows, 4 B (42.02 us) .. 1 GiB (4667.81 us).
+    got = load(FIX / "rccl_all_reduce_perf_one_process_mi355x.txt",
+               Deployment("llama-3.1-8b", "mi355x", tp=8))  # fmt: skip
+    rows = got.collectives
+    assert len(rows) == 29 and {r.n_gpus for r in rows} == {8}
+    assert {r.harness for r in rows} == {"nccl-tests -g (one process, HIP)"}
+    assert {r.link_id for r in rows} == {"xgmi-mi350"}
+    assert (rows[0].message_bytes, rows[0].measured) == (4, 42.02)
+    assert (rows[-1].message_bytes, rows[-1].measured) == (2**30, 4667.81)
+    assert "'AMD Radeon Graphics', not an accelerator the catalog names" in got.notes[0]
+    assert "the 8 ranks share one process (Pid 1" in got.notes[1]
+
+
+def test_rccl_tests_one_process_per_gpu_keeps_the_plain_harness():
+    # hisohara/ai-scripts training/01_rccl-smoketest/README.md @ 7b8b1ec2 (AAC8 Kubernetes):
+    # `mpirun -np 8 ... all_reduce_perf -b 8 -e 8G -f 2 -g 1`, Pids 7085-7092 on one host, 8 x
+    # "AMD Instinct MI300X"; 31 rows, 8 B (19.28 us) .. 8 GiB (47617 us).
+    got = load(FIX / "rccl_all_reduce_perf_mpirun_mi300x.txt",
+               Deployment("llama-3.1-8b", "mi300x", tp=8))  # fmt: skip
+    rows = got.collectives
+    assert len(rows) == 31 and {r.n_gpus for r in rows} == {8}
+    assert {r.harness for r in rows} == {"nccl-tests"} and {r.link_id for r in rows} == {"xgmi"}
+    assert (rows[0].measured, rows[-1].measured) == (19.28, 47617.0)
+    assert got.notes == []
+
+
+def test_rccl_tests_rank_lines_without_the_group_column():
+    # The same README's AAC10 Slurm run (rccl-tests develop:448c4c7): "#   Rank  0 Pid 3844613 on
+    # gpu-53 device  0 [0000:05:00.0] AMD Instinct MI300X", no Group column, 16 ranks on gpu-53 and
+    # gpu-56, RCCL banner lines between the ranks and the table; 32 rows, 8 B (256.5 us) .. 16 GiB
+    # (90115 us). Read as 8 ranks in one node, its busbw (algbw x 2 x 15/16) would be refused.
+    got = load(FIX / "rccl_all_reduce_perf_2nodes_old_format.txt",
+               Deployment("llama-3.1-8b", "mi300x", tp=8))  # fmt: skip
+    rows = got.collectives
+    assert len(rows) == 32 and {r.n_gpus for r in rows} == {16}
+    assert {r.link_id for r in rows} == {"ib-ndr"} and {r.harness for r in rows} == {"nccl-tests"}
+    assert (rows[0].measured, rows[-1].measured) == (256.5, 90115.0)
+    assert "the 16 ranks span 2 hosts (gpu-53, gpu-56)" in got.notes[0]
+
+
 def test_aiperf_real_export_of_a_reasoning_model():
     # ai-dynamo/aiperf examples/artifacts/run1/profile_export_aiperf.json: openai/gpt-oss-20b,
     # concurrency 100, request_count 100, --request-cancellation-rate 10: 89 completed, 11
