@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -62,6 +62,10 @@ _BOUNDS = {
 #: Relative finite-difference step of the Jacobian (scipy's ``diff_step``).
 DIFF_STEP = 1e-3
 MIN_ROWS = 3  # a constant is fitted only when at least this many rows depend on it
+#: Most passes of the fit, each with the replay factors (``replay_factors``) taken at the last
+#: solution; it stops when no factor moved by more than REPLAY_TOLERANCE (in log) over a pass.
+REPLAY_PASSES = 4
+REPLAY_TOLERANCE = 0.02
 #: Engines whose prefill runs eagerly in Python, kernel by kernel (physics/dispatch.py): SGLang
 #: and TensorRT-LLM's PyTorch backend capture CUDA graphs for decode batches only. vLLM V1
 #: compiles its forward (torch.compile, piecewise graphs) and the TensorRT engines run a C++
@@ -232,10 +236,14 @@ def _doc(params: list[tuple[str, str, str]], x: np.ndarray) -> dict:
     return doc
 
 
-def _residuals(items: list[Case], weights: np.ndarray) -> np.ndarray:
+def _residuals(
+    items: list[Case], weights: np.ndarray, factors: np.ndarray | None = None
+) -> np.ndarray:
     from advisor.perf.validation.validate import predict_cases
 
-    pred = predict_cases(items)
+    # the replayed runs enter as their steady-state prediction times a factor held during a
+    # pass (replay_factors): a replay per row per Jacobian column would multiply the fit's time
+    pred = predict_cases(items, replay=False) * (1.0 if factors is None else factors)
     meas = np.array([c.measured for c in items])
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.log(pred / meas)
@@ -379,6 +387,9 @@ class Problem:
     weights: np.ndarray
     scale: np.ndarray
     bounds: tuple[np.ndarray, np.ndarray]
+    #: Per row, the replayed run's prediction over the steady state's (1 where not replayed);
+    #: see :func:`replay_factors`.
+    factors: np.ndarray | None = None
 
     def start(self, warm: dict | None = None) -> np.ndarray:
         """Scaled initial values (``_start``: the warm document's, else ``_BOUNDS``')."""
@@ -388,13 +399,47 @@ class Problem:
         """Weighted log errors of every row with the constants ``z * scale``."""
         profiles.set_active(_doc(self.params, z * self.scale))
         try:
-            return _residuals(self.items, self.weights)
+            return _residuals(self.items, self.weights, self.factors)
+        finally:
+            profiles.set_active(None)
+
+    def with_factors_at(self, z: np.ndarray) -> Problem:
+        """This problem with the replay factors of the constants ``z * scale``."""
+        profiles.set_active(_doc(self.params, z * self.scale))
+        try:
+            return replace(self, factors=replay_factors(self.items))
         finally:
             profiles.set_active(None)
 
     def dependence(self) -> np.ndarray:
         """Rows x constants each row's prediction can depend on (:func:`dependence`)."""
         return dependence(self.items, self.params)
+
+
+def replay_factors(items: list[Case]) -> np.ndarray:
+    """Per row, replayed / steady-state prediction at the active constants (1 where not replayed).
+
+        f_i = replay_i / steady_i   (``bench_run.replayable`` rows), else 1
+
+    A replayed run's TTFT (:mod:`advisor.perf.validation.bench_run`) is a loop over the run's
+    iterations; the fit evaluates every row once per Jacobian column group, so it predicts such
+    a row as steady_i(x) x f_i with f_i held for a pass and taken again at the pass's solution
+    (``fit``: two passes, a fixed-point iteration on f). f moves little with the constants: it
+    is the run's start-up rounds over the steady state, a ratio of the same model's times.
+    """
+    from advisor.perf.validation.bench_run import replayable
+    from advisor.perf.validation.validate import predict_cases
+
+    f = np.ones(len(items))
+    idx = [i for i, c in enumerate(items) if replayable(c)]
+    if idx:
+        sub = [items[i] for i in idx]
+        steady = predict_cases(sub, replay=False)
+        replayed = predict_cases(sub)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = replayed / steady
+        f[idx] = np.where(np.isfinite(ratio) & (ratio > 0), ratio, 1.0)
+    return f
 
 
 def problem(items: list[Case]) -> Problem:
@@ -426,9 +471,10 @@ def fit(
     prob = problem(items)
     params, scale, bounds = prob.params, prob.scale, prob.bounds
     last: dict[str, np.ndarray] = {}
+    held = {"prob": prob}  # the problem of the current pass (its replay factors)
 
     def fun(z: np.ndarray) -> np.ndarray:
-        data = prob.residuals(z)
+        data = held["prob"].residuals(z)
         last["z"], last["f"] = (
             z.copy(),
             np.concatenate([data, prior_weight * prior_deviations(params, z * scale)]),
@@ -444,10 +490,18 @@ def fit(
         return grouped_jacobian(fun, z, f0.copy(), structure, bounds, DIFF_STEP)
 
     try:
-        res = least_squares(
-            fun, prob.start(warm), jac=jac, bounds=bounds, loss="soft_l1", f_scale=0.1,
-            max_nfev=max_nfev,
-        )  # fmt: skip
+        z = prob.start(warm)
+        held["prob"] = prob.with_factors_at(z)
+        # passes until the replay factors at a pass's solution are those it was fitted with
+        for _ in range(REPLAY_PASSES):
+            last.clear()
+            res = least_squares(
+                fun, z, jac=jac, bounds=bounds, loss="soft_l1", f_scale=0.1, max_nfev=max_nfev,
+            )  # fmt: skip
+            z, before = res.x, held["prob"].factors
+            held["prob"] = prob.with_factors_at(z)
+            if np.max(np.abs(np.log(held["prob"].factors / before))) < REPLAY_TOLERANCE:
+                break
         doc = _doc(params, res.x * scale)
     finally:
         profiles.set_active(None)

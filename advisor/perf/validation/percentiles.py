@@ -18,8 +18,8 @@ Prediction at the row's load, never at an output of the benchmark:
 Lengths: the row's isl / osl (or the notes' token totals, read by the same parser). The
 spread of the lengths matters for the tails: ``sglang.bench_serving --dataset-name random``
 draws each length uniformly from [r L, L] (``--random-range-ratio r``, default 0), vLLM's
-``bench serve`` from [L (1 - r), L (1 + r)] (default 0: fixed); :func:`length_cv` reads this
-from the notes.
+``bench serve`` from [L (1 - r), L (1 + r)] (default 0: fixed);
+:func:`advisor.perf.validation.bench_run.length_cv` reads this from the notes.
 
 ITL percentiles are compared with the model's inter-token gap
 (:func:`advisor.physics.queueing.inter_token.inter_token_stats`): a mixture of plain decode
@@ -48,6 +48,7 @@ import numpy as np
 from advisor.perf.model.closed_loop import closed_loop_load
 from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.service import service_for
+from advisor.perf.validation.bench_run import length_cv, replay_runs, replayable
 from advisor.perf.validation.measurements import Case, Skipped, load_rows, parse_row, source_key
 from advisor.perf.validation.validate import error_stats
 from advisor.physics.queueing.model import latency_under_load
@@ -59,54 +60,6 @@ QUANTILE_OF = {"median": 0.50, "p50": 0.50, "p90": 0.90, "p95": 0.95, "p99": 0.9
 LABEL_OF = {0.50: "P50", 0.90: "P90", 0.95: "P95", 0.99: "P99"}
 LEVELS = ("low", "medium", "high")
 METRICS = ("ttft", "tpot", "itl", "e2e")
-
-
-def uniform_length_cv(low_fraction: float, high_fraction: float) -> float:
-    """Coefficient of variation of a length drawn uniformly from [a L, b L].
-
-    cv = (b - a) / (sqrt(3) (a + b)) (uniform: mean (a + b) L / 2, sd (b - a) L / sqrt(12)).
-
-    Source: moments of the continuous uniform distribution.
-
-    Hand check: SGLang's default [0, L]: 1 / sqrt(3) = 0.57735; vLLM with ratio 0.5,
-    [0.5 L, 1.5 L]: 1 / (2 sqrt(3)) = 0.28868.
-
-    >>> round(uniform_length_cv(0.0, 1.0), 5), round(uniform_length_cv(0.5, 1.5), 5)
-    (0.57735, 0.28868)
-    """
-    if not 0.0 <= low_fraction <= high_fraction or high_fraction <= 0.0:
-        raise ValueError(
-            f"low_fraction={low_fraction!r}, high_fraction={high_fraction!r}: need "
-            "0 <= low <= high and high > 0"
-        )
-    return (high_fraction - low_fraction) / (math.sqrt(3.0) * (high_fraction + low_fraction))
-
-
-_RATIO = re.compile(r"(?:--random-range-ratio[ =]|random_range_ratio\"?:?\s*)([0-9.]+)")
-
-
-def length_cv(notes: str) -> float:
-    """Spread of the request lengths of a random-dataset benchmark, read from the row's notes.
-
-    SGLang's ``bench_serving`` samples [r L, L], vLLM's ``bench serve`` / ``benchmark_serving``
-    [L (1 - r), L (1 + r)]; r is ``--random-range-ratio`` (default 0 in both clients: SGLang's
-    lengths vary from 1 to L, vLLM's are fixed). Other datasets: 0 (the row carries no spread).
-
-    >>> length_cv("sglang.bench_serving --dataset-name random (no --random-range-ratio given)")
-    0.5773502691896258
-    >>> length_cv("vllm bench serve --dataset-name random --random-input-len 1024")
-    0.0
-    """
-    sglang = "bench_serving" in notes and "benchmark_serving" not in notes
-    if "random" not in notes:
-        return 0.0
-    m = _RATIO.search(notes)
-    ratio = float(m.group(1)) if m else 0.0
-    if sglang:
-        return uniform_length_cv(ratio, 1.0)
-    if ratio > 1.0:
-        return 0.0
-    return uniform_length_cv(1.0 - ratio, 1.0 + ratio)
 
 
 @dataclass(frozen=True)
@@ -279,16 +232,44 @@ class PercentilePrediction:
 
 
 def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePrediction]:
-    """The model's percentile for each case at the case's load (inf where predicted unstable)."""
+    """The model's percentile for each case at the case's load (inf where predicted unstable).
+
+    A closed-loop TTFT row whose run the replay can draw (``bench_run.replayable``) takes the
+    quantile of its replayed run, start-up rounds included; the others the queueing model's,
+    with the start-up wave's where it holds the quantile (``_first_wave_quantile_s``).
+    """
+    replayed = _replayed_ttfts(items)
     out = []
     for pc, (res, j) in zip(items, _load_results(items), strict=True):
         stats = {"ttft": res.ttft, "tpot": res.tpot, "itl": res.itl, "e2e": res.e2e}[pc.metric]
         stable = bool(res.stable[j])
         pred = float(stats.quantile_s(pc.quantile)[j]) if stable else math.inf
-        if stable and pc.metric == "ttft":
+        run = replayed.get(_run_key(pc))
+        if run is not None:
+            pred = float(np.percentile(run[np.isfinite(run)], 100.0 * pc.quantile))
+        elif stable and pc.metric == "ttft":
             pred = max(pred, _first_wave_quantile_s(pc))
         out.append(PercentilePrediction(pc, pred, float(res.utilisation[j]), stable))
     return out
+
+
+def _run_key(pc: PercentileCase) -> tuple | None:
+    """The replayed run a TTFT row reads (rows of one run share it), or None."""
+    c = pc.case
+    if pc.metric != "ttft" or not replayable(c):
+        return None
+    return (_deployment(c), c.isl, c.osl, c.batch, c.requests, c.prefill_budget_tokens, pc.isl_cv)
+
+
+def _replayed_ttfts(items: list[PercentileCase]) -> dict[tuple, np.ndarray]:
+    """The TTFT samples of every distinct replayable run among ``items`` (s)."""
+    runs: dict[tuple, Case] = {}
+    for pc in items:
+        key = _run_key(pc)
+        if key is not None:
+            runs.setdefault(key, pc.case)
+    samples = replay_runs(list(runs.values()))
+    return {key: s.ttft_s for key, s in zip(runs, samples, strict=True)}
 
 
 def _first_wave_quantile_s(pc: PercentileCase) -> float:

@@ -31,6 +31,7 @@ from advisor.perf.model.step import (
     decode_step,
     prefill,
 )
+from advisor.perf.validation.bench_run import replayable, replayed_ttft
 from advisor.perf.validation.measurements import Case, Skipped, cases, gpu_id, load_rows
 
 FAMILIES = (
@@ -77,8 +78,13 @@ class Prediction:
         return self.predicted / self.measured - 1.0
 
 
-def predict_cases(items: list[Case]) -> np.ndarray:
-    """Predicted value (same unit as ``Case.measured``) for each case, vectorised by kind."""
+def predict_cases(items: list[Case], replay: bool = True) -> np.ndarray:
+    """Predicted value (same unit as ``Case.measured``) for each case, vectorised by kind.
+
+    ``replay``: a closed-loop run of stated length and lengths (``bench_run.replayable``) takes
+    its TTFT from the run replayed (:mod:`advisor.perf.validation.bench_run`); False gives the
+    steady state with the start-up wave's mean, the fit's fast form (``calibrate.replay_factors``).
+    """
 
     out = np.full(len(items), np.nan)
     by_kind: dict[str, list[int]] = defaultdict(list)
@@ -124,6 +130,10 @@ def predict_cases(items: list[Case]) -> np.ndarray:
         if kind in THROUGHPUT_KINDS:
             val = val * np.array([c.replicas for c in sel], dtype=float)
         out[idx] = val
+    if replay:
+        idx = [i for i, c in enumerate(items) if replayable(c)]
+        if idx:
+            out[idx] = replayed_ttft([items[i] for i in idx])
     return out
 
 

@@ -1,0 +1,337 @@
+"""A finite closed-loop benchmark run replayed iteration by iteration, for its TTFT statistics.
+
+A ``--max-concurrency n --num-prompts R`` run (vLLM ``bench serve``, SGLang ``bench_serving``)
+is not the steady state the queueing model describes: its n clients send their first prompts at
+t = 0, the server prefills them a token budget at a time, and when the lengths are fixed the
+clients finish together and send the next round together, so every round starts with a queue of
+prompts. A run of two or three rounds then has a median TTFT of seconds where the steady state
+gives a few hundred ms (vLLM recipes, Llama-3.3-70B on one MI355X, 64 clients, 128 requests of
+8192/1024 tokens: median 7.5 s, mean 11.6 s, P99 31.8 s; the steady state 0.64 s). With
+SGLang's default lengths, uniform in [1, L], the rounds dissolve within a few requests per client.
+No closed form covers both, so a run whose request count and length distribution are stated is
+replayed on the model's own service times:
+
+* each iteration decodes one token of every running sequence (``ServiceModel.decode_step_s``
+  at the running batch) and prefills up to ``budget`` prompt tokens of the waiting prompts, first
+  come first served, a prompt split across iterations when it does not fit (chunked prefill:
+  Agrawal et al. 2024, Sarathi-Serve; vLLM ``max_num_batched_tokens``, SGLang
+  ``chunked_prefill_size``); the prefill part costs what ``step.prefill`` gives for that many
+  tokens batched, without the request overhead (``step.prefill_busy_and_delay_s``);
+* a prompt waits while the running sequences fill the KV cache (``ServiceModel.max_running``);
+* a client sends its next prompt when its last answer ends; the request overhead (tokenisation,
+  HTTP) delays its arrival at the server and is part of its TTFT;
+* lengths are drawn as the clients draw them (:func:`benchmark_lengths`), seeded, so a replay
+  is deterministic.
+
+The replay is a prediction of a benchmark's statistic (what the row measured), not of a service:
+``estimate`` and ``recommend`` answer for a steady state (:mod:`advisor.perf.model.closed_loop`),
+which has no start-up round. It only takes rows whose lengths it can draw (a random dataset);
+ShareGPT rows and runs of unstated length keep the steady-state prediction.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from advisor.perf.model.predict import DEFAULT_PREFILL_BUDGET_TOKENS
+from advisor.perf.model.replica import ReplicaArrays, build_replicas
+from advisor.perf.model.service import service_for
+from advisor.perf.model.step import prefill, prefill_busy_and_delay_s
+from advisor.perf.validation.measurements import Case
+
+#: Seed of the replay's length draws (numpy.random.default_rng).
+SEED = 0
+#: Prompt-token counts at which an iteration's prefill time is tabulated (geometric, 16 tokens to
+#: the budget; linear in between): the prefill is far from proportional to its tokens (weights
+#: read once per pass, fixed per-layer costs), so a batch of short prompts is not the sum of them.
+TABLE_POINTS = 24
+
+
+def uniform_length_cv(low_fraction: float, high_fraction: float) -> float:
+    """Coefficient of variation of a length drawn uniformly from [a L, b L].
+
+    cv = (b - a) / (sqrt(3) (a + b)) (uniform: mean (a + b) L / 2, sd (b - a) L / sqrt(12)).
+
+    Source: moments of the continuous uniform distribution.
+
+    Hand check: SGLang's default [0, L]: 1 / sqrt(3) = 0.57735; vLLM with ratio 0.5,
+    [0.5 L, 1.5 L]: 1 / (2 sqrt(3)) = 0.28868.
+
+    >>> round(uniform_length_cv(0.0, 1.0), 5), round(uniform_length_cv(0.5, 1.5), 5)
+    (0.57735, 0.28868)
+    """
+    if not 0.0 <= low_fraction <= high_fraction or high_fraction <= 0.0:
+        raise ValueError(
+            f"low_fraction={low_fraction!r}, high_fraction={high_fraction!r}: need "
+            "0 <= low <= high and high > 0"
+        )
+    return (high_fraction - low_fraction) / (math.sqrt(3.0) * (high_fraction + low_fraction))
+
+
+_RATIO = re.compile(r"(?:--random-range-ratio[ =]|random_range_ratio\"?:?\s*)([0-9.]+)")
+#: How the notes state a client that draws [r L, L] whatever its flags say (InferenceX's
+#: benchmark_serving.py, np.random.randint(int(L x ratio), L + 1), ratio from its workflow).
+_STATED_UNIFORM = re.compile(r"uniform on \[int\(([0-9.]+) x L\), L\]")
+_SHAREGPT = re.compile(r"dataset[-_ ]name\W+sharegpt|Dataset sharegpt", re.I)
+
+
+def length_cv(notes: str) -> float:
+    """Spread of the request lengths of a random-dataset benchmark, read from the row's notes.
+
+    SGLang's ``bench_serving`` samples [r L, L], vLLM's ``bench serve`` / ``benchmark_serving``
+    [L (1 - r), L (1 + r)]; r is ``--random-range-ratio`` (default 0 in both clients: SGLang's
+    lengths vary from 1 to L, vLLM's are fixed). Notes that state "uniform on [int(r x L), L]"
+    (a client whose ratio is set outside the command, InferenceX's) give [r L, L]. Other
+    datasets: 0 (the row carries no spread).
+
+    >>> length_cv("sglang.bench_serving --dataset-name random (no --random-range-ratio given)")
+    0.5773502691896258
+    >>> length_cv("vllm bench serve --dataset-name random --random-input-len 1024")
+    0.0
+    >>> round(length_cv("benchmark_serving.py random, lengths uniform on [int(0.8 x L), L]"), 4)
+    0.0642
+    """
+    sglang = "bench_serving" in notes and "benchmark_serving" not in notes
+    if "random" not in notes:
+        return 0.0
+    stated = _STATED_UNIFORM.search(notes)
+    if stated:
+        return uniform_length_cv(float(stated.group(1)), 1.0)
+    m = _RATIO.search(notes)
+    ratio = float(m.group(1)) if m else 0.0
+    if sglang:
+        return uniform_length_cv(ratio, 1.0)
+    if ratio > 1.0:
+        return 0.0
+    return uniform_length_cv(1.0 - ratio, 1.0 + ratio)
+
+
+def benchmark_lengths(rng: np.random.Generator, mean: float, cv: float, size: int) -> np.ndarray:
+    """``size`` request lengths of mean ``mean`` as the benchmark clients draw them (tokens, >= 1).
+
+        L_i ~ Uniform[mean (1 - sqrt(3) cv), mean (1 + sqrt(3) cv)],  rounded;  cv = 0: all mean
+
+    Both clients' random datasets draw each length uniformly (``length_cv``), so a uniform of
+    the same mean and cv is the same distribution. Source: moments of the uniform distribution.
+
+    >>> benchmark_lengths(np.random.default_rng(0), 100.0, 0.0, 3).tolist()
+    [100, 100, 100]
+    >>> x = benchmark_lengths(np.random.default_rng(0), 500.0, 1 / math.sqrt(3), 20_000)
+    >>> int(x.min()), int(x.max()), round(float(x.mean()) / 500.0, 1)  # [0, 1000]: mean 500
+    (1, 1000, 1.0)
+    """
+    if cv <= 0.0:
+        return np.full(size, max(1, round(mean)), dtype=np.int64)
+    half = math.sqrt(3.0) * cv * mean
+    return np.maximum(1, np.rint(rng.uniform(mean - half, mean + half, size))).astype(np.int64)
+
+
+def prefill_iteration_table(
+    r: ReplicaArrays, isl_tokens: float, budget_tokens: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(prompt tokens, GPU seconds) of an iteration that prefills that many tokens, for row 0 of ``r``.
+
+    T <= isl: one prompt's chunk of T tokens, ``prefill(T, 1)``; T > isl: T / isl prompts of the
+    mean length, ``prefill(isl, T / isl)``; the request overhead is left out (it delays the
+    request, not the iteration: ``step.prefill_busy_and_delay_s``).
+    """
+    tokens = np.unique(np.rint(np.geomspace(16.0, max(budget_tokens, 32.0), TABLE_POINTS)))
+    one = tokens <= isl_tokens
+    rows = r.take(np.zeros(tokens.size, dtype=int))
+    total = prefill(rows, np.where(one, tokens, isl_tokens),
+                    np.where(one, 1.0, tokens / isl_tokens)).total  # fmt: skip
+    busy, _ = prefill_busy_and_delay_s(total, rows.request_overhead_s)
+    return tokens, busy
+
+
+@dataclass(frozen=True)
+class RunSamples:
+    """Per-request samples of one replayed run (s), in the order the requests were sent."""
+
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    e2e_s: np.ndarray
+    duration_s: float
+
+
+def replay_closed_loop(
+    step_s,
+    prefill_table: tuple[np.ndarray, np.ndarray],
+    *,
+    delay_s: float,
+    max_running: float,
+    clients: int,
+    requests: int,
+    isl_tokens: np.ndarray,
+    osl_tokens: np.ndarray,
+    budget_tokens: int,
+) -> RunSamples:
+    """Replay a closed-loop run of ``requests`` prompts from ``clients`` clients (see module doc).
+
+    ``step_s(b)``: the decode step of b running sequences (s); ``prefill_table``: an iteration's
+    prefill time against its prompt tokens (:func:`prefill_iteration_table`); ``delay_s``: the
+    request overhead; ``max_running``: the KV cache's sequence cap; per-request lengths
+    ``isl_tokens`` / ``osl_tokens`` (length ``requests``, the order they are sent in).
+
+    Hand check, one client, prompts of 100 tokens whose prefill takes 0.1 s, 3 output tokens,
+    a 10 ms step, no overhead: TTFT 0.1 s; the two later tokens come with the next two
+    iterations, 10 ms each (TPOT 10 ms, E2E 0.12 s); the second request starts at 0.12 s.
+
+    >>> s = replay_closed_loop(lambda b: 0.010, (np.array([16.0, 100.0]), np.array([0.1, 0.1])),
+    ...     delay_s=0.0, max_running=8, clients=1, requests=2, isl_tokens=np.array([100, 100]),
+    ...     osl_tokens=np.array([3, 3]), budget_tokens=8192)
+    >>> np.round(s.ttft_s, 6).tolist(), np.round(s.tpot_s, 6).tolist(), round(s.duration_s, 6)
+    ([0.1, 0.1], [0.01, 0.01], 0.24)
+    """
+    n_req = int(requests)
+    cap = int(max_running) if math.isfinite(max_running) else n_req
+    cap = max(cap, 1)
+    sent = np.zeros(n_req)
+    ttft = np.full(n_req, np.nan)
+    e2e = np.full(n_req, np.nan)
+    arriving: list[tuple[float, int]] = []  # (time at the server, request), a heap
+    waiting: deque[list[int]] = deque()  # admitted prompts: [request, prompt tokens left]
+    queued: deque[int] = deque()  # arrived, not admitted (KV cache full)
+    finishing: list[tuple[int, int]] = []  # (iteration of the last token, request), a heap
+    t = 0.0
+    iteration = 0
+    running = 0
+    done = 0
+    nxt = min(int(clients), n_req)
+    for j in range(nxt):
+        heapq.heappush(arriving, (delay_s, j))
+    tab_tokens, tab_s = prefill_table
+
+    def finish(j_done: int) -> None:  # the answer ends at t: its client sends the next prompt
+        nonlocal done, nxt
+        e2e[j_done] = t - sent[j_done]
+        done += 1
+        if nxt < n_req:
+            sent[nxt] = t
+            heapq.heappush(arriving, (t + delay_s, nxt))
+            nxt += 1
+
+    while done < n_req:
+        while arriving and arriving[0][0] <= t:
+            queued.append(heapq.heappop(arriving)[1])
+        while queued and running + len(waiting) < cap:
+            j = queued.popleft()
+            waiting.append([j, int(isl_tokens[j])])
+        if running == 0 and not waiting:
+            if not arriving:  # pragma: no cover - every unfinished request is somewhere
+                break
+            t = arriving[0][0]
+            continue
+        budget = int(budget_tokens)
+        tokens = 0
+        first: list[int] = []
+        for entry in waiting:
+            if budget <= 0:
+                break
+            take = min(budget, entry[1])
+            entry[1] -= take
+            budget -= take
+            tokens += take
+            if entry[1] == 0:
+                first.append(entry[0])
+        for _ in first:
+            waiting.popleft()
+        decoding = running
+        dt = step_s(decoding) if decoding > 0 else 0.0
+        if tokens > 0:
+            dt += float(np.interp(tokens, tab_tokens, tab_s))
+        t += dt
+        if decoding > 0:
+            iteration += 1
+            while finishing and finishing[0][0] == iteration:
+                running -= 1
+                finish(heapq.heappop(finishing)[1])
+        for j in first:
+            ttft[j] = t - sent[j]
+            if osl_tokens[j] <= 1:
+                finish(j)
+            else:
+                heapq.heappush(finishing, (iteration + int(osl_tokens[j]) - 1, j))
+                running += 1
+    multi = osl_tokens > 1
+    tpot = np.where(multi, (e2e - ttft) / np.maximum(osl_tokens - 1, 1), 0.0)
+    return RunSamples(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, duration_s=t)
+
+
+def replayable(c: Case) -> bool:
+    """A closed-loop TTFT row of a stated run length whose lengths the replay can draw."""
+    notes = (c.row or {}).get("notes", "") or ""
+    return (
+        c.kind == "conc_ttft"
+        and c.batch >= 2
+        and c.requests >= 2
+        and "random" in notes
+        and not _SHAREGPT.search(notes)
+    )
+
+
+def replay_runs(items: list[Case]) -> list[RunSamples]:
+    """Replay each case's run on its deployment's service times (``service.service_for``)."""
+    if not items:
+        return []
+    r = build_replicas([c.config for c in items])
+    out = []
+    for k, c in enumerate(items):
+        one = r.take(np.array([k]))
+        sm = service_for(one, np.array([c.isl]), np.array([c.osl]))
+        budget = c.prefill_budget_tokens or DEFAULT_PREFILL_BUDGET_TOKENS
+        cache: dict[int, float] = {}
+
+        def step_s(b: int, sm=sm, cache=cache) -> float:
+            v = cache.get(b)
+            if v is None:
+                v = cache[b] = float(sm.decode_step_s(np.array([float(b)]))[0])
+            return v
+
+        cv = length_cv(c.row.get("notes", "") or "")
+        rng = np.random.default_rng(SEED)
+        n_req = int(c.requests)
+        lens_in = benchmark_lengths(rng, float(c.isl), cv, n_req)
+        lens_out = benchmark_lengths(rng, float(c.osl), cv, n_req)
+        out.append(
+            replay_closed_loop(
+                step_s, prefill_iteration_table(one, float(c.isl), float(budget)),
+                delay_s=float(np.asarray(sm.request_delay_s, dtype=float).ravel()[0]),
+                max_running=float(np.asarray(sm.max_running, dtype=float).ravel()[0]),
+                clients=int(c.batch), requests=n_req, isl_tokens=lens_in, osl_tokens=lens_out,
+                budget_tokens=int(budget),
+            )
+        )  # fmt: skip
+    return out
+
+
+def run_statistic(samples: np.ndarray, statistic: str) -> float:
+    """A run's statistic as the benchmark clients compute it: mean, median, or pNN (numpy's
+    linear percentile, as vLLM's and SGLang's clients use).
+
+    >>> run_statistic(np.array([1.0, 2.0, 3.0, 10.0]), "median"), run_statistic(np.array([1.0, 3.0]), "mean")
+    (2.5, 2.0)
+    """
+    x = samples[np.isfinite(samples)]
+    if statistic == "mean":
+        return float(x.mean())
+    if statistic == "median":
+        return float(np.median(x))
+    m = re.fullmatch(r"p(\d+)", statistic)
+    if not m:
+        raise ValueError(f"statistic: got {statistic!r}, allowed mean, median, pNN")
+    return float(np.percentile(x, float(m.group(1))))
+
+
+def replayed_ttft(items: list[Case]) -> np.ndarray:
+    """Each replayable case's TTFT statistic (its ``statistic``: mean or median) from its replay (s)."""
+    runs = replay_runs(items)
+    return np.array(
+        [run_statistic(s.ttft_s, c.statistic) for c, s in zip(items, runs, strict=True)]
+    )

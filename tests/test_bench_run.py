@@ -1,0 +1,98 @@
+"""The replay of a finite closed-loop benchmark run (advisor/perf/validation/bench_run.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from advisor.perf.validation.bench_run import (
+    benchmark_lengths,
+    length_cv,
+    replay_closed_loop,
+    replay_runs,
+    replayable,
+    run_statistic,
+)
+from advisor.perf.validation.measurements import cases
+from advisor.perf.validation.validate import predict_cases
+
+#: An iteration's prefill costs 1 s whatever its tokens (a flat table).
+FLAT_1S = (np.array([16.0, 100.0]), np.array([1.0, 1.0]))
+
+
+def test_second_prompt_of_a_round_waits_for_the_first():
+    # Hand replay: 2 clients, 4 prompts of 100 tokens, budget 100 (one prompt per iteration,
+    # 1 s), 2 output tokens, a 0.5 s decode step, no request overhead.
+    #   it.1 t=1.0  A's first token (TTFT 1.0)
+    #   it.2 t=2.5  A decodes + B prefills: A ends (C sent at 2.5), B's first token (TTFT 2.5)
+    #   it.3 t=4.0  B decodes + C prefills: B ends (D sent at 4.0), C's first token (TTFT 1.5)
+    #   it.4 t=5.5  C decodes + D prefills: C ends, D's first token (TTFT 1.5)
+    #   it.5 t=6.0  D decodes: D ends (E2E 2.0)
+    s = replay_closed_loop(lambda b: 0.5, FLAT_1S, delay_s=0.0, max_running=8, clients=2,
+                           requests=4, isl_tokens=np.full(4, 100), osl_tokens=np.full(4, 2),
+                           budget_tokens=100)  # fmt: skip
+    assert s.ttft_s.tolist() == [1.0, 2.5, 1.5, 1.5]
+    assert s.e2e_s.tolist() == [2.5, 4.0, 3.0, 2.0]
+    assert s.duration_s == 6.0
+
+
+def test_request_overhead_delays_the_arrival_and_counts_in_ttft():
+    # The same run with a 0.25 s overhead per request: every arrival at the server is 0.25 s
+    # after the send; A: prefilled 0.25..1.25 (TTFT 1.25); B waits behind A's iteration.
+    s = replay_closed_loop(lambda b: 0.5, FLAT_1S, delay_s=0.25, max_running=8, clients=2,
+                           requests=2, isl_tokens=np.full(2, 100), osl_tokens=np.full(2, 2),
+                           budget_tokens=100)  # fmt: skip
+    assert s.ttft_s.tolist() == [1.25, 2.75]
+
+
+def test_full_kv_cache_holds_prompts_back():
+    # max_running 1: B is admitted only when A has ended (A: prefill 1 s, then one 0.5 s step);
+    # B's prefill starts at 1.5 and ends at 2.5.
+    s = replay_closed_loop(lambda b: 0.5, FLAT_1S, delay_s=0.0, max_running=1, clients=2,
+                           requests=2, isl_tokens=np.full(2, 100), osl_tokens=np.full(2, 2),
+                           budget_tokens=100)  # fmt: skip
+    assert s.ttft_s.tolist() == [1.0, 2.5]
+
+
+def test_lengths_are_drawn_as_the_clients_draw_them():
+    # SGLang's default random dataset: uniform in [1, L] (cv 1/sqrt(3)); vLLM's fixed.
+    rng = np.random.default_rng(1)
+    x = benchmark_lengths(rng, 500.0, length_cv("sglang.bench_serving --dataset-name random"),
+                          10_000)  # fmt: skip
+    assert 1 <= x.min() <= 5 and 995 <= x.max() <= 1000
+    assert benchmark_lengths(rng, 1024.0, length_cv("vllm bench serve --dataset-name random"),
+                             4).tolist() == [1024] * 4  # fmt: skip
+
+
+def test_run_statistic_is_numpys_linear_percentile():
+    # vLLM's and SGLang's clients report np.percentile (linear): P99 of 1..100 is 99.01.
+    x = np.arange(1.0, 101.0)
+    assert run_statistic(x, "p99") == pytest.approx(99.01)
+    assert run_statistic(x, "median") == 50.5 and run_statistic(x, "mean") == 50.5
+    with pytest.raises(ValueError, match="statistic: got 'p'"):
+        run_statistic(x, "p")
+
+
+def _case(row_id: str):
+    return next(c for c in cases()[0] if c.id == row_id)
+
+
+def test_a_two_round_fixed_length_run_is_not_the_steady_state():
+    # vLLM recipes, Llama-3.3-70B FP8 on one MI355X, 64 clients, 128 prompts of 8192/1024 tokens
+    # (--ignore-eos, fixed lengths): median TTFT 7544 ms (V0016), P99 31798 ms (V0017), benchmark
+    # duration 149.97 s. The steady state gives ~0.64 s (0.08 x); the replay keeps the rounds.
+    c = _case("V0016")
+    assert replayable(c)
+    run = replay_runs([c])[0]
+    median = run_statistic(run.ttft_s, "median")
+    assert 0.3 * 7.544 < median < 1.5 * 7.544
+    assert 0.7 * 31.798 < run_statistic(run.ttft_s, "p99") < 1.3 * 31.798
+    assert 0.7 * 149.97 < run.duration_s < 1.3 * 149.97
+    steady = float(predict_cases([c], replay=False)[0])
+    assert steady < 0.15 * 7.544 and float(predict_cases([c])[0]) == pytest.approx(median)
+
+
+def test_sharegpt_and_unstated_runs_keep_the_steady_state():
+    # sgl-cookbook GPT-OSS (E0186): ShareGPT, lengths' spread unknown; TensorRT-LLM issue 5929
+    # (N0187): LLMPerf run of unstated length.
+    assert not replayable(_case("E0186")) and not replayable(_case("N0187"))
