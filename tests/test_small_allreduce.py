@@ -40,7 +40,7 @@ def _ids(first: int, last: int) -> list[str]:
 def test_a_process_per_gpu_small_all_reduce_on_mi300x(checked):
     """hisohara/ai-scripts K0019-K0036: rccl-tests ``mpirun -np 8 ... -g 1`` on 8 x MI300X,
     8 B - 1 MiB, out-of-place time. Hand check at 32 KiB (K0031, 13.94 us measured): 6.6 +
-    14 x 0.6 + 1.75 x 32768 / (0.5 x 0.7047 x 7 x 64e9) = 15.36 us + 0.8 us harness = 16.2 us;
+    14 x 0.6 + 1.75 x 32768 / (0.5 x 0.7056 x 7 x 64e9) = 15.36 us + 0.8 us harness = 16.2 us;
     the old single alpha gave 6.6 + 14 x 2.7 + ... = 48 us (2.9 x the measured time)."""
     rows, v = checked
     assert {rows[i].harness for i in _ids(19, 36)} == {"nccl-tests"}

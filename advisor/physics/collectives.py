@@ -498,7 +498,7 @@ def time_from_busbw_s(message_bytes: Number, busbw: Number, op: str, n_gpus: int
 #:   (B200) .. 0.816 (H200).
 #: * ``link_efficiency["xgmi"]``: 32 RCCL rows with S >= 1 GiB: M1041, A0623-A0627, K0046-K0050
 #:   and K0118-K0121 (8 x MI300X, 7 x 64 GB/s peer links), K0051-K0054 (8 x MI325X),
-#:   A0655-A0667 (8 x MI350X / MI355X, xgmi-mi350); one fraction for the link kind (MI300X,
+#:   A0655-A0667 and K0198 (8 x MI350X / MI355X, xgmi-mi350); one fraction for the link kind (MI300X,
 #:   MI325X and MI35x pooled).
 #: * ``link_efficiency["pcie"]``: M1049 (8 x RTX 5090 on PCIe 5 x16, 63 GB/s; the NCCL developer
 #:   notes PCIe all-reduce is bounded by CPU/memory): 1 row, consumer GPU.
@@ -517,8 +517,8 @@ def time_from_busbw_s(message_bytes: Number, busbw: Number, op: str, n_gpus: int
 #:   its rows with S <= 1 MiB, clipped at 0. nccl-tests / rccl-tests by launch mode
 #:   (``validation.collectives.ONE_PROCESS_HARNESS``): a process per GPU, 0.8 us (K0019-K0036,
 #:   18 rows, 8 x MI300X); one process (``-g 8``: one thread launches the eight GPUs' kernels
-#:   in turn) with HIP, 35.0 us (A0596-A0613, A0628-A0645, K0055-K0072, K0098-K0108: 8 x MI300X
-#:   / MI350X), with CUDA 0.02 us (K0122-K0132, K0146-K0156, 8 x H100 / H200 NVLS, and M0975,
+#:   in turn) with HIP, 34.7 us (A0596-A0613, A0628-A0645, K0055-K0072, K0098-K0108, K0191-K0195:
+#:   8 x MI300X / MI350X / MI355X), with CUDA 0.02 us (K0122-K0132, K0146-K0156, 8 x H100 / H200 NVLS, and M0975,
 #:   A100 64 KiB 46.8 us, which it leaves 65% low); torch.distributed M0997 M0998 M0999 M1000
 #:   (4 rows; PyTorch call and timing overhead, 19 us: the 8 x H200 run takes 38-46 us from
 #:   128 KiB to 1 MiB where NCCL's LL ring takes 17-28 us). Used only to compare with those
@@ -528,9 +528,9 @@ CALIBRATION: dict = {
     "link_efficiency": {
         "nvlink": 0.783,
         "pcie": 0.4444,
-        "xgmi": 0.7047,
-        "infiniband": 0.7114,
-        "ethernet": 0.7114,
+        "xgmi": 0.7056,
+        "infiniband": 0.7122,
+        "ethernet": 0.7122,
     },
     "nvls_efficiency": 0.868,
     "custom_efficiency": 0.3773,
@@ -538,7 +538,7 @@ CALIBRATION: dict = {
     "harness_overhead_s": {
         "nccl-tests": 8e-07,
         "nccl-tests -g (one process, CUDA)": 2e-08,
-        "nccl-tests -g (one process, HIP)": 3.503e-05,
+        "nccl-tests -g (one process, HIP)": 3.473e-05,
         "torch.distributed": 1.938e-05,
     },
 }
