@@ -94,5 +94,8 @@ def test_a_two_round_fixed_length_run_is_not_the_steady_state():
 
 def test_sharegpt_and_unstated_runs_keep_the_steady_state():
     # sgl-cookbook GPT-OSS (E0186): ShareGPT, lengths' spread unknown; TensorRT-LLM issue 5929
-    # (N0187): LLMPerf run of unstated length.
-    assert not replayable(_case("E0186")) and not replayable(_case("N0187"))
+    # (N0187): LLMPerf run of unstated length; sgl-cookbook DeepSeek-V3.1 on MI300X (C0120):
+    # --random-input-len without --dataset-name, so bench_serving's default ShareGPT ran.
+    assert not any(replayable(_case(i)) for i in ("E0186", "N0187", "C0120"))
+    # The Qwen3 page's section text mentions ShareGPT, its commands name the random dataset.
+    assert replayable(_case("C0016"))

@@ -79,6 +79,7 @@ _RATIO = re.compile(r"(?:--random-range-ratio[ =]|random_range_ratio\"?:?\s*)([0
 #: benchmark_serving.py, np.random.randint(int(L x ratio), L + 1), ratio from its workflow).
 _STATED_UNIFORM = re.compile(r"uniform on \[int\(([0-9.]+) x L\), L\]")
 _SHAREGPT = re.compile(r"dataset[-_ ]name\W+sharegpt|Dataset sharegpt", re.I)
+_RANDOM_STATED = re.compile(r"dataset[-_ ]name\W+random", re.I)
 
 
 def length_cv(notes: str) -> float:
@@ -265,13 +266,18 @@ def replay_closed_loop(
 
 
 def replayable(c: Case) -> bool:
-    """A closed-loop TTFT row of a stated run length whose lengths the replay can draw."""
+    """A closed-loop TTFT row of a stated run length whose lengths the replay can draw: a random
+    dataset, and no ShareGPT unless the command names the random one (a client given
+    ``--random-input-len`` without ``--dataset-name random`` ran its default, ShareGPT)."""
     notes = (c.row or {}).get("notes", "") or ""
+    random = _RANDOM_STATED.search(notes) or (
+        "random" in notes and not re.search("sharegpt", notes, re.I)
+    )
     return (
         c.kind == "conc_ttft"
         and c.batch >= 2
         and c.requests >= 2
-        and "random" in notes
+        and bool(random)
         and not _SHAREGPT.search(notes)
     )
 
