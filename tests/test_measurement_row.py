@@ -39,9 +39,8 @@ def test_every_shipped_row_validates_and_every_file_is_listed():
     files = sorted(p.name for p in DATA_DIR.glob("measurements*.csv"))
     assert files == sorted(MEASUREMENT_FILES)
     records = measurement_records()
-    assert (
-        len(records) == len(measurement_rows()) == 2825
-    )  # 12 community rows added 2026-12-04 (K0188-K0199)
+    # 12 community rows added 2026-12-04 (K0188-K0199)
+    assert len(records) == len(measurement_rows()) == 2825
     for path in measurement_paths():  # one 17-column header everywhere
         with path.open(newline="", encoding="utf-8") as fh:
             assert tuple(next(csv.reader(fh))) == COLUMNS, path.name
