@@ -96,9 +96,9 @@ def percentiles_section() -> None:
         [_readable({"metric": k, **v}) for k, v in rep["tail_ratio"].items()], hide_index=True
     )
     st.caption(
-        "ITL is compared with the model's TPOT: the model has no per-token gap distribution, so "
-        "the stalls other requests' prefills cause show in the measured ITL tail and not in the "
-        "prediction. Treat predicted P99 ITL as a lower bound."
+        "ITL is compared with the model's inter-token gap: plain decode steps mixed with steps "
+        "that carry another request's prefill (or a chunk of it), in the share the load gives. "
+        "Its P99 is a step stalled by a prefill once more than 1% of the gaps carry one."
     )
     cov = rep["range_coverage"]
     if "P99" in cov:
@@ -124,9 +124,11 @@ def percentiles_section() -> None:
         st.warning(
             f"P99 TTFT: the model's P99 is {-ttft99['bias_pct']:.0f}% below the published P99 "
             f"at low load (median of {ttft99['rows']} runs). Much of a published TTFT tail is "
-            "the benchmark's start: the clients' first wave and the server's warm-up, which a "
-            "steady service does not see, but the model cannot tell them apart. Treat a "
-            "predicted P99 TTFT as a lower bound and keep headroom under a P99 TTFT target."
+            "the benchmark's start: the clients' first round, replayed here where the run's "
+            "length and prompt lengths are stated, and the server's warm-up (first requests "
+            "that compile kernels), which no model here has and a steady service does not see. "
+            "Treat a predicted P99 TTFT as a lower bound and keep headroom under a P99 TTFT "
+            "target."
         )
 
 
