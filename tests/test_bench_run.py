@@ -99,3 +99,24 @@ def test_sharegpt_and_unstated_runs_keep_the_steady_state():
     assert not any(replayable(_case(i)) for i in ("E0186", "N0187", "C0120"))
     # The Qwen3 page's section text mentions ShareGPT, its commands name the random dataset.
     assert replayable(_case("C0016"))
+
+
+def test_the_fit_sees_a_replayed_row_as_its_replay():
+    # calibrate.Problem holds replay factors: at the constants they were taken at, its residual
+    # of a replayed row is the replayed prediction's log error, and a row that is not replayed
+    # keeps its steady-state one (V0016: a replayed vLLM run; V0019: its TPOT, not replayed).
+    from advisor.perf.calibration import calibrate
+    from advisor.perf.model import profiles
+
+    items = [_case("V0016"), _case("V0019")]
+    prob = calibrate.problem(items)
+    z = prob.start(None)
+    held = prob.with_factors_at(z)
+    assert held.factors[1] == 1.0 and held.factors[0] > 1.0
+    profiles.set_active(calibrate._doc(prob.params, z * prob.scale))
+    try:
+        want = np.log(predict_cases(items) / np.array([c.measured for c in items])) * prob.weights
+    finally:
+        profiles.set_active(None)
+    assert held.residuals(z) == pytest.approx(want, rel=1e-9)
+    assert prob.residuals(z)[0] < held.residuals(z)[0]  # the steady state alone is lower

@@ -424,8 +424,9 @@ def replay_factors(items: list[Case]) -> np.ndarray:
     A replayed run's TTFT (:mod:`advisor.perf.validation.bench_run`) is a loop over the run's
     iterations; the fit evaluates every row once per Jacobian column group, so it predicts such
     a row as steady_i(x) x f_i with f_i held for a pass and taken again at the pass's solution
-    (``fit``: two passes, a fixed-point iteration on f). f moves little with the constants: it
-    is the run's start-up rounds over the steady state, a ratio of the same model's times.
+    (``fit``: passes until no f_i moves by more than ``REPLAY_TOLERANCE``, a fixed-point
+    iteration on f). f moves little with the constants: it is the run's start-up rounds over
+    the steady state, a ratio of the same model's times.
     """
     from advisor.perf.validation.bench_run import replayable
     from advisor.perf.validation.validate import predict_cases
