@@ -259,7 +259,8 @@ def test_report_leads_with_the_out_of_sample_errors(default_report):
 
 def test_report_lists_each_familys_fp8_fp4_expert_efficiency(default_report):
     # data/calibration.yaml fits the fp8/fp4 routed experts' kernel efficiency per accelerator
-    # family (CDNA3 has one; CDNA4 has no such rows and uses the 16-bit experts' value).
+    # family (CDNA3 has one; CDNA4 too since the MXFP4 Qwen3-Coder rows K0188-K0190 on MI355X;
+    # Ampere has no fp8/fp4 kernels, no such rows, and uses the 16-bit experts' value).
     import yaml
 
     from advisor.catalog.loader import DATA_DIR
@@ -271,8 +272,14 @@ def test_report_lists_each_familys_fp8_fp4_expert_efficiency(default_report):
     c3 = fams["cdna3"]
     assert (f"cdna3 {c3['eta_mem']:.3f} {c3['eta_compute_16']:.3f} {c3['eta_compute_fp8']:.3f} "
             f"{c3['moe_efficiency_lowp']:.3f}") in flat  # fmt: skip
-    assert "moe_efficiency_lowp" not in fams["cdna4"]
-    assert f"{fams['cdna4']['eta_compute_fp8']:.3f} {moe:.3f} (16-bit)" in flat
+    c4 = fams["cdna4"]
+    assert (
+        f"cdna4 {c4['eta_mem']:.3f} n/a {c4['eta_compute_fp8']:.3f} {c4['moe_efficiency_lowp']:.3f} "
+        in flat
+    )
+    a = fams["ampere"]
+    assert "moe_efficiency_lowp" not in a
+    assert f"ampere {a['eta_mem']:.3f} {a['eta_compute_16']:.3f} n/a {moe:.3f} (16-bit)" in flat
 
 
 def test_report_states_the_fitted_collective_efficiency(default_report):
