@@ -71,7 +71,7 @@ bench: setup
 	@for f in bench/*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 # Regenerate the out-of-sample error files (data/crossval.yaml, data/crossval_ranges.json):
-# every fold refitted from scratch, ~31 minutes on 2 cores. Options after CROSSVAL_ARGS=, e.g.
+# every fold refitted from scratch, ~25 minutes on 2 cores. Options after CROSSVAL_ARGS=, e.g.
 # `make crossval CROSSVAL_ARGS=--percentiles` (also data/crossval_percentiles.yaml).
 crossval: setup
 	$(BIN)/python -m advisor crossval $(CROSSVAL_ARGS)

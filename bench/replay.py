@@ -1,0 +1,64 @@
+"""The replayed closed-loop benchmark runs against what the runs printed.
+
+For every closed-loop TTFT row the validation replays (advisor/perf/validation/bench_run.py:
+stated request count, random dataset), prints the row's measured statistic, the replay's and the
+steady state's, and, where the row's notes quote the run's "Benchmark duration (s)", the
+replay's duration against it: the duration is an output of the run that the model never fitted,
+so it tells whether the replay's rounds take as long as the run's did.
+
+    .venv/bin/python bench/replay.py
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from advisor.perf.validation.bench_run import (  # noqa: E402
+    replay_runs,
+    replayable,
+    run_statistic,
+)
+from advisor.perf.validation.measurements import cases  # noqa: E402
+from advisor.perf.validation.validate import predict_cases  # noqa: E402
+
+_DURATION = re.compile(r"[Bb]enchmark duration(?: \(s\))?'?:?\s*'?([0-9]+(?:\.[0-9]+)?)")
+
+
+def main() -> None:
+    items = [c for c in cases()[0] if replayable(c)]
+    t0 = time.perf_counter()
+    runs = replay_runs(items)
+    elapsed = time.perf_counter() - t0
+    steady = predict_cases(items, replay=False)
+    print(f"{len(items)} replayed closed-loop TTFT rows ({elapsed:.2f} s to replay them)")
+    print(f"{'row':6} {'stat':6} {'clients':>7} {'requests':>8} {'measured s':>10} "
+          f"{'replay x':>8} {'steady x':>8} {'duration x':>10}")  # fmt: skip
+    ratios, dur_ratios = [], []
+    for c, run, st in zip(items, runs, steady, strict=True):
+        rep = run_statistic(run.ttft_s, c.statistic)
+        m = _DURATION.search(c.row.get("notes", "") or "")
+        dur = f"{run.duration_s / float(m.group(1)):10.2f}" if m else f"{'-':>10}"
+        if m:
+            dur_ratios.append(run.duration_s / float(m.group(1)))
+        ratios.append(rep / c.measured)
+        print(f"{c.id:6} {c.statistic:6} {int(c.batch):7d} {c.requests:8d} {c.measured:10.3f} "
+              f"{rep / c.measured:8.2f} {st / c.measured:8.2f} {dur}")  # fmt: skip
+    print(
+        f"median replay / measured {statistics.median(ratios):.2f}; "
+        f"median |error| {statistics.median(abs(r - 1) for r in ratios) * 100:.1f}%"
+    )
+    if dur_ratios:
+        print(
+            f"duration, replay / printed: median {statistics.median(dur_ratios):.2f} over "
+            f"{len(dur_ratios)} rows ({min(dur_ratios):.2f}-{max(dur_ratios):.2f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
