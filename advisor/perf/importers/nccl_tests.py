@@ -29,7 +29,7 @@ FORMAT = "nccl-tests all_reduce_perf"
 _HEADER = re.compile(r"^#\s+size\s+count\s+type\s+redop\s+root\s+time\s+algbw\s+busbw", re.M)
 #: A rank line: ``#  Rank  0 Group  0 Pid  41873 on HOST device  0 [0x18] NAME``; releases before
 #: the ``Group`` column (rccl-tests develop:448c4c7, nccl-tests < 2.13) print ``#  Rank  0 Pid ...``.
-_RANK = re.compile(r"^#?\s*Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)", re.M)
+_RANK = re.compile(r"^#?\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+(\d+)", re.M)
 _RANK_HOST = re.compile(
     r"^#?\s*Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+"
     r"\[[^\]]*\]\s+(.+?)\s*$",
@@ -69,7 +69,7 @@ def rows(
 ) -> list[CollectiveRow]:
     from advisor.catalog.loader import get_interconnect
 
-    pids = [pid for _rank, pid in _RANK.findall(text)]
+    pids = _RANK.findall(text)
     n = len(pids) or dep.tp * dep.pp
     if n < 2:
         raise BenchmarkFileError(f"{name}: an all-reduce over {n} rank measures nothing; need >= 2")
