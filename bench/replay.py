@@ -1,7 +1,8 @@
 """The replayed closed-loop benchmark runs against what the runs printed.
 
-For every closed-loop TTFT row the validation replays (advisor/perf/validation/bench_run.py:
-stated request count, random dataset), prints the row's measured statistic, the replay's and the
+For every closed-loop row the validation replays (advisor/perf/validation/bench_run.py: TTFT
+rows of a stated request count and random dataset; TTFT, TPOT and E2E rows of SGLang runs whose
+sent lengths its seed reproduces), prints the row's measured statistic, the replay's and the
 steady state's, and, where the row's notes quote the run's "Benchmark duration (s)", the
 replay's duration against it: the duration is an output of the run that the model never fitted,
 so it tells whether the replay's rounds take as long as the run's did.
@@ -20,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from advisor.perf.validation.bench_run import (  # noqa: E402
+    REPLAYED_METRIC,
     replay_runs,
     replayable,
     run_statistic,
@@ -36,18 +38,19 @@ def main() -> None:
     runs = replay_runs(items)
     elapsed = time.perf_counter() - t0
     steady = predict_cases(items, replay=False)
-    print(f"{len(items)} replayed closed-loop TTFT rows ({elapsed:.2f} s to replay them)")
-    print(f"{'row':6} {'stat':6} {'clients':>7} {'requests':>8} {'measured s':>10} "
+    print(f"{len(items)} replayed closed-loop rows ({elapsed:.2f} s to replay them)")
+    print(f"{'row':6} {'metric':6} {'stat':6} {'clients':>7} {'requests':>8} {'measured s':>10} "
           f"{'replay x':>8} {'steady x':>8} {'duration x':>10}")  # fmt: skip
     ratios, dur_ratios = [], []
     for c, run, st in zip(items, runs, steady, strict=True):
-        rep = run_statistic(run.ttft_s, c.statistic)
+        metric = REPLAYED_METRIC[c.kind]
+        rep = run_statistic(getattr(run, metric + "_s"), c.statistic)
         m = _DURATION.search(c.row.get("notes", "") or "")
         dur = f"{run.duration_s / float(m.group(1)):10.2f}" if m else f"{'-':>10}"
         if m:
             dur_ratios.append(run.duration_s / float(m.group(1)))
         ratios.append(rep / c.measured)
-        print(f"{c.id:6} {c.statistic:6} {int(c.batch):7d} {c.requests:8d} {c.measured:10.3f} "
+        print(f"{c.id:6} {metric:6} {c.statistic:6} {int(c.batch):7d} {c.requests:8d} {c.measured:10.3f} "
               f"{rep / c.measured:8.2f} {st / c.measured:8.2f} {dur}")  # fmt: skip
     print(
         f"median replay / measured {statistics.median(ratios):.2f}; "

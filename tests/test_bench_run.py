@@ -7,10 +7,12 @@ import pytest
 
 from advisor.perf.validation.bench_run import (
     benchmark_lengths,
+    client_lengths,
     length_cv,
     replay_closed_loop,
     replay_runs,
     replayable,
+    run_lengths,
     run_statistic,
 )
 from advisor.perf.validation.measurements import cases
@@ -120,3 +122,54 @@ def test_the_fit_sees_a_replayed_row_as_its_replay():
         profiles.set_active(None)
     assert held.residuals(z) == pytest.approx(want, rel=1e-9)
     assert prob.residuals(z)[0] < held.residuals(z)[0]  # the steady state alone is lower
+
+
+def test_an_sglang_run_sends_the_lengths_its_seed_draws():
+    # sgl-cookbook MiniMax-M2 on 4 MI300X (A0713): bench_serving --dataset-name random
+    # --random-input-len 1000 --random-output-len 1000 --num-prompts 10 --max-concurrency 1,
+    # "10 prompts: 6101 input / 4220 generated tokens". SGLang 0.5.x seeds numpy with 1 and
+    # draws randint(1, 1001, 10): 38 236 909 73 768 906 716 646 848 961 (sum 6101, the page's
+    # total), so the median prompt it sent is (716 + 768) / 2 = 742 tokens, not the mean 610.1.
+    c = _case("A0713")
+    lens_in, lens_out, n = run_lengths(c)
+    assert n == 10 and int(lens_in.sum()) == 6101 and float(np.median(lens_in)) == 742.0
+    assert lens_in[:3].tolist() == [38, 236, 909] and lens_out.min() >= 1
+    # sgl-cookbook Llama-4-Scout on MI300X, 80 prompts (A0682, SGLang 0.5.9): its input total
+    # (49668) is no seed's, its generated total (40805) is seed 1's with outputs from 1 up
+    # (the later client's lower bound): the draw is taken on that agreement.
+    lens_in, lens_out, n = run_lengths(_case("A0682"))
+    assert n == 80 and int(lens_out.sum()) == 40805 and int(lens_in.sum()) == 39668
+
+
+def test_lengths_no_seed_reproduces_are_not_invented():
+    # Totals no default seed gives (a hand-edited 6000 / 4000): the run falls back to a seeded
+    # draw of the same distribution, never to lengths it did not send.
+    notes = ("sglang.bench_serving --dataset-name random --random-input-len 1000 "
+             "--random-output-len 1000 --num-prompts 10. 10 prompts: 6000 input / 4000 generated")  # fmt: skip
+    assert client_lengths(notes) is None
+    # vLLM's client draws otherwise (and fixed by default): never read as SGLang's.
+    assert client_lengths("vllm bench serve --dataset-name random --random-input-len 1000 "
+                          "--random-output-len 1000. 10 prompts: 6101 input / 4210 generated") is None  # fmt: skip
+    # A stated --seed is the only one tried: seed 7 does not give 6101.
+    assert (
+        client_lengths(notes.replace("6000 input / 4000", "6101 input / 4210") + " --seed 7")
+        is None
+    )
+
+
+def test_a_one_client_median_ttft_is_the_median_prompts():
+    # One client, nothing queues: each TTFT is its own prompt's prefill. sgl-cookbook
+    # DeepSeek-V3.1 on 8 MI300X, --random-input-len 8000, 10 prompts (A0038): seed 1 sends
+    # 5158 236 3981 5193 7936 906 2764 7814 2896 5057 (41941 tokens, the page's total), so the
+    # median TTFT is the mean of the prefills of 3981 and 5057 tokens, not the prefill of the
+    # mean prompt (4194.1), which the model puts lower.
+    from advisor.perf.model.replica import build_replicas
+    from advisor.perf.model.step import prefill
+
+    c = _case("A0038")
+    assert c.statistic == "median" and c.isl == pytest.approx(4194.1)
+    r = build_replicas([c.config])
+    two = prefill(r.take(np.array([0, 0])), np.array([3981.0, 5057.0])).total
+    got = float(predict_cases([c])[0])
+    assert got == pytest.approx(float(two.mean()), rel=1e-9)
+    assert got > 1.01 * float(prefill(r, np.array([4194.1])).total[0])

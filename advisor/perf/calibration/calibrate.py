@@ -428,7 +428,7 @@ def replay_factors(items: list[Case]) -> np.ndarray:
     iteration on f). f moves little with the constants: it is the run's start-up rounds over
     the steady state, a ratio of the same model's times.
     """
-    from advisor.perf.validation.bench_run import replayable, replayed_ttft
+    from advisor.perf.validation.bench_run import replayable, replayed_values
     from advisor.perf.validation.validate import predict_cases
 
     f = np.ones(len(items))
@@ -436,7 +436,7 @@ def replay_factors(items: list[Case]) -> np.ndarray:
     if idx:
         sub = [items[i] for i in idx]
         steady = predict_cases(sub, replay=False)
-        replayed = replayed_ttft(sub)
+        replayed = replayed_values(sub)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = replayed / steady
         f[idx] = np.where(np.isfinite(ratio) & (ratio > 0), ratio, 1.0)

@@ -31,6 +31,7 @@ ShareGPT rows and runs of unstated length keep the steady-state prediction.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import re
@@ -131,6 +132,77 @@ def benchmark_lengths(rng: np.random.Generator, mean: float, cv: float, size: in
         return np.full(size, max(1, round(mean)), dtype=np.int64)
     half = math.sqrt(3.0) * cv * mean
     return np.maximum(1, np.rint(rng.uniform(mean - half, mean + half, size))).astype(np.int64)
+
+
+#: Seeds SGLang's ``bench_serving`` has defaulted to (``--seed``: 1 through 0.5.x, 42 in later
+#: releases); a run's draws are taken only when one of them reproduces its stated token totals.
+SGLANG_DEFAULT_SEEDS = (1, 42)
+_TOTALS = re.compile(r"(\d+) prompts?:\s*(\d+) input / (\d+) generated")
+
+
+def _flag(notes: str, pattern: str) -> str | None:
+    m = re.search(pattern, notes)
+    return m.group(1) if m else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _client_draws(notes: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Cached body of :func:`client_lengths` (tuples: the cache hands out shared objects)."""
+    sglang = "bench_serving" in notes and "benchmark_serving" not in notes
+    if not sglang or not _RANDOM_STATED.search(notes) or _SHAREGPT.search(notes):
+        return None
+    nominal_in = _flag(notes, r"--random-input(?:-len)?[ =](\d+)")
+    nominal_out = _flag(notes, r"--random-output(?:-len)?[ =](\d+)")
+    totals = _TOTALS.search(notes)
+    if not (nominal_in and nominal_out and totals):
+        return None
+    n, total_in, total_out = (int(g) for g in totals.groups())
+    ratio = float(_flag(notes, r"--random-range-ratio[ =]([0-9.]+)") or 0.0)
+    stated_seed = _flag(notes, r"--seed[ =](\d+)")
+    seeds = (int(stated_seed),) if stated_seed else SGLANG_DEFAULT_SEEDS
+    lo_in, hi_in = max(int(int(nominal_in) * ratio), 1), int(nominal_in)
+    hi_out = int(nominal_out)
+    for seed in seeds:
+        for lo_out in (int(hi_out * ratio), max(int(hi_out * ratio), 1)):  # 0.5.x, later
+            state = np.random.RandomState(seed)
+            lens_in = state.randint(lo_in, hi_in + 1, size=n)
+            lens_out = state.randint(lo_out, hi_out + 1, size=n)
+            if int(lens_in.sum()) == total_in or int(lens_out.sum()) == total_out:
+                return tuple(lens_in.tolist()), tuple(np.maximum(lens_out, 1).tolist())
+    return None
+
+
+def client_lengths(notes: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The (input, output) lengths an SGLang ``bench_serving`` random-dataset run sent, in order,
+    when they can be reproduced; None otherwise.
+
+        np.random.seed(s); L_in = randint(max(int(L r), 1), L + 1, n); L_out = randint(lo, O + 1, n)
+
+    with L, O, r the run's ``--random-input-len``, ``--random-output-len``,
+    ``--random-range-ratio`` (default 0), s its ``--seed`` (else the client's defaults,
+    ``SGLANG_DEFAULT_SEEDS``) and lo = int(O r) (0.5.x; later releases max(int(O r), 1)). The
+    draw is taken only when it reproduces the run's stated input or generated token total
+    ("10 prompts: 6101 input / 4210 generated"), so a release that draws otherwise is never
+    given lengths it did not send. A 10-prompt run's median prompt is then the one it sent
+    (742 tokens for ``--random-input-len 1000``), not the mean (610).
+
+    Source: SGLang ``python/sglang/bench_serving.py`` ``sample_random_requests`` (0.5.x),
+    ``sglang/benchmark/datasets/common.py`` ``compute_random_lens`` (0.5.23).
+
+    Hand check: seed 1, L = O = 1000, 10 prompts: inputs 38 236 909 73 768 906 716 646 848 961
+    (sum 6101, the SGLang cookbook's stated total), median 742.
+
+    >>> lin, lout = client_lengths("sglang.bench_serving --dataset-name random --random-input-len "
+    ...     "1000 --random-output-len 1000 --num-prompts 10. 10 prompts: 6101 input / 4210 generated")
+    >>> lin.tolist(), float(np.median(lin)), int(lout.sum())
+    ([38, 236, 909, 73, 768, 906, 716, 646, 848, 961], 742.0, 4210)
+    >>> client_lengths("sglang.bench_serving --dataset-name random --random-input-len 1000 "
+    ...     "--random-output-len 1000 --num-prompts 10. 10 prompts: 6000 input / 4000 generated")
+    """
+    got = _client_draws(notes)
+    if got is None:
+        return None
+    return np.array(got[0], dtype=np.int64), np.array(got[1], dtype=np.int64)
 
 
 def prefill_iteration_table(
@@ -261,15 +333,28 @@ def replay_closed_loop(
                 heapq.heappush(finishing, (iteration + int(osl_tokens[j]) - 1, j))
                 running += 1
     multi = osl_tokens > 1
-    tpot = np.where(multi, (e2e - ttft) / np.maximum(osl_tokens - 1, 1), 0.0)
+    # a one-token answer has no TPOT: the clients leave it out of theirs (NaN, dropped)
+    tpot = np.where(multi, (e2e - ttft) / np.maximum(osl_tokens - 1, 1), np.nan)
     return RunSamples(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, duration_s=t)
 
 
+#: The case kinds a replay answers, and the per-request samples each reads.
+REPLAYED_METRIC = {"conc_ttft": "ttft", "conc_tpot": "tpot", "conc_e2e": "e2e"}
+
+
 def replayable(c: Case) -> bool:
-    """A closed-loop TTFT row of a stated run length whose lengths the replay can draw: a random
-    dataset, and no ShareGPT unless the command names the random one (a client given
-    ``--random-input-len`` without ``--dataset-name random`` ran its default, ShareGPT)."""
+    """A closed-loop row the replay answers: a TTFT row of a stated run length whose lengths the
+    replay can draw (a random dataset, and no ShareGPT unless the command names the random one:
+    a client given ``--random-input-len`` without ``--dataset-name random`` ran its default,
+    ShareGPT); and a TTFT, TPOT or E2E row of a run whose every request's lengths are the
+    client's own (:func:`client_lengths`), one client included. ITL rows are not: a replay
+    gives each request's mean gap, not the gaps."""
     notes = (c.row or {}).get("notes", "") or ""
+    metric = str((c.row or {}).get("metric", ""))
+    if c.kind not in REPLAYED_METRIC or metric.startswith("itl") or c.batch < 1:
+        return False
+    if client_lengths(notes) is not None:
+        return True
     random = _RANDOM_STATED.search(notes) or (
         "random" in notes and not re.search("sharegpt", notes, re.I)
     )
@@ -280,6 +365,21 @@ def replayable(c: Case) -> bool:
         and bool(random)
         and not _SHAREGPT.search(notes)
     )
+
+
+def run_lengths(c: Case) -> tuple[np.ndarray, np.ndarray, int]:
+    """(input lengths, output lengths, requests) of a case's run, in the order they were sent:
+    the client's own draws where they can be reproduced (:func:`client_lengths`), else a seeded
+    draw of the same distribution (:func:`benchmark_lengths`)."""
+    notes = c.row.get("notes", "") or ""
+    exact = client_lengths(notes)
+    if exact is not None:
+        return exact[0], exact[1], int(exact[0].size)
+    cv = length_cv(notes)
+    rng = np.random.default_rng(SEED)
+    n_req = int(c.requests)
+    return (benchmark_lengths(rng, float(c.isl), cv, n_req),
+            benchmark_lengths(rng, float(c.osl), cv, n_req), n_req)  # fmt: skip
 
 
 def replay_runs(items: list[Case]) -> list[RunSamples]:
@@ -300,11 +400,7 @@ def replay_runs(items: list[Case]) -> list[RunSamples]:
                 v = cache[b] = float(sm.decode_step_s(np.array([float(b)]))[0])
             return v
 
-        cv = length_cv(c.row.get("notes", "") or "")
-        rng = np.random.default_rng(SEED)
-        n_req = int(c.requests)
-        lens_in = benchmark_lengths(rng, float(c.isl), cv, n_req)
-        lens_out = benchmark_lengths(rng, float(c.osl), cv, n_req)
+        lens_in, lens_out, n_req = run_lengths(c)
         out.append(
             replay_closed_loop(
                 step_s, prefill_iteration_table(one, float(c.isl), float(budget)),
@@ -335,9 +431,13 @@ def run_statistic(samples: np.ndarray, statistic: str) -> float:
     return float(np.percentile(x, float(m.group(1))))
 
 
-def replayed_ttft(items: list[Case]) -> np.ndarray:
-    """Each replayable case's TTFT statistic (its ``statistic``: mean or median) from its replay (s)."""
+def replayed_values(items: list[Case]) -> np.ndarray:
+    """Each replayable case's statistic (its ``statistic``: mean or median) of its metric
+    (``REPLAYED_METRIC``: TTFT, TPOT or E2E) over its replayed run's requests (s)."""
     runs = replay_runs(items)
     return np.array(
-        [run_statistic(s.ttft_s, c.statistic) for c, s in zip(items, runs, strict=True)]
+        [
+            run_statistic(getattr(s, REPLAYED_METRIC[c.kind] + "_s"), c.statistic)
+            for c, s in zip(items, runs, strict=True)
+        ]
     )

@@ -48,7 +48,13 @@ import numpy as np
 from advisor.perf.model.closed_loop import closed_loop_load
 from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.service import service_for
-from advisor.perf.validation.bench_run import length_cv, replay_runs, replayable
+from advisor.perf.validation.bench_run import (
+    client_lengths,
+    length_cv,
+    replay_runs,
+    replayable,
+    run_statistic,
+)
 from advisor.perf.validation.measurements import Case, Skipped, load_rows, parse_row, source_key
 from advisor.perf.validation.validate import error_stats
 from advisor.physics.queueing.model import latency_under_load
@@ -246,7 +252,7 @@ def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePredictio
         pred = float(stats.quantile_s(pc.quantile)[j]) if stable else math.inf
         run = replayed.get(_run_key(pc))
         if run is not None:
-            pred = float(np.percentile(run[np.isfinite(run)], 100.0 * pc.quantile))
+            pred = run_statistic(run[pc.metric], f"p{100.0 * pc.quantile:g}")
         elif stable and pc.metric == "ttft":
             pred = max(pred, _first_wave_quantile_s(pc))
         out.append(PercentilePrediction(pc, pred, float(res.utilisation[j]), stable))
@@ -254,22 +260,33 @@ def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePredictio
 
 
 def _run_key(pc: PercentileCase) -> tuple | None:
-    """The replayed run a TTFT row reads (rows of one run share it), or None."""
+    """The replayed run a row reads (rows of one run share it), or None: a closed-loop TTFT row
+    of a run the replay can draw (``bench_run.replayable``), and a TTFT, TPOT or E2E row of a
+    closed-loop run whose requests' lengths are the client's own (``bench_run.client_lengths``:
+    every request's output length is known, so its TPOT and E2E are too). ITL rows keep the
+    queueing model's inter-token gaps (a replay gives each request's mean gap, not the gaps)."""
     c = pc.case
-    if pc.metric != "ttft" or not replayable(c):
+    if not pc.closed_loop or pc.metric == "itl":
+        return None
+    exact = client_lengths(c.row.get("notes", "") or "") is not None
+    if not (exact or (pc.metric == "ttft" and replayable(c))):
         return None
     return (_deployment(c), c.isl, c.osl, c.batch, c.requests, c.prefill_budget_tokens, pc.isl_cv)
 
 
-def _replayed_ttfts(items: list[PercentileCase]) -> dict[tuple, np.ndarray]:
-    """The TTFT samples of every distinct replayable run among ``items`` (s)."""
+def _replayed_ttfts(items: list[PercentileCase]) -> dict[tuple, dict[str, np.ndarray]]:
+    """The per-request TTFT, TPOT and E2E samples of every distinct replayed run among
+    ``items`` (s), by metric."""
     runs: dict[tuple, Case] = {}
     for pc in items:
         key = _run_key(pc)
         if key is not None:
             runs.setdefault(key, pc.case)
     samples = replay_runs(list(runs.values()))
-    return {key: s.ttft_s for key, s in zip(runs, samples, strict=True)}
+    return {
+        key: {"ttft": s.ttft_s, "tpot": s.tpot_s, "e2e": s.e2e_s}
+        for key, s in zip(runs, samples, strict=True)
+    }
 
 
 def _first_wave_quantile_s(pc: PercentileCase) -> float:

@@ -31,7 +31,12 @@ from advisor.perf.model.step import (
     decode_step,
     prefill,
 )
-from advisor.perf.validation.bench_run import replayable, replayed_ttft
+from advisor.perf.validation.bench_run import (
+    client_lengths,
+    replayable,
+    replayed_values,
+    run_statistic,
+)
 from advisor.perf.validation.measurements import Case, Skipped, cases, gpu_id, load_rows
 
 FAMILIES = (
@@ -81,9 +86,11 @@ class Prediction:
 def predict_cases(items: list[Case], replay: bool = True) -> np.ndarray:
     """Predicted value (same unit as ``Case.measured``) for each case, vectorised by kind.
 
-    ``replay``: a closed-loop run of stated length and lengths (``bench_run.replayable``) takes
-    its TTFT from the run replayed (:mod:`advisor.perf.validation.bench_run`); False gives the
-    steady state with the start-up wave's mean, the fit's fast form (``calibrate.replay_factors``).
+    ``replay``: a closed-loop row the replay answers (``bench_run.replayable``: a TTFT row of a
+    run of stated length and lengths; a TTFT, TPOT or E2E row of a run whose requests' lengths
+    are the client's own) takes its statistic from the run replayed
+    (:mod:`advisor.perf.validation.bench_run`); False gives the steady state with the start-up
+    wave's mean, the fit's fast form (``calibrate.replay_factors``).
     """
 
     out = np.full(len(items), np.nan)
@@ -101,7 +108,7 @@ def predict_cases(items: list[Case], replay: bool = True) -> np.ndarray:
         elif kind == "tpot_b1":
             val = decode_step(r, 1.0, isl + osl / 2.0).total
         elif kind == "ttft_b1":
-            val = prefill(r, isl).total
+            val = _one_client_ttft(sel, r, isl)
         elif kind == "itl_fit_intercept":
             val = decode_step(r, 1.0, 1.0).total
         elif kind == "itl_fit_slope":
@@ -133,8 +140,29 @@ def predict_cases(items: list[Case], replay: bool = True) -> np.ndarray:
     if replay:
         idx = [i for i, c in enumerate(items) if replayable(c)]
         if idx:
-            out[idx] = replayed_ttft([items[i] for i in idx])
+            out[idx] = replayed_values([items[i] for i in idx])
     return out
+
+
+def _one_client_ttft(sel: list[Case], r: ReplicaArrays, isl: np.ndarray) -> np.ndarray:
+    """TTFT of one client's requests: the prefill of the mean prompt, or, for a run whose sent
+    lengths are known (``bench_run.client_lengths``), the row's statistic over the prefills of
+    the prompts it sent (one client: nothing queues, each TTFT is its own prompt's prefill).
+
+        TTFT = stat_i prefill(L_i)    (stat: the row's mean or median; else prefill(mean L))
+    """
+    val = prefill(r, isl).total
+    draws = {k: client_lengths(c.row.get("notes", "") or "") for k, c in enumerate(sel)}
+    draws = {k: d[0] for k, d in draws.items() if d is not None}
+    if not draws:
+        return val
+    rows = np.concatenate([np.full(d.size, k) for k, d in draws.items()])
+    each = prefill(r.take(rows), np.concatenate(list(draws.values())).astype(float)).total
+    start = 0
+    for k, d in draws.items():
+        val[k] = run_statistic(each[start : start + d.size], sel[k].statistic)
+        start += d.size
+    return val
 
 
 def _closed_loop_ttft(sel: list[Case], r: ReplicaArrays, n, isl, osl, tpot=None) -> np.ndarray:
