@@ -173,3 +173,25 @@ def test_a_one_client_median_ttft_is_the_median_prompts():
     got = float(predict_cases([c])[0])
     assert got == pytest.approx(float(two.mean()), rel=1e-9)
     assert got > 1.01 * float(prefill(r, np.array([4194.1])).total[0])
+
+
+def test_a_request_rate_run_is_replayed_on_the_send_times_its_seed_drew():
+    # DataCrunch h200-benchmarks, SGLang (Dec 2024) serving Llama-3.1-405B BF16 on 8 H200 at
+    # 1 req/s, 300 random 1024/1024 prompts (E0461): "152612 input / 160347 output tokens over
+    # 300 completed requests" are seed 1's draws, and the client then sleeps
+    # numpy.random.exponential(1 / rate) between requests, so the run is replayed on the send
+    # times it had. Its printed duration, 317.55 s (an output the fit never sees), comes back
+    # within 1% (318.35 s, 2026-12-05 calibration); its median TTFT, 218.8 ms, within 25%.
+    from advisor.perf.validation.bench_run import client_arrivals, run_value
+
+    c = _case("E0461")
+    assert replayable(c) and c.kind == "load_ttft"
+    t = client_arrivals(c.row["notes"], c.qps)
+    assert t.size == 300 and 280.0 < t[-1] < 300.0
+    run = replay_runs([c])[0]
+    assert run.duration_s == pytest.approx(317.55, rel=0.01)
+    assert run_value(c, run) == pytest.approx(0.2188, rel=0.25)
+    assert float(predict_cases([c])[0]) == pytest.approx(run_value(c, run))
+    # The same run's output throughput (E0460, 504.96 tok/s): its tokens over its duration.
+    tput = _case("E0460")
+    assert replayable(tput) and run_value(tput, run) == pytest.approx(160347 / run.duration_s)

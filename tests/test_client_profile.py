@@ -455,44 +455,39 @@ def test_runs_1_and_2_of_the_405b_sweep_are_refused_as_too_few_to_judge():
     )
 
 
-def test_runs_1_3_4_of_the_405b_sweep_are_refused_and_runs_1_to_4_accepted():
+def test_runs_1_3_4_and_runs_1_to_4_of_the_405b_sweep_are_accepted_held_out():
     """Runs 1, 3, 4 (1, 4, 8 req/s random): held out, the profile fitted to the other two is off
-    by a median 21.4% against the shipped calibration's 26.0%, above the 3-run bar of 59%, and
-    run 3 (4 req/s) is predicted 722.3 pp worse (46.5% -> 768.8%: fitted on 1 and 8 req/s, the
-    profile puts 4 req/s near its capacity): refused (calibration of 2026-12-05; with the
-    2026-12-03 one these three passed, 13.2% against 24.0%).
-    All four random runs (1-4, 1-8 req/s) are accepted: each held out is predicted better than
-    shipped (median 10.7% against 21.1%, under the 4-run bar of 65%), run 2 (2 req/s) the one
-    inside the others' range included (18.1% -> 8.3%). Runs 5-6 (ShareGPT, input about 224 tokens) lie
-    outside its lengths (509-515 tokens): the estimate falls back to the shipped calibration and
-    says so. Measured values are the fixture's (run 2: median TTFT 244.3 ms, median E2E
-    29.97 s, 911.1 tok/s)."""
-    from advisor.perf.calibration.client_profile import (
-        ProfileDoc,
-        ProfileRefused,
-        _load,
-        fit_profile,
-    )
+    by a median 13.4% against the shipped calibration's 25.8%, under the 3-run bar of 59%, and
+    every run is better (run 3, 4 req/s: 46.5% -> 20.3%), so accepted (calibration of 2026-12-05,
+    which replays these runs' published rows on the lengths and send times SGLang's seed drew;
+    with the 2026-12-04 one run 3 was predicted 784 pp worse and the three were refused).
+    All four random runs (1-4, 1-8 req/s) are accepted too: median 12.3% against 20.9%, under
+    the 4-run bar of 65%, run 1 within the 2 pp tolerance (14.9% -> 15.3%), run 2 (2 req/s) the
+    one inside the others' range better (18.3% -> 8.3%). Runs 5-6 (ShareGPT, input about 224
+    tokens) lie outside its lengths (509-515 tokens): the estimate falls back to the shipped
+    calibration and says so. Measured values are the fixture's (run 2: median TTFT 244.3 ms,
+    median E2E 29.97 s, 911.1 tok/s)."""
+    from advisor.perf.calibration.client_profile import ProfileDoc, _load, fit_profile
 
     runs = _405b_runs()
-    with pytest.raises(ProfileRefused) as exc:
-        fit_profile([runs[0], runs[2], runs[3]], SWEEP_405B, "dc-134")
-    msg = str(exc.value)
-    assert "off by 21.4% (median), the shipped calibration by 26.0%" in msg
-    assert "run3.json 46.5% -> 768.8% (+722.3 pp)" in msg
-    assert [r["verdict"] for r in exc.value.runs] == ["better", "worse", "better"]
+    h = fit_profile([runs[0], runs[2], runs[3]], SWEEP_405B, "dc-134").doc["holdout"]
+    assert h["verdict"].startswith("accepted: each of the 3 runs predicted by the profile fitted")
+    assert "off by 13.4% (median), the shipped calibration by 25.8%" in h["verdict"]
+    run3 = next(r for r in h["runs"] if r["run"] == "run3.json")
+    assert (run3["shipped_pct"], run3["held_out_pct"]) == pytest.approx((46.52, 20.26), abs=0.05)
+    assert [r["verdict"] for r in h["runs"]] == ["better"] * 3
 
     assert [c.measured for c in runs[1].cases] == pytest.approx([0.2443, 29.97, 911.1], rel=1e-3)
     fit = fit_profile(runs[:4], SWEEP_405B, "dc-1-4")
     h = fit.doc["holdout"]
     print(h["verdict"])
     assert h["verdict"].startswith("accepted: each of the 4 runs predicted by the profile fitted")
-    assert [r["verdict"] for r in h["runs"]] == ["better"] * 4
+    assert [r["verdict"] for r in h["runs"]] == ["within tolerance"] + ["better"] * 3
     run2 = next(r for r in h["runs"] if r["run"] == "run2.json")
-    assert (run2["shipped_pct"], run2["held_out_pct"]) == pytest.approx((18.05, 8.28), abs=0.05)
+    assert (run2["shipped_pct"], run2["held_out_pct"]) == pytest.approx((18.30, 8.28), abs=0.05)
     s = fit.doc["summary"]
-    assert s["loo_median_ape_pct"] == pytest.approx(10.69, abs=0.3)
-    assert s["median_ape_before_pct"] == pytest.approx(21.13, abs=0.3)
+    assert s["loo_median_ape_pct"] == pytest.approx(12.33, abs=0.3)
+    assert s["median_ape_before_pct"] == pytest.approx(20.91, abs=0.3)
     dom = ProfileDoc.model_validate(fit.doc).domain()
     for c in runs[4].cases + runs[5].cases:
         why = dom.workload_problem(c.isl, c.osl, "request rate", _load(c))
@@ -503,7 +498,7 @@ def test_runs_1_3_4_of_the_405b_sweep_are_refused_and_runs_1_to_4_accepted():
 def test_all_six_405b_runs_are_refused_because_run_6_gets_worse_held_out():
     """All six runs: the held-out median passes the 6-run bar (the other five runs are each
     3.8-8.3 pp better held out) but run 6 (ShareGPT at 8 req/s, near capacity) predicted by the
-    profile fitted to the other five is 28.3 pp worse than shipped (23.4% -> 51.7%, 2026-12-05
+    profile fitted to the other five is 30.5 pp worse than shipped (25.9% -> 56.4%, 2026-12-05
     calibration): a profile that hurts a run is refused."""
     from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
 
@@ -515,7 +510,7 @@ def test_all_six_405b_runs_are_refused_because_run_6_gets_worse_held_out():
         "held out, 1 of the 6 runs is predicted worse than by the shipped calibration by more"
         in msg
     )
-    assert "run6.json 23.4% -> 51.7% (+28.3 pp)" in msg and "\n" not in msg
+    assert "run6.json 25.9% -> 56.4% (+30.5 pp)" in msg and "\n" not in msg
     assert [r["run"] for r in exc.value.runs if r["verdict"] == "worse"] == ["run6.json"]
 
 
@@ -550,9 +545,9 @@ def test_calibrate_cli_prints_the_verdict_each_held_out_run_and_the_range(tmp_pa
     print(text)
     assert "verdict, judged on runs held out: accepted: each of the 4 runs" in text
     # Each run: mean |error| of its 3 figures, shipped and with the profile fitted without it
-    # (run 3 at 4 req/s: 46.5% -> 32.3% when measured with the 2026-12-05 calibration).
-    assert re.search(r"held out run3\.json: 46\.5% shipped, 32\.3% with the profile fitted "
-                     r"without it \(-14\.2 pp, better\)", text), text  # fmt: skip
+    # (run 3 at 4 req/s: 46.5% -> 32.2% when measured with the 2026-12-05 calibration).
+    assert re.search(r"held out run3\.json: 46\.5% shipped, 32\.2% with the profile fitted "
+                     r"without it \(-14\.3 pp, better\)", text), text  # fmt: skip
     assert "applies over llama-3.1-405b TP=8 PP=1 bf16/bf16; request rate 1-8 req/s" in text
     assert out.exists()
 

@@ -138,6 +138,9 @@ def benchmark_lengths(rng: np.random.Generator, mean: float, cv: float, size: in
 #: releases); a run's draws are taken only when one of them reproduces its stated token totals.
 SGLANG_DEFAULT_SEEDS = (1, 42)
 _TOTALS = re.compile(r"(\d+) prompts?:\s*(\d+) input / (\d+) generated")
+#: bench_serving's result JSON copied as totals: "152612 input / 160347 output tokens over 300
+#: completed requests".
+_JSON_TOTALS = re.compile(r"(\d+) input / (\d+) output tokens over (\d+) completed requests")
 
 
 def _flag(notes: str, pattern: str) -> str | None:
@@ -145,19 +148,48 @@ def _flag(notes: str, pattern: str) -> str | None:
     return m.group(1) if m else None
 
 
+@dataclass(frozen=True)
+class ClientDraw:
+    """What reproduces an SGLang random-dataset run's draws: its seed, nominal lengths, range
+    ratio and request count, and the output lengths' lower bound (the client's release)."""
+
+    seed: int
+    requests: int
+    nominal_in: int
+    nominal_out: int
+    ratio: float
+    low_out: int
+
+    def state(self) -> np.random.RandomState:
+        """numpy's global state as the client left it after drawing the lengths."""
+        st = np.random.RandomState(self.seed)
+        st.randint(max(int(self.nominal_in * self.ratio), 1), self.nominal_in + 1, self.requests)
+        st.randint(self.low_out, self.nominal_out + 1, self.requests)
+        return st
+
+
+def _totals(notes: str) -> tuple[int, int, int] | None:
+    """(requests, input tokens, output tokens) the notes state for the run, or None."""
+    m = _TOTALS.search(notes)
+    if m:
+        return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    m = _JSON_TOTALS.search(notes)
+    return (int(m.group(3)), int(m.group(1)), int(m.group(2))) if m else None
+
+
 @functools.lru_cache(maxsize=4096)
-def _client_draws(notes: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """Cached body of :func:`client_lengths` (tuples: the cache hands out shared objects)."""
+def _client_draw(notes: str) -> ClientDraw | None:
+    """The draw that reproduces the run's stated totals (see :func:`client_lengths`), or None."""
     sglang = "bench_serving" in notes and "benchmark_serving" not in notes
     if not sglang or not _RANDOM_STATED.search(notes) or _SHAREGPT.search(notes):
         return None
     nominal_in = _flag(notes, r"--random-input(?:-len)?[ =](\d+)")
     nominal_out = _flag(notes, r"--random-output(?:-len)?[ =](\d+)")
-    totals = _TOTALS.search(notes)
+    totals = _totals(notes)
     if not (nominal_in and nominal_out and totals):
         return None
-    n, total_in, total_out = (int(g) for g in totals.groups())
-    ratio = float(_flag(notes, r"--random-range-ratio[ =]([0-9.]+)") or 0.0)
+    n, total_in, total_out = totals
+    ratio = float(_flag(notes, r"(?:--random-range-ratio[ =]|random_range_ratio )([0-9.]+)") or 0.0)
     stated_seed = _flag(notes, r"--seed[ =](\d+)")
     seeds = (int(stated_seed),) if stated_seed else SGLANG_DEFAULT_SEEDS
     lo_in, hi_in = max(int(int(nominal_in) * ratio), 1), int(nominal_in)
@@ -168,8 +200,48 @@ def _client_draws(notes: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
             lens_in = state.randint(lo_in, hi_in + 1, size=n)
             lens_out = state.randint(lo_out, hi_out + 1, size=n)
             if int(lens_in.sum()) == total_in or int(lens_out.sum()) == total_out:
-                return tuple(lens_in.tolist()), tuple(np.maximum(lens_out, 1).tolist())
+                return ClientDraw(seed, n, hi_in, hi_out, ratio, lo_out)
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _client_draws(notes: str) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """Cached lengths of :func:`client_lengths` (tuples: the cache hands out shared objects)."""
+    d = _client_draw(notes)
+    if d is None:
+        return None
+    st = np.random.RandomState(d.seed)
+    lens_in = st.randint(max(int(d.nominal_in * d.ratio), 1), d.nominal_in + 1, d.requests)
+    lens_out = st.randint(d.low_out, d.nominal_out + 1, d.requests)
+    return tuple(lens_in.tolist()), tuple(np.maximum(lens_out, 1).tolist())
+
+
+def client_arrivals(notes: str, rate_per_s: float) -> np.ndarray | None:
+    """When an SGLang ``bench_serving`` run at a request rate sent each request (s from the
+    first), where its lengths can be reproduced (:func:`client_lengths`); None otherwise.
+
+        t_0 = 0,  t_i = t_(i-1) + X_i,  X_i = numpy.random.exponential(1 / rate)
+
+    the gaps drawn from the same seeded state right after the lengths (the client sends a
+    request, then sleeps a gap: Poisson arrivals at the requested rate).
+
+    Source: SGLang ``bench_serving.py`` ``get_request`` (0.4.x-0.5.x).
+
+    Hand check: DataCrunch's SGLang run at 1 req/s, 300 random 1024/1024 prompts (seed 1):
+    the 300th request leaves at 293.6 s; the run printed a 298.4 s duration, the last answers
+    (118 tokens for the last request) taking the rest.
+
+    >>> notes = ('sglang.bench_serving "dataset_name": "random" --random-input 1024 '
+    ...          '--random-output 1024; 152612 input / 160347 output tokens over 300 completed requests')
+    >>> t = client_arrivals(notes, 1.0)
+    >>> t.size, float(t[0]), round(float(t[-1]), 1)
+    (300, 0.0, 293.6)
+    """
+    d = _client_draw(notes)
+    if d is None or not rate_per_s > 0 or not math.isfinite(rate_per_s):
+        return None
+    gaps = d.state().exponential(1.0 / rate_per_s, d.requests)
+    return np.concatenate([[0.0], np.cumsum(gaps[:-1])])
 
 
 def client_lengths(notes: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -231,6 +303,7 @@ class RunSamples:
     tpot_s: np.ndarray
     e2e_s: np.ndarray
     duration_s: float
+    output_tokens: float = 0.0
 
 
 def replay_closed_loop(
@@ -244,8 +317,11 @@ def replay_closed_loop(
     isl_tokens: np.ndarray,
     osl_tokens: np.ndarray,
     budget_tokens: int,
+    arrival_s: np.ndarray | None = None,
 ) -> RunSamples:
-    """Replay a closed-loop run of ``requests`` prompts from ``clients`` clients (see module doc).
+    """Replay a closed-loop run of ``requests`` prompts from ``clients`` clients (see module doc);
+    with ``arrival_s``, an open-loop one instead: request j leaves the client at ``arrival_s[j]``
+    whatever the others do (a request-rate run), ``clients`` unused.
 
     ``step_s(b)``: the decode step of b running sequences (s); ``prefill_table``: an iteration's
     prefill time against its prompt tokens (:func:`prefill_iteration_table`); ``delay_s``: the
@@ -276,9 +352,15 @@ def replay_closed_loop(
     iteration = 0
     running = 0
     done = 0
-    nxt = min(int(clients), n_req)
-    for j in range(nxt):
-        heapq.heappush(arriving, (delay_s, j))
+    if arrival_s is not None:  # open loop: every request leaves at its own time
+        sent[:] = arrival_s[:n_req]
+        arriving = [(float(a) + delay_s, j) for j, a in enumerate(sent)]
+        heapq.heapify(arriving)
+        nxt = n_req
+    else:
+        nxt = min(int(clients), n_req)
+        for j in range(nxt):
+            heapq.heappush(arriving, (delay_s, j))
     tab_tokens, tab_s = prefill_table
 
     def finish(j_done: int) -> None:  # the answer ends at t: its client sends the next prompt
@@ -335,23 +417,36 @@ def replay_closed_loop(
     multi = osl_tokens > 1
     # a one-token answer has no TPOT: the clients leave it out of theirs (NaN, dropped)
     tpot = np.where(multi, (e2e - ttft) / np.maximum(osl_tokens - 1, 1), np.nan)
-    return RunSamples(ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, duration_s=t)
+    return RunSamples(
+        ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, duration_s=t,
+        output_tokens=float(np.sum(osl_tokens[:n_req])),
+    )  # fmt: skip
 
 
-#: The case kinds a replay answers, and the per-request samples each reads.
-REPLAYED_METRIC = {"conc_ttft": "ttft", "conc_tpot": "tpot", "conc_e2e": "e2e"}
+#: The case kinds a replay answers, and the per-request samples each reads ("tput": the run's
+#: output tokens over its duration, as the clients print it).
+REPLAYED_METRIC = {
+    "conc_ttft": "ttft", "conc_tpot": "tpot", "conc_e2e": "e2e",
+    "load_ttft": "ttft", "load_itl": "tpot", "load_e2e": "e2e", "load_tput": "tput",
+}  # fmt: skip
 
 
 def replayable(c: Case) -> bool:
     """A closed-loop row the replay answers: a TTFT row of a stated run length whose lengths the
     replay can draw (a random dataset, and no ShareGPT unless the command names the random one:
     a client given ``--random-input-len`` without ``--dataset-name random`` ran its default,
-    ShareGPT); and a TTFT, TPOT or E2E row of a run whose every request's lengths are the
-    client's own (:func:`client_lengths`), one client included. ITL rows are not: a replay
-    gives each request's mean gap, not the gaps."""
+    ShareGPT); a TTFT, TPOT or E2E row of a run whose every request's lengths are the
+    client's own (:func:`client_lengths`), one client included; and a request-rate row (TTFT,
+    TPOT, E2E, throughput) of a run whose send times are the client's own too
+    (:func:`client_arrivals`), on one replica. ITL rows are not: a replay gives each request's
+    mean gap, not the gaps."""
     notes = (c.row or {}).get("notes", "") or ""
     metric = str((c.row or {}).get("metric", ""))
-    if c.kind not in REPLAYED_METRIC or metric.startswith("itl") or c.batch < 1:
+    if c.kind not in REPLAYED_METRIC or metric.startswith("itl"):
+        return False
+    if c.kind.startswith("load_"):  # open loop: the client's own send times, one replica
+        return c.replicas == 1 and client_arrivals(notes, float(c.qps)) is not None
+    if c.batch < 1:
         return False
     if client_lengths(notes) is not None:
         return True
@@ -401,13 +496,16 @@ def replay_runs(items: list[Case]) -> list[RunSamples]:
             return v
 
         lens_in, lens_out, n_req = run_lengths(c)
+        arrivals = None
+        if c.kind.startswith("load_"):
+            arrivals = client_arrivals(c.row.get("notes", "") or "", float(c.qps))
         out.append(
             replay_closed_loop(
                 step_s, prefill_iteration_table(one, float(c.isl), float(budget)),
                 delay_s=float(np.asarray(sm.request_delay_s, dtype=float).ravel()[0]),
                 max_running=float(np.asarray(sm.max_running, dtype=float).ravel()[0]),
                 clients=int(c.batch), requests=n_req, isl_tokens=lens_in, osl_tokens=lens_out,
-                budget_tokens=int(budget),
+                budget_tokens=int(budget), arrival_s=arrivals,
             )
         )  # fmt: skip
     return out
@@ -432,12 +530,15 @@ def run_statistic(samples: np.ndarray, statistic: str) -> float:
 
 
 def replayed_values(items: list[Case]) -> np.ndarray:
-    """Each replayable case's statistic (its ``statistic``: mean or median) of its metric
-    (``REPLAYED_METRIC``: TTFT, TPOT or E2E) over its replayed run's requests (s)."""
+    """Each replayable case's value from its replayed run (:func:`run_value`)."""
     runs = replay_runs(items)
-    return np.array(
-        [
-            run_statistic(getattr(s, REPLAYED_METRIC[c.kind] + "_s"), c.statistic)
-            for c, s in zip(items, runs, strict=True)
-        ]
-    )
+    return np.array([run_value(c, s) for c, s in zip(items, runs, strict=True)])
+
+
+def run_value(c: Case, s: RunSamples) -> float:
+    """The case's statistic of its replayed run: output tokens / duration for a throughput,
+    else its statistic (mean, median) of the requests' TTFT, TPOT or E2E (s)."""
+    metric = REPLAYED_METRIC[c.kind]
+    if metric == "tput":
+        return s.output_tokens / s.duration_s
+    return run_statistic(getattr(s, metric + "_s"), c.statistic)

@@ -49,6 +49,7 @@ from advisor.perf.model.closed_loop import closed_loop_load
 from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.service import service_for
 from advisor.perf.validation.bench_run import (
+    client_arrivals,
     client_lengths,
     length_cv,
     replay_runs,
@@ -240,11 +241,12 @@ class PercentilePrediction:
 def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePrediction]:
     """The model's percentile for each case at the case's load (inf where predicted unstable).
 
-    A closed-loop TTFT row whose run the replay can draw (``bench_run.replayable``) takes the
-    quantile of its replayed run, start-up rounds included; the others the queueing model's,
-    with the start-up wave's where it holds the quantile (``_first_wave_quantile_s``).
+    A row whose run the replay reproduces (``_run_key``) takes the quantile of its replayed
+    run, start-up rounds and an overloaded run's backlog included (a finite run ends, so it is
+    never "unstable"); the others the queueing model's, with the start-up wave's where it holds
+    the quantile (``_first_wave_quantile_s``).
     """
-    replayed = _replayed_ttfts(items)
+    replayed = _replayed_runs(items)
     out = []
     for pc, (res, j) in zip(items, _load_results(items), strict=True):
         stats = {"ttft": res.ttft, "tpot": res.tpot, "itl": res.itl, "e2e": res.e2e}[pc.metric]
@@ -253,6 +255,7 @@ def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePredictio
         run = replayed.get(_run_key(pc))
         if run is not None:
             pred = run_statistic(run[pc.metric], f"p{100.0 * pc.quantile:g}")
+            stable = True  # a finite run ends: its backlog is in its samples
         elif stable and pc.metric == "ttft":
             pred = max(pred, _first_wave_quantile_s(pc))
         out.append(PercentilePrediction(pc, pred, float(res.utilisation[j]), stable))
@@ -261,20 +264,27 @@ def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePredictio
 
 def _run_key(pc: PercentileCase) -> tuple | None:
     """The replayed run a row reads (rows of one run share it), or None: a closed-loop TTFT row
-    of a run the replay can draw (``bench_run.replayable``), and a TTFT, TPOT or E2E row of a
+    of a run the replay can draw (``bench_run.replayable``); a TTFT, TPOT or E2E row of a
     closed-loop run whose requests' lengths are the client's own (``bench_run.client_lengths``:
-    every request's output length is known, so its TPOT and E2E are too). ITL rows keep the
-    queueing model's inter-token gaps (a replay gives each request's mean gap, not the gaps)."""
+    every request's output length is known, so its TPOT and E2E are too); and one of a
+    request-rate run whose send times are the client's own too (``bench_run.client_arrivals``),
+    on one replica. ITL rows keep the queueing model's inter-token gaps (a replay gives each
+    request's mean gap, not the gaps)."""
     c = pc.case
-    if not pc.closed_loop or pc.metric == "itl":
+    if pc.metric == "itl":
         return None
-    exact = client_lengths(c.row.get("notes", "") or "") is not None
-    if not (exact or (pc.metric == "ttft" and replayable(c))):
+    notes = c.row.get("notes", "") or ""
+    if pc.closed_loop:
+        ok = client_lengths(notes) is not None or (pc.metric == "ttft" and replayable(c))
+    else:
+        ok = c.replicas == 1 and client_arrivals(notes, float(c.qps)) is not None
+    if not ok:
         return None
-    return (_deployment(c), c.isl, c.osl, c.batch, c.requests, c.prefill_budget_tokens, pc.isl_cv)
+    return (_deployment(c), c.isl, c.osl, c.batch, c.qps, pc.closed_loop, c.requests,
+            c.prefill_budget_tokens, pc.isl_cv)  # fmt: skip
 
 
-def _replayed_ttfts(items: list[PercentileCase]) -> dict[tuple, dict[str, np.ndarray]]:
+def _replayed_runs(items: list[PercentileCase]) -> dict[tuple, dict[str, np.ndarray]]:
     """The per-request TTFT, TPOT and E2E samples of every distinct replayed run among
     ``items`` (s), by metric."""
     runs: dict[tuple, Case] = {}
