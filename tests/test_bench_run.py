@@ -8,6 +8,7 @@ import pytest
 from advisor.perf.validation.bench_run import (
     benchmark_lengths,
     client_lengths,
+    gap_statistic,
     length_cv,
     replay_closed_loop,
     replay_runs,
@@ -73,6 +74,27 @@ def test_run_statistic_is_numpys_linear_percentile():
     assert run_statistic(x, "median") == 50.5 and run_statistic(x, "mean") == 50.5
     with pytest.raises(ValueError, match="statistic: got 'p'"):
         run_statistic(x, "p")
+
+
+def test_a_prefill_between_two_tokens_stretches_that_gap():
+    """Hand check: prompts of 100 tokens prefill in 0.1 s, a decode step takes 10 ms. Request 0
+    (4 tokens) is sent at 0, request 1 (2 tokens) at 0.105 s: request 0's first token at 0.1 s,
+    its second at 0.11 s; its third waits for request 1's prefill too (0.11 + 0.01 + 0.1 =
+    0.22 s: a 0.11 s gap); then both decode one step (two 10 ms gaps). Four gaps: 10, 10, 10 and
+    110 ms, so the median ITL is 10 ms, the mean 35 ms, and P99 (position 0.99 x 3 = 2.97, between
+    the third gap and the fourth) 10 + 0.97 x 100 = 107 ms."""
+    s = replay_closed_loop(
+        lambda b: 0.01, (np.array([16.0, 100.0]), np.array([0.1, 0.1])), delay_s=0.0,
+        max_running=8, clients=1, requests=2, isl_tokens=np.array([100, 100]),
+        osl_tokens=np.array([4, 2]), budget_tokens=8192, arrival_s=np.array([0.0, 0.105]),
+    )  # fmt: skip
+    assert np.round(s.gap_s, 9).tolist() == [0.01, 0.11, 0.01] and s.gap_count.tolist() == [1, 1, 2]
+    assert s.e2e_s.tolist() == pytest.approx([0.23, 0.125])
+    assert gap_statistic(s.gap_s, s.gap_count, "median") == pytest.approx(0.01)
+    assert gap_statistic(s.gap_s, s.gap_count, "mean") == pytest.approx(0.035)
+    assert gap_statistic(s.gap_s, s.gap_count, "p99") == pytest.approx(0.107)
+    with pytest.raises(ValueError, match="statistic: got 'p'"):
+        gap_statistic(s.gap_s, s.gap_count, "p")
 
 
 def _case(row_id: str):

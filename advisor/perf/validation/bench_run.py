@@ -36,7 +36,7 @@ import heapq
 import math
 import re
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -304,6 +304,10 @@ class RunSamples:
     e2e_s: np.ndarray
     duration_s: float
     output_tokens: float = 0.0
+    #: every iteration's length (s) and how many answers got a token at its end: the run's
+    #: inter-token gaps, ``gap_count[i]`` of them equal to ``gap_s[i]`` (:func:`gap_statistic`)
+    gap_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    gap_count: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
 
 
 def replay_closed_loop(
@@ -362,6 +366,8 @@ def replay_closed_loop(
         for j in range(nxt):
             heapq.heappush(arriving, (delay_s, j))
     tab_tokens, tab_s = prefill_table
+    gaps: list[float] = []
+    gap_counts: list[int] = []
 
     def finish(j_done: int) -> None:  # the answer ends at t: its client sends the next prompt
         nonlocal done, nxt
@@ -404,6 +410,8 @@ def replay_closed_loop(
         t += dt
         if decoding > 0:
             iteration += 1
+            gaps.append(dt)
+            gap_counts.append(decoding)
             while finishing and finishing[0][0] == iteration:
                 running -= 1
                 finish(heapq.heappop(finishing)[1])
@@ -420,6 +428,7 @@ def replay_closed_loop(
     return RunSamples(
         ttft_s=ttft, tpot_s=tpot, e2e_s=e2e, duration_s=t,
         output_tokens=float(np.sum(osl_tokens[:n_req])),
+        gap_s=np.array(gaps), gap_count=np.array(gap_counts, dtype=int),
     )  # fmt: skip
 
 
@@ -527,6 +536,39 @@ def run_statistic(samples: np.ndarray, statistic: str) -> float:
     if not m:
         raise ValueError(f"statistic: got {statistic!r}, allowed mean, median, pNN")
     return float(np.percentile(x, float(m.group(1))))
+
+
+def gap_statistic(gap_s: np.ndarray, gap_count: np.ndarray, statistic: str) -> float:
+    """A run's inter-token statistic (mean, median or pNN) over every token gap, ``gap_count[i]``
+    gaps of ``gap_s[i]`` each: what the clients' ITL figures are (every gap of every answer
+    pooled, numpy's linear percentile), without listing the gaps one by one.
+
+    Hand check: gaps 1, 1, 1, 4 (one iteration of 1 s with three answers, one of 4 s with one):
+    mean 1.75; median 1; P90 at position 0.9 x 3 = 2.7 lies between the third gap (1) and the
+    fourth (4): 1 + 0.7 x 3 = 3.1, as ``np.percentile([1, 1, 1, 4], 90)``.
+
+    >>> g, n = np.array([4.0, 1.0]), np.array([1, 3])
+    >>> [round(gap_statistic(g, n, s), 6) for s in ("mean", "median", "p90")]
+    [1.75, 1.0, 3.1]
+    """
+    keep = gap_count > 0
+    g, n = gap_s[keep], gap_count[keep]
+    if g.size == 0:
+        return math.nan
+    if statistic == "mean":
+        return float(np.sum(g * n) / np.sum(n))
+    if statistic == "median":
+        q = 50.0
+    else:
+        m = re.fullmatch(r"p(\d+)", statistic)
+        if not m:
+            raise ValueError(f"statistic: got {statistic!r}, allowed mean, median, pNN")
+        q = float(m.group(1))
+    order = np.argsort(g, kind="stable")
+    g, ends = g[order], np.cumsum(n[order])
+    h = q / 100.0 * (ends[-1] - 1)
+    lo, hi = (g[np.searchsorted(ends, k, side="right")] for k in (math.floor(h), math.ceil(h)))
+    return float(lo + (h - math.floor(h)) * (hi - lo))
 
 
 def replayed_values(items: list[Case]) -> np.ndarray:

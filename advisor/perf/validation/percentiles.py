@@ -26,7 +26,11 @@ ITL percentiles are compared with the model's inter-token gap
 steps and steps that carry a prefill (or a chunk of one), in the share the arrival rate and the
 prompt give (a P99 ITL is a decode step stalled by another request's prefill as soon as more than 1% of
 the gaps carry one; the P99 of a request's mean gap, its TPOT, is much smaller). Until
-2026-12-03 they were compared with the TPOT percentiles.
+2026-12-03 they were compared with the TPOT percentiles. A run the replay reproduces request by request
+(the client's own lengths, and send times for a request rate: ``_run_key``) reads its ITL
+percentiles from the replay's token gaps instead, every iteration's length once per answer that
+got a token at its end (since 2026-12-05): which prefills stall which decodes is then the run's,
+not a Poisson mixture's.
 
 Errors are signed (predicted / measured - 1) and absolute in %. A row predicted unstable
 (load above capacity) is a failure: listed with an infinite error, it counts as a 100 % error
@@ -49,8 +53,10 @@ from advisor.perf.model.closed_loop import closed_loop_load
 from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.service import service_for
 from advisor.perf.validation.bench_run import (
+    RunSamples,
     client_arrivals,
     client_lengths,
+    gap_statistic,
     length_cv,
     replay_runs,
     replayable,
@@ -254,12 +260,21 @@ def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePredictio
         pred = float(stats.quantile_s(pc.quantile)[j]) if stable else math.inf
         run = replayed.get(_run_key(pc))
         if run is not None:
-            pred = run_statistic(run[pc.metric], f"p{100.0 * pc.quantile:g}")
+            pred = replayed_quantile_s(run, pc.metric, pc.quantile)
             stable = True  # a finite run ends: its backlog is in its samples
         elif stable and pc.metric == "ttft":
             pred = max(pred, _first_wave_quantile_s(pc))
         out.append(PercentilePrediction(pc, pred, float(res.utilisation[j]), stable))
     return out
+
+
+def replayed_quantile_s(run: RunSamples, metric: str, quantile: float) -> float:
+    """Quantile of a replayed run's TTFT, TPOT, E2E (over its requests) or ITL (over every token
+    gap of every answer, ``bench_run.gap_statistic``), as the benchmark client computes it."""
+    statistic = f"p{100.0 * quantile:g}"
+    if metric == "itl":
+        return gap_statistic(run.gap_s, run.gap_count, statistic)
+    return run_statistic(getattr(run, f"{metric}_s"), statistic)
 
 
 def _run_key(pc: PercentileCase) -> tuple | None:
@@ -268,12 +283,13 @@ def _run_key(pc: PercentileCase) -> tuple | None:
     closed-loop run whose requests' lengths are the client's own (``bench_run.client_lengths``:
     every request's output length is known, so its TPOT and E2E are too); and one of a
     request-rate run whose send times are the client's own too (``bench_run.client_arrivals``),
-    on one replica. ITL rows keep the queueing model's inter-token gaps (a replay gives each
-    request's mean gap, not the gaps)."""
+    on one replica. An ITL row of such a run reads the replay's token gaps (every iteration's
+    length, once per answer that got a token at its end: a prefill that stalls 99 decoding
+    answers is 99 long gaps); ITL rows of other runs keep the queueing model's mixture."""
     c = pc.case
-    if pc.metric == "itl":
-        return None
     notes = c.row.get("notes", "") or ""
+    if pc.metric == "itl" and pc.closed_loop and client_lengths(notes) is None:
+        return None  # a seeded stand-in draw would set the gaps' tail, not the client's prompts
     if pc.closed_loop:
         ok = client_lengths(notes) is not None or (pc.metric == "ttft" and replayable(c))
     else:
@@ -284,19 +300,16 @@ def _run_key(pc: PercentileCase) -> tuple | None:
             c.prefill_budget_tokens, pc.isl_cv)  # fmt: skip
 
 
-def _replayed_runs(items: list[PercentileCase]) -> dict[tuple, dict[str, np.ndarray]]:
-    """The per-request TTFT, TPOT and E2E samples of every distinct replayed run among
-    ``items`` (s), by metric."""
+def _replayed_runs(items: list[PercentileCase]) -> dict[tuple, RunSamples]:
+    """Every distinct replayed run among ``items``: its per-request TTFT, TPOT and E2E samples
+    and its token gaps."""
     runs: dict[tuple, Case] = {}
     for pc in items:
         key = _run_key(pc)
         if key is not None:
             runs.setdefault(key, pc.case)
     samples = replay_runs(list(runs.values()))
-    return {
-        key: {"ttft": s.ttft_s, "tpot": s.tpot_s, "e2e": s.e2e_s}
-        for key, s in zip(runs, samples, strict=True)
-    }
+    return {key: s for key, s in zip(runs, samples, strict=True)}
 
 
 def _first_wave_quantile_s(pc: PercentileCase) -> float:
