@@ -6,16 +6,14 @@ import numpy as np
 import pytest
 
 from advisor.perf.validation.bench_run import (
-    benchmark_lengths,
-    client_lengths,
     gap_statistic,
-    length_cv,
     replay_closed_loop,
     replay_runs,
     replayable,
     run_lengths,
     run_statistic,
 )
+from advisor.perf.validation.client_draws import benchmark_lengths, client_lengths, length_cv
 from advisor.perf.validation.measurements import cases
 from advisor.perf.validation.validate import predict_cases
 
@@ -204,7 +202,8 @@ def test_a_request_rate_run_is_replayed_on_the_send_times_its_seed_drew():
     # numpy.random.exponential(1 / rate) between requests, so the run is replayed on the send
     # times it had. Its printed duration, 317.55 s (an output the fit never sees), comes back
     # within 1% (318.35 s, 2026-12-05 calibration); its median TTFT, 218.8 ms, within 25%.
-    from advisor.perf.validation.bench_run import client_arrivals, run_value
+    from advisor.perf.validation.bench_run import run_value
+    from advisor.perf.validation.client_draws import client_arrivals
 
     c = _case("E0461")
     assert replayable(c) and c.kind == "load_ttft"

@@ -72,7 +72,7 @@ def test_unrepresentable_rows_say_why_and_other_metrics_are_not_percentiles():
 def _far_above_capacity() -> dict:
     """E0461 again at 1000 req/s, far above the capacity of 8 x H200 for ~510/530-token requests
     of a 405B model, with a stated --seed 7 that does not reproduce its lengths: no replay of
-    the finite run (bench_run.client_arrivals), so the queueing model answers, unstable."""
+    the finite run (client_draws.client_arrivals), so the queueing model answers, unstable."""
     r = _row("E0461")
     return dict(r, id="X0001", batch_or_concurrency="request rate 1000 req/s",
                 notes=r["notes"] + " --seed 7")  # fmt: skip
@@ -129,7 +129,7 @@ def test_one_clients_tpot_tail_is_flat_and_its_e2e_median_is_the_median_answers(
 
     # sgl-cookbook DeepSeek-V3.1 on 8 MI300X, one client, 10 prompts (A0004 / A0005): TPOT P50
     # 23.90 ms, P99 24.03 ms, a ratio of 1.005: one client decodes alone, every request at the
-    # same step. The run is replayed on the prompts SGLang's seed sent (bench_run.client_lengths),
+    # same step. The run is replayed on the prompts SGLang's seed sent (client_draws.client_lengths),
     # so the predicted ratio is as flat; the queueing model's length spread put it at 1.1 or more.
     p50, p99 = predict_percentiles(percentile_cases([_row("A0004"), _row("A0005")])[0])
     assert p99.predicted_s / p50.predicted_s == pytest.approx(24.03 / 23.90, abs=0.02)

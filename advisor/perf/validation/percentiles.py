@@ -19,7 +19,7 @@ Lengths: the row's isl / osl (or the notes' token totals, read by the same parse
 spread of the lengths matters for the tails: ``sglang.bench_serving --dataset-name random``
 draws each length uniformly from [r L, L] (``--random-range-ratio r``, default 0), vLLM's
 ``bench serve`` from [L (1 - r), L (1 + r)] (default 0: fixed);
-:func:`advisor.perf.validation.bench_run.length_cv` reads this from the notes.
+:func:`advisor.perf.validation.client_draws.length_cv` reads this from the notes.
 
 ITL percentiles are compared with the model's inter-token gap
 (:func:`advisor.physics.queueing.inter_token.inter_token_stats`): a mixture of plain decode
@@ -54,13 +54,16 @@ from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.service import service_for
 from advisor.perf.validation.bench_run import (
     RunSamples,
-    client_arrivals,
-    client_lengths,
     gap_statistic,
-    length_cv,
     replay_runs,
     replayable,
     run_statistic,
+)
+from advisor.perf.validation.client_draws import (
+    SHAREGPT,
+    client_arrivals,
+    client_lengths,
+    length_cv,
 )
 from advisor.perf.validation.measurements import Case, Skipped, load_rows, parse_row, source_key
 from advisor.perf.validation.validate import error_stats
@@ -144,7 +147,7 @@ def percentile_case(row: dict) -> PercentileCase | Skipped | None:
     if not value > 0:
         return Skipped(row["id"], row["metric"], f"value {value!r} is not > 0")
     notes = row.get("notes", "")
-    if re.search(r"dataset[-_ ]name\W+sharegpt|Dataset sharegpt", notes, re.I):
+    if SHAREGPT.search(notes):
         return Skipped(
             row["id"], row["metric"],
             "ShareGPT lengths: only their mean is stated, and their spread sets the percentiles",
@@ -280,9 +283,9 @@ def replayed_quantile_s(run: RunSamples, metric: str, quantile: float) -> float:
 def _run_key(pc: PercentileCase) -> tuple | None:
     """The replayed run a row reads (rows of one run share it), or None: a closed-loop TTFT row
     of a run the replay can draw (``bench_run.replayable``); a TTFT, TPOT or E2E row of a
-    closed-loop run whose requests' lengths are the client's own (``bench_run.client_lengths``:
+    closed-loop run whose requests' lengths are the client's own (``client_draws.client_lengths``:
     every request's output length is known, so its TPOT and E2E are too); and one of a
-    request-rate run whose send times are the client's own too (``bench_run.client_arrivals``),
+    request-rate run whose send times are the client's own too (``client_draws.client_arrivals``),
     on one replica. An ITL row of such a run reads the replay's token gaps (every iteration's
     length, once per answer that got a token at its end: a prefill that stalls 99 decoding
     answers is 99 long gaps); ITL rows of other runs keep the queueing model's mixture."""

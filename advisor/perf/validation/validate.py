@@ -31,12 +31,8 @@ from advisor.perf.model.step import (
     decode_step,
     prefill,
 )
-from advisor.perf.validation.bench_run import (
-    client_lengths,
-    replayable,
-    replayed_values,
-    run_statistic,
-)
+from advisor.perf.validation.bench_run import replayable, replayed_values, run_statistic
+from advisor.perf.validation.client_draws import client_lengths
 from advisor.perf.validation.measurements import Case, Skipped, cases, gpu_id, load_rows
 
 FAMILIES = (
@@ -146,7 +142,7 @@ def predict_cases(items: list[Case], replay: bool = True) -> np.ndarray:
 
 def _one_client_ttft(sel: list[Case], r: ReplicaArrays, isl: np.ndarray) -> np.ndarray:
     """TTFT of one client's requests: the prefill of the mean prompt, or, for a run whose sent
-    lengths are known (``bench_run.client_lengths``), the row's statistic over the prefills of
+    lengths are known (``client_draws.client_lengths``), the row's statistic over the prefills of
     the prompts it sent (one client: nothing queues, each TTFT is its own prompt's prefill).
 
         TTFT = stat_i prefill(L_i)    (stat: the row's mean or median; else prefill(mean L))
