@@ -170,7 +170,7 @@ def test_a_refused_fit_keeps_its_runs_and_points_for_the_tables():
 
 def test_calibrate_page_shows_the_held_out_verdict_per_run_and_the_range():
     """An accepted profile (DataCrunch runs 1-4 at 1, 2, 4, 8 req/s; tests/test_client_profile.py
-    measures its held-out gain, 20.3% -> 12.3%; run 1 is within tolerance, the other three better):
+    measures its held-out gain, 20.9% -> 12.3%; run 1 is within tolerance, the other three better):
     the page shows the verdict, each run's error shipped and with the profile fitted without it, and
     the range outside which it falls back."""
     import yaml

@@ -231,11 +231,12 @@ def replayable(c: Case) -> bool:
     ShareGPT); a TTFT, TPOT or E2E row of a run whose every request's lengths are the
     client's own (:func:`client_lengths`), one client included; and a request-rate row (TTFT,
     TPOT, E2E, throughput) of a run whose send times are the client's own too
-    (:func:`client_arrivals`), on one replica. An ITL row only when its run's gaps are the
-    replay's (``Case.gaps``: such a run), its statistic then over every gap."""
+    (:func:`client_arrivals`), on one replica. ITL rows are not: the table's mean ITL is read
+    as the TPOT the steady state predicts, and its percentiles are the percentile check's
+    (:func:`gap_statistic` over the replay's gaps, ``percentiles.replayed_quantile_s``)."""
     notes = (c.row or {}).get("notes", "") or ""
     metric = str((c.row or {}).get("metric", ""))
-    if c.kind not in REPLAYED_METRIC or (metric.startswith("itl") and not c.gaps):
+    if c.kind not in REPLAYED_METRIC or metric.startswith("itl"):
         return False
     if c.kind.startswith("load_"):  # open loop: the client's own send times, one replica
         return c.replicas == 1 and client_arrivals(notes, float(c.qps)) is not None
@@ -362,12 +363,9 @@ def replayed_values(items: list[Case]) -> np.ndarray:
 
 
 def run_value(c: Case, s: RunSamples) -> float:
-    """The case's statistic of its replayed run: output tokens / duration for a throughput, its
-    statistic (mean, median) over every token gap for an ITL row (``Case.gaps``), else over the
-    requests' TTFT, TPOT or E2E (s)."""
+    """The case's statistic of its replayed run: output tokens / duration for a throughput,
+    else its statistic (mean, median) of the requests' TTFT, TPOT or E2E (s)."""
     metric = REPLAYED_METRIC[c.kind]
-    if c.gaps:
-        return gap_statistic(s.gap_s, s.gap_count, c.statistic)
     if metric == "tput":
         return s.output_tokens / s.duration_s
     return run_statistic(getattr(s, metric + "_s"), c.statistic)

@@ -30,7 +30,6 @@ from advisor.catalog.measurement_row import COLLECTIVE_QUANTITIES, MeasurementRo
 from advisor.catalog.specs import Accelerator
 from advisor.perf.model.profiles import engine_for_text
 from advisor.perf.model.replica import ReplicaConfig
-from advisor.perf.validation.client_draws import client_arrivals, client_lengths
 
 __all__ = ["Case", "Skipped", "cases", "load_rows", "measurement_paths", "parse_row", "source_key"]
 
@@ -137,9 +136,6 @@ class Case:
     requests: int = 0  # requests in the benchmark run (0: not stated)
     #: prompt tokens one prefill iteration takes, where the server's flags state it (0: default)
     prefill_budget_tokens: int = 0
-    #: the statistic is over every token gap of the run (an ITL row whose run the replay
-    #: reproduces, ``bench_run.gap_statistic``), not over the requests' mean gaps (TPOT)
-    gaps: bool = False
     row: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
@@ -554,22 +550,12 @@ def parse_row(row: dict, rec: MeasurementRow | None = None) -> Case | Skipped:
         value = rec.value * (1e-3 if rec.unit_symbol == "ms" else 1.0)
     else:
         value = _throughput_total(rec, gpus_total)
-    gaps = what == "itl" and _gaps_replayed(how, n, replicas, notes)
-    if (
-        what == "itl"
-        and stat == "median"
-        and not gaps
-        and not (how in ("batch", "conc") and n == 1)
-    ):
+    if what == "itl" and stat == "median":
         return Skipped(rid, metric, "median inter-token latency: the median of all token gaps, "
                        "not a request's mean gap (TPOT, which the model predicts); under load "
-                       "the two differ (E0190: median ITL 5.75 ms, median TPOT 11.0 ms), and "
-                       "this run's gaps cannot be replayed (its lengths are not reproducible)")  # fmt: skip
+                       "the two differ (E0190: median ITL 5.75 ms, median TPOT 11.0 ms)")  # fmt: skip
     if what == "itl":
-        # one client: every gap is a decode step, so the median gap is the TPOT's step; a
-        # reproducible run: the statistic of the replay's gaps; else the mean ITL is the TPOT
-        what = "tpot"
-    base["gaps"] = gaps
+        what = "tpot"  # mean ITL over a request = its TPOT (token-weighted)
     serving = "TTFT/ITL under load"
     if how == "batch" or (how == "conc" and n == 1):
         if n == 1 and what == "ttft":
@@ -600,17 +586,6 @@ def parse_row(row: dict, rec: MeasurementRow | None = None) -> Case | Skipped:
         return Case(kind="static_e2e", family=fam, isl=isl, osl=osl, batch=n, measured=value,
                     **base)  # fmt: skip
     return Skipped(rid, metric, f"condition {bc!r} for {metric} not modelled")
-
-
-def _gaps_replayed(how: str | None, n: float, replicas: int, notes: str) -> bool:
-    """Whether an ITL row's run is replayed gap by gap: several clients (or a request rate, on
-    one replica) sending the lengths, and for a rate the send times, the client's seed drew
-    (``client_draws``). One client is not: every gap is then a decode step alone."""
-    if replicas != 1:
-        return False
-    if how == "conc" and n > 1:
-        return client_lengths(notes) is not None
-    return how == "rate" and client_arrivals(notes, float(n)) is not None
 
 
 @cache
