@@ -6,7 +6,11 @@ Poisson at the requested R), then the error per percentile and load level, per m
 tail shape P99 / P50 predicted against measured. Rows predicted unstable count with an infinite
 error. See advisor/perf/validation/percentiles.py for the conventions.
 
-    .venv/bin/python bench/percentiles.py [--rows]
+    .venv/bin/python bench/percentiles.py [--rows] [--steady]
+
+``--steady``: every row from the queueing model (what ``estimate`` prints for a steady service),
+none from the replay of its benchmark run: the ITL tail is then the Poisson mixture of prefill
+stalls, not the replayed run's gaps.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from advisor.perf.validation.percentiles import percentile_report, render_percen
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", action="store_true", help="print every predicted row")
+    ap.add_argument("--steady", action="store_true",
+                    help="the queueing model's percentiles only, no replayed run")  # fmt: skip
     args = ap.parse_args()
     t0 = time.perf_counter()
-    rep = percentile_report()
+    rep = percentile_report(steady=args.steady)
     elapsed = time.perf_counter() - t0
     if args.rows:
         print(f"{'id':<7} {'metric':<5} {'pct':<4} {'gpu':<9} {'load':<15} {'isl':>6} {'osl':>6} "

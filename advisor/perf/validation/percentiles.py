@@ -247,15 +247,20 @@ class PercentilePrediction:
         return self.predicted_s / self.pc.measured_s - 1.0
 
 
-def predict_percentiles(items: list[PercentileCase]) -> list[PercentilePrediction]:
+def predict_percentiles(
+    items: list[PercentileCase], replay: bool = True
+) -> list[PercentilePrediction]:
     """The model's percentile for each case at the case's load (inf where predicted unstable).
+
+    ``replay=False``: every row from the queueing model, what ``estimate`` prints for a steady
+    service (``percentile_report(steady=True)``, to see the two side by side).
 
     A row whose run the replay reproduces (``_run_key``) takes the quantile of its replayed
     run, start-up rounds and an overloaded run's backlog included (a finite run ends, so it is
     never "unstable"); the others the queueing model's, with the start-up wave's where it holds
     the quantile (``_first_wave_quantile_s``).
     """
-    replayed = _replayed_runs(items)
+    replayed = _replayed_runs(items) if replay else {}
     out = []
     for pc, (res, j) in zip(items, _load_results(items), strict=True):
         stats = {"ttft": res.ttft, "tpot": res.tpot, "itl": res.itl, "e2e": res.e2e}[pc.metric]
@@ -454,10 +459,11 @@ def _reason_key(reason: str) -> str:
     return reason
 
 
-def percentile_report(rows: list[dict] | None = None) -> dict:
-    """The percentile check: counts, errors per percentile and load level, tail ratios, rows."""
+def percentile_report(rows: list[dict] | None = None, steady: bool = False) -> dict:
+    """The percentile check: counts, errors per percentile and load level, tail ratios, rows.
+    ``steady``: no row from a replayed run (``predict_percentiles(replay=False)``)."""
     items, skipped = percentile_cases(rows)
-    preds = predict_percentiles(items)
+    preds = predict_percentiles(items, replay=not steady)
     ratios = tail_ratios(preds)
     by_metric: dict[str, list[float]] = {}
     for t in ratios:
