@@ -98,7 +98,11 @@ def percentiles_section() -> None:
     st.caption(
         "ITL is compared with the model's inter-token gap: plain decode steps mixed with steps "
         "that carry another request's prefill (or a chunk of it), in the share the load gives. "
-        "Its P99 is a step stalled by a prefill once more than 1% of the gaps carry one."
+        "Its P99 is a step stalled by a prefill once more than 1% of the gaps carry one. Where "
+        "the benchmark run is replayed request by request (the lengths and send times its "
+        "client drew), its gaps are the replay's own: which prefill stalled which answers is "
+        "then the run's, and an estimate for a steady service, which uses the mixture, is looser "
+        "under load (bench/percentiles.py --steady)."
     )
     cov = rep["range_coverage"]
     if "P99" in cov:
