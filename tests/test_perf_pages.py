@@ -31,6 +31,16 @@ def _page(page: str) -> AppTest:
     return at.switch_page(page).run()
 
 
+def _latency_in_focus(dep: str) -> AppTest:
+    """The Latency page opened by a link that puts deployment ``dep`` in focus."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["dep"] = dep
+    at.run()
+    at.switch_page("ui/pages/latency.py").run()
+    assert not at.exception
+    return at
+
+
 def _metrics(at: AppTest) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
@@ -46,11 +56,7 @@ def test_latency_numbers_follow_the_deployment_in_focus():
     # A link naming a deployment (TP=8, fp16) puts it in focus; the page shows the search's
     # percentiles for it (evaluate_spec) and one replica's means (estimate, same inputs).
     dep = "h100-sxm.tp8.pp1.dp1.fp16.fp16"
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["dep"] = dep
-    at.run()
-    at.switch_page("ui/pages/latency.py").run()
-    assert not at.exception
+    at = _latency_in_focus(dep)
     s, spec = Scenario(), parse_spec(dep)
     d = evaluate_spec(s, spec).deployment
     e = estimate(get_model(s.model), get_accelerator("h100-sxm"), estimate_input(s, spec))
@@ -202,3 +208,26 @@ def test_trust_warns_where_the_p99_ttft_runs_low():
         assert any(f"{-low['bias_pct']:.0f}% below the published P99" in t for t in texts)
     else:
         assert not any("published P99" in t for t in texts)
+
+
+def test_latency_page_forecasts_the_clients_benchmark_run_as_the_cli_does():
+    # The Latency page's benchmark run is bench_forecast.forecast_for on the deployment in focus
+    # (the CLI's `estimate --num-prompts`): the same P99 TTFT, the command to run it, and a
+    # prompt count out of range refused next to the field, not a traceback.
+    from advisor.perf.validation.bench_forecast import forecast_for
+
+    dep = "h100-sxm.tp8.pp1.dp1.fp16.fp16"
+    at = _latency_in_focus(dep)
+    s, spec = Scenario(), parse_spec(dep)
+    inp = estimate_input(s, spec)
+    e = estimate(get_model(s.model), get_accelerator("h100-sxm"), inp)
+    prompts = at.number_input(key="bench_prompts")
+    prompts.set_value(200).run()
+    assert not at.exception
+    run = forecast_for(get_model(s.model), get_accelerator("h100-sxm"), inp, prompts=200,
+                       client="vllm", regime=e.get("load_regime"))  # fmt: skip
+    assert any(run.command == c.value for c in at.code)
+    table = next(d.value for d in at.dataframe if "P99" in d.value.columns and "metric" in d.value.columns
+                 and "ITL" in set(d.value["metric"]))  # fmt: skip
+    ttft = table.set_index("metric").loc["TTFT", "P99"]
+    assert ttft.startswith(fmt_ms(run.ms["ttft"]["p99"]) + " (")

@@ -42,9 +42,11 @@ from advisor.cli.profile_opt import add_profile_flag, apply_to_estimate, load_pr
 from advisor.cli.profile_opt import check as check_profile
 from advisor.perf.calibration.client_profile import ProfileDoc
 from advisor.perf.model.estimate import EstimateInput, estimate
-from advisor.perf.model.intervals import narrowing_advice, range_note
+from advisor.perf.model.intervals import narrowing_advice, range_note, side_of_range
+from advisor.perf.model.overlay import active
 from advisor.perf.model.profiles import ENGINES
 from advisor.perf.model.sweeps import fmt_ms
+from advisor.perf.validation.bench_forecast import CLIENTS
 from advisor.scenario import DEFAULT_ENGINE, THINK_TIME_DEFAULT_S, format_validation_error
 
 MAX_INPUT_BYTES = 10_000_000
@@ -52,6 +54,7 @@ _KEYS = {
     "model", "gpu", "tp", "pp", "dp", "weights", "kv", "isl", "osl", "concurrency", "qps",
     "link", "inter_link", "engine", "spec_draft", "spec_tokens", "spec_acceptance", "gpus_per_node",
     "ep", "dp_attention", "batching", "confidence", "users", "think_time_s",
+    *(_BENCH_KEYS := ("num_prompts", "bench_client", "range_ratio", "prefill_budget_tokens")),
 }  # fmt: skip
 #: Bounds of the users' load (as recommend's and the scenario's Workload).
 USERS_RANGE, THINK_RANGE_S = (1, 1_000_000), (0.0, 3600.0)
@@ -116,15 +119,125 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--confidence", type=float_in(0.5, 0.99), default=None,
         help="confidence of the ranges around each number (0.5..0.99, default 0.8)",
     )  # fmt: skip
+    g = p.add_argument_group(
+        "benchmark run", "what the engine's benchmark client would print for a finite run of "
+        "this load (random dataset): its start-up wave included, which the steady figures above "
+        "leave out",
+    )  # fmt: skip
+    g.add_argument(
+        "--num-prompts", dest="num_prompts", type=int_in(1, 1_000_000), default=None,
+        help="prompts of the run (--num-prompts of vllm bench serve / sglang.bench_serving), "
+        "with --concurrency N (its --max-concurrency) or --qps (its --request-rate)",
+    )  # fmt: skip
+    g.add_argument(
+        "--bench-client", dest="bench_client", type=choice_of(CLIENTS, "benchmark client"),
+        default=None, help="whose random lengths: vllm (L(1-r)..L(1+r)) or sglang (rL..L); "
+        "default: sglang for --engine sglang, else vllm",
+    )  # fmt: skip
+    g.add_argument(
+        "--range-ratio", dest="range_ratio", type=float_in(0.0, 1.0), default=None,
+        help="the client's --random-range-ratio r (default 0: vLLM's lengths fixed, SGLang's "
+        "1..L)",
+    )  # fmt: skip
+    g.add_argument(
+        "--prefill-budget-tokens", dest="prefill_budget_tokens", type=int_in(1, 10_000_000),
+        default=None, help="prompt tokens one iteration prefills (vLLM --max-num-batched-tokens, "
+        "SGLang --chunked-prefill-size; default 8192)",
+    )  # fmt: skip
     add_profile_flag(p)
     add_json_flag(p)
     return p
+
+
+def _bench_opts(d: dict) -> dict | None:
+    """The benchmark-run keys of a line or the flags, popped from ``d`` and checked; None when
+    no run is asked for (then none of them may be given)."""
+    opts = {k: d.pop(k, None) for k in _BENCH_KEYS}
+    if opts["num_prompts"] is None:
+        given = [k for k in _BENCH_KEYS if opts[k] is not None]
+        if given:
+            flag = "--" + given[0].replace("_", "-")
+            raise CliInputError(f"{flag} {opts[given[0]]!r}: needs --num-prompts (the run it "
+                                "describes)")  # fmt: skip
+        return None
+    for key, lo, hi, kind in (("num_prompts", 1, 1_000_000, int),
+                              ("range_ratio", 0.0, 1.0, float),
+                              ("prefill_budget_tokens", 1, 10_000_000, int)):  # fmt: skip
+        v = opts[key]
+        if v is None:
+            continue
+        ok = not isinstance(v, bool) and isinstance(v, int | float) and lo <= v <= hi
+        if kind is int and ok and float(v).is_integer():
+            v = opts[key] = int(v)
+        if not ok or (kind is int and not float(v).is_integer()):
+            flag = "--" + key.replace("_", "-")
+            raise CliInputError(f"{flag} {v!r} is outside {lo}..{hi:,}"
+                                + (" (a whole number)" if kind is int else ""))  # fmt: skip
+    client = opts["bench_client"]
+    if client is not None and client not in CLIENTS:
+        raise CliInputError(f"--bench-client {echo(str(client), 40)}: allowed {', '.join(CLIENTS)}")
+    if d.get("users") is not None:
+        raise CliInputError("--num-prompts works with --concurrency N or --qps, not --users "
+                            "(a benchmark client does not think)")  # fmt: skip
+    if d.get("spec_draft") is not None:
+        raise CliInputError("--num-prompts: the replay of a benchmark run has no speculative "
+                            "decoding; leave out --spec-draft")  # fmt: skip
+    return opts
+
+
+def _benchmark_run(model, gpu, inp: EstimateInput, result: dict, opts: dict) -> dict:
+    """The ``benchmark_run`` of a result: the forecast run under the same constants as the
+    estimate (the client profile's where it applied), or why there is none."""
+    from advisor.perf.validation.bench_forecast import ForecastInputError, forecast_for
+
+    if result.get("fits") is False:
+        return {"none": "the deployment does not fit (see the reasons above)"}
+    kw = dict(prompts=opts["num_prompts"], client=opts["bench_client"],
+              range_ratio=opts["range_ratio"] or 0.0,
+              budget_tokens=opts["prefill_budget_tokens"] or 0.0,
+              regime=result.get("load_regime") or
+              ("overloaded" if result.get("stable") is False else None))  # fmt: skip
+    try:
+        if result.get("client_profile_fallback"):
+            with active(gpu.id, inp.engine, None):
+                run = forecast_for(model, gpu, inp, **kw)
+        else:
+            run = forecast_for(model, gpu, inp, **kw)
+    except ForecastInputError as exc:
+        if exc.field == "load":
+            raise CliInputError(f"--num-prompts: {exc}") from None
+        raise CliInputError(f"--{exc.field.replace('_', '-')} {exc}") from None
+    return run.to_dict()
 
 
 def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
     for key in ("model", "gpu", "isl", "osl"):
         if d.get(key) is None:
             raise CliInputError(f"--{key} is required")
+    d = dict(d)
+    bench = _bench_opts(d)
+    result = _estimate_one(d, profile)
+    if bench is not None:
+        model, gpu = resolve_model(str(d["model"])), resolve_gpu(str(d["gpu"]))
+        inp = EstimateInput.model_validate(_fields(d, None) | _default_load(d))
+        result["benchmark_run"] = _benchmark_run(model, gpu, inp, result, bench)
+    return result
+
+
+def _fields(d: dict, draft) -> dict:
+    fields = {
+        k: v for k, v in d.items() if k not in ("model", "gpu", "spec_draft") and v is not None
+    }
+    if draft is not None:
+        fields["spec_draft"] = draft
+    return fields
+
+
+def _default_load(d: dict) -> dict:
+    return {"concurrency": 1} if d.get("concurrency") is None and d.get("qps") is None else {}
+
+
+def _estimate_one(d: dict, profile: ProfileDoc | None) -> dict:
     if d.get("concurrency") is not None and d.get("qps") is not None:
         raise CliInputError("--concurrency and --qps are exclusive: give one of them")
     users, think_s = _users(d)
@@ -136,13 +249,7 @@ def _run_one(d: dict, profile: ProfileDoc | None = None) -> dict:
     for flag, scope in (("link", "intra_node"), ("inter_link", "inter_node")):
         if d.get(flag):
             check_link(str(d[flag]), [gpu], scope, "--" + flag.replace("_", "-"))
-    fields = {
-        k: v for k, v in d.items() if k not in ("model", "gpu", "spec_draft") and v is not None
-    }
-    if draft is not None:
-        fields["spec_draft"] = draft
-    if fields.get("concurrency") is None and fields.get("qps") is None:
-        fields["concurrency"] = 1
+    fields = _fields(d, draft) | _default_load(d)
     try:
         inp = EstimateInput.model_validate(fields)
     except ValidationError as exc:
@@ -399,6 +506,31 @@ def _percentile_lines(r: dict) -> list[str]:
     return lines
 
 
+def _benchmark_lines(b: dict | None) -> list[str]:
+    """What the benchmark client would print for the run asked for, each figure with its range."""
+    if not b:
+        return []
+    if "none" in b:
+        return [f"  benchmark run: none ({b['none']})"]
+    pct = f"{b['confidence']:.0%}"
+    lines = [f"  benchmark run (replayed, seed {b['seed']}): {b['command']}",
+             f"    {b['prompts']:,} prompts in {b['duration_s']:.1f} s: "
+             f"{b['output_tok_s']:,.0f} output tok/s, {b['requests_per_s']:.3g} req/s; "
+             f"{pct} ranges from held-out errors of published rows of each statistic:"]  # fmt: skip
+    for metric, label in (("ttft", "TTFT"), ("tpot", "TPOT"), ("itl", "ITL"), ("e2e", "E2E")):
+        cells = []
+        for st, name in (("mean", "mean"), ("median", "P50"), ("p99", "P99")):
+            v = b["ms"][metric][st]
+            lo, hi = b["ranges"][metric].get(st, (v, v))
+            side = side_of_range(v, lo, hi)
+            cells.append(
+                f"{name} {fmt_ms(v)} ({fmt_ms(lo)}-{fmt_ms(hi)}{', ' + side if side else ''})"
+            )
+        lines.append(f"    {label:<5} " + "   ".join(cells))
+    lines += [f"    note: {n}" for n in b.get("notes", [])]
+    return lines
+
+
 def render(r: dict) -> str:
     head = (
         f"{r['model']} on {r['gpus']} x {r['gpu']} (TP={r['tp']} PP={r['pp']} DP={r['dp']}"
@@ -408,7 +540,14 @@ def render(r: dict) -> str:
     )
     warn = [f"  WARNING: {w}" for w in r.get("warnings", [])]
     if not r["fits"] or r.get("stable") is False:
-        return "\n".join([head, *warn, *(f"  NOT FEASIBLE: {x}" for x in r["reasons"])])
+        return "\n".join(
+            [
+                head,
+                *warn,
+                *(f"  NOT FEASIBLE: {x}" for x in r["reasons"]),
+                *_benchmark_lines(r.get("benchmark_run")),
+            ]
+        )
     iv = r["intervals"]
     pct = f"{iv['confidence']:.0%}"
 
@@ -435,6 +574,7 @@ def render(r: dict) -> str:
                      f"nccl-tests speed, {ep['collective_note']}")  # fmt: skip
     lines.append(f"  ranges from out-of-sample errors: {iv['basis']}")
     lines += _percentile_lines(r)
+    lines += _benchmark_lines(r.get("benchmark_run"))
     if "client_profile" in r:
         lines.append(render_line(r["client_profile"]))
     for phase, comp in r["breakdown"].items():

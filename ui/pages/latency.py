@@ -268,6 +268,71 @@ def roofline_section(c: SimpleNamespace) -> None:
     )
 
 
+def benchmark_section(c: SimpleNamespace) -> None:
+    """What the engine's benchmark client would print for a finite run of this load: a
+    client's own `vllm bench serve` figures read against the tool's (a short run's first wave
+    puts its mean TTFT far above the steady state's)."""
+    from advisor.perf.validation.bench_forecast import (
+        CLIENTS,
+        MAX_PROMPTS,
+        ForecastInputError,
+        forecast_for,
+        unsupported,
+    )
+
+    inp = c.inp
+    with st.expander(
+        "What your benchmark run would print (vllm bench serve / sglang.bench_serving)"
+    ):
+        why = unsupported(inp)
+        if why or not c.est.get("fits"):
+            st.caption(f"Not replayed: {why or 'the deployment does not fit'}.")
+            return
+        per = (f"from {inp.concurrency:,} clients (--max-concurrency)" if inp.qps is None
+               else f"sent at {sig3(inp.qps)} requests/s (--request-rate)")  # fmt: skip
+        default = (min(10 * int(inp.concurrency), MAX_PROMPTS) if inp.qps is None
+                   else int(min(max(100, inp.qps * 120), MAX_PROMPTS)))  # fmt: skip
+        cols = st.columns(3)
+        prompts = cols[0].number_input("Prompts (--num-prompts)", 1, MAX_PROMPTS * inp.dp,
+                                       default, step=10, key="bench_prompts")  # fmt: skip
+        client = cols[1].selectbox("Client", CLIENTS, key="bench_client",
+                                   index=CLIENTS.index("sglang" if inp.engine == "sglang" else "vllm"),
+                                   help="vllm draws lengths on [L(1-r), L(1+r)], sglang on [rL, L]")  # fmt: skip
+        ratio = cols[2].number_input("Range ratio (--random-range-ratio)", 0.0, 0.99, 0.0,
+                                     step=0.05, key="bench_ratio")  # fmt: skip
+        try:
+            run = forecast_for(c.model, c.gpu, inp, prompts=int(prompts), client=client,
+                               range_ratio=float(ratio), regime=c.est.get("load_regime"))  # fmt: skip
+        except ForecastInputError as exc:
+            st.error(f"{exc.field.replace('_', ' ')}: {md_escape(exc)}")
+            return
+        st.code(run.command, language="bash")
+        pct = f"{run.confidence:.0%}"
+        rows = []
+        for metric in ("ttft", "tpot", "itl", "e2e"):
+            row = {"metric": metric.upper()}
+            for st_name, label in (
+                ("mean", "mean"),
+                ("median", "P50"),
+                ("p90", "P90"),
+                ("p99", "P99"),
+            ):
+                v = run.ms[metric][st_name]
+                lo, hi = run.ranges[metric].get(st_name, (v, v))
+                row[label] = f"{fmt_ms(v)} ({fmt_ms(lo)}–{fmt_ms(hi)})"
+            rows.append(row)
+        st.dataframe(rows, hide_index=True)
+        st.caption(
+            f"{run.prompts:,} prompts {per}: the run lasts {sig3(run.duration_s)} s, "
+            f"{run.output_tok_s:,.0f} output tok/s. Replayed iteration by iteration on this "
+            f"replica's modelled step times (seeded lengths, as the client draws them); in "
+            f"brackets the {pct} range from held-out errors of published rows of that statistic. "
+            "The figures above this one are the steady service, without the run's start-up wave."
+        )
+        for n in run.notes:
+            st.caption(n)
+
+
 st.title("Latency")
 ctx = guarded("Scenario", setup)
 if ctx is not None:
@@ -275,4 +340,5 @@ if ctx is not None:
     guarded("Engine profile", profile_section, ctx)
     if guarded("Latency estimate", summary_section, ctx):
         guarded("Breakdown", breakdown_section, ctx)
+        guarded("Benchmark run", benchmark_section, ctx)
     guarded("Roofline and batch sweep", roofline_section, ctx)

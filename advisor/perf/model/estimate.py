@@ -320,16 +320,21 @@ def _no_percentiles(inp: EstimateInput) -> str | None:
     return None
 
 
-def _deployment(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> _Deployment:
-    """One replica of the deployment (a draft model's beside it when speculating) and its
-    memory budget at isl + osl tokens; cap = min(KV budget / KV per sequence, max_num_seqs)."""
+def replica_config(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> ReplicaConfig:
+    """One replica of the deployment ``inp`` describes (its links, layout and engine)."""
     intra = get_interconnect(inp.link) if inp.link else None
     inter = get_interconnect(inp.inter_link) if inp.inter_link else None
-    cfg = ReplicaConfig(
+    return ReplicaConfig(
         model=model, gpu=gpu, tp=inp.tp, pp=inp.pp, weights=inp.weights, kv=inp.kv,
         engine=inp.engine, intra_link=intra, inter_link=inter, gpus_per_node=inp.gpus_per_node,
         ep=inp.ep, dp_attention=inp.dp_attention,
     )  # fmt: skip
+
+
+def _deployment(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> _Deployment:
+    """One replica of the deployment (a draft model's beside it when speculating) and its
+    memory budget at isl + osl tokens; cap = min(KV budget / KV per sequence, max_num_seqs)."""
+    cfg = replica_config(model, gpu, inp)
     r = build_replicas([cfg])
     ctx_max = float(inp.isl + inp.osl)
     draft_tp, d = 1, None
