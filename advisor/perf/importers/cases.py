@@ -50,11 +50,15 @@ def make_case(
     qps: float = 0.0,
     requests: int = 0,
     statistic: str = "mean",
+    row: dict | None = None,
 ) -> Case:
     """One client measurement as a Case; its id names the file and the metric. ``requests``:
-    the run's completed requests (a mean TTFT over a finite run includes its start-up wave)."""
+    the run's completed requests (a mean TTFT over a finite run includes its start-up wave);
+    ``row``: what the replay reads of the run (``importers.per_request``: each request's lengths
+    and send times), as a published row's notes are read."""
     return Case(
         id=f"{name}:{tag}", kind=kind, family=family, config=replica_config(dep), isl=isl,
         osl=osl, batch=batch, qps=qps, measured=measured, unit=unit, gpus=dep.tp * dep.pp,
         source=f"client file {name}", requests=requests, statistic=statistic,
+        row=dict(row or {}),
     )  # fmt: skip

@@ -57,6 +57,7 @@ from advisor.perf.importers.consistency import (
     check_backend,
     check_model,
 )
+from advisor.perf.importers.per_request import per_request
 
 VLLM = "vllm bench serve"
 VLLM_SCRIPT = "vllm benchmark_serving.py"
@@ -161,6 +162,9 @@ def read(doc: dict, name: str, dep: Deployment, line: int | None = None) -> Read
                 "other units?"
             )
 
+    detail, why_not = per_request(doc, where, done, tin, tout, dur)
+    if why_not:
+        out.notes.append(f"{where}: {why_not}")
     tag = f"line{line}:" if line is not None else ""
     if not math.isfinite(rate) and conc is None:
         out.left_out.append((
@@ -171,8 +175,8 @@ def read(doc: dict, name: str, dep: Deployment, line: int | None = None) -> Read
         return out
     how = "load" if math.isfinite(rate) else "conc"
     k_ttft, k_tpot, k_e2e, k_tput = _KINDS[how]
-    mk = dict(isl=isl, osl=osl, requests=int(done), **(dict(qps=rate) if how == "load" else
-              dict(batch=conc)))  # fmt: skip
+    mk = dict(isl=isl, osl=osl, requests=int(done), row=detail, **(dict(qps=rate) if how ==
+              "load" else dict(batch=conc)))  # fmt: skip
     fam = "TTFT/ITL under load"
     out.cases.append(make_case(dep, name, f"{tag}ttft", k_ttft, fam, measured=ttft, unit="s",
                                statistic="median" if median_ttft else "mean", **mk))  # fmt: skip

@@ -231,18 +231,22 @@ def replayable(c: Case) -> bool:
     ShareGPT); a TTFT, TPOT or E2E row of a run whose every request's lengths are the
     client's own (:func:`client_lengths`), one client included; and a request-rate row (TTFT,
     TPOT, E2E, throughput) of a run whose send times are the client's own too
-    (:func:`client_arrivals`), on one replica. ITL rows are not: the table's mean ITL is read
+    (:func:`client_arrivals`), on one replica; likewise a client's file that lists each
+    request's lengths (and, for a rate, send times: ``importers.per_request``). ITL rows are not: the table's mean ITL is read
     as the TPOT the steady state predicts, and its percentiles are the percentile check's
     (:func:`gap_statistic` over the replay's gaps, ``percentiles.replayed_quantile_s``)."""
     notes = (c.row or {}).get("notes", "") or ""
     metric = str((c.row or {}).get("metric", ""))
     if c.kind not in REPLAYED_METRIC or metric.startswith("itl"):
         return False
+    own = _own_run(c)
     if c.kind.startswith("load_"):  # open loop: the client's own send times, one replica
+        if own is not None:
+            return c.replicas == 1 and own[2] is not None
         return c.replicas == 1 and client_arrivals(notes, float(c.qps)) is not None
     if c.batch < 1:
         return False
-    if client_lengths(notes) is not None:
+    if own is not None or client_lengths(notes) is not None:
         return True
     random = RANDOM_STATED.search(notes) or (
         "random" in notes and not re.search("sharegpt", notes, re.I)
@@ -256,10 +260,26 @@ def replayable(c: Case) -> bool:
     )
 
 
+def _own_run(c: Case) -> tuple[np.ndarray, np.ndarray, np.ndarray | None] | None:
+    """(input lengths, output lengths, send times or None) a client's detailed result file
+    listed for its run (``importers.per_request``), in send order; None for other rows."""
+    row = c.row or {}
+    if row.get("input_lens") is None:
+        return None
+    starts = row.get("start_s")
+    return (np.asarray(row["input_lens"], dtype=np.int64),
+            np.asarray(row["output_lens"], dtype=np.int64),
+            None if starts is None else np.asarray(starts, dtype=float))  # fmt: skip
+
+
 def run_lengths(c: Case) -> tuple[np.ndarray, np.ndarray, int]:
     """(input lengths, output lengths, requests) of a case's run, in the order they were sent:
-    the client's own draws where they can be reproduced (:func:`client_lengths`), else a seeded
-    draw of the same distribution (:func:`benchmark_lengths`)."""
+    the lengths a client's detailed result file lists (:func:`_own_run`), the client's own
+    draws where they can be reproduced (:func:`client_lengths`), else a seeded draw of the same
+    distribution (:func:`benchmark_lengths`)."""
+    own = _own_run(c)
+    if own is not None:
+        return own[0], own[1], int(own[0].size)
     notes = c.row.get("notes", "") or ""
     exact = client_lengths(notes)
     if exact is not None:
@@ -292,7 +312,9 @@ def replay_runs(items: list[Case]) -> list[RunSamples]:
         lens_in, lens_out, n_req = run_lengths(c)
         arrivals = None
         if c.kind.startswith("load_"):
-            arrivals = client_arrivals(c.row.get("notes", "") or "", float(c.qps))
+            own = _own_run(c)
+            arrivals = (own[2] if own is not None else
+                        client_arrivals(c.row.get("notes", "") or "", float(c.qps)))  # fmt: skip
         out.append(
             replay_closed_loop(
                 step_s, prefill_iteration_table(one, float(c.isl), float(budget)),
