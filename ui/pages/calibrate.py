@@ -259,7 +259,9 @@ st.caption(
     "Run the engine's own benchmark on one node of the client's cluster, drop the result files "
     "here and state the deployment they came from: the tool fits the constants those files can "
     "identify (the others stay at the shipped calibration) and uses them, for that accelerator "
-    "and engine, on every page and in the PDF for this session."
+    "and engine, on every page and in the PDF for this session. Save serving runs with "
+    "`--save-detailed` (vLLM) or `--output-details` (SGLang): a run of a few prompts per client "
+    "is then replayed on its own request lengths, start-up wave included."
 )
 guarded("Client profile", current_section)
 guarded("Fit", fit_section)
