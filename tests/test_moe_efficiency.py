@@ -87,3 +87,24 @@ def test_the_expert_reads_of_a_memory_bound_step_scale_with_one_over_the_efficie
     calibration(_doc(1.0, 0.5))
     b = decode_step(_replica("mixtral-8x7b", "bf16"), 1.0, 1024.0).total
     assert float(a[0]) == float(b[0])
+
+
+def test_a_routing_draw_exponent_below_one_reads_fewer_experts_at_a_middle_batch(calibration):
+    # Qwen3-235B-A22B (config.json: 128 experts, 8 per token) at 16 sequences on 8 x H100, bf16,
+    # memory-bound. Independent routing touches 128 x (1 - (120/128)^16) = 82.43 experts; with
+    # the batch worth 16^0.8 = 9.190 draws, 128 x (1 - (120/128)^9.190) = 57.26 (hand
+    # calculation). The expert bytes read fall by that ratio; at one token both touch exactly 8.
+    calibration({"global": {"moe_efficiency": 1.0}})
+    r1 = _replica("qwen3-235b-a22b", "bf16")
+    assert float(r1.routing_exp[0]) == profiles.DEFAULT_ROUTING_DRAW_EXPONENT == 1.0
+    full = decode_step(r1, 16.0, 1024.0)
+    calibration({"global": {"moe_efficiency": 1.0, "routing_draw_exponent": 0.8}})
+    r = _replica("qwen3-235b-a22b", "bf16")
+    assert float(r.routing_exp[0]) == 0.8
+    fewer = decode_step(r, 16.0, 1024.0)
+    expert_bytes = float(r.expert_weight_bytes[0])
+    saved = (82.43 - 57.26) / 128 * expert_bytes / float(r.hbm_bw[0])
+    assert float((full.memory - fewer.memory)[0]) == pytest.approx(saved, rel=1e-3)
+    one_a = decode_step(r1, 1.0, 1024.0).total
+    one_b = decode_step(r, 1.0, 1024.0).total
+    assert float(one_a[0]) == float(one_b[0])

@@ -96,20 +96,37 @@ def ridge_point_flops_per_byte(peak_flops_per_s: float, bandwidth_bytes_per_s: f
     return peak_flops_per_s / bandwidth_bytes_per_s
 
 
-def expected_experts_touched(num_experts: float, top_k: float, tokens: float) -> float:
-    """Expected number of distinct experts a batch of tokens routes to: E x (1 - (1 - k/E)^n).
+def expected_experts_touched(
+    num_experts: float, top_k: float, tokens: float, draw_exponent: float = 1.0
+) -> float:
+    """Expected number of distinct experts a batch of tokens routes to:
 
-    Assumes uniform, independent routing (a load-balanced router's target). One token touches
-    k experts; a large batch touches all of them, which is why MoE decode at batch 1 reads far
-    fewer bytes than the model's size. Source: occupancy of E bins by n draws of k (balls into
-    bins); Mixtral paper (Jiang et al. 2024) for top-2 of 8.
+        E x (1 - (1 - k/E)^(n^g))
+
+    With g = 1 each of the n tokens is an independent, uniform draw of k experts (a
+    load-balanced router's target: occupancy of E bins by n draws of k, balls into bins). Real
+    routers concentrate: tokens of one batch share popular experts more often than independent
+    draws would, so a batch of n tokens touches as many experts as n^g < n independent ones
+    (``draw_exponent`` g, fitted: ``profiles.routing_draw_exponent``). One token still touches
+    exactly k and a large batch all E, which is why MoE decode at batch 1 reads far fewer bytes
+    than the model's size. Source: balls into bins for g = 1; Mixtral paper (Jiang et al. 2024)
+    for top-2 of 8; skewed expert popularity in decode: Huang et al. 2023, "Towards MoE
+    Deployment: Mitigating Inefficiencies in Mixture-of-Expert (MoE) Inference"
+    (arXiv:2303.06182).
 
     >>> float(expected_experts_touched(8, 2, 1))
     2.0
     >>> round(float(expected_experts_touched(8, 2, 16)), 2)  # Mixtral at batch 16: nearly all 8
     7.92
+    >>> # Qwen3-235B (8 of 128) at 16 tokens: 128 x (1 - (120/128)^16) = 82.4 independent; as
+    >>> # 16^0.8 = 9.19 draws: 128 x (1 - (120/128)^9.19) = 57.3; one token: 8 either way
+    >>> [round(float(expected_experts_touched(128, 8, n, g)), 1) for n, g in
+    ...  ((16, 1.0), (16, 0.8), (1, 0.8))]
+    [82.4, 57.3, 8.0]
     """
-    frac = 1.0 - np.power(1.0 - top_k / num_experts, tokens)
+    n = np.maximum(np.asarray(tokens, dtype=float), 0.0)
+    draws = np.where(n > 1.0, np.power(n, draw_exponent), n)
+    frac = 1.0 - np.power(1.0 - top_k / num_experts, draws)
     return num_experts * frac
 
 

@@ -85,7 +85,9 @@ def profile_section(c: SimpleNamespace) -> None:
         f" Routed-expert (MoE) kernels at {p['moe_efficiency']:.0%} of that efficiency "
         f"({'fp8/fp4' if p['low_precision_experts'] else '16-bit'} experts, fitted), plus "
         f"{p['moe_expert_overhead_us']:.2f} µs per expert a GPU holds in each MoE layer and pass, "
-        "whatever the batch (fitted per accelerator family)."
+        "whatever the batch (fitted per accelerator family). A batch of n sequences reads the "
+        f"experts n^{p.get('routing_draw_exponent') or 1.0:.2f} independent tokens would pick "
+        "(fitted: routers share popular experts)."
         if p.get("moe_efficiency") is not None
         else ""
     )

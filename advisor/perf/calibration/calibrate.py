@@ -53,6 +53,8 @@ _BOUNDS = {
     "attention_efficiency": (0.2, 1.5, 0.75),
     "moe_efficiency": (0.2, 1.0, 0.8),
     "moe_efficiency_lowp": (0.2, 1.0, 0.8),
+    # 1 = independent, uniform routing; 0.5 would make 64 tokens route like 8
+    "routing_draw_exponent": (0.5, 1.0, 0.9),
     # up to 4 us per expert: 58 layers of 256 experts (DeepSeek-V3) would add 59 ms per token
     "moe_expert_overhead_s": (0.0, 4e-6, 1e-7),
     "moe_expert_overhead_lowp_s": (0.0, 4e-6, 1e-7),
@@ -108,6 +110,8 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
     params: list[tuple[str, str, str]] = [("global", "attention", "attention_efficiency")]
     if sum(c.config.model.is_moe for c in items) >= MIN_ROWS:
         params.append(("global", "moe", "moe_efficiency"))
+    if sum(c.config.model.is_moe and _batched(c) for c in items) >= MIN_ROWS:
+        params.append(("global", "moe", "routing_draw_exponent"))
     # MoE rows per (accelerator family, fp8/fp4 experts?)
     fam_moe: Counter = Counter(
         (c.config.gpu.family, low_precision_experts(c.config.model, c.config.weights))
@@ -167,6 +171,7 @@ def _parameters(items: list[Case]) -> list[tuple[str, str, str]]:
 PRIOR_WIDTH_LOG = {"eta_mem": 0.3, "eta_compute_16": 0.3, "eta_compute_fp8": 0.3,
                    "efficiency": 0.2, "mem_efficiency": 0.2, "attention_efficiency": 0.5,
                    "moe_efficiency": 0.5, "moe_efficiency_lowp": 0.5,
+                   "routing_draw_exponent": 0.5,
                    "collective_efficiency": 0.5, "collective_factor": 0.2}  # fmt: skip
 PRIOR_LINEAR = {  # name -> (centre, width), seconds
     "step_overhead_s": (2e-3, 3e-3),

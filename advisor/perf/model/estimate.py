@@ -388,6 +388,8 @@ def _header(model: ModelSpec, gpu: Accelerator, inp: EstimateInput, dep: _Deploy
             # precision (profiles.moe_expert_overhead_s), in microseconds
             "moe_expert_overhead_us": float(r.moe_expert_overhead_s[0]) * 1e6 if model.is_moe else None,
             "low_precision_experts": low_precision_experts(model, inp.weights) if model.is_moe else None,
+            # a batch of n tokens routes like n^g independent ones (profiles.routing_draw_exponent)
+            "routing_draw_exponent": float(r.routing_exp[0]) if model.is_moe else None,
         },
         "tp_link": tp_link_for(cfg, interconnects()).id if inp.tp > 1 else None,
         "pp_link": pp_link_for(cfg, interconnects()).id if inp.pp > 1 else None,

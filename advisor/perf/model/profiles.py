@@ -227,6 +227,7 @@ def reload() -> None:
     attention_efficiency.cache_clear()
     moe_efficiency.cache_clear()
     moe_expert_overhead_s.cache_clear()
+    routing_draw_exponent.cache_clear()
     fabric_collective_efficiency.cache_clear()
 
 
@@ -278,6 +279,22 @@ def moe_efficiency(low_precision: bool = False, family: str | None = None) -> fl
     fitted = fam.get("moe_efficiency_lowp") if low_precision else None
     fitted = g.get("moe_efficiency") if fitted is None else fitted
     return float(fitted) if fitted is not None else DEFAULT_MOE_EFFICIENCY
+
+
+#: How many independent routing draws a batch of n tokens is worth, as n^g
+#: (``physics.roofline.expected_experts_touched``): 1 is the uniform, independent router of the
+#: balls-into-bins count. With g = 1 the fit left every MoE decode row at 9-24 sequences 15%
+#: slower than measured (median of 27 rows) between batch 1 at 0.93 and 25-70 at 1.02, while
+#: dense rows stayed within 0-3% at every batch: the batch touched fewer distinct experts than
+#: independent draws would. Fitted where MoE rows exist (data/calibration.yaml, ``global``).
+DEFAULT_ROUTING_DRAW_EXPONENT = 1.0
+
+
+@cache
+def routing_draw_exponent() -> float:
+    """Fitted exponent g of a batch's effective routing draws n^g (1.0 before calibration)."""
+    fitted = (_calibration().get("global") or {}).get("routing_draw_exponent")
+    return float(fitted) if fitted is not None else DEFAULT_ROUTING_DRAW_EXPONENT
 
 
 #: Fixed time per routed expert of a MoE layer, per pass, whatever the batch, on top of the

@@ -21,6 +21,7 @@ from advisor.perf.model.profiles import (
     family_efficiency,
     moe_efficiency,
     moe_expert_overhead_s,
+    routing_draw_exponent,
 )
 from advisor.physics.collectives import achievable_fraction_for
 from advisor.physics.dispatch import kernels_per_layer
@@ -159,6 +160,8 @@ class ReplicaArrays:
     max_num_seqs: np.ndarray
     attn_eff: np.ndarray  # attention kernels' fraction of the GEMM efficiency (calibrated)
     moe_eff: np.ndarray  # routed-expert (fused MoE) kernels' fraction of it (calibrated)
+    #: a batch of n tokens routes like n^routing_exp independent tokens (calibrated)
+    routing_exp: np.ndarray
     #: fixed time per routed expert a GPU holds, per MoE layer and pass (per accelerator family
     #: and expert precision; calibrated)
     moe_expert_overhead_s: np.ndarray
@@ -315,6 +318,7 @@ def _hw_part(
         request_overhead_s=eng.request_overhead_s if ov.request_overhead_s is None else ov.request_overhead_s,
         max_num_seqs=eng.max_num_seqs,
         attn_eff=attention_efficiency(),
+        routing_exp=routing_draw_exponent(),
         # GEMMs whose activations are quantized on the fly (their weights on native tensor cores)
         _act_quant=tuple(bool(native.get(COMPUTE_PATH.get(d, "16"))) for d in dtypes),
     )  # fmt: skip

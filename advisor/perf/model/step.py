@@ -306,7 +306,9 @@ def _stage_gpu_time(
     # every prompt token: the lm_head multiplies ``logit_rows``, the layers every token.
     experts, k, n = np.maximum(r.num_experts, 1), r.experts_per_tok, r.tp
     touched_frac = np.where(
-        r.num_experts > 0, expected_experts_touched(experts, k, experts_tokens) / experts, 0.0
+        r.num_experts > 0,
+        expected_experts_touched(experts, k, experts_tokens, r.routing_exp) / experts,
+        0.0,
     )
     # Expert parallelism: the step waits for the GPU with the most token assignments and the
     # most distinct experts to read (busiest-bin loads); TP slices every expert evenly.

@@ -92,7 +92,9 @@ def calibration_appendix(doc: Doc, ctx: Context) -> None:
             "Every engine: attention kernels at "
             f"{fmt(g.get('attention_efficiency'), '.2f')} of the GEMM efficiency, routed-expert "
             f"(MoE) kernels at {fmt(g.get('moe_efficiency'), '.2f')} with 16-bit experts (with "
-            "fp8/fp4 experts, the family's value in the table above), and " + collective_text(ctx),
+            "fp8/fp4 experts, the family's value in the table above; a batch of n sequences "
+            f"touches the experts n^{fmt(g.get('routing_draw_exponent', 1.0), '.2f')} independent "
+            "tokens would), and " + collective_text(ctx),
             8.5,
         )
     else:
