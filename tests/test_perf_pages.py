@@ -231,3 +231,12 @@ def test_latency_page_forecasts_the_clients_benchmark_run_as_the_cli_does():
                  and "ITL" in set(d.value["metric"]))  # fmt: skip
     ttft = table.set_index("metric").loc["TTFT", "P99"]
     assert ttft.startswith(fmt_ms(run.ms["ttft"]["p99"]) + " (")
+    # 200 prompts: the P99 reads 3 requests, no note; 10 prompts: one request sets it, and the
+    # page says so as the CLI does (short_runs.short_run_note)
+    assert not any("slowest requests" in str(c.value) for c in at.caption)
+    prompts.set_value(10).run()
+    assert not at.exception
+    short = forecast_for(get_model(s.model), get_accelerator("h100-sxm"), inp, prompts=10,
+                         client="vllm", regime=e.get("load_regime"))  # fmt: skip
+    note = next(n for n in short.notes if "slowest requests" in n)
+    assert any(note == c.value for c in at.caption)

@@ -38,6 +38,7 @@ from advisor.perf.validation.bench_run import (
     run_statistic,
 )
 from advisor.perf.validation.client_draws import benchmark_lengths, uniform_length_cv
+from advisor.perf.validation.short_runs import short_run_note
 
 #: The benchmark clients whose random-dataset draws are modelled.
 CLIENTS = ("vllm", "sglang")
@@ -247,6 +248,9 @@ def forecast_run(
         notes.append(f"the first {per_clients:,} of {per_prompts:,} requests leave at once (a "
                      f"start-up wave of {per_clients / per_prompts:.0%} of the run): its mean "
                      "and median TTFT are above the steady state's")  # fmt: skip
+    tail = short_run_note(per_prompts, cfg.engine, cfg.gpu.family)
+    if tail is not None:
+        notes.append(tail)
     return BenchmarkRun(
         client=client,
         command=client_command(client, isl, osl, prompts, range_ratio, clients, qps),
