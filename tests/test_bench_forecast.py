@@ -127,3 +127,25 @@ def test_bad_run_options_exit_2_naming_the_flag(run_cli, extra, flag):
     code, out, err = run_cli([*BASE, *extra])
     assert code == 2 and out == ""
     assert flag in err and "Traceback" not in err
+
+
+def test_an_e2e_range_is_its_parts_ranges_not_the_hull_of_their_factors():
+    """E2E = TTFT + (osl - 1) x TPOT for every request (the clients' definition of TPOT), so its
+    range is the TTFT part at TTFT's error plus the rest at TPOT's (intervals.e2e_from_parts).
+    The Latency page showed Llama-3.1-70B on 2 H100 at 2 req/s, 256-token answers, with an E2E
+    P50 of 5.22 s ranged 218 ms-10.3 s: TTFT's widest factor (0.04, from 15 held-out median
+    TTFT rows) applied to the whole answer, whose decode alone takes 255 x ~20 ms."""
+    from advisor.perf.model.estimate import EstimateInput, estimate
+    from advisor.perf.validation.bench_forecast import forecast_for
+
+    inp = EstimateInput(isl=1024, osl=256, qps=2.0, tp=2, weights="fp16", kv="fp16",
+                        engine="vllm")  # fmt: skip
+    m, g = get_model("llama-3.1-70b"), get_accelerator("h100-sxm")
+    run = forecast_for(m, g, inp, prompts=10, client="vllm",
+                       regime=estimate(m, g, inp).get("load_regime"))  # fmt: skip
+    e2e, ttft, tpot = run.ms["e2e"]["median"], run.ms["ttft"]["median"], run.ms["tpot"]["median"]
+    lo, hi = run.ranges["e2e"]["median"]
+    tpot_lo = run.ranges["tpot"]["median"][0] / tpot
+    assert lo >= 0.99 * (e2e - ttft) * tpot_lo  # the decode part alone at TPOT's low end
+    assert lo <= e2e <= hi and hi / lo < 3.0
+    assert run.basis["e2e median"].startswith("TTFT + the rest at TPOT's error")

@@ -274,6 +274,7 @@ def benchmark_section(c: SimpleNamespace) -> None:
     """What the engine's benchmark client would print for a finite run of this load: a
     client's own `vllm bench serve` figures read against the tool's (a short run's first wave
     puts its mean TTFT far above the steady state's)."""
+    from advisor.perf.model.intervals import side_of_range
     from advisor.perf.validation.bench_forecast import (
         CLIENTS,
         MAX_PROMPTS,
@@ -321,7 +322,8 @@ def benchmark_section(c: SimpleNamespace) -> None:
             ):
                 v = run.ms[metric][st_name]
                 lo, hi = run.ranges[metric].get(st_name, (v, v))
-                row[label] = f"{fmt_ms(v)} ({fmt_ms(lo)}–{fmt_ms(hi)})"
+                side = side_of_range(v, lo, hi)  # as the CLI prints it
+                row[label] = f"{fmt_ms(v)} ({fmt_ms(lo)}–{fmt_ms(hi)}{', ' + side if side else ''})"
             rows.append(row)
         st.dataframe(rows, hide_index=True)
         st.caption(

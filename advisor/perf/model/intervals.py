@@ -705,6 +705,43 @@ def _any_kind(kind: str, engine: str, family: str, confidence: float, **kw) -> I
                     a.rows + b.rows, a.calibrated, a.matched or b.matched)  # fmt: skip
 
 
+def e2e_from_parts(
+    ttft_point: float, e2e_point: float, ttft_iv: Interval, tpot_iv: Interval
+) -> list[float]:
+    """[low, high] of an end-to-end latency from the ranges of its two parts.
+
+        E2E = TTFT + (E2E - TTFT),   low = TTFT x l_TTFT + (E2E - TTFT) x l_TPOT  (high alike)
+
+    A request's decode part is (osl - 1) x its TPOT by the clients' definition of TPOT
+    ((e2el - ttft) / (output tokens - 1)), so it errs as TPOT errs and the first token as TTFT
+    does. Source: vLLM benchmarks/serve (``calculate_metrics``), SGLang bench_serving, the same
+    definitions. The hull of the two factor ranges applied to the whole E2E (the earlier range)
+    put a 256-token answer's lower end at TTFT's lowest factor of all of it: 0.04 x 5.2 s.
+
+    >>> a, b = Interval(0.5, 2.0, "", 10, True), Interval(0.9, 1.2, "", 10, True)
+    >>> e2e_from_parts(100.0, 5100.0, a, b)  # 100 x 0.5 + 5000 x 0.9, 100 x 2 + 5000 x 1.2
+    [4550.0, 6200.0]
+    """
+    decode = max(e2e_point - ttft_point, 0.0)
+    return [ttft_point * ttft_iv.low + decode * tpot_iv.low,
+            ttft_point * ttft_iv.high + decode * tpot_iv.high]  # fmt: skip
+
+
+def e2e_range(
+    engine: str, family: str, confidence: float, ttft_point: float, e2e_point: float, **kw
+) -> tuple[list[float], str]:
+    """([low, high], basis) of an E2E prediction: from held-out E2E rows of this engine or
+    family where there are (``interval_factors``), else from its parts' ranges
+    (:func:`e2e_from_parts`, each of the keywords' statistic and regime)."""
+    got = interval_factors("e2e", engine, family, confidence, **kw)
+    if got.matched:
+        return got.of(e2e_point), got.basis
+    a = interval_factors("ttft", engine, family, confidence, **kw)
+    b = interval_factors("tpot", engine, family, confidence, **kw)
+    return (e2e_from_parts(ttft_point, e2e_point, a, b),
+            f"TTFT + the rest at TPOT's error: TTFT: {a.basis}; TPOT: {b.basis}")  # fmt: skip
+
+
 def estimate_intervals(
     result: Mapping, family: str, confidence: float = DEFAULT_CONFIDENCE,
     throughput_is_input: bool = False, table: ErrorTable | None = None,
@@ -812,11 +849,17 @@ def percentile_intervals(
         for p, point in pct.items():
             if p not in PERCENTILE_STATISTIC or not math.isfinite(point):
                 continue
-            iv = range_factors(METRIC_KIND[metric], engine, family, confidence,
-                               statistic=PERCENTILE_STATISTIC[p], **kw)  # fmt: skip
-            lo, hi = iv.of(point)
+            stat = PERCENTILE_STATISTIC[p]
+            ttft = (result["percentiles"].get("ttft_ms") or {}).get(p)
+            if metric == "e2e_ms" and ttft is not None and math.isfinite(ttft):
+                (lo, hi), basis = e2e_range(engine, family, confidence, ttft, point,
+                                            statistic=stat, **kw)  # fmt: skip
+            else:
+                iv = range_factors(METRIC_KIND[metric], engine, family, confidence,
+                                   statistic=stat, **kw)  # fmt: skip
+                (lo, hi), basis = iv.of(point), iv.basis
             out[metric][p] = [lo, hi]
-            out["basis"][f"{metric} {p}"] = iv.basis
+            out["basis"][f"{metric} {p}"] = basis
             if p != "p95" and is_wide(point, lo, hi):  # the answers show P50, P90, P99
                 out["wide"].append(f"{p.upper()} {metric.removesuffix('_ms').upper()}")
     return out

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from advisor.perf.model.intervals import DEFAULT_CONFIDENCE, range_factors
+from advisor.perf.model.intervals import DEFAULT_CONFIDENCE, e2e_range, range_factors
 from advisor.perf.model.predict import DEFAULT_PREFILL_BUDGET_TOKENS
 from advisor.perf.model.replica import ReplicaConfig, build_replicas
 from advisor.perf.model.service import service_for
@@ -282,6 +282,12 @@ def _ranges(
             if not math.isfinite(v):
                 continue
             stat = "wave-mean" if (st == "mean" and wave and metric in ("ttft", "e2e")) else st
+            ttft = ms["ttft"].get(st, math.nan)
+            if metric == "e2e" and math.isfinite(ttft):
+                ranges[metric][st], basis[f"{metric} {st}"] = e2e_range(
+                    engine, family, confidence, ttft, v, statistic=stat, **kw
+                )
+                continue
             iv = range_factors(_RANGE_KIND[metric], engine, family, confidence,
                                statistic=stat, **kw)  # fmt: skip
             ranges[metric][st] = list(iv.of(v))

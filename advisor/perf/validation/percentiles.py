@@ -236,6 +236,9 @@ class PercentilePrediction:
     predicted_s: float
     utilisation: float
     stable: bool
+    #: an E2E row's TTFT at the same quantile (its range is composed of the two parts:
+    #: intervals.e2e_from_parts); NaN for the other metrics
+    ttft_s: float = math.nan
 
     @property
     def level(self) -> str:
@@ -267,12 +270,17 @@ def predict_percentiles(
         stable = bool(res.stable[j])
         pred = float(stats.quantile_s(pc.quantile)[j]) if stable else math.inf
         run = replayed.get(_run_key(pc))
+        ttft = float(res.ttft.quantile_s(pc.quantile)[j]) if stable else math.inf
         if run is not None:
             pred = replayed_quantile_s(run, pc.metric, pc.quantile)
+            ttft = replayed_quantile_s(run, "ttft", pc.quantile)
             stable = True  # a finite run ends: its backlog is in its samples
-        elif stable and pc.metric == "ttft":
-            pred = max(pred, _first_wave_quantile_s(pc))
-        out.append(PercentilePrediction(pc, pred, float(res.utilisation[j]), stable))
+        elif stable and pc.metric in ("ttft", "e2e"):
+            ttft = max(ttft, _first_wave_quantile_s(pc))
+            if pc.metric == "ttft":
+                pred = ttft
+        out.append(PercentilePrediction(pc, pred, float(res.utilisation[j]), stable,
+                                        ttft if pc.metric == "e2e" else math.nan))  # fmt: skip
     return out
 
 
@@ -424,21 +432,32 @@ def range_coverage(preds: list[PercentilePrediction], confidence: float = 0.8) -
     tail's own error (its shape) is in it too. A row predicted unstable is outside. Keys "P50", "P99" (all metrics) and "P99 TTFT"-style per
     metric: rows and inside_pct.
     """
-    from advisor.perf.model.intervals import is_calibrated, load_regime, range_factors
+    from advisor.perf.model.intervals import (
+        e2e_range,
+        is_calibrated,
+        load_regime,
+        range_factors,
+    )
 
     inside: dict[str, list[bool]] = {}
     for p in preds:
         c = p.pc.case
         fam_ok, eng_ok = is_calibrated(c.config.engine, c.config.gpu.family)
-        iv = range_factors(
-            RANGE_KIND[p.pc.metric], c.config.engine, c.config.gpu.family, confidence,
+        kw = dict(
             family_calibrated=fam_ok, engine_calibrated=eng_ok, moe=c.config.model.is_moe,
             attention_dp=c.config.dp_attention,
             regime=load_regime(p.utilisation if p.stable else math.inf),
             statistic=TAIL_STATISTIC.get(p.pc.quantile, "mean"),
             exclude_source=source_key(p.pc.source),
         )  # fmt: skip
-        ok = p.stable and iv.low * p.predicted_s <= p.pc.measured_s <= iv.high * p.predicted_s
+        if p.pc.metric == "e2e" and math.isfinite(p.ttft_s) and p.stable:
+            (lo, hi), _ = e2e_range(c.config.engine, c.config.gpu.family, confidence,
+                                    p.ttft_s, p.predicted_s, **kw)  # fmt: skip
+        else:
+            iv = range_factors(RANGE_KIND[p.pc.metric], c.config.engine, c.config.gpu.family,
+                               confidence, **kw)  # fmt: skip
+            lo, hi = iv.low * p.predicted_s, iv.high * p.predicted_s
+        ok = p.stable and lo <= p.pc.measured_s <= hi
         label = LABEL_OF[p.pc.quantile]
         inside.setdefault(label, []).append(ok)
         inside.setdefault(f"{label} {p.pc.metric.upper()}", []).append(ok)

@@ -134,9 +134,12 @@ def short_run_note(prompts: int, engine: str, family: str) -> str | None:
         return None
     scope, s = f"{engine} on {family.upper()}", excess_summary(engine, family)
     if s is None:
-        scope, s = engine, excess_summary(engine)
+        scope, s = (
+            f"none of {engine} on {family.upper()}; {engine} elsewhere",
+            excess_summary(engine),
+        )
     if s is None:
-        scope, s = "any engine", excess_summary()
+        scope, s = f"none of {engine}; other engines", excess_summary()
     text = (
         f"the P99 of {prompts:,} prompts reads its {k} slowest requests: one slow request "
         "(one that compiles kernels, say) sets it, and the replay has no such request"
