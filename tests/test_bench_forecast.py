@@ -149,3 +149,25 @@ def test_an_e2e_range_is_its_parts_ranges_not_the_hull_of_their_factors():
     assert lo >= 0.99 * (e2e - ttft) * tpot_lo  # the decode part alone at TPOT's low end
     assert lo <= e2e <= hi and hi / lo < 3.0
     assert run.basis["e2e median"].startswith("TTFT + the rest at TPOT's error")
+
+
+def test_a_light_load_percentile_is_ranged_by_light_load_rows():
+    """Held-out median TTFT rows of dense models at light load are too few (fewer than 10 rows
+    from 3 sources), and the pool of all dense median TTFTs holds overloaded request-rate runs
+    predicted 17x and 38x high (datacrunch H200 sweeps, rows E0425 and E0481): ranged by that
+    pool, Llama-3.1-70B on 2 H100 at 0.5 req/s (capacity ~1.9 req/s: light load) read a TTFT P50
+    range 24x below its prediction. The regime's mean/median rows range it now, and the basis
+    says so."""
+    from advisor.perf.model.estimate import EstimateInput
+    from advisor.perf.model.intervals import load_regime
+    from advisor.perf.validation.bench_forecast import forecast_for
+
+    inp = EstimateInput(isl=1024, osl=256, qps=0.5, tp=2, weights="fp16", kv="fp16",
+                        engine="vllm")  # fmt: skip
+    run = forecast_for(get_model("llama-3.1-70b"), get_accelerator("h100-sxm"), inp, prompts=100,
+                       client="vllm", regime=load_regime(0.5 / 1.92))  # fmt: skip
+    v = run.ms["ttft"]["median"]
+    lo, hi = run.ranges["ttft"]["median"]
+    assert v / lo < 2.0 and hi / v < 2.0
+    assert "light load" in run.basis["ttft median"]
+    assert "too few held-out median rows at light load" in run.basis["ttft median"]

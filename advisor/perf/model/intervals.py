@@ -573,7 +573,9 @@ def interval_factors(
     ``statistic``: "mean" (a steady mean: rows of means and medians; the means of short
     closed-loop runs that carry a start-up wave, which no steady prediction has, are their own
     family and stay out) or "median"/"p90"/"p99" (a predicted percentile: the held-out rows of
-    that statistic when there are enough, else the mean/median rows, and the basis says so), or
+    that statistic when there are enough, else the mean/median rows, and the basis says so;
+    likewise when the statistic's rows at ``regime`` are too few and the mean/median rows there
+    are enough: the regime moves a percentile's errors more than the statistic does), or
     "wave-mean" (the mean of a finite closed-loop run with its start-up wave, which only a
     benchmark forecast predicts: ``perf.validation.bench_forecast``; those rows, likewise).
     A P50 ranged by the means' errors held 65.3% of 219 published P50s at 80% (TTFT 58.9%: a
@@ -599,7 +601,19 @@ def interval_factors(
         name = {"median": "median", "wave-mean": "start-up-wave mean"}.get(
             statistic, statistic.upper()
         )
-        if _enough(own):
+
+        def at_regime(rows: list[ErrorRow]) -> bool:  # as _select reaches the regime level
+            same = [r for r in rows if moe is None or r.moe == moe]
+            return _enough([r for r in (same if _enough(same) else rows) if r.regime == regime])
+
+        # the load regime moves a percentile's errors more than the statistic does (an
+        # overloaded run's median TTFT 17-38x off, a light one's within 2x): the regime's
+        # mean/median rows. Not a start-up-wave mean: no steady row carries the wave.
+        if (statistic != "wave-mean" and _enough(own) and regime and not at_regime(own)
+                and at_regime(steady)):  # fmt: skip
+            pool = steady
+            note = f"; too few held-out {name} rows at {regime} load: mean/median rows"
+        elif _enough(own):
             pool, what = own, f"{name} {kind}"
         else:
             pool = steady
