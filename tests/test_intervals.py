@@ -7,6 +7,7 @@ clamped to x_(1) and x_(n).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -550,3 +551,24 @@ def test_a_predicted_p50_takes_the_range_of_the_held_out_medians():
     assert p50.basis.startswith("12 held-out median ttft rows")
     mean = interval_factors("ttft", "vllm", "hopper", table=table)
     assert (round(mean.low, 6), round(mean.high, 6)) == (1.0, 2.0)
+
+
+def test_an_itl_tail_is_ranged_by_itl_tails_and_a_mean_itl_as_a_tpot():
+    """A P99 inter-token gap is a decode step stalled by another request's prefill, not a
+    request's mean gap: TPOT's P99 errors ranged 66.7% of 63 published P99 ITLs at 80% (and
+    74.6% by their own held-out tails, bench/percentiles.py, 2026-12-06). Hand-made table: 11
+    held-out ITL P99 rows at RATIOS (from 3 sources) give LOW_HIGH_80; a mean ITL, which has no
+    rows of its own, takes the TPOT rows (all at 1.0 here)."""
+    from advisor.perf.model.intervals import range_factors
+
+    srcs = ("s1", "s2", "s3")
+    itl = [dataclasses.replace(r, statistic="p99", source=srcs[i % 3])
+           for i, r in enumerate(rows(kind="itl", tag="i"))]  # fmt: skip
+    tpot = [dataclasses.replace(r, source=srcs[i % 3])
+            for i, r in enumerate(rows(kind="tpot", ratios=(1.0,) * 11, tag="t"))]  # fmt: skip
+    t = ErrorTable(tuple(itl + tpot), {})
+    iv = range_factors("itl", "vllm", "hopper", 0.8, table=t, statistic="p99")
+    assert "P99 itl rows" in iv.basis
+    assert (iv.low, iv.high) == pytest.approx(LOW_HIGH_80, abs=1e-4)
+    mean = range_factors("itl", "vllm", "hopper", 0.8, table=t)
+    assert mean.basis.startswith("as a TPOT") and (mean.low, mean.high) == (1.0, 1.0)

@@ -438,8 +438,9 @@ def ranges_table(doc: dict) -> ErrorTable:
 
 
 def percentile_error_rows() -> tuple:
-    """ErrorRows of the P90 / P99 rows of data/crossval_percentiles.yaml (TTFT, TPOT, E2E; the
-    model predicts no ITL percentile range), each with its load regime; () without the file."""
+    """ErrorRows of the P90 / P99 rows of data/crossval_percentiles.yaml (TTFT, TPOT, E2E, ITL:
+    the inter-token gap's tail, a stalled decode step, is not a TPOT's), each with its load
+    regime; () without the file."""
     import yaml
 
     from advisor.perf.model.intervals import ErrorRow, load_regime, log_ratio
@@ -453,7 +454,7 @@ def percentile_error_rows() -> tuple:
         stat = TAIL_STATISTIC.get(float(r["quantile"]))
         # the tails only: a published median is a median row of data/crossval.yaml's kind
         # already, and here it would also enter the means' pool (statistic "median" is steady)
-        if stat not in ("p90", "p99") or r["metric"] not in ("ttft", "tpot", "e2e"):
+        if stat not in ("p90", "p99") or r["metric"] not in ("ttft", "tpot", "e2e", "itl"):
             continue
         out.append(ErrorRow(
             id=f"{r['id']}", kind=r["metric"], engine=r["engine"],

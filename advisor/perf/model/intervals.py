@@ -82,7 +82,9 @@ from statistics import NormalDist
 from advisor.catalog.loader import DATA_DIR
 
 CROSSVAL_PATH = DATA_DIR / "crossval.yaml"
-KINDS = ("ttft", "tpot", "e2e", "throughput")
+#: "itl": the held-out published P90/P99 inter-token gaps only (no mean ITL row is in the table:
+#: a mean ITL is read as the TPOT); a statistic without enough of them is ranged as a TPOT.
+KINDS = ("ttft", "tpot", "e2e", "throughput", "itl")
 DEFAULT_CONFIDENCE = 0.8
 CONFIDENCE_RANGE = (0.5, 0.99)
 #: Fewest held-out rows a hierarchy level needs: with 10 rows the 10%/90% quantiles of an 80%
@@ -146,6 +148,7 @@ KIND_FAMILIES: dict[str, tuple[str, ...]] = {
     "tpot": ("batch-1 decode", "TTFT/ITL under load"),
     "e2e": ("TTFT", "batch-1 decode", "TTFT/ITL under load"),
     "throughput": ("offline throughput",),
+    "itl": ("TTFT/ITL under load",),
 }
 
 
@@ -711,6 +714,12 @@ def _any_kind(kind: str, engine: str, family: str, confidence: float, **kw) -> I
     """``interval_factors``; for e2e without E2E rows of this engine or family, the hull of the
     TTFT and TPOT intervals (an upper bound of TTFT + (osl - 1) x TPOT at each end)."""
     got = interval_factors(kind, engine, family, confidence, **kw)
+    if kind == "itl":  # its own tail rows, else as a TPOT (a mean ITL is the mean TPOT)
+        if got.rows:
+            return got
+        tp = interval_factors("tpot", engine, family, confidence, **kw)
+        return dataclasses.replace(tp, basis=f"as a TPOT (too few held-out ITL rows of this "
+                                             f"statistic): {tp.basis}")  # fmt: skip
     if kind != "e2e" or got.matched:
         return got
     a = interval_factors("ttft", engine, family, confidence, **kw)
@@ -809,7 +818,7 @@ WIDE_FACTOR = 3.0
 PERCENTILE_STATISTIC = {"p50": "median", "p90": "p90", "p95": "p99", "p99": "p99"}
 #: Metric of an answer -> the prediction kind of its range (an ITL takes the TPOT's: the
 #: held-out table has no ITL rows).
-METRIC_KIND = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "tpot", "e2e_ms": "e2e"}
+METRIC_KIND = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "itl", "e2e_ms": "e2e"}
 
 
 def is_wide(point: float, low: float, high: float) -> bool:

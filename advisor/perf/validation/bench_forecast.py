@@ -51,7 +51,7 @@ MAX_PROMPTS = 20_000
 STATISTICS = ("mean", "median", "p90", "p99")
 METRICS = ("ttft", "tpot", "itl", "e2e")
 #: Metric -> prediction kind of its range (an ITL takes the TPOT's, as in ``estimate``).
-_RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot", "e2e": "e2e"}
+_RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e"}
 
 
 class ForecastInputError(ValueError):

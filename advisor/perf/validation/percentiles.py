@@ -417,8 +417,9 @@ def tail_ratios(preds: list[PercentilePrediction]) -> list[dict]:
 #: Percentile -> the statistic of the range a prediction of it carries (intervals.STATISTICS).
 TAIL_STATISTIC = {0.5: "median", 0.9: "p90", 0.99: "p99"}
 #: The prediction kind of advisor/perf/model/intervals.py whose range a percentile row's metric
-#: carries in the answers (an ITL range is the TPOT's: no ITL rows are in the held-out table).
-RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "tpot", "e2e": "e2e"}
+#: carries in the answers (an ITL tail is ranged by the held-out ITL tails where there are
+#: enough, else as a TPOT: intervals._any_kind).
+RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e"}
 
 
 def range_coverage(preds: list[PercentilePrediction], confidence: float = 0.8) -> dict[str, dict]:
