@@ -87,3 +87,15 @@ def test_a_ten_prompt_forecast_says_its_p99_is_one_request():
 def test_a_long_run_has_no_such_note():
     run = forecast_run(_cfg("h100-sxm"), 1000, 200, prompts=1000, qps=2.0, client="sglang")
     assert not any("slowest requests" in n for n in run.notes)
+
+
+def test_the_client_counts_every_replicas_requests():
+    """The client's P99 is over every request it sent: 150 prompts over 2 replicas read the 3
+    slowest of 150 (no note), though each replica serves 75 (which alone would read 2)."""
+    assert slowest_requests_read(150, 0.99) == 3 and slowest_requests_read(75, 0.99) == 2
+    run = forecast_run(_cfg("mi300x"), 1000, 200, prompts=150, clients=8, client="sglang",
+                       replicas=2)  # fmt: skip
+    assert not any("slowest requests" in n for n in run.notes)
+    run = forecast_run(_cfg("mi300x"), 1000, 200, prompts=100, clients=8, client="sglang",
+                       replicas=2)  # fmt: skip
+    assert any("P99 of 100 prompts reads its 2 slowest" in n for n in run.notes)

@@ -248,7 +248,8 @@ def forecast_run(
         notes.append(f"the first {per_clients:,} of {per_prompts:,} requests leave at once (a "
                      f"start-up wave of {per_clients / per_prompts:.0%} of the run): its mean "
                      "and median TTFT are above the steady state's")  # fmt: skip
-    tail = short_run_note(per_prompts, cfg.engine, cfg.gpu.family)
+    # the client takes its percentiles over every request it sent, whatever replica served it
+    tail = short_run_note(prompts, cfg.engine, cfg.gpu.family)
     if tail is not None:
         notes.append(tail)
     return BenchmarkRun(
