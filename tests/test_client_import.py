@@ -504,3 +504,36 @@ def test_the_gpu_a_file_records_must_be_the_stated_one():
     )
     got = load_bytes(json.dumps(doc).encode(), "tel.json", VLLM)
     assert "not an accelerator the catalog names: taken as --gpu h100-sxm" in got.notes[0]
+
+
+def _one_client_run(mean_ttft_ms: float) -> dict:
+    """A vllm bench serve result of 10 prompts of 1024 / 512 tokens from one client whose TTFTs
+    are the sgl-cookbook Qwen3-235B-A22B B200 run's (median 65.22 ms, P99 359.71 ms; mean
+    ``mean_ttft_ms``), TPOT 10 ms; the totals, duration and latencies agree as a client's do."""
+    e2e_ms = mean_ttft_ms + 10.0 * 511
+    dur = 10 * e2e_ms / 1e3
+    return {"backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+            "request_rate": "inf", "max_concurrency": 1, "duration": dur, "completed": 10,
+            "total_input_tokens": 10240, "total_output_tokens": 5120,
+            "request_throughput": 10 / dur, "output_throughput": 5120 / dur,
+            "mean_ttft_ms": mean_ttft_ms, "median_ttft_ms": 65.22, "p99_ttft_ms": 359.71,
+            "mean_tpot_ms": 10.0, "median_tpot_ms": 10.0, "p99_tpot_ms": 10.2,
+            "mean_itl_ms": 10.0, "mean_e2el_ms": e2e_ms}  # fmt: skip
+
+
+def test_one_clients_slow_request_does_not_reach_the_fit():
+    """One client: nothing queues, so a mean TTFT 1.48x its median (the published run's 96.27 vs
+    65.22 ms: one ~380 ms request among nine) is carried by a slow request; the fit takes the
+    median and leaves out the mean request latency and throughput, which carry it too."""
+    dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm", isl=1024, osl=512)
+    got = load_bytes(json.dumps(_one_client_run(96.27)).encode(), "run.json", dep)
+    k = by_kind(got)
+    assert k["conc_ttft"].measured == pytest.approx(0.06522)
+    assert k["conc_ttft"].statistic == "median"
+    assert "conc_e2e" not in k and "conc_tput" not in k and k["conc_tpot"].measured == 0.010
+    assert any("1.48x its median 65.2 ms, P99 359.7 ms" in n for n in got.notes)
+    # a mean within 1.25x of the median (the 8k-token run: 1.08x) is the run's own
+    got = load_bytes(json.dumps(_one_client_run(70.0)).encode(), "run.json", dep)
+    k = by_kind(got)
+    assert k["conc_ttft"].measured == pytest.approx(0.070) and k["conc_ttft"].statistic == "mean"
+    assert "conc_e2e" in k and "conc_tput" in k
