@@ -816,8 +816,8 @@ def estimate_intervals(
 WIDE_FACTOR = 3.0
 #: Percentile of an answer -> the statistic of its range (P95 reads as P99: the nearer tail).
 PERCENTILE_STATISTIC = {"p50": "median", "p90": "p90", "p95": "p99", "p99": "p99"}
-#: Metric of an answer -> the prediction kind of its range (an ITL takes the TPOT's: the
-#: held-out table has no ITL rows).
+#: Metric of an answer -> the prediction kind of its range (an ITL's own held-out tails where
+#: there are enough, else the TPOT's: ``_any_kind``).
 METRIC_KIND = {"ttft_ms": "ttft", "tpot_ms": "tpot", "itl_ms": "itl", "e2e_ms": "e2e"}
 
 
