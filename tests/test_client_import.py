@@ -537,3 +537,21 @@ def test_one_clients_slow_request_does_not_reach_the_fit():
     k = by_kind(got)
     assert k["conc_ttft"].measured == pytest.approx(0.070) and k["conc_ttft"].statistic == "mean"
     assert "conc_e2e" in k and "conc_tput" in k
+
+
+def test_aiperf_one_client_slow_request_likewise():
+    """The same rule for an AIPerf export (its TTFT avg / p50 / p99): one client, avg 1.48x p50
+    (the published Qwen3 B200 figures) -> the p50 is fitted, the throughput left out."""
+    doc = json.loads((FIX / "aiperf_profile_export.json").read_text())
+    ttft, itl = 96.27, 30.1
+    lat_ms = ttft + itl * 299
+    doc["records"]["time_to_first_token"].update(avg=ttft, p50=65.22, p99=359.71)
+    doc["records"]["request_throughput"]["avg"] = 1e3 / lat_ms  # one request in flight
+    doc["records"]["output_token_throughput"]["avg"] = 1e3 / lat_ms * 300
+    doc["input_config"]["loadgen"] = {"concurrency": 1, "request_count": 10}
+    dep = Deployment("llama-3.1-8b", "h100-sxm", 1, 1, "bf16", "bf16", "vllm")
+    got = load_bytes(json.dumps(doc).encode(), "aiperf.json", dep)
+    k = by_kind(got)
+    assert k["conc_ttft"].measured == pytest.approx(0.06522)
+    assert k["conc_ttft"].statistic == "median" and "conc_tput" not in k
+    assert any("1.48x its median 65.2 ms, P99 359.7 ms" in n for n in got.notes)

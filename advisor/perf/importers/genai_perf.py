@@ -45,6 +45,7 @@ from advisor.perf.importers.common import (
     Read,
     field,
     need,
+    slow_requests_note,
 )
 from advisor.perf.importers.consistency import (
     TOL_IDENTITY,
@@ -93,8 +94,11 @@ def flavour(doc: object) -> str | None:
     return GENAI_PERF
 
 
-def _scaled(metrics: dict, key: str, where: str, kind: str, lo: float, hi: float) -> float:
-    """``metrics[key].avg`` in SI (s, or per second), from the metric's own ``unit``."""
+def _scaled(
+    metrics: dict, key: str, where: str, kind: str, lo: float, hi: float, stat: str = "avg",
+    required: bool = True,
+) -> float | None:  # fmt: skip
+    """``metrics[key].<stat>`` in SI (s, or per second), from the metric's own ``unit``."""
     m = metrics.get(key)
     unit = m.get("unit") if isinstance(m, dict) else None
     if kind == "time":
@@ -108,7 +112,8 @@ def _scaled(metrics: dict, key: str, where: str, kind: str, lo: float, hi: float
         raise BenchmarkFileError(
             f"{where}: field '{key}.unit' is {str(unit)[:30]!r}; expected one of {allowed}"
         )
-    return field(metrics, f"{key}.avg", where, lo / scale, hi / scale) * scale
+    v = field(metrics, f"{key}.{stat}", where, lo / scale, hi / scale, required=required)
+    return None if v is None else v * scale
 
 
 def _load(doc: dict, fmt: str) -> tuple[dict, str]:
@@ -268,6 +273,21 @@ def read(doc: dict, name: str, dep: Deployment) -> Read:
             f"{name}: key '{cfg_name}.concurrency' (or request_rate) is missing (the file looks "
             f"like {fmt}): the load the run applied is unknown"
         )
+    slow = None
+    if conc == 1:  # one client: its slow requests carry the mean (common.slow_requests_note)
+        q = {stat: _scaled(metrics, "time_to_first_token", w + "time_to_first_token)", "time",
+                           1e-7, MAX_LATENCY_MS * 1e-3, stat=stat, required=False)
+             for stat in ("p50", "p99")}  # fmt: skip
+        slow = slow_requests_note(name, ttft, q["p50"], q["p99"])
+    if slow:
+        out.notes.append(slow)
+        out.left_out.append((f"{name}:output_tok_s", "carries the run's slow requests (above)"))
+        out.cases += [
+            make_case(dep, name, "ttft", "conc_ttft", fam, measured=q["p50"], unit="s",
+                      batch=conc, statistic="median", **mk),
+            make_case(dep, name, "itl", "conc_tpot", fam, measured=itl, unit="s", batch=conc, **mk),
+        ]  # fmt: skip
+        return out
     out.cases += [
         make_case(dep, name, "ttft", "conc_ttft", fam, measured=ttft, unit="s", batch=conc, **mk),
         make_case(dep, name, "itl", "conc_tpot", fam, measured=itl, unit="s", batch=conc, **mk),

@@ -49,6 +49,7 @@ from advisor.perf.importers.common import (
     Read,
     field,
     need,
+    slow_requests_note,
 )
 from advisor.perf.importers.consistency import (
     TOL_IDENTITY,
@@ -106,30 +107,12 @@ def _ms(doc: dict, key: str, where: str, required: bool = True) -> float | None:
     return None if v is None else v * 1e-3
 
 
-#: One client's mean TTFT this far above its median is carried by a few slow requests: with one
-#: client nothing queues and no start-up wave forms, and prompt lengths drawn uniformly give a
-#: mean near the median (a prefill grows with its prompt). Published one-client runs: sgl-cookbook
-#: Qwen3-235B-A22B on 8 B200, 10 prompts, mean 96.3 ms / median 65.2 ms / P99 359.7 ms (one
-#: ~380 ms request among nine at ~65 ms) and 91.0 / 65.0 ms; the same page's 8k-token run
-#: 159.9 / 147.4 ms (1.08x, its P99 one request 0.19 s above the rest).
-SLOW_REQUEST_MEAN_OVER_MEDIAN = 1.25
-
-
 def _one_client_slow_requests(doc: dict, where: str, ttft_s: float, conc, rate) -> str | None:
-    """Why a one-client run's mean TTFT is not its service's, or None (perf/validation/short_runs)."""
+    """Why a one-client run's mean TTFT is not its service's, or None (``slow_requests_note``)."""
     if conc != 1 or math.isfinite(rate):
         return None
-    median = _ms(doc, "median_ttft_ms", where, required=False)
-    if median is None or ttft_s <= SLOW_REQUEST_MEAN_OVER_MEDIAN * median:
-        return None
-    p99 = _ms(doc, "p99_ttft_ms", where, required=False)
-    tail = f", P99 {p99 * 1e3:,.1f} ms" if p99 is not None else ""
-    return (
-        f"{where}: one client, mean TTFT {ttft_s * 1e3:,.1f} ms is {ttft_s / median:.2f}x its median "
-        f"{median * 1e3:,.1f} ms{tail}: with one client nothing queues, so a few slow requests (a "
-        "first one that compiles kernels, say) carry the mean; the fit takes the median TTFT and "
-        "leaves out the mean request latency and the throughput, which carry them too"
-    )
+    return slow_requests_note(where, ttft_s, _ms(doc, "median_ttft_ms", where, required=False),
+                              _ms(doc, "p99_ttft_ms", where, required=False))  # fmt: skip
 
 
 def read(doc: dict, name: str, dep: Deployment, line: int | None = None) -> Read:
