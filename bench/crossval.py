@@ -62,7 +62,7 @@ def statistic_table() -> str:
         cells.setdefault((r["family"], names.get(stat.get(r["id"], ""), "mean")), []).append(e)
     if PERCENTILES_PATH.exists():
         from advisor.perf.validation.percentiles import percentile_cases
-        from advisor.perf.validation.short_runs import slowest_requests_read
+        from advisor.perf.validation.short_runs import is_short_run
 
         requests = {pc.id: pc.case.requests for pc in percentile_cases()[0]}
         pct = yaml.safe_load(PERCENTILES_PATH.read_text(encoding="utf-8"))["rows"]
@@ -73,9 +73,12 @@ def statistic_table() -> str:
             cells.setdefault((f"published {r['metric'].upper()}", q), []).append(e)
             n = requests.get(r["id"])
             if q == "P99" and r["metric"] == "ttft" and n and np.isfinite(n):
-                # a run of <= 100 requests: its P99 is its slowest request (short_runs.py)
-                short = slowest_requests_read(int(n), 0.99) <= 2
-                which = "P99, runs of <= 100 requests" if short else "P99, longer runs"
+                # a run of <= 101 requests: its P99 is its slowest request (short_runs.py)
+                which = (
+                    "P99, runs whose P99 reads <= 2 requests"
+                    if is_short_run(int(n))
+                    else "P99, longer runs"
+                )
                 cells.setdefault(("published TTFT", which), []).append(e)
 
     def cell(v: list[float]) -> str:

@@ -23,8 +23,8 @@ from advisor.catalog.loader import DATA_DIR  # noqa: E402
 from advisor.perf.validation.percentiles import percentile_cases  # noqa: E402
 from advisor.perf.validation.short_runs import (  # noqa: E402
     excess_summary,
+    is_short_run,
     published_short_runs,
-    slowest_requests_read,
 )
 
 
@@ -63,7 +63,7 @@ def main() -> None:
         e = min(abs(p / m - 1.0), 1.0) if np.isfinite(p) else 1.0
         if not n or not np.isfinite(n):
             key = "run length not stated"
-        elif slowest_requests_read(int(n), 0.99) <= 2:
+        elif is_short_run(int(n)):
             key = "P99 reads <= 2 requests"
         else:
             key = "P99 reads > 2 requests"

@@ -273,7 +273,7 @@ def read(doc: dict, name: str, dep: Deployment) -> Read:
             f"{name}: key '{cfg_name}.concurrency' (or request_rate) is missing (the file looks "
             f"like {fmt}): the load the run applied is unknown"
         )
-    slow = None
+    slow, statistic = None, "mean"
     if conc == 1:  # one client: its slow requests carry the mean (common.slow_requests_note)
         q = {stat: _scaled(metrics, "time_to_first_token", w + "time_to_first_token)", "time",
                            1e-7, MAX_LATENCY_MS * 1e-3, stat=stat, required=False)
@@ -282,16 +282,14 @@ def read(doc: dict, name: str, dep: Deployment) -> Read:
     if slow:
         out.notes.append(slow)
         out.left_out.append((f"{name}:output_tok_s", "carries the run's slow requests (above)"))
-        out.cases += [
-            make_case(dep, name, "ttft", "conc_ttft", fam, measured=q["p50"], unit="s",
-                      batch=conc, statistic="median", **mk),
-            make_case(dep, name, "itl", "conc_tpot", fam, measured=itl, unit="s", batch=conc, **mk),
-        ]  # fmt: skip
-        return out
+        ttft, statistic = q["p50"], "median"
     out.cases += [
-        make_case(dep, name, "ttft", "conc_ttft", fam, measured=ttft, unit="s", batch=conc, **mk),
+        make_case(dep, name, "ttft", "conc_ttft", fam, measured=ttft, unit="s", batch=conc,
+                  statistic=statistic, **mk),
         make_case(dep, name, "itl", "conc_tpot", fam, measured=itl, unit="s", batch=conc, **mk),
-        make_case(dep, name, "output_tok_s", "conc_tput", "offline throughput", measured=tput,
-                  unit="output tok/s (all GPUs)", batch=conc, **mk),
     ]  # fmt: skip
+    if not slow:
+        out.cases.append(make_case(dep, name, "output_tok_s", "conc_tput", "offline throughput",
+                                   measured=tput, unit="output tok/s (all GPUs)", batch=conc,
+                                   **mk))  # fmt: skip
     return out

@@ -787,10 +787,9 @@ def estimate_intervals(
     if e.matched:
         e2e, e2e_basis = e.of(float(result["e2e_ms"])), e.basis
     else:
-        n = float(result["osl"]) - 1
-        lo_t, hi_t = iv["ttft"].of(ttft)
-        lo_p, hi_p = iv["tpot"].of(tpot)
-        e2e, e2e_basis = [lo_t + n * lo_p, hi_t + n * hi_p], "TTFT + (osl-1) x TPOT at each end"
+        decode = (float(result["osl"]) - 1) * tpot
+        e2e = e2e_from_parts(ttft, ttft + decode, iv["ttft"], iv["tpot"])
+        e2e_basis = "TTFT + (osl-1) x TPOT at each end"
     thr = float(result["throughput_tok_s"])
     if throughput_is_input:
         thr_iv, thr_basis = [thr, thr], "the offered load (a stable queue delivers it)"

@@ -270,13 +270,15 @@ def predict_percentiles(
         stable = bool(res.stable[j])
         pred = float(stats.quantile_s(pc.quantile)[j]) if stable else math.inf
         run = replayed.get(_run_key(pc))
-        ttft = float(res.ttft.quantile_s(pc.quantile)[j]) if stable else math.inf
+        # the TTFT at the same quantile: a TTFT row's prediction, an E2E row's range's first part
+        ttft = math.nan
         if run is not None:
             pred = replayed_quantile_s(run, pc.metric, pc.quantile)
-            ttft = replayed_quantile_s(run, "ttft", pc.quantile)
+            if pc.metric == "e2e":
+                ttft = replayed_quantile_s(run, "ttft", pc.quantile)
             stable = True  # a finite run ends: its backlog is in its samples
         elif stable and pc.metric in ("ttft", "e2e"):
-            ttft = max(ttft, _first_wave_quantile_s(pc))
+            ttft = max(float(res.ttft.quantile_s(pc.quantile)[j]), _first_wave_quantile_s(pc))
             if pc.metric == "ttft":
                 pred = ttft
         out.append(PercentilePrediction(pc, pred, float(res.utilisation[j]), stable,

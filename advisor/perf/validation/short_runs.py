@@ -48,6 +48,15 @@ def slowest_requests_read(requests: int, quantile: float) -> int:
 SHORT_RUN_REQUESTS_READ = 2
 
 
+def is_short_run(requests: int) -> bool:
+    """A run whose P99 reads at most ``SHORT_RUN_REQUESTS_READ`` requests (n <= 101).
+
+    >>> is_short_run(101), is_short_run(102)
+    (True, False)
+    """
+    return slowest_requests_read(requests, 0.99) <= SHORT_RUN_REQUESTS_READ
+
+
 @dataclass(frozen=True)
 class ShortRunTail:
     """One published one-client run whose P99 TTFT reads its two slowest requests."""
@@ -93,7 +102,7 @@ def published_short_runs() -> tuple[ShortRunTail, ...]:
             continue
         lo, hi = qs[0.5], qs[0.99]
         n = int(hi.case.requests)
-        if slowest_requests_read(n, 0.99) > SHORT_RUN_REQUESTS_READ:
+        if not is_short_run(n):
             continue
         g = hi.case.config
         out.append(
@@ -129,9 +138,9 @@ def short_run_note(prompts: int, engine: str, family: str) -> str | None:
     """The forecast's note for a run whose P99 reads at most two requests, with the published
     excesses of the same engine and accelerator family (else of the engine, else of all
     runs); None for a longer run."""
-    k = slowest_requests_read(prompts, 0.99)
-    if k > SHORT_RUN_REQUESTS_READ:
+    if not is_short_run(prompts):
         return None
+    k = slowest_requests_read(prompts, 0.99)
     scope, s = f"{engine} on {family.upper()}", excess_summary(engine, family)
     if s is None:
         scope, s = (
