@@ -602,6 +602,33 @@ def test_request_overhead_delays_the_first_token_but_not_the_server():
     assert b.capacity_req_per_s[0] == a.capacity_req_per_s[0]
 
 
+@pytest.mark.parametrize(("engine", "kernels"), [("sglang", 36.51), ("vllm", 27.61)])
+def test_layer_overhead_is_paid_per_kernel_of_the_layer(engine, kernels):
+    # A DeepSeek-V3 layer at TP 8, counted by hand from the engines' model code (SGLang
+    # deepseek_v2.py): 2 fused add-RMSNorms, MLA attention (q_a GEMM + norm, q_b, kv_a GEMM +
+    # norm, kv_b, rotary, key copies, cache write, attention, o_proj: 13), 2 TP all-reduces,
+    # then a dense MLP (3; first 3 of 61 layers) or routed experts (router, top-k, sort, two
+    # grouped GEMMs, activation, weighted sum: 7) plus a shared expert (4):
+    # (3 x 20 + 58 x 28) / 61 = 27.61 kernels. With fp8 GEMMs SGLang quantizes each GEMM's input
+    # in a kernel of its own (5 MLA GEMMs + 2 dense-MLP or 2 expert + 2 shared-expert GEMMs):
+    # (3 x 27 + 58 x 37) / 61 = 36.51; vLLM's compiled graph fuses them into the norms: 27.61.
+    # At 20 us per 12-kernel reference layer, 61 layers: 61 x 20 us x kernels / 12.
+    import dataclasses
+
+    import numpy as np
+
+    from advisor.perf.model.replica import ReplicaConfig, build_replicas
+    from advisor.perf.model.step import decode_step
+
+    cfg = ReplicaConfig(model=get_model("deepseek-v3"), gpu=get_accelerator("h200-sxm"), tp=8,
+                        weights="fp8", kv="fp16", engine=engine)  # fmt: skip
+    r = build_replicas([cfg])
+    with_20 = dataclasses.replace(r, layer_overhead_s=np.array([20e-6]))
+    without = dataclasses.replace(r, layer_overhead_s=np.array([0.0]))
+    d = decode_step(with_20, 1.0, 2048.0).total - decode_step(without, 1.0, 2048.0).total
+    assert float(d[0]) == pytest.approx(61 * 20e-6 * kernels / 12, rel=1e-3)
+
+
 @pytest.mark.parametrize("pp", [1, 2])
 def test_layer_overhead_is_paid_once_per_layer_per_token(pp):
     # Llama-3.1-70B has 80 layers (Meta's config.json). At 20 us per layer a decode step costs

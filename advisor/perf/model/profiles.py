@@ -7,7 +7,8 @@ published measurements and stored in ``data/calibration.yaml``:
   ``eta_compute_16`` and ``eta_compute_fp8`` (fraction of dense tensor peak large GEMMs reach);
 - per serving engine: ``step_overhead_s`` (fixed per iteration: scheduling, launches, sampling),
   ``seq_overhead_s`` (per running sequence per iteration), ``layer_overhead_s`` (per layer and
-  pass: kernel launches), ``request_overhead_s`` (per request,
+  pass: kernel launches, for a reference layer of 12 kernels; a layer pays it in proportion to
+  its kernels, ``step.layer_overhead_s``), ``request_overhead_s`` (per request,
   on the first token: tokenisation, HTTP, admission), ``efficiency`` (a multiplier on the
   compute etas for the engine's GEMM/attention kernels) and ``mem_efficiency`` (the same on
   eta_mem, for its memory-bound decode kernels).
@@ -99,8 +100,9 @@ PRIOR_ETA_MEM = {"cdna2": 0.5, "cdna3": 0.65, "cdna4": 0.65, "gaudi3": 0.65}
 DEFAULT_ETA_MEM = 0.80
 
 
-#: Per-layer time before calibration: CUDA-graph replay still pays a few us per kernel (launch
-#: and ramp), some ten kernels a layer; also the centre of its prior in the fit.
+#: Time of a reference layer (12 kernels, ``step.REFERENCE_LAYER_KERNELS``) before calibration:
+#: CUDA-graph replay still pays a few us per kernel (launch and ramp); also the centre of its
+#: prior in the fit.
 DEFAULT_LAYER_OVERHEAD_S = 20e-6
 
 

@@ -58,6 +58,14 @@ COMPUTE_PATH = {
 #: rate; TensorRT-LLM's GPT-OSS deployment guide, MoE backend support matrix).
 TENSOR_RATE = {"mxfp4": "fp8"}
 
+#: Engines whose decode graph runs each fp8/fp4 GEMM's activation quantization as a kernel of its
+#: own (SGLang's model code calls sgl-kernel's per-token(-group) quantization before each GEMM and
+#: captures the ops one by one). vLLM compiles the model (torch.compile fuses the quantization
+#: into the norm or activation before the GEMM) and TensorRT-LLM ships fused norm-quantize
+#: kernels, so their graphs count none; counting them there too made held-out batch-1 decode
+#: worse (leave one source out, means 11.6% -> 13.2%; docs/accuracy.md, 2026-12-06).
+SEPARATE_QUANT_KERNELS = frozenset({"sglang"})
+
 
 def attention_path(model: ModelSpec, kv_dtype: str, gpu: Accelerator) -> str:
     """Dtype the attention kernels compute in: "fp8" with an fp8 KV cache on fp8 tensor cores,
@@ -155,6 +163,9 @@ class ReplicaArrays:
     #: host time per kernel of an eager pass (a prefill), and the kernels of one layer
     kernel_dispatch_s: np.ndarray
     kernels_per_layer: np.ndarray
+    #: kernels of one layer in a replayed decode graph (step.layer_overhead_s), activation
+    #: quantizations only where the engine runs them apart (SEPARATE_QUANT_KERNELS)
+    graph_kernels_per_layer: np.ndarray
     seq_overhead_s: np.ndarray
     request_overhead_s: np.ndarray
     max_num_seqs: np.ndarray
@@ -409,8 +420,11 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
                        _hw_part(cfg, eng, eff, ov, d), _ov=ov))  # fmt: skip
         tl, pl = tp_link_for(cfg, links), pp_link_for(cfg, links)
         link.add((id(tl), id(pl), tp), lambda tl=tl, pl=pl, tp=tp: _link_part(tl, pl, tp))
-        kern.add((id(m), tp, h["_act_quant"]),
-                 lambda m=m, tp=tp, q=h["_act_quant"]: {"kernels_per_layer": kernels_per_layer(m, tp, *q)})  # fmt: skip
+        sep = cfg.engine in SEPARATE_QUANT_KERNELS
+        kern.add((id(m), tp, h["_act_quant"], sep),
+                 lambda m=m, tp=tp, q=h["_act_quant"], sep=sep: {
+                     "kernels_per_layer": kernels_per_layer(m, tp, *q),
+                     "graph_kernels_per_layer": kernels_per_layer(m, tp, *(q if sep else (False, False)))})  # fmt: skip
         lp = mp["low_precision_experts"]
         moe.add(
             (lp, g.family),
@@ -444,7 +458,7 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
                 "expert_weight_elements": experts, "weight_only": weight_only}  # fmt: skip
     cols: dict[str, np.ndarray] = {}
     sources = {**{k: hw for k in hw.values[0]}, **{k: link for k in link.values[0]},
-               "kernels_per_layer": kern, "moe_eff": moe,
+               "kernels_per_layer": kern, "graph_kernels_per_layer": kern, "moe_eff": moe,
                "moe_expert_overhead_s": moe} if configs else {}  # fmt: skip
     model_fields = model.values[0][0] if configs else {}
     for f in fields(ReplicaArrays):

@@ -72,21 +72,30 @@ class StepTimes:
         return {k: float(np.asarray(getattr(self, k)).reshape(-1)[i]) * 1e3 for k in COMPONENTS}
 
 
+#: Kernels of the reference layer ``layer_overhead_s`` is fitted for: a dense GQA layer at TP > 1
+#: in 16 bits (2 norms + 5 attention + 2 all-reduces + 3 MLP, ``physics.dispatch.KERNELS``).
+REFERENCE_LAYER_KERNELS = 12.0
+
+
 def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.ndarray:
     """Fixed time per transformer layer and pass, whatever the batch: kernel launch and ramp.
 
-        t = (layer_overhead + moe_layer_frac x experts per GPU x expert_overhead)
-            x layers per stage x stage passes
+        t = (layer_overhead x N_kernels / 12
+             + moe_layer_frac x experts per GPU x expert_overhead) x layers per stage x stage passes
 
-    A decode step replays a CUDA graph of some ten kernels per layer; each still pays a few
+    A decode step replays a CUDA graph of the layer's kernels; each still pays a few
     microseconds to launch and fill the GPU, so a layer costs a fixed time even when its
     weights stream in faster. This is why batch-1 decode of a 126-layer 405B model is not
     5.7x that of an 80-layer 70B model although its weights are (ROCm vLLM README rows: 22.5
-    vs 7.6 ms per token on 8 MI300X). A routed-expert layer adds a fixed time per expert the
-    GPU holds (all of them under TP, 1/TP under expert parallelism), per accelerator family and
-    expert precision (``profiles.moe_expert_overhead_s``: the fused-MoE grid spans every
-    expert's padded block). A token crosses every stage once (``stage_passes`` = PP); a
-    prefill of ``chunks`` chunks makes chunks + PP - 1 stage passes.
+    vs 7.6 ms per token on 8 MI300X). The time is per kernel, so a layer pays it for each of
+    its ``graph_kernels_per_layer`` (``physics.dispatch.kernels_per_layer``): a DeepSeek layer
+    (MLA, routed and shared experts: 27.6 kernels a layer on average, 36.5 with SGLang's
+    separate fp8 activation quantizations) costs 2-3x a Llama layer (12); ``layer_overhead`` is the engine's time for a
+    reference layer of 12 (``REFERENCE_LAYER_KERNELS``). A routed-expert layer adds a fixed time
+    per expert the GPU holds (all of them under TP, 1/TP under expert parallelism), per
+    accelerator family and expert precision (``profiles.moe_expert_overhead_s``: the fused-MoE
+    grid spans every expert's padded block). A token crosses every stage once
+    (``stage_passes`` = PP); a prefill of ``chunks`` chunks makes chunks + PP - 1 stage passes.
     Source: NVIDIA CUDA C++ Best Practices Guide, "Kernel launch overhead" / CUDA Graphs
     (launch latency of microseconds per kernel); fitted per engine (``layer_overhead_s``) and
     per accelerator family and expert precision (``moe_expert_overhead_s``).
@@ -94,22 +103,26 @@ def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.n
     >>> import numpy as np
     >>> from types import SimpleNamespace
     >>> r = SimpleNamespace(layer_overhead_s=np.array([20e-6]), layers_stage=np.array([80.0]),
+    ...                     graph_kernels_per_layer=np.array([12.0]),
     ...                     moe_layer_frac=np.array([0.0]), num_experts=np.array([0.0]),
     ...                     ep=np.array([False]), tp=np.array([8.0]),
     ...                     moe_expert_overhead_s=np.array([0.0]))
-    >>> round(float(layer_overhead_s(r, 1.0)[0]) * 1e3, 6)  # 80 layers x 20 us
+    >>> round(float(layer_overhead_s(r, 1.0)[0]) * 1e3, 6)  # 80 reference layers x 20 us
     1.6
-    >>> # DeepSeek-V3 under TP 8: 58 of 61 layers route over 256 experts at 0.9 us each:
-    >>> # 61 x 20 us + 58 x 256 x 0.9 us = 1.22 + 13.36 = 14.58 ms
+    >>> # DeepSeek-V3 under TP 8, 16-bit activations: 61 layers of 27.61 kernels at 20 us per 12,
+    >>> # and 58 of them route over 256 experts at 0.9 us each:
+    >>> # 61 x 20 x 27.61 / 12 us + 58 x 256 x 0.9 us = 2.81 + 13.36 = 16.17 ms
     >>> r = SimpleNamespace(layer_overhead_s=np.array([20e-6]), layers_stage=np.array([61.0]),
+    ...                     graph_kernels_per_layer=np.array([27.61]),
     ...                     moe_layer_frac=np.array([58 / 61]), num_experts=np.array([256.0]),
     ...                     ep=np.array([False]), tp=np.array([8.0]),
     ...                     moe_expert_overhead_s=np.array([0.9e-6]))
     >>> round(float(layer_overhead_s(r, 1.0)[0]) * 1e3, 2)
-    14.58
+    16.17
     """
     experts_per_gpu = r.num_experts / np.where(r.ep, r.tp, 1.0)
-    per_layer = r.layer_overhead_s + r.moe_layer_frac * experts_per_gpu * r.moe_expert_overhead_s
+    per_layer = (r.layer_overhead_s * r.graph_kernels_per_layer / REFERENCE_LAYER_KERNELS
+                 + r.moe_layer_frac * experts_per_gpu * r.moe_expert_overhead_s)  # fmt: skip
     return per_layer * r.layers_stage * np.asarray(stage_passes, dtype=float)
 
 

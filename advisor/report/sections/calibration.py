@@ -73,7 +73,7 @@ def calibration_appendix(doc: Doc, ctx: Context) -> None:
                          fmt(moe_efficiency(True, fam), ".3f") + own, per_expert))  # fmt: skip
         doc.table(rows, (24, 24, 30, 28, 34, 38), align="RIGHT")
 
-        rows = [("Engine", "step overhead μs", "per-layer μs", "per-sequence μs",
+        rows = [("Engine", "step overhead μs", "μs per 12-kernel layer", "per-sequence μs",
                  "per-request ms", "prefill dispatch μs/kernel", "× compute",
                  "× memory")]  # fmt: skip
         for eng in ENGINES:  # the profiles the model uses (fitted values, else defaults)
