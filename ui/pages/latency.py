@@ -10,6 +10,7 @@ import streamlit as st
 from advisor.catalog import accelerators, fabric_names
 from advisor.charts import latency_charts as lc
 from advisor.perf.model.replica import build_replicas
+from advisor.perf.model.step import REFERENCE_LAYER_KERNELS
 from advisor.perf.model.sweeps import (
     batch_cap,
     batch_grid,
@@ -102,7 +103,8 @@ def profile_section(c: SimpleNamespace) -> None:
     st.info(
         f"Engine profile **{p['name']}** ({cal}): step overhead {p['step_overhead_ms']:.2f} ms, "
         f"{p['layer_overhead_here_us']:.1f} µs per layer ({p['layer_kernels']:.1f} kernels; "
-        f"{p['layer_overhead_us']:.1f} µs per 12-kernel reference layer), {dispatch}, "
+        f"{p['layer_overhead_us']:.1f} µs per {REFERENCE_LAYER_KERNELS:.0f}-kernel reference layer), "
+        f"{dispatch}, "
         f"{p['seq_overhead_us']:.2f} µs per running sequence, request overhead "
         f"{p['request_overhead_ms']:.1f} ms, kernel efficiency ×{p['efficiency']:.2f} compute, "
         f"×{p['mem_efficiency']:.2f} memory, "

@@ -45,10 +45,10 @@ from advisor.perf.model.replica import (
 )
 from advisor.perf.model.speculative_sweep import draft_config, step_times
 from advisor.perf.model.step import (
-    REFERENCE_LAYER_KERNELS,
     StepTimes,
     decode_step,
     host_bound_prompt_tokens,
+    kernel_layer_overhead_s,
     prefill,
 )
 from advisor.physics.memory import (
@@ -375,8 +375,7 @@ def _header(model: ModelSpec, gpu: Accelerator, inp: EstimateInput, dep: _Deploy
             "layer_overhead_us": eng.layer_overhead_s * 1e6,  # a reference layer of 12 kernels
             # this model's layer: its decode-graph kernels at the engine's time per kernel
             "layer_kernels": float(r.graph_kernels_per_layer[0]),
-            "layer_overhead_here_us": float(r.layer_overhead_s[0] * r.graph_kernels_per_layer[0]
-                                            / REFERENCE_LAYER_KERNELS) * 1e6,
+            "layer_overhead_here_us": float(kernel_layer_overhead_s(r)[0]) * 1e6,
             "kernel_dispatch_us": eng.kernel_dispatch_s * 1e6,
             "seq_overhead_us": eng.seq_overhead_s * 1e6, "request_overhead_ms": eng.request_overhead_s * 1e3,
             "efficiency": eng.efficiency, "mem_efficiency": eng.mem_efficiency,

@@ -387,6 +387,14 @@ def _dtype(name: str):
 _NO_OVERLAY = Overlay()
 
 
+def _kernel_part(m: ModelSpec, tp: int, act_quant: tuple[bool, bool], separate: bool) -> dict:
+    """Kernels of one layer: eagerly dispatched (every activation quantization its own kernel)
+    and in the decode graph (those only where the engine runs them apart)."""
+    eager = kernels_per_layer(m, tp, *act_quant)
+    return {"kernels_per_layer": eager,
+            "graph_kernels_per_layer": eager if separate else kernels_per_layer(m, tp)}  # fmt: skip
+
+
 def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
     """Struct-of-arrays for ``configs``.
 
@@ -421,10 +429,10 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
         tl, pl = tp_link_for(cfg, links), pp_link_for(cfg, links)
         link.add((id(tl), id(pl), tp), lambda tl=tl, pl=pl, tp=tp: _link_part(tl, pl, tp))
         sep = cfg.engine in SEPARATE_QUANT_KERNELS
-        kern.add((id(m), tp, h["_act_quant"], sep),
-                 lambda m=m, tp=tp, q=h["_act_quant"], sep=sep: {
-                     "kernels_per_layer": kernels_per_layer(m, tp, *q),
-                     "graph_kernels_per_layer": kernels_per_layer(m, tp, *(q if sep else (False, False)))})  # fmt: skip
+        kern.add(
+            (id(m), tp, h["_act_quant"], sep),
+            lambda m=m, tp=tp, q=h["_act_quant"], sep=sep: _kernel_part(m, tp, q, sep),
+        )
         lp = mp["low_precision_experts"]
         moe.add(
             (lp, g.family),

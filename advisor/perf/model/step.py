@@ -77,6 +77,24 @@ class StepTimes:
 REFERENCE_LAYER_KERNELS = 12.0
 
 
+def kernel_layer_overhead_s(r: ReplicaArrays) -> np.ndarray:
+    """Fixed time of one layer's kernels in a replayed decode graph (s), per pass.
+
+        t = layer_overhead x N_kernels / 12
+
+    Source: ``layer_overhead_s`` below (the engine's fitted time for a 12-kernel layer,
+    ``REFERENCE_LAYER_KERNELS``; N_kernels = ``graph_kernels_per_layer``).
+
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> r = SimpleNamespace(layer_overhead_s=np.array([20e-6]),
+    ...                     graph_kernels_per_layer=np.array([36.51]))
+    >>> round(float(kernel_layer_overhead_s(r)[0]) * 1e6, 2)  # 20 us x 36.51 / 12
+    60.85
+    """
+    return r.layer_overhead_s * r.graph_kernels_per_layer / REFERENCE_LAYER_KERNELS
+
+
 def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.ndarray:
     """Fixed time per transformer layer and pass, whatever the batch: kernel launch and ramp.
 
@@ -88,10 +106,11 @@ def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.n
     weights stream in faster. This is why batch-1 decode of a 126-layer 405B model is not
     5.7x that of an 80-layer 70B model although its weights are (ROCm vLLM README rows: 22.5
     vs 7.6 ms per token on 8 MI300X). The time is per kernel, so a layer pays it for each of
-    its ``graph_kernels_per_layer`` (``physics.dispatch.kernels_per_layer``): a DeepSeek layer
-    (MLA, routed and shared experts: 27.6 kernels a layer on average, 36.5 with SGLang's
-    separate fp8 activation quantizations) costs 2-3x a Llama layer (12); ``layer_overhead`` is the engine's time for a
-    reference layer of 12 (``REFERENCE_LAYER_KERNELS``). A routed-expert layer adds a fixed time
+    its ``graph_kernels_per_layer`` (``physics.dispatch.kernels_per_layer``;
+    ``kernel_layer_overhead_s``): a DeepSeek layer (MLA, routed and shared experts: 27.6 kernels
+    a layer on average, 36.5 with SGLang's separate fp8 activation quantizations) costs 2-3x a
+    Llama layer (12); ``layer_overhead`` is the engine's time for a reference layer of 12
+    (``REFERENCE_LAYER_KERNELS``). A routed-expert layer adds a fixed time
     per expert the GPU holds (all of them under TP, 1/TP under expert parallelism), per
     accelerator family and expert precision (``profiles.moe_expert_overhead_s``: the fused-MoE
     grid spans every expert's padded block). A token crosses every stage once
@@ -121,8 +140,9 @@ def layer_overhead_s(r: ReplicaArrays, stage_passes: np.ndarray | float) -> np.n
     16.17
     """
     experts_per_gpu = r.num_experts / np.where(r.ep, r.tp, 1.0)
-    per_layer = (r.layer_overhead_s * r.graph_kernels_per_layer / REFERENCE_LAYER_KERNELS
-                 + r.moe_layer_frac * experts_per_gpu * r.moe_expert_overhead_s)  # fmt: skip
+    per_layer = (
+        kernel_layer_overhead_s(r) + r.moe_layer_frac * experts_per_gpu * r.moe_expert_overhead_s
+    )
     return per_layer * r.layers_stage * np.asarray(stage_passes, dtype=float)
 
 

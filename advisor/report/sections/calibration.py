@@ -4,6 +4,7 @@ efficiencies, and the in-sample fit."""
 from __future__ import annotations
 
 from advisor.catalog import accelerators, fabric_names, interconnects
+from advisor.perf.model.step import REFERENCE_LAYER_KERNELS
 from advisor.report.context import Context, calibration_file, validation
 from advisor.report.document import Doc
 from advisor.report.facts import fmt, pick
@@ -73,7 +74,7 @@ def calibration_appendix(doc: Doc, ctx: Context) -> None:
                          fmt(moe_efficiency(True, fam), ".3f") + own, per_expert))  # fmt: skip
         doc.table(rows, (24, 24, 30, 28, 34, 38), align="RIGHT")
 
-        rows = [("Engine", "step overhead μs", "μs per 12-kernel layer", "per-sequence μs",
+        rows = [("Engine", "step overhead μs", f"μs per {REFERENCE_LAYER_KERNELS:.0f}-kernel layer", "per-sequence μs",
                  "per-request ms", "prefill dispatch μs/kernel", "× compute",
                  "× memory")]  # fmt: skip
         for eng in ENGINES:  # the profiles the model uses (fitted values, else defaults)
