@@ -69,6 +69,31 @@ def test_unrepresentable_rows_say_why_and_other_metrics_are_not_percentiles():
     assert percentile_case(_row("S0001")) is None  # output throughput: not a percentile
 
 
+@pytest.mark.parametrize(
+    "rid",
+    [
+        "C0130",  # "--random-input-len 1024 ... but no --dataset-name, so bench_serving's
+        #           default dataset (ShareGPT ...)": 301701 / 188375 tokens over 1000 prompts
+        "S0020",  # the same run as read from another page revision ("consistent with
+        #           bench_serving default ShareGPT")
+        "E0178",  # "dataset: default (sharegpt)", 100 prompts of 331.8 / 212.5 tokens on average
+    ],
+)
+def test_sglang_default_dataset_is_sharegpt_not_random(rid):
+    # sglang.bench_serving without --dataset-name runs ShareGPT (its default), even with
+    # --random-input-len given: only the mean lengths are known, and their spread sets the
+    # percentiles, so these rows say why they are not predicted (they were read as uniform).
+    s = percentile_case(_row(rid))
+    assert isinstance(s, Skipped) and "ShareGPT" in s.reason
+
+
+def test_random_commands_under_a_sharegpt_heading_stay_random():
+    # C0004: "The section text mentions ShareGPT but the listed commands use --dataset-name
+    # random": SGLang's random lengths, uniform on [1, L].
+    pc = percentile_case(_row("C0004"))
+    assert isinstance(pc, PercentileCase) and pc.isl_cv == pytest.approx(1 / math.sqrt(3))
+
+
 def _far_above_capacity() -> dict:
     """E0461 again at 1000 req/s, far above the capacity of 8 x H200 for ~510/530-token requests
     of a 405B model, with a stated --seed 7 that does not reproduce its lengths: no replay of

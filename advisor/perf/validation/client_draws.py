@@ -43,7 +43,15 @@ _RATIO = re.compile(r"(?:--random-range-ratio[ =]|random_range_ratio\"?:?\s*)([0
 #: How the notes state a client that draws [r L, L] whatever its flags say (InferenceX's
 #: benchmark_serving.py, np.random.randint(int(L x ratio), L + 1), ratio from its workflow).
 _STATED_UNIFORM = re.compile(r"uniform on \[int\(([0-9.]+) x L\), L\]")
-SHAREGPT = re.compile(r"dataset[-_ ]name\W+sharegpt|Dataset sharegpt", re.I)
+#: A ShareGPT workload, named or as sglang.bench_serving's default dataset: a client command
+#: without --dataset-name runs ShareGPT even when it passes --random-input-len (the rows' notes
+#: say so in these words; the lengths then vary as the conversations do, not uniformly).
+SHAREGPT = re.compile(
+    r"dataset[-_ ]name\W+sharegpt|Dataset sharegpt|default dataset \(sharegpt"
+    r"|dataset: default \(sharegpt\)|bench_serving default sharegpt"
+    r"|sharegpt\S* dataset \(bench_serving default dataset\)",
+    re.I,
+)
 RANDOM_STATED = re.compile(r"dataset[-_ ]name\W+random", re.I)
 
 

@@ -214,7 +214,9 @@ def _load_results(items: list[PercentileCase]) -> list[tuple[LoadResult, int]]:
         osl = np.array([pc.case.osl for pc in sel], dtype=float)
         cv = np.array([pc.isl_cv for pc in sel], dtype=float)
         load = np.array([pc.load for pc in sel], dtype=float)
-        kw = dict(isl_tokens=isl, isl_cv=cv, osl_cv=cv, with_itl=True)
+        # a random dataset's lengths are uniform (client_draws.length_cv): its E2E tail stops
+        # at the longest answer, where a gamma's would run on
+        kw = dict(isl_tokens=isl, isl_cv=cv, osl_cv=cv, with_itl=True, length_dist="uniform")
         sm = service_for(r, isl, osl)
         if closed:
 

@@ -90,7 +90,12 @@ Analytic approximation (what :func:`latency_under_load` computes)
    (``arrival_rate * T_decode * E[P^2] / (osl - 1)^2``).
 6. Percentiles: two-moment fits. TTFT = prefill + a zero-inflated gamma waiting time (atom at 0
    with the probability of not waiting, gamma fitted to the mean and variance of the positive
-   part); TPOT gamma; E2E = prefill + gamma. Gamma quantiles by the Wilson-Hilferty cube-root
+   part); TPOT gamma; E2E = a floor + gamma, the floor being the unloaded request at the mean
+   length when every answer has it, else the prefill (an answer may stop after one token).
+   Where the lengths are uniform (``length_dist="uniform"``, a benchmark's random dataset),
+   E2E = (a gamma at the mean length) + (a uniform decode time of the answer's length), whose
+   quantiles come from the CDF of the sum (:func:`gamma_plus_uniform_quantiles_s`): the
+   uniform's tail stops at the longest answer. Gamma quantiles by the Wilson-Hilferty cube-root
    normal approximation (Wilson and Hilferty 1931; Johnson, Kotz and Balakrishnan, Continuous
    Univariate Distributions vol. 1, ch. 17), normal quantiles by Acklam's rational approximation.
 
@@ -132,10 +137,14 @@ from advisor.physics.queueing.service import (
 )
 from advisor.physics.queueing.static_batch import static_batch_terms
 from advisor.physics.queueing.tails import (
+    LENGTH_DISTS,
+    UNIFORM_MAX_CV,
     e2e_variance_s2,
+    gamma_plus_uniform_quantiles_s,
     shifted_gamma_quantiles_s,
     tpot_variance_s2,
     ttft_quantiles_s,
+    uniform_half_width_s,
 )
 from advisor.physics.queueing.waits import (
     chunked_wait_moments,
@@ -197,6 +206,7 @@ def latency_under_load(
     policy: str = "continuous",
     chunk_tokens: ArrayLike = 512,
     with_itl: bool = False,
+    length_dist: str = "gamma",
 ) -> LoadResult:
     """TTFT / TPOT / E2E mean and percentiles per candidate at a Poisson arrival rate (analytic).
 
@@ -204,7 +214,10 @@ def latency_under_load(
     and ``isl_tokens`` (means), ``isl_cv`` / ``osl_cv`` (coefficients of variation of the lengths,
     0 = fixed), ``policy`` (one of :data:`POLICIES`), ``chunk_tokens`` (prompt tokens per
     iteration for ``"chunked"``), ``with_itl`` (also the inter-token gap's percentiles,
-    :func:`inter_token_stats`; the search does not ask). The approximation is described in the
+    :func:`inter_token_stats`; the search does not ask), ``length_dist`` (the shape of the
+    lengths' spread, one of :data:`LENGTH_DISTS`: "gamma", the scenario's; "uniform", a
+    benchmark's random dataset, whose E2E quantiles are then a gamma plus a uniform decode time,
+    :func:`gamma_plus_uniform_quantiles_s`). The approximation is described in the
     module docstring; its
     steps are :func:`running_batch_fixed_point`, :func:`slot_wait_moments`, the policy's wait
     (:func:`continuous_wait_moments`, :func:`chunked_wait_moments`, :func:`static_batch_terms`),
@@ -217,9 +230,21 @@ def latency_under_load(
     (0.04, 0.0102)
     """
     n = service.n
+    if length_dist not in LENGTH_DISTS:
+        raise ValueError(f"length_dist: got {length_dist!r}, allowed {LENGTH_DISTS}")
     arrival_rate_per_s, isl, osl, cv_i, cv_o, chunk = _check_workload(
         n, arrival_rate_per_s, isl_tokens, osl_tokens, isl_cv, osl_cv, policy, chunk_tokens
     )
+    if (
+        length_dist == "uniform"
+        and max(cv_i.max(initial=0.0), cv_o.max(initial=0.0)) > UNIFORM_MAX_CV
+    ):
+        # a uniform on [m - h, m + h] of positive lengths has h <= m: cv <= 1 / sqrt(3)
+        worst = max(cv_i.max(initial=0.0), cv_o.max(initial=0.0))
+        raise ValueError(
+            f"isl_cv / osl_cv: got {worst:g} with length_dist 'uniform', allowed 0 to "
+            f"{UNIFORM_MAX_CV:.4f} (a uniform of positive lengths)"
+        )
     max_running = service.max_running
     prefill_s = service.prefill_s
     decode_steps = osl - 1.0  # decode steps per request
@@ -316,7 +341,12 @@ def latency_under_load(
     d = service.request_delay_s
     ttft = _stats(
         ttft_mean + d,
-        *(x + d for x in ttft_quantiles_s(prefill_s, ex + ew, y_var, p_zero, QUANTILES, cv_p)),
+        *(
+            x + d
+            for x in ttft_quantiles_s(
+                prefill_s, ex + ew, y_var, p_zero, QUANTILES, cv_p, length_dist
+            )
+        ),
     )
     # static batching has no stalls: a request's TPOT is step(its batch) <= step(M)
     tpot_cap = (
@@ -329,10 +359,22 @@ def latency_under_load(
             for x in shifted_gamma_quantiles_s(tpot_floor, tpot_mean, var_tpot, QUANTILES)
         ),
     )
-    e2e = _stats(
-        e2e_mean + d,
-        *shifted_gamma_quantiles_s(e2e_floor + d, e2e_mean + d, e2e_var, QUANTILES),
-    )
+    if length_dist == "uniform":
+        # the output length's part of the spread is a uniform decode time about the mean
+        length_var = (cv_o * osl * tau) ** 2
+        e2e_q = gamma_plus_uniform_quantiles_s(
+            e2e_floor + d,
+            e2e_mean + d,
+            np.maximum(e2e_var - length_var, 0.0),
+            np.where(np.isfinite(tau), uniform_half_width_s(osl * tau, cv_o), 0.0),
+            QUANTILES,
+        )
+    else:
+        # the unloaded request at the mean length bounds E2E only when every answer has that
+        # length; a random one can stop after its first token, so the prefill is the floor
+        floor = np.where(cv_o > 0, np.minimum(prefill_s, e2e_mean), e2e_floor)
+        e2e_q = shifted_gamma_quantiles_s(floor + d, e2e_mean + d, e2e_var, QUANTILES)
+    e2e = _stats(e2e_mean + d, *e2e_q)
     itl = None
     if with_itl:
         itl = _mask_inf(
