@@ -15,19 +15,30 @@ setup-system:
 	@bash scripts/system-deps.sh
 
 # The engines whose own argument parsers tests/test_engine_parsers.py runs on the generated
-# commands: one venv per release (their pins clash), each the engine without its dependencies,
-# torch 2.13.0 (the CPU build) and what the import of its parser needs, pinned exactly in
-# requirements-engines/<engine>-<version>.txt (--no-deps: the file is the whole set).
+# commands: one venv per release (their pins clash), each the engine without its dependencies and
+# what the import of its parser needs, pinned exactly in requirements-engines/<engine>-<version>.txt
+# (--no-deps: the file is the whole set). torch 2.13.0 (the CPU build) and triton, ~1.75 GB that
+# every engine imports at the same pins, are installed once into $(ENGINE_BASE) and put on each
+# engine venv's path by a .pth file: a CI machine ran out of disk installing the second engine.
+# --no-cache-dir: pip's wheel cache would hold a second copy of everything.
 ENGINES := $(basename $(notdir $(wildcard requirements-engines/*.txt)))
 ENGINE_STAMPS := $(ENGINES:%=.venv-engines/%/.setup-stamp)
+ENGINE_BASE := .venv-engines/_base
+ENGINE_PIP := --quiet --disable-pip-version-check --no-deps --no-cache-dir
 
 setup-engines: $(ENGINE_STAMPS)
 
-.venv-engines/%/.setup-stamp: requirements-engines/%.txt
+$(ENGINE_BASE)/.setup-stamp: requirements-engines/base/torch-triton.txt
+	rm -rf $(ENGINE_BASE)
+	$(PY) -m pip install $(ENGINE_PIP) --target $(ENGINE_BASE) -r $<
+	@touch $@
+
+.venv-engines/%/.setup-stamp: requirements-engines/%.txt $(ENGINE_BASE)/.setup-stamp
 	rm -rf .venv-engines/$*
 	$(PY) -m venv .venv-engines/$*
-	.venv-engines/$*/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
-		-r requirements-engines/$*.txt
+	.venv-engines/$*/bin/python -m pip install $(ENGINE_PIP) -r requirements-engines/$*.txt
+	echo "$(abspath $(ENGINE_BASE))" > "$$(.venv-engines/$*/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/engine-base.pth"
+	.venv-engines/$*/bin/python -c 'import torch, triton'
 	@touch $@
 
 # Re-installs only when a requirements file changes, so a second `make setup` is a no-op.
@@ -46,7 +57,7 @@ lock:
 	{ sed -n '1,4p' constraints.txt; .lock-venv/bin/pip freeze --exclude-editable; } > constraints.new
 	mv constraints.new constraints.txt && rm -rf .lock-venv
 
-# The app needs only .venv: the engine venvs (~10 min, ~5 GB) serve tests/test_engine_parsers.py.
+# The app needs only .venv: the engine venvs (~4 min, ~3.5 GB) serve tests/test_engine_parsers.py.
 run: $(STAMP)
 	$(BIN)/streamlit run app.py --server.address 127.0.0.1 --server.port $(PORT) --server.headless true
 
