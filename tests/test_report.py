@@ -307,9 +307,11 @@ def test_pdf_range_that_excludes_its_estimate_says_which_way_the_model_errs():
 
     d = Deployment("x", intervals={"confidence": 0.8, "percentile": 99,
                                    "ttft_ms": [227.6, 678.4], "tpot_ms": [27.7, 33.8]})  # fmt: skip
-    assert d.range_text("TPOT", 34.3) == " (80% range 27.7-33.8 ms; the model runs high here)"
-    assert d.range_text("TTFT", 369.5) == " (80% range 227.6-678.4 ms)"
-    assert d.range_text("TPOT") == " (80% range 27.7-33.8 ms)"
+    assert (
+        d.range_text("TPOT", 34.3) == " (80% steady range 27.7-33.8 ms; the model runs high here)"
+    )
+    assert d.range_text("TTFT", 369.5) == " (80% steady range 227.6-678.4 ms)"
+    assert d.range_text("TPOT") == " (80% steady range 27.7-33.8 ms)"
 
 
 def test_report_without_a_recommendation_draws_the_closest_miss_it_names():

@@ -178,7 +178,7 @@ def test_every_view_flags_the_at_risk_recommendation(at_risk, run_cli):
     text = " ".join(" ".join(p.extract_text() for p in PdfReader(io.BytesIO(pdf)).pages).split())
     assert "Recommended deployment, at risk:" in text and "At risk: no deployment meets" in text
     assert re.search(
-        r"P99 TPOT [\d,.]+ ms \(80% range [^)]*\) against ≤ 60 ms: (AT RISK|met)", text
+        r"P99 TPOT [\d,.]+ ms \(80% steady range [^)]*\) against ≤ 60 ms: (AT RISK|met)", text
     )
     assert "AT RISK" in text
     # Compare: the verdict row, the ranking sentence and the reason

@@ -135,7 +135,17 @@ def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = N
         return ""
     calibrated = "" if iv.get("calibrated", True) else " — uncalibrated: widened"
     regime = f" at {iv['load_regime']} load" if iv.get("load_regime") else ""
-    text = f"{conf:.0%} range (from out-of-sample error{regime}{calibrated}): " + " · ".join(parts)
+    text = (f"{conf:.0%} steady-service range (the SLA verdict's: out-of-sample error of means and "
+            f"medians{regime}{calibrated}): " + " · ".join(parts))  # fmt: skip
+    bench = iv.get("benchmark") or {}
+    runs = [f"P{pct} {name} {latency(got[0])}–{latency(got[1])}"
+            for name in ("TTFT", "TPOT", "E2E")
+            for got in [bench.get(f"{name.lower()}_ms")]
+            if isinstance(got, list | tuple) and len(got) == 2
+            and all(isinstance(x, int | float) and math.isfinite(x) for x in got)]  # fmt: skip
+    if runs:  # the ranges `estimate` prints beside each percentile: one figure, one name
+        notes.append(f"A benchmark run's published P{pct} (held-out published P{pct}s: start-up "
+                     "waves and cold first requests included) ranges " + " · ".join(runs))  # fmt: skip
     if iv.get("wide"):  # issue 37: a range that cannot decide the answer says how to narrow it
         notes.append(f"{', '.join(iv['wide'])}: range wider than 3x the prediction; measure it on "
                      "one replica at this load and a lower and a higher one (three runs) with the "

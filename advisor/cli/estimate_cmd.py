@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from collections import OrderedDict
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -490,7 +491,9 @@ def _percentile_lines(r: dict) -> list[str]:
     piv = r.get("percentile_intervals") or {}
     pct = f"{piv.get('confidence', 0.8):.0%}"
     lines = [f"  percentiles at {_load_text(r)}: utilisation {r['utilisation']:.0%}, "
-             f"{r['load_regime']} load; {pct} ranges from held-out errors at that load:"]  # fmt: skip
+             f"{r['load_regime']} load; {pct} benchmark ranges (held-out published percentiles "
+             "of each statistic at that load: benchmark runs, start-up waves and cold first "
+             "requests included):"]  # fmt: skip
     for metric, label in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"),
                           ("e2e_ms", "E2E")):  # fmt: skip
         cells = []
@@ -499,6 +502,15 @@ def _percentile_lines(r: dict) -> list[str]:
             lo, hi = (piv.get(metric) or {}).get(p, (v, v))
             cells.append(f"{p.upper()} {fmt_ms(v)} ({fmt_ms(lo)}-{fmt_ms(hi)})")
         lines.append(f"    {label:<5} " + "   ".join(cells))
+    steady = r.get("steady_intervals") or {}
+    cells = [f"P99 {label} {fmt_ms(lo)}-{fmt_ms(hi)}"
+             for metric, label in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("e2e_ms", "E2E"))
+             for lo, hi in [(steady.get(metric) or {}).get("p99", (math.nan, math.nan))]
+             if math.isfinite(lo)]  # fmt: skip
+    if cells:
+        lines.append(f"  {pct} steady-service ranges (held-out errors of means and medians at that "
+                     "load; an SLA verdict reads their upper end, as recommend and the app show "
+                     "them): " + " · ".join(cells))  # fmt: skip
     if piv.get("wide"):
         load = f"{_load_text(r)} ({r['utilisation']:.0%} utilisation)"
         lines.append("  WIDE RANGE: " + narrowing_advice(", ".join(piv["wide"]), r["engine"],

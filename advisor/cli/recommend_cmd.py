@@ -409,10 +409,13 @@ def render(r: dict) -> str:
             v = b[m]
             lo, hi = iv[m]
             note = range_note(v[f"p{iv['percentile']}"], lo, hi)
+            b_lo, b_hi = (iv.get("benchmark") or {}).get(m, (None, None))
+            bench = f"; benchmark run {b_lo:.1f}-{b_hi:.1f}" if b_lo is not None else ""
             lines.append(
                 f"  {m[:-3].upper():5s} P50 {v['p50']:.1f}  P90 {v['p90']:.1f}  "
                 f"P95 {v['p95']:.1f}  P99 {v['p99']:.1f} ms  "
-                f"(P{iv['percentile']} {iv['confidence']:.0%} range {lo:.1f}-{hi:.1f}{note})"
+                f"(P{iv['percentile']} {iv['confidence']:.0%} steady range {lo:.1f}-{hi:.1f}{note}"
+                f"{bench})"
             )
     lines += _wide_lines(r)
     if r.get("client_profile"):

@@ -86,7 +86,13 @@ class Deployment:
         if r is None or conf is None:
             return ""
         note = range_note(point_ms, r[0], r[1]) if point_ms is not None else ""
-        return f" ({conf:.0%} range {r[0]:,.1f}-{r[1]:,.1f} ms{note})"
+        # the benchmark-run range of the same percentile (``estimate`` prints it), named apart
+        b = ((self.intervals or {}).get("benchmark") or {}).get(f"{label.lower()}_ms")
+        bench = ""
+        if isinstance(b, list | tuple) and len(b) == 2 and None not in (num(b[0]), num(b[1])):
+            pct = (self.intervals or {}).get("percentile")
+            bench = f"; a benchmark run's published P{pct}: {num(b[0]):,.1f}-{num(b[1]):,.1f} ms"
+        return f" ({conf:.0%} steady range {r[0]:,.1f}-{r[1]:,.1f} ms{note}{bench})"
 
     def verdict(self, label: str, got: float, target: float) -> str:
         """ "met" / "AT RISK" / "MISSED": by the upper end of the range when there is one, and

@@ -217,7 +217,7 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
     if who:
         warning = (
             f"{' and '.join(who)} {'is' if len(who) == 1 else 'are'} uncalibrated: predictions "
-            f"from priors, {conf} range {ranges}; "
+            f"from priors, {conf} steady range {ranges}; "
             + ("it wins only with that range inside the SLA."
                if VERDICTS[t.verdict[best_i]] != AT_RISK
                else "that range reaches past the SLA: recommended at risk.")

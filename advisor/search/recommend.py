@@ -294,7 +294,7 @@ def _deployment(
     points = {name: float(a[i, qi]) * 1e3 for name, a in (("TTFT", t.ttft), ("TPOT", t.tpot),
                                                          ("E2E", t.e2e))}  # fmt: skip
     intervals = percentile_intervals(sc, s.gpu, points["TTFT"], points["TPOT"], points["E2E"],
-                                     utilisation=float(t.util[i]))  # fmt: skip
+                                     utilisation=float(t.util[i]), attention_dp=bool(s.dpa))  # fmt: skip
     verdict = VERDICTS[t.verdict[i]]
     bd: dict[str, float] = {}
     pbd: dict[str, float] = {}

@@ -127,17 +127,41 @@ def _regime_codes(utilisation: np.ndarray) -> np.ndarray:
 
 
 def percentile_intervals(
-    sc, gpu: str, ttft_ms: float, tpot_ms: float, e2e_ms: float, utilisation: float | None = None
-) -> dict:
-    """The interval of each predicted percentile of a deployment (ms), for its result, at its
-    load regime (``utilisation``; None: any load)."""
+    sc, gpu: str, ttft_ms: float, tpot_ms: float, e2e_ms: float,
+    utilisation: float | None = None, attention_dp: bool = False,
+) -> dict:  # fmt: skip
+    """The intervals of a deployment's predicted SLA percentiles (ms), at its load regime
+    (``utilisation``; None: any load).
+
+    ``ttft_ms``/``tpot_ms``/``e2e_ms``: the steady-service range the verdict reads (the factors
+    of ``intervals_by_gpu``, as ``intervals.steady_percentile_ranges`` applies them for
+    ``estimate``);
+    ``benchmark``: the range of the same percentile as a benchmark run would publish it, from
+    the held-out published percentiles of that statistic (``intervals.percentile_intervals``,
+    what ``estimate`` prints beside each percentile: start-up waves and cold first requests
+    included), with its ``basis``. Both are shown, each under its own name.
+    """
+    from advisor.perf.model.intervals import percentile_intervals as published_ranges
+
     regime = None if utilisation is None else load_regime(utilisation)
     iv = intervals_by_gpu(sc, [gpu], regime)[gpu]
     got = {"TTFT": ttft_ms, "TPOT": tpot_ms, "E2E": e2e_ms}
+    fam, moe = get_accelerator(gpu).family, sc.model_spec().is_moe
+    points = {f"{kind}_ms": got[name] for name, kind, _ in TARGETS}
+    # the verdict's own factors (sla_checks reads the same intervals_by_gpu); ``estimate``
+    # computes these ranges with intervals.steady_percentile_ranges, over the same factors_for
+    steady = {f"{kind}_ms": iv[name].of(got[name]) for name, kind, _ in TARGETS}
+    p = f"p{sc.sla.percentile}"
+    finite = {k: {p: v} for k, v in points.items() if np.isfinite(v)}
+    bench = published_ranges(
+        {"engine": sc.options.engine, "percentiles": finite, "load_regime": regime,
+         "attention_data_parallel": attention_dp},
+        fam, sc.sla.confidence, moe=moe,
+    )  # fmt: skip
     return {
         "confidence": sc.sla.confidence,
         "percentile": sc.sla.percentile,
-        **{f"{kind}_ms": iv[name].of(got[name]) for name, kind, _ in TARGETS},
+        **steady,
         "calibrated": all(v.calibrated for v in iv.values()),
         "load_regime": regime,
         "wide": [
@@ -146,6 +170,13 @@ def percentile_intervals(
             if is_wide(got[name], *iv[name].of(got[name]))
         ],  # fmt: skip
         "basis": f"TTFT: {iv['TTFT'].basis}. TPOT: {iv['TPOT'].basis}. E2E: {iv['E2E'].basis}.",
+        "benchmark": {
+            **{k: bench[k][p] for k in finite if p in bench.get(k, {})},
+            "basis": "; ".join(
+                f"{k.split()[0].removesuffix('_ms').upper()}: {b}"
+                for k, b in bench["basis"].items()
+            ),
+        },  # fmt: skip
     }
 
 

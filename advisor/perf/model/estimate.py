@@ -21,7 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from advisor.catalog import get_interconnect, interconnects
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.perf.model.intervals import estimate_intervals, percentile_intervals
+from advisor.perf.model.intervals import (
+    SLA_METRIC_KIND,
+    estimate_intervals,
+    percentile_intervals,
+    steady_percentile_ranges,
+)
 from advisor.perf.model.overlay import active, overlay_for
 from advisor.perf.model.predict import (
     concurrency_tpot,
@@ -310,7 +315,24 @@ def _estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     if "percentiles" in out:
         out["percentile_intervals"] = percentile_intervals(out, gpu.family, inp.confidence,
                                                            moe=model.is_moe)  # fmt: skip
+        out["steady_intervals"] = _steady_intervals(out, gpu.family, inp.confidence, model.is_moe)
     return out
+
+
+def _steady_intervals(out: dict, family: str, confidence: float, moe: bool) -> dict:
+    """The steady-service range of the P50/P90/P99 of TTFT, TPOT and E2E: the range an SLA
+    verdict reads (``intervals.steady_percentile_ranges``, as search/sla.percentile_intervals
+    computes it for the app, the PDF and ``recommend``), beside the benchmark-statistic ranges
+    of ``percentile_intervals``."""
+    got: dict = {"confidence": confidence, "load_regime": out.get("load_regime")}
+    for p in ("p50", "p90", "p99"):
+        points = {k: out["percentiles"][k][p] for k in SLA_METRIC_KIND
+                  if math.isfinite(out["percentiles"][k][p])}  # fmt: skip
+        ranges = steady_percentile_ranges(points, str(out["engine"]), family, confidence, moe,
+                                          out.get("load_regime"))  # fmt: skip
+        for k, r in ranges.items():
+            got.setdefault(k, {})[p] = r
+    return got
 
 
 def _no_percentiles(inp: EstimateInput) -> str | None:

@@ -887,6 +887,37 @@ def percentile_intervals(
     return out
 
 
+#: The metrics an SLA is stated in, by the key of an answer's ms figures.
+SLA_METRIC_KIND = {"ttft_ms": "ttft", "tpot_ms": "tpot", "e2e_ms": "e2e"}
+
+
+def steady_percentile_ranges(
+    points_ms: Mapping[str, float], engine: str, family: str, confidence: float,
+    moe: bool | None, regime: str | None, table: ErrorTable | None = None,
+) -> dict[str, list[float]]:  # fmt: skip
+    """The steady-service range of predicted percentiles (ms), by metric key ("ttft_ms",
+    "tpot_ms", "e2e_ms"): the prediction x the factors of the held-out errors of mean and median
+    predictions of its kind, engine, accelerator family and model class at its load regime
+    (``factors_for`` with statistic "mean"; an E2E without E2E rows takes the wider of the TTFT
+    and TPOT factors at each end).
+
+        [P x exp(q_lo), P x exp(q_hi)],  q over log(measured / predicted) of steady rows
+
+    The SLA verdict reads its upper end (search/sla.py: published P99 TTFTs carry benchmark
+    runs' start-up waves and cold first requests, which a warm steady service does not pay, so
+    ranging a P99 by them would refuse deployments the steady model and the published medians
+    support). A benchmark run's published percentile is ranged by the held-out rows of that
+    statistic instead (``percentile_intervals``); both are shown, each under its own name.
+    The factors do not depend on the percentile: a P50 and a P99 scale alike.
+    """
+    out = {}
+    for key, point in points_ms.items():
+        iv = factors_for(SLA_METRIC_KIND[key], engine, family, confidence, table=table, moe=moe,
+                         regime=regime)  # fmt: skip
+        out[key] = iv.of(float(point))
+    return out
+
+
 LEAVE_OUT = ("source", "row")
 
 

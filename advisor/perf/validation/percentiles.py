@@ -426,17 +426,29 @@ TAIL_STATISTIC = {0.5: "median", 0.9: "p90", 0.99: "p99"}
 RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e"}
 
 
-def range_coverage(preds: list[PercentilePrediction], confidence: float = 0.8) -> dict[str, dict]:
-    """Share of published percentiles inside the range an answer shows beside its prediction.
+#: The two ranges an answer shows beside a predicted percentile (``range_coverage``).
+RANGES = ("benchmark", "steady")
 
-    The app, the PDF and ``recommend`` put a predicted P99 (or P50) between the prediction x the
+
+def range_coverage(
+    preds: list[PercentilePrediction], confidence: float = 0.8, ranges: str = "benchmark"
+) -> dict[str, dict]:
+    """Share of published percentiles inside a range an answer shows beside its prediction.
+
+    ``ranges`` "benchmark": the range ``estimate`` prints beside each percentile and the app,
+    the PDF and ``recommend`` name "a benchmark run's published P99": the prediction x the
     interval factors of its kind, engine, accelerator family, model class, load regime and
     statistic (``intervals.range_factors``: a P90/P99 from the held-out percentile rows where
-    there are enough, else from mean and median rows). This scores that range against the
-    published percentile itself, built without the row's source (as for a new deployment): the
-    tail's own error (its shape) is in it too. A row predicted unstable is outside. Keys "P50", "P99" (all metrics) and "P99 TTFT"-style per
-    metric: rows and inside_pct.
+    there are enough, else from mean and median rows; an E2E from its TTFT and TPOT parts).
+    "steady": the steady-service range an SLA verdict reads (``search/sla.py``, the factors of
+    ``intervals.factors_for``: mean and median rows of the kind at the load regime, no ITL).
+    Each is scored against the published percentile itself, built without the row's source (as
+    for a new deployment): the tail's own error (its shape) is in it too. A row predicted
+    unstable is outside. Keys "P50", "P99" (all metrics) and "P99 TTFT"-style per metric: rows
+    and inside_pct.
     """
+    if ranges not in RANGES:
+        raise ValueError(f"ranges {ranges!r}; allowed: {', '.join(RANGES)}")
     from advisor.perf.model.intervals import (
         e2e_range,
         is_calibrated,
@@ -445,17 +457,20 @@ def range_coverage(preds: list[PercentilePrediction], confidence: float = 0.8) -
     )
 
     inside: dict[str, list[bool]] = {}
+    steady = ranges == "steady"
     for p in preds:
         c = p.pc.case
+        if steady and p.pc.metric == "itl":
+            continue  # no SLA is stated in ITL: the verdict ranges none
         fam_ok, eng_ok = is_calibrated(c.config.engine, c.config.gpu.family)
         kw = dict(
             family_calibrated=fam_ok, engine_calibrated=eng_ok, moe=c.config.model.is_moe,
-            attention_dp=c.config.dp_attention,
+            attention_dp=False if steady else c.config.dp_attention,
             regime=load_regime(p.utilisation if p.stable else math.inf),
-            statistic=TAIL_STATISTIC.get(p.pc.quantile, "mean"),
+            statistic="mean" if steady else TAIL_STATISTIC.get(p.pc.quantile, "mean"),
             exclude_source=source_key(p.pc.source),
         )  # fmt: skip
-        if p.pc.metric == "e2e" and math.isfinite(p.ttft_s) and p.stable:
+        if not steady and p.pc.metric == "e2e" and math.isfinite(p.ttft_s) and p.stable:
             (lo, hi), _ = e2e_range(c.config.engine, c.config.gpu.family, confidence,
                                     p.ttft_s, p.predicted_s, **kw)  # fmt: skip
         else:
@@ -501,6 +516,7 @@ def percentile_report(rows: list[dict] | None = None, steady: bool = False) -> d
         "tail_ratio": {k: error_stats(v) for k, v in sorted(by_metric.items())},
         "tail_ratio_rows": ratios,
         "range_coverage": range_coverage(preds),
+        "range_coverage_steady": range_coverage(preds, ranges="steady"),
         "failures": [
             {
                 "id": p.pc.id,
@@ -564,9 +580,12 @@ def render_percentiles(rep: dict) -> list[str]:
             f"  {name + ' ratio':<18} {s['rows']:>5} {s['median_ape_pct']:>12.1f}% "
             f"{s['p90_ape_pct']:>9.1f}% {s['bias_pct']:>+7.1f}% {s['failures']:>9}"
         )
-    cov = rep["range_coverage"]
-    lines.append("  inside the 80% range an answer shows beside its predicted percentile:")
-    lines += [f"  {k:<18} {v['rows']:>5} {v['inside_pct']:>12.1f}%" for k, v in cov.items()]
+    cov, cov_s = rep["range_coverage"], rep.get("range_coverage_steady") or {}
+    lines.append("  inside the 80% ranges an answer shows beside its predicted percentile:")
+    lines.append(f"  {'':<18} {'rows':>5} {'benchmark':>12}   steady (rows: no ITL)")
+    lines += [f"  {k:<18} {v['rows']:>5} {v['inside_pct']:>11.1f}%   "
+              + (f"{cov_s[k]['inside_pct']:.1f}% ({cov_s[k]['rows']})" if k in cov_s else "-")
+              for k, v in cov.items()]  # fmt: skip
     if rep["failures"]:
         lines.append(
             f"  predicted unstable (failures, counted as 100 % error): {len(rep['failures'])}"
