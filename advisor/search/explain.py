@@ -223,8 +223,9 @@ def confidence_lines(sc, t, best_i: int) -> tuple[str | None, str]:
                else "that range reaches past the SLA: recommended at risk.")
         )  # fmt: skip
     verdict = (
-        f"Meets the SLA at {conf} confidence: the upper end of the {conf} range of each target "
-        f"({ranges}) is within it (ranges from out-of-sample errors, advisor/perf/model/intervals.py)."
+        f"Meets the SLA at {conf} confidence: the upper end of the {conf} steady-service range of "
+        f"each target ({ranges}) is within it (ranges from out-of-sample errors of means and "
+        "medians, advisor/perf/model/intervals.py)."
     )
     return warning, verdict
 

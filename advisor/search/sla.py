@@ -184,9 +184,10 @@ def confidence_note(sc) -> str:
     """The assumption behind "meets the SLA", for the recommendation's list of assumptions."""
     c = f"{sc.sla.confidence:.0%}"
     return (
-        f"A target counts as met only when the upper end of the {c} range of the predicted "
-        f"P{sc.sla.percentile} is within it: ranges from the out-of-sample (leave-one-source-out) "
-        "errors of that prediction kind for the engine and accelerator family, among models of "
+        f"A target counts as met only when the upper end of the {c} steady-service range of the "
+        f"predicted P{sc.sla.percentile} is within it: ranges from the out-of-sample "
+        "(leave-one-source-out) errors of means and medians of that prediction kind for the "
+        "engine and accelerator family at the deployment's load, among models of "
         "the same class (mixture-of-experts or dense), wider where either is uncalibrated "
         "(advisor/perf/model/intervals.py; sla.confidence). When none meets so, the cheapest "
         "deployment whose predictions meet every target is recommended, flagged at risk."
