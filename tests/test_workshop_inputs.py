@@ -6,6 +6,7 @@ tests set."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -29,16 +30,18 @@ def test_isl_cv_travels_in_the_url():
     assert any("isl_cv" in w and "'5'" in w for w in warnings)  # field, value; the bound: 3
 
 
-def test_sidebar_sets_the_prompt_length_spread():
+@pytest.mark.parametrize("key,field,help_says", [("icv", "isl_cv", "prompt lengths"),
+                                                  ("ocv", "osl_cv", "answer lengths")])  # fmt: skip
+def test_sidebar_sets_the_length_spreads(key, field, help_says):
     at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params["icv"] = "0.5"
+    at.query_params[key] = "0.5"
     at = at.run()
-    box = next(w for w in at.number_input if w.key == "w.icv")
+    box = next(w for w in at.number_input if w.key == f"w.{key}")
     assert box.value == 0.5 and box.max == 3.0 and box.min == 0.0
-    assert "coefficient of variation" in box.help
+    assert "coefficient of variation" in box.help and help_says in box.help
     box.set_value(1.2).run()
     assert not at.exception and not at.error
-    assert at.session_state["scenario"].workload.isl_cv == 1.2
+    assert getattr(at.session_state["scenario"].workload, field) == 1.2
 
 
 def test_cli_isl_cv_reaches_the_search_and_bad_values_exit_2(capsys):
@@ -54,12 +57,18 @@ def test_cli_isl_cv_reaches_the_search_and_bad_values_exit_2(capsys):
     assert got["ttft_ms"]["p99"] == pytest.approx(recommend(s).best.ttft_ms.p99)
     plain = recommend(s.model_copy(update={"workload": Workload()})).best
     assert got["ttft_ms"]["p99"] != pytest.approx(plain.ttft_ms.p99)  # the flag changed it
+
+
+@pytest.mark.parametrize("flag", ["--isl-cv", "--osl-cv"])
+def test_cli_length_spreads_refuse_bad_values_with_exit_2(flag, capsys):
+    # the scenario's bound for both spreads: 0 to 3 (advisor/scenario.py ISL_CV_MAX, OSL_CV_MAX)
+    flags = ["recommend", "--model", "llama-3.1-8b", "--gpu", "l40s", "--json"]
     for bad in ("3.5", "-0.1", "nan", "x"):
         with pytest.raises(SystemExit) as exc:
-            main([*flags, "--isl-cv", bad])
+            main([*flags, flag, bad])
         assert exc.value.code == 2
         err = capsys.readouterr().err
-        assert "--isl-cv" in err and bad in err and "3" in err
+        assert flag in err and bad in err and "3" in err
 
 
 def test_report_title_from_the_scenario_or_the_flag(tmp_path, capsys):
@@ -248,3 +257,34 @@ def test_compare_batch_sweep_means_do_not_depend_on_skipping_percentiles():
         assert r["tpot_ms"] == pytest.approx(full["tpot_ms"])
         assert r["ttft_ms"] == pytest.approx(full["ttft_ms"])
         assert r["throughput_tok_s_per_gpu"] == pytest.approx(full["throughput_tok_s_per_gpu"])
+
+
+def test_osl_cv_travels_in_the_url():
+    from ui.url import View, scenario_from_params, scenario_to_params
+
+    params = scenario_to_params(Scenario(workload=Workload(osl_cv=0.7)), View())
+    assert params["ocv"] == "0.7"
+    back, _, warnings = scenario_from_params(params)
+    assert back.workload.osl_cv == 0.7 and not warnings
+    _, _, warnings = scenario_from_params({**params, "ocv": "4"})
+    assert any("osl_cv" in w and "'4'" in w for w in warnings)  # field, value; the bound: 3
+
+
+def test_cli_osl_cv_reaches_the_search(capsys):
+    from advisor.search.recommend import recommend
+
+    flags = ["recommend", "--model", "llama-3.1-8b", "--gpu", "l40s", "--gpus-per-node", "2",
+             "--no-disaggregated", "--e2e-p99-ms", "60000", "--json"]  # fmt: skip
+    assert main([*flags, "--osl-cv", "1"]) == 0
+    got = json.loads(capsys.readouterr().out)["best"]
+    s = Scenario(model="llama-3.1-8b", hardware={"gpus": ["l40s"], "gpus_per_node": 2},
+                 workload=Workload(osl_cv=1.0), sla={"e2e_ms": 60000.0},
+                 options={"disaggregated": False})  # fmt: skip
+    best = recommend(s).best
+    assert got["e2e_ms"]["p99"] == pytest.approx(best.e2e_ms.p99)  # the app's search, same spread
+    # Hand calculation: answers drawn gamma with CV 1 are exponential, mean 256 tokens; at light
+    # load E2E ~ TTFT + length x TPOT, so its P50 and P99 are those of the length: 256 ln 2 = 177
+    # and 256 ln 100 = 1,179 tokens x the P50 TPOT, plus the TTFT (fixed lengths: P99/P50 ~1.1)
+    ttft, tpot = best.ttft_ms.p50, best.tpot_ms.p50
+    assert best.e2e_ms.p50 == pytest.approx(ttft + 256 * math.log(2) * tpot, rel=0.05)
+    assert best.e2e_ms.p99 == pytest.approx(ttft + 256 * math.log(100) * tpot, rel=0.05)

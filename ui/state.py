@@ -23,6 +23,8 @@ from advisor.scenario import (
     E2E_RANGE_MS,
     ISL_CV_HELP,
     ISL_CV_MAX,
+    OSL_CV_HELP,
+    OSL_CV_MAX,
     RATE_RANGE_PER_S,
     SLA,
     TPOT_RANGE_MS,
@@ -367,8 +369,11 @@ def _workload_inputs() -> Workload:
     c1, c2 = st.columns(2)
     c1.number_input("Input tokens", 1, 2_000_000, step=256, key=_K["workload.isl_tokens"])
     c2.number_input("Output tokens", 1, 200_000, step=64, key=_K["workload.osl_tokens"])
-    st.number_input("Prompt-length spread (CV)", 0.0, ISL_CV_MAX, step=0.1, format="%g",
+    s1, s2 = st.columns(2)
+    s1.number_input("Prompt-length spread (CV)", 0.0, ISL_CV_MAX, step=0.1, format="%g",
                     key=_K["workload.isl_cv"], help=ISL_CV_HELP)  # fmt: skip
+    s2.number_input("Answer-length spread (CV)", 0.0, OSL_CV_MAX, step=0.1, format="%g",
+                    key=_K["workload.osl_cv"], help=OSL_CV_HELP)  # fmt: skip
     mode = st.radio("Load given as", [RATE, USERS], key=LOAD_MODE_KEY, horizontal=True)
     if mode == RATE:
         st.number_input(
@@ -394,6 +399,7 @@ def _workload_inputs() -> Workload:
             isl_tokens=SS[_K["workload.isl_tokens"]],
             osl_tokens=SS[_K["workload.osl_tokens"]],
             isl_cv=SS[_K["workload.isl_cv"]],
+            osl_cv=SS[_K["workload.osl_cv"]],
             arrival_rate_per_s=SS[_K["workload.arrival_rate_per_s"]] if mode == RATE else None,
             concurrent_users=SS[_K["workload.concurrent_users"]] if mode == USERS else None,
             think_time_s=SS[_K["workload.think_time_s"]],

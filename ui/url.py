@@ -51,6 +51,7 @@ URL_KEYS: dict[str, str] = {
     "workload.isl_tokens": "in",
     "workload.osl_tokens": "out",
     "workload.isl_cv": "icv",
+    "workload.osl_cv": "ocv",
     "workload.arrival_rate_per_s": "rate",
     "workload.concurrent_users": "users",
     "workload.think_time_s": "think",
@@ -90,7 +91,7 @@ _INTS = {
     "view.concurrency", "view.max_model_len",
 }  # fmt: skip
 _FLOATS = {
-    "workload.arrival_rate_per_s", "workload.think_time_s", "workload.isl_cv", "sla.ttft_ms", "sla.tpot_ms",
+    "workload.arrival_rate_per_s", "workload.think_time_s", "workload.isl_cv", "workload.osl_cv", "sla.ttft_ms", "sla.tpot_ms",
     "sla.e2e_ms", "sla.confidence",
     "cost.gpu_price_usd", "cost.amortisation_years", "cost.utilisation", "cost.pue",
     "cost.usd_per_kwh", "cost.gpu_hour_usd", "cost.hosting_usd_per_kw_month",

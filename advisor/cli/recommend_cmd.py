@@ -24,6 +24,8 @@ from advisor.scenario import (
     E2E_RANGE_MS,
     ISL_CV_HELP,
     ISL_CV_MAX,
+    OSL_CV_HELP,
+    OSL_CV_MAX,
     RANKING_TEXT,
     RATE_RANGE_PER_S,
     THINK_TIME_DEFAULT_S,
@@ -73,6 +75,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--osl", type=int_in(1, 200_000), default=256, help="output tokens")
     p.add_argument("--isl-cv", type=float_in(0, ISL_CV_MAX), default=0.0,
                    help=f"{ISL_CV_HELP} Default 0.")  # fmt: skip
+    p.add_argument("--osl-cv", type=float_in(0, OSL_CV_MAX), default=0.0,
+                   help=f"{OSL_CV_HELP} Default 0.")  # fmt: skip
     p.add_argument(
         "--qps",
         type=float_in(*RATE_RANGE_PER_S),
@@ -242,6 +246,7 @@ def _scenario_from_flags(args: argparse.Namespace):
             hardware=Hardware(gpus=args.gpu, gpus_per_node=args.gpus_per_node, nodes=args.nodes,
                               intra_link=args.intra, inter_link=args.inter),
             workload=Workload(isl_tokens=args.isl, osl_tokens=args.osl, isl_cv=args.isl_cv,
+                              osl_cv=args.osl_cv,
                               arrival_rate_per_s=_rate(args), concurrent_users=args.users,
                               think_time_s=args.think_time_s),
             sla=SLA(percentile=int(args.percentile),
@@ -268,7 +273,7 @@ def _scenario_from_flags(args: argparse.Namespace):
 _FLAG_OF = {
     "gpus": "--gpu", "gpus_per_node": "--gpus-per-node", "nodes": "--nodes",
     "intra_link": "--intra", "inter_link": "--inter", "isl_tokens": "--isl",
-    "osl_tokens": "--osl", "isl_cv": "--isl-cv", "arrival_rate_per_s": "--qps", "concurrent_users": "--users",
+    "osl_tokens": "--osl", "isl_cv": "--isl-cv", "osl_cv": "--osl-cv", "arrival_rate_per_s": "--qps", "concurrent_users": "--users",
     "think_time_s": "--think-time-s", "percentile": "--percentile", "ttft_ms": "--ttft-p99-ms",
     "tpot_ms": "--tpot-p99-ms", "e2e_ms": "--e2e-p99-ms", "confidence": "--confidence",
     "weight_dtypes": "--weights", "kv_dtypes": "--kv", "engine": "--engine",
