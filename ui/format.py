@@ -147,7 +147,7 @@ def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = N
         notes.append(f"A benchmark run's published P{pct} (held-out published P{pct}s: start-up "
                      "waves and cold first requests included) ranges " + " · ".join(runs))  # fmt: skip
     if iv.get("wide"):  # issue 37: a range that cannot decide the answer says how to narrow it
-        notes.append(f"{', '.join(iv['wide'])}: range wider than 3x the prediction; measure it on "
+        notes.append(f"{', '.join(iv['wide'])}: steady-service range wider than 3x the prediction; measure it on "
                      "one replica at this load and a lower and a higher one (three runs) with the "
                      "engine's serving benchmark and load the results on the Calibrate page to "
                      "narrow it")  # fmt: skip

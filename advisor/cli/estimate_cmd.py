@@ -514,7 +514,7 @@ def _percentile_lines(r: dict) -> list[str]:
     if piv.get("wide"):
         load = f"{_load_text(r)} ({r['utilisation']:.0%} utilisation)"
         lines.append("  WIDE RANGE: " + narrowing_advice(", ".join(piv["wide"]), r["engine"],
-                                                         r["gpu"], load))  # fmt: skip
+                                                         r["gpu"], load, "benchmark-run range"))  # fmt: skip
     return lines
 
 

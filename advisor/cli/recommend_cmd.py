@@ -386,10 +386,11 @@ def _wide_lines(r: dict) -> list[str]:
     who = "" if r["best"] else "closest deployment: "
     if (r["best"] or {}).get("at_risk"):
         # the AT RISK headline above already names the measurement that narrows these ranges
-        return [f"  WIDE RANGE: {', '.join(wide)}: the range is wider than {WIDE_FACTOR:g}x the "
-                "prediction; the measurement named above narrows it"]  # fmt: skip
+        return [f"  WIDE RANGE: {', '.join(wide)}: the steady-service range is wider than "
+                f"{WIDE_FACTOR:g}x the prediction; the measurement named above narrows it"]  # fmt: skip
     return ["  WIDE RANGE: " + who + narrowing_advice(
-        ", ".join(wide), "the chosen engine", dep["gpu"], "the scenario's load")]  # fmt: skip
+        ", ".join(wide), "the chosen engine", dep["gpu"], "the scenario's load",
+        "steady-service range")]  # fmt: skip
 
 
 def render(r: dict) -> str:

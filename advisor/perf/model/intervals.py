@@ -829,11 +829,13 @@ def is_wide(point: float, low: float, high: float) -> bool:
     return high > WIDE_FACTOR * point or low * WIDE_FACTOR < point
 
 
-def narrowing_advice(what: str, engine: str, gpu: str, load: str) -> str:
+def narrowing_advice(what: str, engine: str, gpu: str, load: str, range_name: str = "range") -> str:
     """What to measure when a range is too wide to inform (issue 37): the client's own run of
-    that statistic at that load, which the Calibrate page (``calibrate --from``) fits."""
+    that statistic at that load, which the Calibrate page (``calibrate --from``) fits.
+    ``range_name``: which of a percentile's two ranges ("steady-service range", "benchmark-run
+    range")."""
     return (
-        f"{what}: the range is wider than {WIDE_FACTOR:g}x the prediction, so it cannot decide "
+        f"{what}: the {range_name} is wider than {WIDE_FACTOR:g}x the prediction, so it cannot decide "
         f"the answer. {measurement_advice(engine, gpu, load)}"
     )
 
