@@ -68,9 +68,11 @@ class Deployment:
     #: Why it is "at risk" (search/sla.risk_lines; the last line: the measurement), else [].
     at_risk: tuple[str, ...] = ()
 
-    def range_ms(self, label: str) -> tuple[float, float] | None:
-        """[low, high] of the predicted percentile of "TTFT", "TPOT" or "E2E", if known."""
-        got = (self.intervals or {}).get(f"{label.lower()}_ms")
+    def range_ms(self, label: str, benchmark: bool = False) -> tuple[float, float] | None:
+        """[low, high] of the predicted percentile of "TTFT", "TPOT" or "E2E", if known: its
+        steady-service range (the verdict's), or with ``benchmark`` its benchmark-run range."""
+        iv = self.intervals or {}
+        got = ((iv.get("benchmark") or {}) if benchmark else iv).get(f"{label.lower()}_ms")
         if not isinstance(got, list | tuple) or len(got) != 2:
             return None
         lo, hi = num(got[0]), num(got[1])
@@ -87,11 +89,11 @@ class Deployment:
             return ""
         note = range_note(point_ms, r[0], r[1]) if point_ms is not None else ""
         # the benchmark-run range of the same percentile (``estimate`` prints it), named apart
-        b = ((self.intervals or {}).get("benchmark") or {}).get(f"{label.lower()}_ms")
+        b = self.range_ms(label, benchmark=True)
         bench = ""
-        if isinstance(b, list | tuple) and len(b) == 2 and None not in (num(b[0]), num(b[1])):
+        if b is not None:
             pct = (self.intervals or {}).get("percentile")
-            bench = f"; a benchmark run's published P{pct}: {num(b[0]):,.1f}-{num(b[1]):,.1f} ms"
+            bench = f"; a benchmark run's published P{pct}: {b[0]:,.1f}-{b[1]:,.1f} ms"
         return f" ({conf:.0%} steady range {r[0]:,.1f}-{r[1]:,.1f} ms{note}{bench})"
 
     def verdict(self, label: str, got: float, target: float) -> str:

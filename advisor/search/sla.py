@@ -166,8 +166,8 @@ def percentile_intervals(
         "load_regime": regime,
         "wide": [
             f"P{sc.sla.percentile} {name}"
-            for name, _, _ in TARGETS
-            if is_wide(got[name], *iv[name].of(got[name]))
+            for name, kind, _ in TARGETS
+            if is_wide(got[name], *steady[f"{kind}_ms"])
         ],  # fmt: skip
         "basis": f"TTFT: {iv['TTFT'].basis}. TPOT: {iv['TPOT'].basis}. E2E: {iv['E2E'].basis}.",
         "benchmark": {
