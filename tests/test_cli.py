@@ -218,3 +218,20 @@ def test_module_entry_point_no_traceback():
     p = subprocess.run([sys.executable, "-m", "advisor", "memory", "--model", "x", "--gpu", "y"],
                        capture_output=True, text=True, timeout=60)  # fmt: skip
     assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_every_subcommand_prints_its_help(capsys):
+    # Found 2026-12-06: `recommend --help` raised "TypeError: %o format" because the --osl-cv help
+    # said "within 5% of the project's simulator" and argparse %-formats every help text. A user
+    # asking for help must get it, for every subcommand.
+    import argparse
+
+    from advisor.cli import build_parser
+
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name in subs.choices:
+        with pytest.raises(SystemExit) as exc:
+            main([name, "--help"])
+        assert exc.value.code == 0, name
+        out = capsys.readouterr().out
+        assert out.startswith(f"usage: advisor {name}"), name

@@ -76,7 +76,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--isl-cv", type=float_in(0, ISL_CV_MAX), default=0.0,
                    help=f"{ISL_CV_HELP} Default 0.")  # fmt: skip
     p.add_argument("--osl-cv", type=float_in(0, OSL_CV_MAX), default=0.0,
-                   help=f"{OSL_CV_HELP} Default 0.")  # fmt: skip
+                   help=f"{OSL_CV_HELP} Default 0.".replace("%", "%%"))  # argparse formats %  # fmt: skip
     p.add_argument(
         "--qps",
         type=float_in(*RATE_RANGE_PER_S),
