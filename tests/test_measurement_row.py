@@ -39,8 +39,9 @@ def test_every_shipped_row_validates_and_every_file_is_listed():
     files = sorted(p.name for p in DATA_DIR.glob("measurements*.csv"))
     assert files == sorted(MEASUREMENT_FILES)
     records = measurement_records()
-    # 12 community rows added 2026-12-04 (K0188-K0199)
-    assert len(records) == len(measurement_rows()) == 2825
+    # 12 community rows added 2026-12-04 (K0188-K0199); 2026-12-06: 27 RTX PRO 6000 rows
+    # (E0807-E0833), 16 vLLM PR baselines (L0001-L0016)
+    assert len(records) == len(measurement_rows()) == 2868
     for path in measurement_paths():  # one 17-column header everywhere
         with path.open(newline="", encoding="utf-8") as fh:
             assert tuple(next(csv.reader(fh))) == COLUMNS, path.name
@@ -55,10 +56,10 @@ def test_every_shipped_row_validates_and_every_file_is_listed():
 
 def test_the_rows_are_read_in_the_files_order():
     # the fit and the folds see the rows in MEASUREMENT_FILES order (the order the files had by
-    # name before they were named for what they hold): M, A, R, E, S, C, N, V, then K
+    # name before they were named for what they hold): M, A, R, E, S, C, N, V, then K and L
     letters = [r.id[0] for r in measurement_records()]
     firsts = [k for k, _ in collections.Counter(letters).items()]
-    assert firsts == list("MARESCNVK")
+    assert firsts == list("MARESCNVKL")
     assert letters == sorted(letters, key=firsts.index)
 
 

@@ -129,6 +129,7 @@ MEASUREMENT_FILES = (
     "measurements-independent-publishers.csv",  # [N] publishers no other file uses
     "measurements-vllm-recipes-under-load.csv",  # [V] vLLM recipes and PRs under load
     "measurements-community-and-cloud.csv",  # [K] PR branches, issues, notes repos, Azure guide
+    "measurements-vllm-pr-batch-latency.csv",  # [L] vLLM PRs' benchmark_latency baselines, NVIDIA
 )
 
 

@@ -370,6 +370,10 @@ def _stage_gpu_time(
     # Fused-MoE kernels reach moe_eff of the dense GEMM rate (profiles.moe_efficiency): their
     # FLOPs and bytes count 1 / moe_eff times.
     slow = 1.0 / r.moe_eff - 1.0
+    # Passes over the iteration's rows, routed experts included: a grouped W4A16 GEMM passes
+    # each expert once per 64 of *its* rows, so this over-counts MoE experts; counted per expert,
+    # TensorRT-LLM's Hopper gpt-oss rows read 1.1-2.1x and the refit moved dense Hopper rows
+    # (docs/accuracy.md, 2026-12-06 night): kept as the effective cost until that has a mechanism.
     passes = 1.0 + tokens / DEQUANT_ROWS_PER_PASS
     dequant_elements = r.weight_elements - r.expert_weight_elements * (1.0 - read_frac)
     dequant = np.where(

@@ -84,6 +84,8 @@ GPU_PATTERNS = (
     (r"^H100[- ]?PCIE", "h100-pcie"),
     (r"^H100", "h100-sxm"),  # H100-SXM-80GB, H100-80GB-HBM3 (nvidia-smi's name for the SXM5)
     (r"^A100(?!.*(?:40GB|PCIE))", "a100-sxm-80gb"),
+    # the catalog's part (the Server Edition), not the Workstation card
+    (r"^RTX PRO 6000 BLACKWELL SERVER", "rtx-pro-6000"),
     (r"^L40S", "l40s"),
     (r"^L4\b", "l4"),
     (r"^MI250X", "mi250x"),
