@@ -371,3 +371,39 @@ def test_a_focus_that_cannot_serve_the_load_says_why_without_infinite_numbers():
     assert "cannot serve the offered load: its queue grows without bound" in flat  # budget
     assert "not computed" not in flat and "n/a USD" not in flat
     assert not re.search(r"\binf\b|\$inf|\bnan\b", flat, re.I), flat[:2000]
+
+
+def test_measurement_sources_are_listed_per_publication_as_held_out():
+    """Appendix C counts the rows behind an accelerator per publication, the unit leave one
+    source out holds out (perf.validation.measurements.source_key). Found 2026-12-06: the 27 RTX
+    PRO 6000 rows of TensorRT-LLM's perf-overview page (data/measurements-engine-perf-pages.csv
+    E0807-E0833, three tables, one per model) read as "27 measurements from 3 sources", three
+    bullets that looked the same once cut at 160 characters."""
+    from advisor.report.context import Context
+    from advisor.report.sections.sources import sources_appendix
+
+    class Capture:
+        def __init__(self):
+            self.paras, self.lists = [], []
+
+        def h1(self, *a, **k):
+            pass
+
+        h2 = h1
+
+        def para(self, text, *a, **k):
+            self.paras.append(text)
+
+        def bullets(self, items, *a, **k):
+            self.lists.append(list(items))
+
+    base = Scenario()
+    s = base.model_copy(
+        update={"hardware": base.hardware.model_copy(update={"gpus": ["rtx-pro-6000"]})}
+    )
+    doc = Capture()
+    sources_appendix(doc, Context(scenario=s, rec=None, rec_note=None, best=None, alternatives=[]))
+    assert doc.paras[-1].startswith("27 published measurements from 1 source;")
+    assert doc.lists[-1] == [
+        "27 rows: github:NVIDIA/TensorRT-LLM docs/source/developer-guide/perf-overview.md"
+    ]

@@ -4,6 +4,7 @@ the accelerators in the report."""
 from __future__ import annotations
 
 from advisor.catalog import accelerators, models
+from advisor.perf.validation.measurements import source_key
 from advisor.report.context import Context, measurement_sources, validation
 from advisor.report.document import Doc
 from advisor.report.text import clean
@@ -37,13 +38,16 @@ def sources_appendix(doc: Doc, ctx: Context) -> None:
     meta = measurement_sources()
     by_source: dict[str, int] = {}
     for r in rows_used:
-        src = meta.get(r["id"], {}).get("source", "?")
+        # the publication as leave-one-source-out counts it (revisions and sections of one page
+        # are one source): three tables of one page were three identical-looking lines
+        src = source_key(meta.get(r["id"], {}).get("source", "?"))
         by_source[src] = by_source.get(src, 0) + 1
     # one line per publication; the row ids are in data/measurements*.csv (`advisor validate`)
     items = [f"{n} row{'s' if n != 1 else ''}: {clean(src, 160)}"
              for src, n in sorted(by_source.items(), key=lambda kv: -kv[1])]  # fmt: skip
     if items:
-        doc.para(f"{len(rows_used):,} published measurements from {len(items)} sources; each "
+        plural = "s" if len(items) != 1 else ""
+        doc.para(f"{len(rows_used):,} published measurements from {len(items)} source{plural}; each "
                  "row, with its id and exact source, is in the data/measurements*.csv files "
                  "shipped with the tool (`python -m advisor validate` lists the errors per row).",
                  8.5)  # fmt: skip
