@@ -100,6 +100,11 @@ def profile_section(c: SimpleNamespace) -> None:
         else f"All-reduces over {fabric} run at {p['collective_efficiency']:.0%} of their "
         f"nccl-tests speed, **uncalibrated** ({p['collective_note']})."
     )
+    fp4 = (
+        f", fp4 compute {p['eta_compute_fp4']:.0%}"
+        if p["eta_compute_fp4"] != p["eta_compute_fp8"]
+        else ""
+    )
     st.info(
         f"Engine profile **{p['name']}** ({cal}): step overhead {p['step_overhead_ms']:.2f} ms, "
         f"{p['layer_overhead_here_us']:.1f} µs per layer ({p['layer_kernels']:.1f} kernels; "
@@ -110,7 +115,7 @@ def profile_section(c: SimpleNamespace) -> None:
         f"×{p['mem_efficiency']:.2f} memory, "
         f"max {p['max_num_seqs']:,} running sequences. {c.gpu.family} efficiencies ({fam}): "
         f"memory bandwidth {p['eta_mem']:.0%}, 16-bit compute {p['eta_compute_16']:.0%}, "
-        f"fp8 compute {p['eta_compute_fp8']:.0%} of datasheet.{moe} {comm}"
+        f"fp8 compute {p['eta_compute_fp8']:.0%}{fp4} of datasheet.{moe} {comm}"
     )
 
 

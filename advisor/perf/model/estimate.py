@@ -405,7 +405,8 @@ def _header(model: ModelSpec, gpu: Accelerator, inp: EstimateInput, dep: _Deploy
             "calibrated_under_load": eng.calibrated_under_load,
             "max_num_seqs": eng.max_num_seqs,
             "eta_mem": eff.eta_mem, "eta_compute_16": eff.eta_compute_16,
-            "eta_compute_fp8": eff.eta_compute_fp8, "family_calibrated": eff.fitted,
+            "eta_compute_fp8": eff.eta_compute_fp8, "eta_compute_fp4": eff.eta_compute_fp4,
+            "family_calibrated": eff.fitted,
             # the value this deployment's link uses (1 over PCIe: physics.collectives.kernel_bound),
             # its fabric's own fit, or borrowed and flagged where the fabric has no rows
             "collective_efficiency": float(r.comm_eff[0]),

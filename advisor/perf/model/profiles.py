@@ -4,7 +4,8 @@ A small set of physically meaningful constants, fitted by ``python -m advisor ca
 published measurements and stored in ``data/calibration.yaml``:
 
 - per accelerator family: ``eta_mem`` (fraction of HBM bandwidth decode reaches),
-  ``eta_compute_16`` and ``eta_compute_fp8`` (fraction of dense tensor peak large GEMMs reach);
+  ``eta_compute_16`` and ``eta_compute_fp8`` (fraction of dense tensor peak large GEMMs reach),
+  and ``eta_compute_fp4`` where NVFP4 rows on FP4 tensor cores pin it (else the fp8 value);
 - per serving engine: ``step_overhead_s`` (fixed per iteration: scheduling, launches, sampling),
   ``seq_overhead_s`` (per running sequence per iteration), ``layer_overhead_s`` (per layer and
   pass: kernel launches, for a reference layer of 12 kernels; a layer pays it in proportion to
@@ -122,6 +123,17 @@ class FamilyEfficiency:
     eta_compute_16: float
     eta_compute_fp8: float
     fitted: bool  # False = priors only
+    #: Fraction of the dense FP4 peak NVFP4 GEMMs reach; the fp8 value where no fp4 row fits it
+    #: (None here = that fallback). NVFP4 GEMMs carry a scale per 16 values and reach a lower
+    #: fraction of their doubled peak than fp8 ones do of theirs.
+    eta_compute_fp4_fitted: float | None = None
+
+    @property
+    def eta_compute_fp4(self) -> float:
+        """The fp4 GEMMs' efficiency the model uses: fitted, else the fp8 one."""
+        if self.eta_compute_fp4_fitted is None:
+            return self.eta_compute_fp8
+        return self.eta_compute_fp4_fitted
 
 
 @dataclass(frozen=True)
@@ -243,6 +255,9 @@ def family_efficiency(family: str) -> FamilyEfficiency:
             eta_compute_16=float(fitted.get("eta_compute_16", prior_c16)),
             eta_compute_fp8=float(fitted.get("eta_compute_fp8", prior_c8)),
             fitted=True,
+            eta_compute_fp4_fitted=(
+                float(fitted["eta_compute_fp4"]) if "eta_compute_fp4" in fitted else None
+            ),
         )
     fams = _calibration().get("families") or {}
     nv_mean = [float(v["eta_mem"]) for v in fams.values() if "eta_mem" in v]

@@ -58,6 +58,25 @@ COMPUTE_PATH = {
 #: rate; TensorRT-LLM's GPT-OSS deployment guide, MoE backend support matrix).
 TENSOR_RATE = {"mxfp4": "fp8"}
 
+
+def tensor_rate(weights: str, gpu: Accelerator) -> str:
+    """The dense peak a model's GEMMs run at: "fp4", "fp8", or "16" (16-bit, weight-only, or
+    low-precision weights on a GPU without those tensor cores); which fitted efficiency applies.
+
+    >>> from advisor.catalog import get_accelerator
+    >>> b200, h100 = get_accelerator("b200"), get_accelerator("h100-sxm")
+    >>> tensor_rate("nvfp4", b200), tensor_rate("mxfp4", b200), tensor_rate("nvfp4", h100)
+    ('fp4', 'fp8', '16')
+    >>> tensor_rate("fp8", h100), tensor_rate("int4", h100), tensor_rate("bf16", b200)
+    ('fp8', '16', '16')
+    """
+    path = COMPUTE_PATH[weights]
+    native = {"fp8": gpu.peak_flops_per_s.fp8, "fp4": gpu.peak_flops_per_s.fp4}
+    if not native.get(path):
+        return "16"
+    return TENSOR_RATE.get(weights, path)
+
+
 #: Engines whose decode graph runs each fp8/fp4 GEMM's activation quantization as a kernel of its
 #: own (SGLang's model code calls sgl-kernel's per-token(-group) quantization before each GEMM and
 #: captures the ops one by one). vLLM compiles the model (torch.compile fuses the quantization
@@ -304,9 +323,11 @@ def _hw_part(
     path = COMPUTE_PATH[cfg.weights]
     peak16 = g.peak_flops_per_s.bf16 or g.peak_flops_per_s.fp16
     native = {"fp8": g.peak_flops_per_s.fp8, "fp4": g.peak_flops_per_s.fp4}
-    if native.get(path):
-        # No FP4 measurement calibrates an efficiency yet: the fp8 one serves the fp4 path too.
-        peak = native[TENSOR_RATE.get(cfg.weights, path)] * eff.eta_compute_fp8
+    rate = tensor_rate(cfg.weights, g)
+    if rate == "fp4":  # NVFP4 W4A4 on FP4 tensor cores
+        peak = native["fp4"] * eff.eta_compute_fp4
+    elif rate == "fp8":
+        peak = native["fp8"] * eff.eta_compute_fp8
     else:  # 16-bit, weight-only, or fp8/fp4 weights on a GPU without such tensor cores
         peak = peak16 * eff.eta_compute_16
     weight_only = path == "wo" or (path in native and not native[path])

@@ -63,14 +63,15 @@ def calibration_appendix(doc: Doc, ctx: Context) -> None:
         # fp8/fp4 routed experts: the value the model uses (profiles.moe_efficiency), labelled
         # where the family has none of its own and the 16-bit experts' one serves; the fixed
         # time per expert of a MoE layer (profiles.moe_expert_overhead_s), 16-bit / fp8-fp4
-        rows = [("GPU family", "η memory", "η compute 16-bit", "η compute fp8",
+        rows = [("GPU family", "η memory", "η compute 16-bit", "η compute fp8 / fp4",
                  "fp8/fp4 MoE kernels ×", "MoE μs/expert 16-bit / fp8")]  # fmt: skip
         for fam, v in (cal.get("families") or {}).items():
             own = "" if "moe_efficiency_lowp" in v else " (16-bit)"
             per_expert = (f"{fmt(moe_expert_overhead_s(False, fam) * 1e6, '.2f')} / "
                           f"{fmt(moe_expert_overhead_s(True, fam) * 1e6, '.2f')}")  # fmt: skip
             rows.append((fam, fmt(v.get("eta_mem"), ".3f"), fmt(v.get("eta_compute_16"), ".3f"),
-                         fmt(v.get("eta_compute_fp8"), ".3f"),
+                         fmt(v.get("eta_compute_fp8"), ".3f")
+                         + (f" / {fmt(v['eta_compute_fp4'], '.3f')}" if "eta_compute_fp4" in v else ""),
                          fmt(moe_efficiency(True, fam), ".3f") + own, per_expert))  # fmt: skip
         doc.table(rows, (24, 24, 30, 28, 34, 38), align="RIGHT")
 
