@@ -147,3 +147,16 @@ def test_the_model_is_strict_and_frozen():
         MeasurementRow(**{**r.model_dump(), "colour": "red"})
     with pytest.raises(ValueError, match="columns: missing \\['notes'\\]"):
         MeasurementRow.from_csv({k: v for k, v in _row().items() if k != "notes"})
+
+
+def test_nvfp4_perf_overview_rows_are_read_with_the_fp8_cache_their_checkpoints_carry():
+    # Audit of 2026-12-06 (data/measurements-engine-perf-pages.md): NVIDIA's ModelOpt exports its
+    # NVFP4 checkpoints with an FP8 KV cache by default (hf_ptq.py: "Always turn on FP8 kv cache",
+    # --kv_cache_qformat default "fp8") and TensorRT-LLM's kv_cache_dtype "auto" takes it; the
+    # perf-overview pages never state it. Read as bf16, the page's Llama-3.3-70B rows on one B200
+    # ran from 0.60x to 1.45x of measured with the output length.
+    from advisor.perf.validation.measurements import cases
+
+    by_id = {c.id: c for c in cases()[0]}
+    for rid in ("E0193", "E0549", "E0807", "E0824"):  # B200 Llama 70B, RTX PRO 6000 Llama/Qwen3
+        assert (by_id[rid].config.weights, by_id[rid].config.kv) == ("nvfp4", "fp8"), rid
