@@ -217,7 +217,15 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     sequences' heads whole). A TP-split MLP gathers every rank's tokens before and scatters the
     partial sums back after: an all-gather plus a reduce-scatter, together the volume and ring
     time of one all-reduce (Patarasuk and Yuan 2009: ring all-reduce = reduce-scatter +
-    all-gather). Under EP the MoE layers keep their two all-to-alls.
+    all-gather). Under EP the MoE layers run the same pair: every rank gathers all ranks'
+    tokens, runs its own experts on those routed to them, and a reduce-scatter returns each
+    rank its tokens' sums. That is what the engines do by default (TensorRT-LLM's fused MoE
+    with attention DP: ``allgather([x, x_sf, token_selected_experts, ...])`` before the experts,
+    ``reducescatter`` after; vLLM's and SGLang's DP-attention gathers likewise), so each token
+    crosses to every other rank once, whatever its k experts: (EP - 1) / EP of all tokens per
+    GPU each way. Counting k copies per token (GShard's per-expert buffers) made Qwen3-30B-A3B
+    (8 experts per token) at EP 2 over PCIe send 4 times what it does (its RTX PRO 6000 rows
+    held out at 0.48-0.72x), and sent 1 copy where an EP 8 all-gather sends 7 for k = 1.
     """
     from advisor.physics.collectives import all_to_all_time_s
 
@@ -226,12 +234,13 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     attention = np.where(r.dp_attn, 0.0, ar)
     if not r.ep.any():
         return r.layers_stage * (attention + ar)
-    # Each GPU owns 1/TP of the tokens and sends their k expert inputs: k x act / TP bytes.
+    # Each GPU owns 1/TP of the tokens and all-gathers the others': (TP - 1) / TP x act in,
+    # the ring all-gather's time for an S = act buffer (and the reduce-scatter's back).
     a2a = np.zeros_like(ar)
     ep = r.ep
     for n in sorted(set(r.tp[ep].tolist())):  # np.unique would import numpy.ma (30-100 ms)
         sel = np.broadcast_to(ep & (r.tp == n), ar.shape)  # replica columns: their grid
-        msg = (act * r.experts_per_tok / r.tp)[sel]
+        msg = np.broadcast_to(act, ar.shape)[sel]
         bw, latency = (np.broadcast_to(x, ar.shape)[sel] for x in (r.a2a_bw, r.tp_link_latency))
         a2a[sel] = all_to_all_time_s(msg, int(n), bw, latency)
     a2a = a2a / r.comm_eff
