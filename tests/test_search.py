@@ -436,3 +436,26 @@ def test_unmet_says_when_a_lower_confidence_accepts_the_prediction():
     assert any(
         x.startswith("P99 TTFT ≤ 2,000 ms is within reach") for x in recommend(half).explanation
     )
+
+
+def test_halving_an_expert_parallel_layout_compares_it_with_plain_tp1():
+    # EP and attention DP spread over the TP GPUs, so halving TP=2 EP=2 attention DP=2 gives
+    # plain TP=1, not a layout the search never builds. Qwen3-30B-A3B fp8 (30.5 GB) fits one
+    # 96 GB RTX PRO 6000 with room for its cache; the answer said "TP=1 does not fit in memory
+    # with fp8 weights" because it looked for TP=1 with EP=1 and attention DP=1 spread.
+    sc = _sc(
+        model="qwen3-30b-a3b",
+        hardware=Hardware(gpus=["rtx-pro-6000"], gpus_per_node=8, nodes=1),
+        workload=Workload(isl_tokens=1000, osl_tokens=1000, arrival_rate_per_s=20.0),
+        sla=SLA(percentile=99, ttft_ms=2000.0, tpot_ms=50.0),
+        options=Options(weight_dtypes=["fp8"], kv_dtypes=["fp8"], engine="trtllm",
+                        disaggregated=False),
+    )  # fmt: skip
+    r = recommend(sc)
+    assert (r.best.tp, r.best.ep, r.best.attention_dp) == (2, 2, 2)
+    assert not any("does not fit" in line for line in r.explanation)
+    tp1 = [line for line in r.explanation if line.startswith("TP=1 would")]
+    assert len(tp1) == 1 and "(collectives 0.00 ms vs" in tp1[0]
+    assert any(
+        line.startswith("TP=4, EP=4, attention DP=4 (pcie5) would") for line in r.explanation
+    )

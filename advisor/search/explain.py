@@ -13,6 +13,7 @@ import numpy as np
 
 from advisor.catalog.drafts import draft_name
 from advisor.physics.queueing.results import unstable_text
+from advisor.search.deployment_spec import layout_text
 from advisor.search.evaluate import decode_step_ms, interp_step
 from advisor.search.ranking import SAME_PRICE_USD, lexsort_first, rank_first, tie_break_text
 from advisor.search.results import DecisionMatrix, decode_batch
@@ -48,8 +49,8 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str, risk: list[str] = ()) -
     total = sum(parts.values()) / 1e3
     comm = parts["communication"] / 1e3
     link = str(st.r.tp_link_id[k])
+    what = "all-reduce" if not (s.ep or s.dpa) else "collectives"
     if s.tp > 1:
-        what = "all-reduce" if not (s.ep or s.dpa) else "collectives"
         out.append(
             f"{pool}{s.layout} on {link}: {what} {comm * 1e3:.2f} ms, {comm / total:.0%} of the "
             f"{total * 1e3:.2f} ms decode step at batch {b:.0f}."
@@ -64,6 +65,8 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str, risk: list[str] = ()) -
     for tp2, word in ((s.tp * 2, "double"), (s.tp // 2, "halve")):
         if tp2 < 1 or tp2 == s.tp:
             continue
+        # EP and attention DP spread over the TP GPUs: on one GPU the layout is plain TP=1.
+        ep2, dpa2 = (s.ep, s.dpa) if tp2 > 1 else (False, False)
         k2 = _find(
             st,
             gpu=s.gpu,
@@ -72,18 +75,20 @@ def explain(sc, t, best_i: int, ratio, lat, metric: str, risk: list[str] = ()) -
             weights=s.weights,
             kv=s.kv,
             spec=s.spec,
-            ep=s.ep,
-            dpa=s.dpa,
+            ep=ep2,
+            dpa=dpa2,
         )
+        label = layout_text(tp2, ep2, dpa2)
         if k2 is None:
             if word == "halve":
-                out.append(f"TP={tp2} does not fit in memory with {s.weights} weights.")
+                out.append(f"{label} does not fit in memory with {s.weights} weights.")
             continue
         d_all = _step_ms(st, k2, b) - _step_ms(st, k, b)
         c2 = decode_step_ms(st, k2, b)[0]["communication"] / 1e3
+        over = f" ({st.r.tp_link_id[k2]})" if tp2 > 1 else ""
         out.append(
-            f"{pool}TP={tp2} ({str(st.r.tp_link_id[k2])}) would {'add' if d_all > 0 else 'save'} "
-            f"{abs(d_all):.2f} ms per decode step at batch {b:.0f} (all-reduce "
+            f"{pool}{label}{over} would {'add' if d_all > 0 else 'save'} "
+            f"{abs(d_all):.2f} ms per decode step at batch {b:.0f} ({what} "
             f"{c2 * 1e3:.2f} ms vs {comm * 1e3:.2f} ms) on {tp2 * s.pp} instead of "
             f"{s.tp * s.pp} GPU{'' if s.tp * s.pp == 1 else 's'} per replica."
         )

@@ -208,8 +208,8 @@ def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
 
 def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     """Collectives of one stage for ``tokens`` tokens: per layer, the attention all-reduce plus
-    either the MLP all-reduce (TP, Megatron-LM) or, in MoE layers under expert parallelism, two
-    all-to-alls dispatching each token's k expert inputs and combining the outputs (GShard).
+    either the MLP all-reduce (TP, Megatron-LM) or, in MoE layers under expert parallelism, the
+    pair that brings each rank's tokens to the experts and their sums back (below).
     Each takes its nccl-tests time / ``comm_eff`` (profiles.collective_efficiency): inside the
     engine a collective waits for the slowest rank and shares the GPU with the GEMMs.
 
