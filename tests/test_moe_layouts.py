@@ -23,7 +23,7 @@ from advisor.catalog import get_accelerator, get_model
 from advisor.deploy.bundle import deploy_bundle
 from advisor.perf.model import step
 from advisor.perf.model.replica import ReplicaConfig, build_replicas
-from advisor.physics.collectives import moe_all_to_all_bytes_per_token
+from advisor.physics.collectives import moe_ep_bytes_per_token
 from advisor.physics.memory import kv_bytes_per_sequence_per_gpu, memory_budget
 from advisor.scenario import SLA, Hardware, Options, Scenario, Workload
 from advisor.search.deployment_spec import DeploymentSpec, DeploymentSpecError, parse_spec
@@ -71,9 +71,18 @@ def test_dep8_memory_per_gpu_of_deepseek_r1_fp8():
     assert (want + kv) / 1e9 == pytest.approx(97.41, abs=0.01)
 
 
-def test_ep8_all_to_all_volume_per_token(monkeypatch):
-    # Dispatch + combine of 8 experts' 7168-wide bf16 inputs; 1/8 stays on the token's GPU.
-    assert moe_all_to_all_bytes_per_token(7168, 8, 8) == 2 * 8 * 7168 * 2 * 7 / 8 == 200_704
+@pytest.mark.parametrize(
+    ("model", "gpu", "tp", "hidden"),
+    [("deepseek-r1", "h200-sxm", 8, 7168), ("qwen3-30b-a3b", "rtx-pro-6000", 2, 2048)],
+)
+def test_ep_collective_volume_per_token(monkeypatch, model, gpu, tp, hidden):
+    # All-gather of the tokens, reduce-scatter of the sums (TensorRT-LLM's fused MoE under
+    # attention DP): each token's 16-bit hidden state crosses to each of the EP - 1 other ranks
+    # once each way, whatever its 8 experts: DeepSeek-R1 at EP 8 2 x 7 x 7168 x 2 = 200,704 bytes
+    # (the per-expert count too, k = EP), Qwen3-30B-A3B at EP 2 2 x 1 x 2048 x 2 = 8,192 (not
+    # the 32,768 of 8 copies at EP 2).
+    assert moe_ep_bytes_per_token(7168, 8) == 200_704
+    assert moe_ep_bytes_per_token(2048, 2) == 8_192
     # The step model sends exactly that: record the all-to-all buffers it times.
     seen = []
     real = coll.all_to_all_time_s
@@ -83,16 +92,15 @@ def test_ep8_all_to_all_volume_per_token(monkeypatch):
         return real(msg, n, bw, lat)
 
     monkeypatch.setattr(coll, "all_to_all_time_s", spy)
-    r = build_replicas([ReplicaConfig(model=get_model("deepseek-r1"),
-                                      gpu=get_accelerator("h200-sxm"), tp=8, weights="fp8",
-                                      kv="fp8", ep=True, dp_attention=True)])  # fmt: skip
+    r = build_replicas([ReplicaConfig(model=get_model(model), gpu=get_accelerator(gpu), tp=tp,
+                                      weights="fp8", kv="fp8", ep=True, dp_attention=True)])  # fmt: skip
     step.tp_communication_s(r, np.array([256.0]))
     ((msg, n),) = seen
-    assert n == 8
-    # each GPU's buffer: its 256 / 8 tokens x 8 expert inputs x 7168 x 2 bytes; (N-1)/N of it
-    # leaves the GPU, twice per MoE layer: per token, the volume above
-    assert float(msg[0]) == 256 / 8 * 8 * 7168 * 2
-    assert float(msg[0]) / (256 / 8) * 7 / 8 * 2 == moe_all_to_all_bytes_per_token(7168, 8, 8)
+    assert n == tp
+    # the gathered buffer: all 256 tokens x hidden x 2 bytes; (N-1)/N of it reaches each GPU,
+    # twice per MoE layer (gather, scatter back): N GPUs x that / 256 tokens = the volume above
+    assert float(msg[0]) == 256 * hidden * 2
+    assert float(msg[0]) * (tp - 1) / tp * 2 * tp / 256 == moe_ep_bytes_per_token(hidden, tp)
 
 
 SPECS = [

@@ -172,26 +172,29 @@ def all_to_all_time_s(
     return ring_allgather_time_s(message_bytes, n_gpus, bandwidth_bytes_per_s, latency_s)
 
 
-def moe_all_to_all_bytes_per_token(
-    hidden_size: int, experts_per_token: int, ep: int, activation_bytes: float = 2.0
-) -> float:
-    """Bytes one token sends over the links per MoE layer under expert parallelism of ``ep``.
+def moe_ep_bytes_per_token(hidden_size: int, ep: int, activation_bytes: float = 2.0) -> float:
+    """Bytes one token puts on the links per MoE layer under expert parallelism of ``ep``.
 
-        V = 2 x k x h x a x (EP - 1) / EP
+        V = 2 x (EP - 1) x h x a
 
-    Dispatch sends the token's hidden state (h values of a bytes) to each of its k experts and
-    combine returns k outputs of the same size (GShard, Lepikhin et al. 2020: two all-to-alls
-    per MoE layer); with experts spread evenly, the 1/EP routed to the token's own GPU stays
-    local (Thakur, Rabenseifner and Gropp 2005: an all-to-all sends (N-1)/N of each buffer).
-    16-bit activations; DeepEP's fp8 dispatch would halve the dispatch half.
+    Inference engines bring the tokens to the experts with an all-gather (every rank receives
+    every other rank's tokens, h values of a bytes each) and return the sums with a
+    reduce-scatter (each rank sends every other rank its partial sums for that rank's tokens):
+    TensorRT-LLM's fused MoE under attention DP calls ``allgather([x, x_sf,
+    token_selected_experts, token_final_scales])`` before the experts and ``reducescatter``
+    after. So a token crosses to each other rank once each way, whatever its k experts
+    (GShard's per-expert buffers would send k copies: 2 x k x h x a x (EP - 1) / EP).
+    16-bit activations; TensorRT-LLM gathers fp8/fp4-quantized inputs, which would shrink the
+    gather half.
 
-    Hand check, DeepSeek-V3/R1 at EP=8 (config.json: hidden 7168, 8 experts per token):
-    2 x 8 x 7168 x 2 x 7/8 = 200,704 bytes per token and MoE layer.
+    Hand checks: DeepSeek-V3/R1 at EP 8 (hidden 7168): 2 x 7 x 7168 x 2 = 200,704 bytes, the
+    per-expert count too (k = 8 = EP); Qwen3-30B-A3B at EP 2 (hidden 2048, 8 experts per
+    token): 2 x 1 x 2048 x 2 = 8,192 bytes, where 8 copies would be 32,768.
 
-    >>> moe_all_to_all_bytes_per_token(7168, 8, 8)
-    200704.0
+    >>> moe_ep_bytes_per_token(7168, 8), moe_ep_bytes_per_token(2048, 2)
+    (200704.0, 8192.0)
     """
-    return 2.0 * experts_per_token * hidden_size * activation_bytes * (ep - 1) / ep
+    return 2.0 * (ep - 1) * hidden_size * activation_bytes
 
 
 def ring_reducescatter_time_s(
