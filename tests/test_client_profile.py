@@ -448,6 +448,29 @@ def test_three_points_of_a_published_sweep_are_judged_held_out():
     assert [r["verdict"] for r in exc.value.runs] == ["better"] * 3
 
 
+def test_a_profile_that_trades_one_of_its_own_runs_for_the_others_is_refused():
+    """TensorRT-LLM's Llama-3.3-70B NVFP4 sweep on one B200 (perf-overview rows E0594, E0614,
+    E0634: 128/128, 1000/2000 and 20000/2000 tokens, offline) as the client's three runs. Held
+    out it passes (3.5% against the shipped 6.2%, each run better), but the profile fitted to all
+    three pulls the long run (31.0% -> 10.6%) by taking the middle one from 3.8% to 10.8%, and
+    the sweep's near-repeat of that middle run (E0618, 1024/2048) would read 10.0% instead of
+    4.8%: refused (client_holdout rule 4), its figures said (late 2026-12-06 calibration)."""
+    from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
+    from advisor.perf.importers import Imported
+    from advisor.perf.validation.measurements import cases
+
+    by_id = {c.id: c for c in cases()[0]}
+    train = [by_id[i] for i in ("E0594", "E0614", "E0634")]
+    cfg = train[0].config
+    dep = Deployment("llama-3.3-70b", "b200", 1, 1, cfg.weights, cfg.kv, cfg.engine)
+    with pytest.raises(ProfileRefused) as exc:
+        fit_profile([Imported("sweep", "measurements.csv", "0" * 64, cases=train)], dep, "s")
+    msg = str(exc.value)
+    assert msg.startswith("sweep: in sample, the profile fitted to all 3 runs predicts 1 of them "
+                          "worse than the shipped calibration by more than 2 pp")  # fmt: skip
+    assert "(E0614 3.8% -> 10.8% (+7.0 pp))" in msg and msg.endswith("no profile written")
+
+
 SWEEP_405B = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")
 
 

@@ -75,6 +75,7 @@ from advisor.catalog.quoting import echo, field_path
 from advisor.catalog.yaml_input import YamlInputError, load_bounded_yaml
 from advisor.perf.calibration.client_holdout import (
     TOLERANCE_PP,
+    hurts_its_own_runs,
     judge,
     required_ratio,
     run_of,
@@ -663,10 +664,11 @@ def fit_profile(
         for c, b, a in zip(items, before, after, strict=True)
     ]  # fmt: skip
     why, verdict = judge(rows, _median(loo), _median(shipped), ratio, tol)
+    aft = _abs_pct(_predict(usable, dep.gpu, dep.engine, ov), usable)
+    why = why or hurts_its_own_runs(run_table([c.id for c in usable], aft, shipped, tol), tol)
     if why:
         pinned = f" ({'; '.join(chosen)} fitted)"
         raise ProfileRefused(f"{files}: {why}{pinned}; no profile written", points, rows)
-    aft = _abs_pct(_predict(usable, dep.gpu, dep.engine, ov), usable)
 
     def med(v: list[float]) -> float | None:
         m = _median(v)
