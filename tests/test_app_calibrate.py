@@ -55,6 +55,16 @@ def test_calibrate_page_without_a_profile_says_the_shipped_calibration_is_used()
     assert at.title[0].value == "Calibrate to your cluster"
     assert any("No client profile" in i.value for i in at.info)
     assert not any("Client profile" in s for s in _sidebar_info(at))
+    # The deployment the files measured starts at the sidebar's scenario (the default: Llama
+    # 3.1 70B on H100, here on TensorRT-LLM), not the first model and GPU of the catalog.
+    at = _app(engine="trtllm")
+    at.switch_page("ui/pages/calibrate.py").run()
+    form = {w.key: w.value for w in at.selectbox if w.key and w.key.startswith("calib.")}
+    assert (form["calib.model"], form["calib.gpu"], form["calib.engine"]) == (
+        "llama-3.1-70b",
+        "h100-sxm",
+        "trtllm",
+    )
 
 
 def test_a_session_profile_is_named_on_every_page_and_kept_to_its_range(profile_text):

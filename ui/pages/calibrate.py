@@ -28,7 +28,7 @@ from advisor.store import DEFAULT_ENGAGEMENT, StoreError
 from ui.client_profile import KEY, NAME, SS, active_text, session_profile
 from ui.format import md_escape
 from ui.scenarios import ENGAGEMENT_KEY, open_store
-from ui.state import guarded
+from ui.state import current, guarded
 
 MAX_UPLOADS = 20
 #: Session key: the points of the last refused fit (shown so the refusal can be read point by point).
@@ -97,12 +97,20 @@ def fit_section() -> None:
         "all_reduce_perf output)",
         accept_multiple_files=True, key="calib.files",
     )  # fmt: skip
-    st.caption("The deployment the files measured:")
+    st.caption("The deployment the files measured (first shown: the sidebar's scenario):")
+    sc, _ = current()
+    model_ids, gpu_ids = sorted(models()), sorted(accelerators())
+
+    def first(options: list[str], want: str) -> int:
+        return options.index(want) if want in options else 0
+
     c = st.columns(4)
-    model = c[0].selectbox("Model", sorted(models()), key="calib.model")
-    gpu = c[1].selectbox("Accelerator", sorted(accelerators()), key="calib.gpu")
+    model = c[0].selectbox("Model", model_ids, index=first(model_ids, sc.model), key="calib.model")
+    gpu = c[1].selectbox(
+        "Accelerator", gpu_ids, index=first(gpu_ids, sc.hardware.gpus[0]), key="calib.gpu"
+    )
     engine = c[2].selectbox(
-        "Engine", list(ENGINES), index=list(ENGINES).index("vllm"), key="calib.engine"
+        "Engine", list(ENGINES), index=first(list(ENGINES), sc.options.engine), key="calib.engine"
     )
     name = c[3].text_input("Profile name", value="client-profile", max_chars=120, key="calib.name")
     c = st.columns(6)
@@ -186,7 +194,8 @@ def current_section() -> None:
             "Latency pages and `estimate` say which), three runs of that deployment with the "
             "engine's serving benchmark (at that load, a lower and a higher one), fitted above, "
             "narrow it: a profile is accepted only if, each run held out, it predicts that run "
-            "better, and it applies over the range the runs span."
+            "better, and the profile fitted to all of them predicts none of them worse; it "
+            "applies over the range the runs span."
         )
         return
     st.success(active_text(doc))

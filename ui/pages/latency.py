@@ -75,10 +75,12 @@ def profile_section(c: SimpleNamespace) -> None:
         else "defaults, NOT calibrated"
     )
     fam = "calibrated" if p["family_calibrated"] else "priors (not calibrated)"
+    us = p["kernel_dispatch_us"]
     dispatch = (
-        f"a prefill at least {p['kernel_dispatch_us']:.1f} µs per kernel (host dispatch of an "
-        "eager pass)"
-        if p["kernel_dispatch_us"] > 0
+        f"a prefill at least {us:.1f} µs per kernel (host dispatch of an eager pass)"
+        if us >= 0.05  # what the one decimal shows
+        else "a prefill's host dispatch fitted at about 0 µs per kernel (no floor under it)"
+        if us > 0
         else "no host-dispatch floor under a prefill (this engine does not run it kernel by "
         "kernel from Python)"
     )
