@@ -415,7 +415,7 @@ def test_three_points_of_a_published_sweep_are_judged_held_out():
     """TensorRT-LLM 0.19 perf-overview, Llama-3.1-8B FP8 on one H100 (rows E0650..E0670 of
     data/measurements-engine-perf-pages.csv): the sweep's two ends and its middle as the client's
     three runs. Each held out, the profile fitted to the other two is off by a median 11.7%
-    against the shipped calibration's 17.7% (measured, late 2026-12-06 calibration with the NVFP4
+    against the shipped calibration's 17.7% (measured, 2026-12-07 calibration with the NVFP4
     rows' FP8 KV cache, an fp4 GEMM efficiency and EP's all-gather; 11.1% against 12.5% with the 2026-12-06 night
     one, where rows E0650 and E0670 came out 0.6 and 1.0 pp worse): each run better, but not
     under the 3-run bar of 59% (10.4%). Refused with each run's figures; the other rows keep
@@ -454,7 +454,7 @@ def test_a_profile_that_trades_one_of_its_own_runs_for_the_others_is_refused():
     out it passes (3.5% against the shipped 6.2%, each run better), but the profile fitted to all
     three pulls the long run (31.0% -> 10.6%) by taking the middle one from 3.8% to 10.8%, and
     the sweep's near-repeat of that middle run (E0618, 1024/2048) would read 10.0% instead of
-    4.8%: refused (client_holdout rule 4), its figures said (late 2026-12-06 calibration)."""
+    4.8%: refused (client_holdout rule 4), its figures said (2026-12-07 calibration)."""
     from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
     from advisor.perf.importers import Imported
     from advisor.perf.validation.measurements import cases
@@ -501,7 +501,7 @@ def test_runs_1_and_2_of_the_405b_sweep_are_refused_as_too_few_to_judge():
 def test_runs_1_3_4_and_runs_1_to_4_of_the_405b_sweep_are_accepted_held_out():
     """Runs 1, 3, 4 (1, 4, 8 req/s random): held out, run 3 (4 req/s) predicted by the profile
     fitted to runs 1 and 4 is better than shipped (47.0% -> 14.2%), and so are runs 1 and 4:
-    accepted, median 10.7% against 26.3% (late 2026-12-06 calibration; 46.6% -> 19.6% and 13.4%
+    accepted, median 10.7% against 26.3% (2026-12-07 calibration; 46.6% -> 19.6% and 13.4%
     against 25.8% with the 2026-12-06 night one, 46.9% -> 15.7% and 10.8% against 26.3% earlier
     that day).
     Fitted to the two ends, the compute factor can put 4 req/s at the edge of saturation, where
@@ -551,7 +551,7 @@ def test_runs_1_3_4_and_runs_1_to_4_of_the_405b_sweep_are_accepted_held_out():
 def test_all_six_405b_runs_are_refused_because_run_6_gets_worse_held_out():
     """All six runs: the held-out median passes the 6-run bar (the other five runs are each
     3.8-8.0 pp better held out) but run 6 (ShareGPT at 8 req/s, near capacity) predicted by the
-    profile fitted to the other five is 36.6 pp worse than shipped (24.3% -> 60.9%, late 2026-12-06
+    profile fitted to the other five is 36.6 pp worse than shipped (24.3% -> 60.9%, 2026-12-07
     calibration; 25.0% -> 57.2% with the 2026-12-06 night one, 24.7% -> 61.7% earlier that day,
     26.1% -> 55.1% the day before): a profile that hurts a run is refused."""
     from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
@@ -599,7 +599,7 @@ def test_calibrate_cli_prints_the_verdict_each_held_out_run_and_the_range(tmp_pa
     print(text)
     assert "verdict, judged on runs held out: accepted: each of the 4 runs" in text
     # Each run: mean |error| of its 3 figures, shipped and with the profile fitted without it
-    # (run 3 at 4 req/s: 47.0% -> 32.2% when measured with the late 2026-12-06 calibration).
+    # (run 3 at 4 req/s: 47.0% -> 32.2% when measured with the 2026-12-07 calibration).
     assert re.search(r"held out run3\.json: 47\.0% shipped, 32\.2% with the profile fitted "
                      r"without it \(-14\.8 pp, better\)", text), text  # fmt: skip
     assert "applies over llama-3.1-405b TP=8 PP=1 bf16/bf16; request rate 1-8 req/s" in text
