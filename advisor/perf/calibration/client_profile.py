@@ -645,7 +645,8 @@ def fit_profile(
         )
     before = _predict(items, dep.gpu, dep.engine, None)
     after = _predict(items, dep.gpu, dep.engine, ov)
-    shipped = _abs_pct(_predict(usable, dep.gpu, dep.engine, None), usable)
+    kept = [i for i, c in enumerate(items) if c.id not in flagged]  # ``usable``, in order
+    shipped = _abs_pct(before[kept], usable)
     loo_pred = leave_one_out(usable, dep, base, ov)
     loo = _abs_pct(loo_pred, usable)
     ratio = required_ratio(n_runs) if min_gain is None else min_gain
@@ -664,7 +665,7 @@ def fit_profile(
         for c, b, a in zip(items, before, after, strict=True)
     ]  # fmt: skip
     why, verdict = judge(rows, _median(loo), _median(shipped), ratio, tol)
-    aft = _abs_pct(_predict(usable, dep.gpu, dep.engine, ov), usable)
+    aft = _abs_pct(after[kept], usable)
     why = why or hurts_its_own_runs(run_table([c.id for c in usable], aft, shipped, tol), tol)
     if why:
         pinned = f" ({'; '.join(chosen)} fitted)"

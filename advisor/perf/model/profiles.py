@@ -123,17 +123,10 @@ class FamilyEfficiency:
     eta_compute_16: float
     eta_compute_fp8: float
     fitted: bool  # False = priors only
-    #: Fraction of the dense FP4 peak NVFP4 GEMMs reach; the fp8 value where no fp4 row fits it
-    #: (None here = that fallback). NVFP4 GEMMs carry a scale per 16 values and reach a lower
-    #: fraction of their doubled peak than fp8 ones do of theirs.
-    eta_compute_fp4_fitted: float | None = None
-
-    @property
-    def eta_compute_fp4(self) -> float:
-        """The fp4 GEMMs' efficiency the model uses: fitted, else the fp8 one."""
-        if self.eta_compute_fp4_fitted is None:
-            return self.eta_compute_fp8
-        return self.eta_compute_fp4_fitted
+    #: Fraction of the dense FP4 peak NVFP4 GEMMs reach; the fp8 value where no fp4 row fits it.
+    #: NVFP4 GEMMs carry a scale per 16 values and reach a lower fraction of their doubled peak
+    #: than fp8 ones do of theirs.
+    eta_compute_fp4: float
 
 
 @dataclass(frozen=True)
@@ -250,19 +243,18 @@ def family_efficiency(family: str) -> FamilyEfficiency:
     fitted = (_calibration().get("families") or {}).get(family)
     prior_c16, prior_c8 = prior_compute_etas(family)
     if fitted:
+        eta8 = float(fitted.get("eta_compute_fp8", prior_c8))
         return FamilyEfficiency(
             eta_mem=float(fitted.get("eta_mem", DEFAULT_ETA_MEM)),
             eta_compute_16=float(fitted.get("eta_compute_16", prior_c16)),
-            eta_compute_fp8=float(fitted.get("eta_compute_fp8", prior_c8)),
+            eta_compute_fp8=eta8,
             fitted=True,
-            eta_compute_fp4_fitted=(
-                float(fitted["eta_compute_fp4"]) if "eta_compute_fp4" in fitted else None
-            ),
+            eta_compute_fp4=float(fitted.get("eta_compute_fp4", eta8)),
         )
     fams = _calibration().get("families") or {}
     nv_mean = [float(v["eta_mem"]) for v in fams.values() if "eta_mem" in v]
     eta_mem = PRIOR_ETA_MEM.get(family, sum(nv_mean) / len(nv_mean) if nv_mean else DEFAULT_ETA_MEM)
-    return FamilyEfficiency(eta_mem, prior_c16, prior_c8, fitted=False)
+    return FamilyEfficiency(eta_mem, prior_c16, prior_c8, fitted=False, eta_compute_fp4=prior_c8)
 
 
 #: Attention kernels relative to dense GEMM/GEMV efficiency before calibration (FlashAttention-2

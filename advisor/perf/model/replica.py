@@ -330,7 +330,7 @@ def _hw_part(
         peak = native["fp8"] * eff.eta_compute_fp8
     else:  # 16-bit, weight-only, or fp8/fp4 weights on a GPU without such tensor cores
         peak = peak16 * eff.eta_compute_16
-    weight_only = path == "wo" or (path in native and not native[path])
+    weight_only = rate == "16" and path != "16"  # dequantized to 16-bit in the GEMM
     if attention_path(m, cfg.kv, g) == "fp8":
         attn_peak = g.peak_flops_per_s.fp8 * eff.eta_compute_fp8  # type: ignore[operator]
     else:

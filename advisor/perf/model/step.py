@@ -223,9 +223,10 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     with attention DP: ``allgather([x, x_sf, token_selected_experts, ...])`` before the experts,
     ``reducescatter`` after; vLLM's and SGLang's DP-attention gathers likewise), so each token
     crosses to every other rank once, whatever its k experts: (EP - 1) / EP of all tokens per
-    GPU each way (``collectives.moe_ep_bytes_per_token``). Counting k copies per token (GShard's per-expert buffers) made Qwen3-30B-A3B
-    (8 experts per token) at EP 2 over PCIe send 4 times what it does (its RTX PRO 6000 rows
-    held out at 0.48-0.72x), and sent 1 copy where an EP 8 all-gather sends 7 for k = 1.
+    GPU each way (``collectives.moe_ep_bytes_per_token``). Counting k copies per token
+    (GShard's per-expert buffers) made Qwen3-30B-A3B (8 experts per token) at EP 2 over PCIe
+    send 4 times what it does (its RTX PRO 6000 rows held out at 0.48-0.72x), and sent 1 copy
+    where an EP 8 all-gather sends 7 for k = 1.
     """
     from advisor.physics.collectives import all_to_all_time_s
 
