@@ -44,22 +44,28 @@ def statistic_table() -> str:
     (rows) of steady means, medians and start-up-wave means (closed-loop runs of stated length
     whose first wave is in their mean, reported apart) per metric family, from data/crossval.yaml
     and data/crossval_ranges.json; and of the published P50/P99 rows per metric, from
-    data/crossval_percentiles.yaml. Every row counts (a failure as 100%)."""
+    data/crossval_percentiles.yaml. Every row counts (a failure as 100%).
+
+    Beside each: the statistic's repeat floor where some of its rows are repeated runs of one
+    benchmark (``perf.validation.repeats``): the median over those benchmarks of the least error
+    any single prediction has on all their runs, and the model's held-out error on the same rows.
+    """
     import yaml
 
     from advisor.catalog.loader import DATA_DIR
     from advisor.perf.model.intervals import load_table
+    from advisor.perf.validation.repeats import repeat_groups
 
     doc = yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8"))
     stat = {r.id: r.statistic for r in load_table().rows}
-    cells: dict[tuple[str, str], list[float]] = {}
+    cells: dict[tuple[str, str], dict[str, float]] = {}
     names = {"wave-mean": "start-up-wave mean", "median": "median"}
     for r in doc["loso_rows"]:
         if r["kind"] == "allreduce":
             continue
         p, m = float(r["predicted"]), float(r["measured"])
         e = abs(p / m - 1) if np.isfinite(p) and p > 0 else np.inf
-        cells.setdefault((r["family"], names.get(stat.get(r["id"], ""), "mean")), []).append(e)
+        cells.setdefault((r["family"], names.get(stat.get(r["id"], ""), "mean")), {})[r["id"]] = e
     if PERCENTILES_PATH.exists():
         from advisor.perf.validation.percentiles import percentile_cases
         from advisor.perf.validation.short_runs import is_short_run
@@ -70,7 +76,7 @@ def statistic_table() -> str:
             p, m = float(r["predicted"]), float(r["measured"])
             e = abs(p / m - 1) if np.isfinite(p) else np.inf
             q = {0.5: "P50", 0.9: "P90", 0.95: "P95", 0.99: "P99"}[float(r["quantile"])]
-            cells.setdefault((f"published {r['metric'].upper()}", q), []).append(e)
+            cells.setdefault((f"published {r['metric'].upper()}", q), {})[r["id"]] = e
             n = requests.get(r["id"])
             if q == "P99" and r["metric"] == "ttft" and n and np.isfinite(n):
                 # a run of <= 101 requests: its P99 is its slowest request (short_runs.py)
@@ -79,18 +85,29 @@ def statistic_table() -> str:
                     if is_short_run(int(n))
                     else "P99, longer runs"
                 )
-                cells.setdefault(("published TTFT", which), []).append(e)
+                cells.setdefault(("published TTFT", which), {})[r["id"]] = e
+    groups = repeat_groups()
 
-    def cell(v: list[float]) -> str:
-        x = np.minimum(np.array(v), 1.0)  # a failure counts as a 100% error, never dropped
-        return f"{100 * float(np.median(x)):.1f}% ({len(v)})"
+    def median_pct(v) -> float:
+        return 100 * float(np.median(np.minimum(np.array(list(v)), 1.0)))  # a failure: 100%
 
-    lines = ["| family | statistic | median \\|error\\| (rows) | target |", "|---|---|---|---|"]
+    def repeats(errors: dict[str, float]) -> str:
+        """Repeat floor (benchmarks) and the model's error on their rows, or "-"."""
+        inside = [g for g in groups if sum(i in errors for i in g.ids) >= 2]
+        if not inside:
+            return "- | -"
+        ids = [i for g in inside for i in g.ids if i in errors]
+        floor = 100 * float(np.median([g.floor for g in inside]))
+        return f"{floor:.1f}% ({len(inside)}) | {median_pct(errors[i] for i in ids):.1f}%"
+
+    lines = ["| family | statistic | median \\|error\\| (rows) | target | repeat floor "
+             "(repeated benchmarks) | model on those rows |", "|---|---|---|---|---|---|"]  # fmt: skip
     for (fam, st), v in sorted(cells.items()):
         key = "p99" if st.startswith("P99") else ("median" if st in ("median", "P50") else
                                                   ("mean" if st == "mean" else ""))  # fmt: skip
         target = f"<= {STATISTIC_TARGETS[key]}%" if key else "reported apart"
-        lines.append(f"| {fam} | {st} | {cell(v)} | {target} |")
+        lines.append(f"| {fam} | {st} | {median_pct(v.values()):.1f}% ({len(v)}) | {target} | "
+                     f"{repeats(v)} |")  # fmt: skip
     return "\n".join(lines)
 
 

@@ -240,3 +240,16 @@ def test_latency_page_forecasts_the_clients_benchmark_run_as_the_cli_does():
                          client="vllm", regime=e.get("load_regime"))  # fmt: skip
     note = next(n for n in short.notes if "slowest requests" in n)
     assert any(note == c.value for c in at.caption)
+
+
+def test_trust_shows_how_far_repeated_runs_differ():
+    """The published repeats (advisor.perf.validation.repeats): the page lists each statistic's
+    floor, the P99 TTFT's first, as repeat_summary computes it."""
+    from advisor.perf.validation.repeats import repeat_summary
+
+    at = _page("ui/pages/trust.py")
+    assert "How repeatable are the measurements?" in [s.value for s in at.subheader]
+    table = next(df.value for df in at.dataframe if "median floor %" in df.value.columns)
+    first = repeat_summary()[0]
+    assert table.iloc[0]["statistic"] == first["statistic"] == "TTFT P99"
+    assert table.iloc[0]["median floor %"] == round(first["median_floor_pct"], 1)

@@ -11,6 +11,7 @@ from ui.cache import (
     interval_coverage,
     out_of_sample_cached,
     percentile_check,
+    repeat_summary_cached,
     trust_figure,
     trust_report,
 )
@@ -148,6 +149,30 @@ def percentiles_section() -> None:
         )
 
 
+def repeats_section() -> None:
+    """How far two runs of one published benchmark differ: no prediction is nearer to both."""
+    rows = repeat_summary_cached()
+    if not rows:
+        return
+    st.subheader("How repeatable are the measurements?")
+    st.caption(
+        "Some publications ran one benchmark twice: the same model architecture, accelerators, "
+        "engine version, prompts and clients (sgl-cookbook re-ran Qwen3-235B on 8 x B200 with "
+        "the Instruct-2507 weights, MiniMax-M2 on 8 x MI300X with M2.1). For each statistic, the "
+        "floor is the least error one prediction can have on both runs, (larger - smaller) / "
+        "(larger + smaller): a model that is exactly right on average still shows it. Throughput, "
+        "TPOT, ITL and E2E repeat within a few per cent; first tokens do not, and a P99 TTFT "
+        "target tighter than its floor cannot be met on these runs by any model."
+    )
+    st.dataframe(
+        [{"statistic": r["statistic"], "repeated benchmarks": r["benchmarks"],
+          "runs": r["runs"], "median floor %": round(r["median_floor_pct"], 1),
+          "largest floor %": round(r["largest_floor_pct"], 1), "largest": r["largest"]}
+         for r in rows],
+        hide_index=True,
+    )  # fmt: skip
+
+
 # A fragment: the filters change only this page's body, so their reruns skip the sidebar and
 # the recommendation (the page reads nothing of the scenario).
 @st.fragment
@@ -155,6 +180,7 @@ def body() -> None:
     rep, rows, skipped = trust_report()
     out_of_sample_section()
     guarded("Percentile check", percentiles_section)
+    guarded("Repeated runs", repeats_section)
     st.subheader("In sample: every measurement against the fitted model")
     st.caption(
         f"{rep['rows_used']} of {rep['rows_total']} published measurements predicted "
