@@ -216,3 +216,36 @@ def test_a_request_rate_run_is_replayed_on_the_send_times_its_seed_drew():
     # The same run's output throughput (E0460, 504.96 tok/s): its tokens over its duration.
     tput = _case("E0460")
     assert replayable(tput) and run_value(tput, run) == pytest.approx(160347 / run.duration_s)
+
+
+def test_a_chunk_pays_its_attention_to_the_prompts_earlier_chunks():
+    # Hand replay: one prompt of 200 tokens, budget 100 (two iterations of the flat 1 s), no
+    # decode; the second chunk's 100 queries attend to the first chunk's 100 keys: 1e4 pairs at
+    # 1 us each add 0.01 s. TTFT = 1 + 1 + 0.01 = 2.01 s.
+    s = replay_closed_loop(lambda b: 0.5, FLAT_1S, delay_s=0.0, max_running=8, clients=1,
+                           requests=1, isl_tokens=np.array([200]), osl_tokens=np.array([1]),
+                           budget_tokens=100, offset_pair_s=1e-6)  # fmt: skip
+    assert s.ttft_s[0] == pytest.approx(2.01)
+
+
+def test_a_long_prompt_in_chunks_costs_at_least_its_whole_prefill():
+    """A 30,000-token prompt (vLLM PR 43232's Qwen3-235B runs on 4 x B200) prefilled in
+    8,192-token chunks attends to the same T^2 / 2 pairs as in one pass, and repeats each pass's
+    weight reads and fixed costs four times: its first token comes no sooner than the one-pass
+    prefill (``step.prefill``, without the request overhead), and not far later. Priced as four
+    prompts of their own, the chunks took 0.84 x the one pass (attention to the earlier chunks
+    left out)."""
+    from advisor.catalog import get_accelerator, get_model
+    from advisor.perf.model.replica import ReplicaConfig, build_replicas
+    from advisor.perf.model.step import chunk_offset_attention_s, prefill
+    from advisor.perf.validation.bench_run import prefill_iteration_table
+
+    cfg = ReplicaConfig(model=get_model("qwen3-235b-a22b"), gpu=get_accelerator("b200"), tp=4,
+                        weights="fp8", kv="fp8", engine="vllm")  # fmt: skip
+    r = build_replicas([cfg])
+    one_pass = float(prefill(r, np.array([30_000.0])).total[0] - r.request_overhead_s[0])
+    s = replay_closed_loop(lambda b: 0.0, prefill_iteration_table(r, 30_000.0, 8192.0),
+                           delay_s=0.0, max_running=8, clients=1, requests=1,
+                           isl_tokens=np.array([30_000]), osl_tokens=np.array([1]),
+                           budget_tokens=8192, offset_pair_s=float(chunk_offset_attention_s(r)[0]))  # fmt: skip
+    assert 1.0 <= s.ttft_s[0] / one_pass <= 1.15

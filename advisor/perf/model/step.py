@@ -462,6 +462,48 @@ def decode_step(
     )  # fmt: skip
 
 
+def chunk_offset_attention_s(r: ReplicaArrays) -> np.ndarray:
+    """GPU seconds per (query, key) pair a prompt chunk's attention to its prompt's earlier tokens
+    adds to the chunk prefilled as a prompt of its own, per replica.
+
+        t = PP x 4 x layers_stage x width x T x o / (attention peak x attention efficiency)
+
+    A prompt split over iterations (chunked prefill) prefills T tokens at offset o: each of them
+    attends causally to the o tokens before the chunk as well as to the chunk's own (T / 2 keys
+    each, what :func:`prefill` of T tokens counts). The extra T x o pairs are compute-bound (the
+    earlier chunks' KV is read once per query tile), on the prefill path's width; summed over
+    the chunks they give the whole prompt's T^2 / 2 pairs again. Layers with a sliding window
+    attend to at most W keys, a constant the chunk's own pass already bounds, so only the
+    full-attention share counts. A chunk crosses the PP stages one after another (PP x stage).
+
+    Source: Sarathi-Serve (Agrawal et al. 2024, OSDI) sec. 4 (chunked prefills attend to the KV
+    of the earlier chunks); the pairs as :func:`attention_flops` counts them.
+
+    Hand check: Llama-2-7B-like, 32 layers of width 4096 on one GPU at 100 TFLOP/s achieved
+    attention: 4 x 32 x 4096 / 1e14 = 5.24e-9 s per pair; a 30,000-token prompt in chunks of
+    8,192 tokens: the last chunk (5,424 tokens at offset 24,576) adds 5,424 x 24,576 pairs, 0.70 s.
+
+    >>> from types import SimpleNamespace
+    >>> r = SimpleNamespace(pp=np.array([1.0]), layers_stage=np.array([32.0]),
+    ...     prefill_attn_width=np.array([4096.0]), attn_peak_flops=np.array([1e14]),
+    ...     attn_eff=np.array([1.0]))
+    >>> float(chunk_offset_attention_s(r)[0])
+    5.24288e-09
+    >>> round(float(chunk_offset_attention_s(r)[0]) * 5424 * 24576, 2)
+    0.7
+    """
+    pairs = attention_flops(_full_attention(r), 1.0, 1.0, r.prefill_attn_width)
+    return r.pp * pairs / (r.attn_peak_flops * r.attn_eff)
+
+
+def _full_attention(r: ReplicaArrays):
+    """``r`` with its sliding-window layers left out of the layer count (their keys are bounded)."""
+    from types import SimpleNamespace
+
+    frac = getattr(r, "window_layer_frac", 0.0)
+    return SimpleNamespace(layers_stage=r.layers_stage * (1.0 - np.asarray(frac, dtype=float)))
+
+
 def prefill_busy_and_delay_s(
     prefill_total_s: np.ndarray, request_overhead_s: np.ndarray | float
 ) -> tuple[np.ndarray, np.ndarray]:

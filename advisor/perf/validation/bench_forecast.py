@@ -31,6 +31,7 @@ from advisor.perf.model.intervals import DEFAULT_CONFIDENCE, e2e_range, range_fa
 from advisor.perf.model.predict import DEFAULT_PREFILL_BUDGET_TOKENS
 from advisor.perf.model.replica import ReplicaConfig, build_replicas
 from advisor.perf.model.service import service_for
+from advisor.perf.model.step import chunk_offset_attention_s
 from advisor.perf.validation.bench_run import (
     gap_statistic,
     prefill_iteration_table,
@@ -221,6 +222,7 @@ def forecast_run(
         max_running=float(np.asarray(sm.max_running, dtype=float).ravel()[0]),
         clients=per_clients or 1, requests=per_prompts, isl_tokens=lens_in,
         osl_tokens=lens_out, budget_tokens=int(budget), arrival_s=arrivals,
+        offset_pair_s=float(chunk_offset_attention_s(r)[0]),
     )  # fmt: skip
     samples = {"ttft": s.ttft_s, "tpot": s.tpot_s, "e2e": s.e2e_s}
     ms: dict[str, dict[str, float]] = {}

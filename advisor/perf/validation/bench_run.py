@@ -42,7 +42,7 @@ import numpy as np
 from advisor.perf.model.predict import DEFAULT_PREFILL_BUDGET_TOKENS
 from advisor.perf.model.replica import ReplicaArrays, build_replicas
 from advisor.perf.model.service import service_for
-from advisor.perf.model.step import prefill, prefill_busy_and_delay_s
+from advisor.perf.model.step import chunk_offset_attention_s, prefill, prefill_busy_and_delay_s
 from advisor.perf.validation.client_draws import (
     RANDOM_STATED,
     SHAREGPT,
@@ -106,6 +106,7 @@ def replay_closed_loop(
     osl_tokens: np.ndarray,
     budget_tokens: int,
     arrival_s: np.ndarray | None = None,
+    offset_pair_s: float = 0.0,
 ) -> RunSamples:
     """Replay a closed-loop run of ``requests`` prompts from ``clients`` clients (see module doc);
     with ``arrival_s``, an open-loop one instead: request j leaves the client at ``arrival_s[j]``
@@ -114,7 +115,10 @@ def replay_closed_loop(
     ``step_s(b)``: the decode step of b running sequences (s); ``prefill_table``: an iteration's
     prefill time against its prompt tokens (:func:`prefill_iteration_table`); ``delay_s``: the
     request overhead; ``max_running``: the KV cache's sequence cap; per-request lengths
-    ``isl_tokens`` / ``osl_tokens`` (length ``requests``, the order they are sent in).
+    ``isl_tokens`` / ``osl_tokens`` (length ``requests``, the order they are sent in);
+    ``offset_pair_s``: what each (query, key) pair of a chunk's attention to its prompt's earlier
+    tokens adds (``step.chunk_offset_attention_s``): the table prices a chunk as a prompt of its
+    own, so a prompt split over iterations pays the rest of its causal attention here.
 
     Hand check, one client, prompts of 100 tokens whose prefill takes 0.1 s, 3 output tokens,
     a 10 ms step, no overhead: TTFT 0.1 s; the two later tokens come with the next two
@@ -175,11 +179,13 @@ def replay_closed_loop(
             continue
         budget = int(budget_tokens)
         tokens = 0
+        pairs = 0.0  # (query, key) pairs of the chunks' attention to their earlier chunks
         first: list[int] = []
         for entry in waiting:
             if budget <= 0:
                 break
             take = min(budget, entry[1])
+            pairs += take * float(isl_tokens[entry[0]] - entry[1])
             entry[1] -= take
             budget -= take
             tokens += take
@@ -190,7 +196,7 @@ def replay_closed_loop(
         decoding = running
         dt = step_s(decoding) if decoding > 0 else 0.0
         if tokens > 0:
-            dt += float(np.interp(tokens, tab_tokens, tab_s))
+            dt += float(np.interp(tokens, tab_tokens, tab_s)) + offset_pair_s * pairs
         t += dt
         if decoding > 0:
             iteration += 1
@@ -322,6 +328,7 @@ def replay_runs(items: list[Case]) -> list[RunSamples]:
                 max_running=float(np.asarray(sm.max_running, dtype=float).ravel()[0]),
                 clients=int(c.batch), requests=n_req, isl_tokens=lens_in, osl_tokens=lens_out,
                 budget_tokens=int(budget), arrival_s=arrivals,
+                offset_pair_s=float(chunk_offset_attention_s(one)[0]),
             )
         )  # fmt: skip
     return out
