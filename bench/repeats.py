@@ -6,7 +6,10 @@ benchmark with its rows, values and floor, beside the model's held-out predictio
 (data/crossval.yaml and data/crossval_percentiles.yaml: the constants refitted without the row's
 source).
 
-    .venv/bin/python bench/repeats.py [--groups]
+    .venv/bin/python bench/repeats.py [--groups] [--write]
+
+``--write`` regenerates data/repeats.json (the summary a benchmark forecast quotes) after the
+measurement files change.
 """
 
 from __future__ import annotations
@@ -20,7 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import yaml  # noqa: E402
 
 from advisor.catalog.loader import DATA_DIR  # noqa: E402
-from advisor.perf.validation.repeats import repeat_groups, repeat_summary  # noqa: E402
+from advisor.perf.validation.repeats import (  # noqa: E402
+    repeat_groups,
+    repeat_summary,
+    write_summary,
+)
 
 
 def held_out() -> dict[tuple[str, str], float]:
@@ -39,7 +46,10 @@ def held_out() -> dict[tuple[str, str], float]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--groups", action="store_true", help="also list every repeated benchmark")
+    ap.add_argument("--write", action="store_true", help="regenerate data/repeats.json")
     args = ap.parse_args()
+    if args.write:
+        write_summary()
     groups = repeat_groups()
     print("| statistic | repeated benchmarks | runs | median floor | largest floor | largest |")
     print("|---|---|---|---|---|---|")

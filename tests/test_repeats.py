@@ -97,3 +97,32 @@ def test_labels_name_the_quantity_and_the_statistic():
     assert statistic_label("e2e_ms_p99") == "E2E P99"
     assert statistic_label("ttft_ms_p50") == "TTFT median"
     assert statistic_label("decode_tok_s_single_stream") == "one-stream decode speed mean"
+
+
+def test_the_shipped_summary_is_current():
+    """data/repeats.json is what a forecast quotes; it must be the measurement files' summary
+    (regenerate with `.venv/bin/python bench/repeats.py --write`)."""
+    import json
+
+    from advisor.perf.validation.repeats import SUMMARY_PATH
+
+    shipped = json.loads(SUMMARY_PATH.read_text(encoding="utf-8"))
+    assert shipped == repeat_summary(), "run: .venv/bin/python bench/repeats.py --write"
+
+
+def test_a_benchmark_forecast_says_how_far_repeats_agree_on_the_first_token():
+    """The forecast of a client's run (the Latency page, `estimate --num-prompts`) quotes the
+    published repeats: P99 TTFT within +-24% (median of 12), the worst pair +-85% (C0108 /
+    E0171 above)."""
+    from advisor.catalog import get_accelerator, get_model
+    from advisor.perf.model.estimate import EstimateInput
+    from advisor.perf.validation.bench_forecast import forecast_for
+
+    inp = EstimateInput(isl=1024, osl=256, concurrency=4, tp=2, weights="fp16", kv="fp16",
+                        engine="vllm")  # fmt: skip
+    run = forecast_for(get_model("llama-3.1-70b"), get_accelerator("h100-sxm"), inp, prompts=40,
+                       client="vllm")  # fmt: skip
+    (note,) = [n for n in run.notes if n.startswith("published repeats")]
+    assert (
+        "P99 TTFT only within +-24% of a middle value (median of 12; the worst pair +-85%)" in note
+    )

@@ -39,6 +39,7 @@ from advisor.perf.validation.bench_run import (
     run_statistic,
 )
 from advisor.perf.validation.client_draws import benchmark_lengths, uniform_length_cv
+from advisor.perf.validation.repeats import ttft_repeat_note
 from advisor.perf.validation.short_runs import short_run_note
 
 #: The benchmark clients whose random-dataset draws are modelled.
@@ -254,6 +255,9 @@ def forecast_run(
     tail = short_run_note(prompts, cfg.engine, cfg.gpu.family)
     if tail is not None:
         notes.append(tail)
+    repeats = ttft_repeat_note()
+    if repeats is not None:
+        notes.append(repeats)
     return BenchmarkRun(
         client=client,
         command=client_command(client, isl, osl, prompts, range_ratio, clients, qps),

@@ -20,12 +20,16 @@ a second revision of a page is one run, not a repeat (same value: left out).
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
+from advisor.catalog.loader import DATA_DIR
 from advisor.perf.validation.measurements import Case, cases, load_rows
 
 
@@ -195,3 +199,46 @@ def floor_by_id(groups: list[RepeatGroup] | None = None) -> dict[str, float]:
     if groups is None:
         groups = repeat_groups()
     return {i: g.floor for g in groups for i in g.ids}
+
+
+#: The shipped summary (:func:`repeat_summary` of the shipped measurement files), read by
+#: :func:`ttft_repeat_note` so a forecast does not parse every row (about 1.5 s) to quote it;
+#: ``bench/repeats.py --write`` regenerates it and tests/test_repeats.py checks it is current.
+SUMMARY_PATH = DATA_DIR / "repeats.json"
+
+
+def write_summary(path: Path = SUMMARY_PATH) -> list[dict]:
+    """Write :func:`repeat_summary` to ``path`` (JSON) and return it."""
+    rows = repeat_summary()
+    path.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+    return rows
+
+
+@lru_cache(maxsize=1)
+def shipped_summary() -> tuple[dict, ...]:
+    """The summary in data/repeats.json (empty if the file is missing or unreadable)."""
+    try:
+        rows = json.loads(SUMMARY_PATH.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    return tuple(r for r in rows if isinstance(r, dict))
+
+
+def ttft_repeat_note() -> str | None:
+    """A benchmark forecast's note on how far published repeats of one benchmark agree on the
+    first token (None when no TTFT is repeated in the shipped summary): the median repeat floor
+    of the P99 and median TTFT, and of the median TPOT for contrast."""
+    rows = {r.get("statistic"): r for r in shipped_summary()}
+    p99 = rows.get("TTFT P99")
+    if p99 is None:
+        return None
+    parts = [
+        f"P99 TTFT only within +-{p99['median_floor_pct']:.0f}% of a middle value "
+        f"(median of {p99['benchmarks']}; the worst pair +-{p99['largest_floor_pct']:.0f}%)"
+    ]
+    for stat, name in (("TTFT median", "median TTFT"), ("TPOT median", "median TPOT")):
+        if stat in rows:
+            parts.append(f"{name} within +-{max(rows[stat]['median_floor_pct'], 1.0):.0f}%")
+    return ("published repeats of one benchmark (same model, GPUs, engine, prompts and clients) "
+            f"agree on {', '.join(parts)}: run yours twice before reading a first-token gap "
+            "as the model's")  # fmt: skip
