@@ -161,7 +161,8 @@ def test_trust_filter_by_gpu_narrows_the_rows():
     # Issue 12: the page leads with the out-of-sample table, in-sample second.
     heads = [h.value for h in at.subheader]
     assert heads[0].startswith("Out of sample")
-    assert [h.split(":")[0] for h in heads[1:4]] == ["Do the ranges hold?", "Percentiles",
+    assert [h.split(":")[0] for h in heads[1:5]] == ["Do the ranges hold?", "Percentiles",
+                                                      "How repeatable are the measurements?",
                                                       "In sample"]  # fmt: skip
     total = len(validation_report()["rows"])
     assert f"{total} measurements" in at.get("plotly_chart")[0].proto.spec

@@ -42,11 +42,18 @@ class MemoryStack:
 
 
 def paged_kv_bytes_per_sequence_per_gpu(
-    model: ModelSpec, kv_dtype: str, context_tokens: int, block_size: int, tp: int, pp: int
+    model: ModelSpec,
+    kv_dtype: str,
+    context_tokens: int,
+    block_size: int,
+    tp: int,
+    pp: int,
+    attention_dp: bool = False,
 ) -> float:
-    """KV bytes one sequence holds on the busiest GPU when allocated in blocks of ``block_size``."""
+    """KV bytes one sequence holds on the busiest GPU when allocated in blocks of ``block_size``
+    (under attention DP, 1/TP of a whole sequence on average: ``kv_bytes_per_sequence_per_gpu``)."""
     tokens = math.ceil(context_tokens / block_size) * block_size
-    return kv_bytes_per_sequence_per_gpu(model, kv_dtype, tokens, tp, pp)
+    return kv_bytes_per_sequence_per_gpu(model, kv_dtype, tokens, tp, pp, attention_dp)
 
 
 def memory_stack(
@@ -73,8 +80,10 @@ def memory_stack(
     )
 
 
-def memory_stack_title(model_name: str, gpu_name: str, tp: int, pp: int) -> str:
-    return f"Memory per GPU: {model_name} on {gpu_name}, TP={tp}, PP={pp}"
+def memory_stack_title(model_name: str, gpu_name: str, layout: int | str, pp: int) -> str:
+    """The chart's title; ``layout`` a TP degree or the layout in words ("TP=2, EP=2, ...")."""
+    shape = f"TP={layout}" if isinstance(layout, int) else layout
+    return f"Memory per GPU: {model_name} on {gpu_name}, {shape}, PP={pp}"
 
 
 def memory_stack_figure(stacks: Sequence[MemoryStack], title: str) -> go.Figure:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.catalog import accelerators
+from advisor.search.deployment_spec import layout_text
 
 
 def pick(obj: Any, *names: str, default: Any = None) -> Any:
@@ -45,6 +46,9 @@ class Deployment:
     tp: int = 1
     pp: int = 1
     dp: int = 1
+    #: expert-parallel and attention-data-parallel degrees over the TP GPUs (1: not used)
+    ep: int = 1
+    attention_dp: int = 1
     weights: str = "?"
     kv: str = "?"
     speculative: bool = False
@@ -116,7 +120,9 @@ class Deployment:
             )
             batching = "continuous batching in the decode pool, prompts in the prefill pool"
         else:
-            shape = f"{self.dp} replica{'s' if self.dp != 1 else ''} (DP={self.dp}) of TP={self.tp} × PP={self.pp}"
+            layout = layout_text(self.tp, self.ep > 1, self.attention_dp > 1)
+            layout = f"({layout})" if "," in layout else layout
+            shape = f"{self.dp} replica{'s' if self.dp != 1 else ''} (DP={self.dp}) of {layout} × PP={self.pp}"
             batching = "continuous batching"
         if self.spare_gpus:
             shape += f" + an N+1 spare replica ({self.spare_gpus} GPU{'s' if self.spare_gpus != 1 else ''})"
@@ -153,6 +159,8 @@ def deployment(obj: Any, percentile: int = 99) -> Deployment:
         tp=int(pick(obj, "tp", default=1)),
         pp=int(pick(obj, "pp", default=1)),
         dp=int(pick(obj, "dp", default=1)),
+        ep=int(pick(obj, "ep", default=1) or 1),
+        attention_dp=int(pick(obj, "attention_dp", default=1) or 1),
         weights=str(pick(obj, "weights", default="?")),
         kv=str(pick(obj, "kv", default="?")),
         speculative=bool(pick(obj, "speculative", default=False)),

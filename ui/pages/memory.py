@@ -14,6 +14,7 @@ from advisor.physics.memory import (
     article_kv_bytes_per_sequence,
     moe_spread_blocker,
 )
+from advisor.search.deployment_spec import layout_text
 from ui import cache
 from ui.focus import sequences_in_flight, show_focus
 from ui.format import gb, gb_gib, md_escape, small_bytes
@@ -54,7 +55,8 @@ def setup() -> SimpleNamespace | None:
     view = view_now()
     ctx = SimpleNamespace(
         scenario=scenario, model=model, gpu=gpu, view=view, tp=spec.tp, pp=spec.pp,
-        bs=view.block_size, wd=spec.weights, kd=spec.kv, focus=f,
+        bs=view.block_size, wd=spec.weights, kd=spec.kv, focus=f, dpa=spec.dpa > 1,
+        layout=layout_text(spec.tp, spec.ep > 1, spec.dpa > 1),
         context=scenario.workload.isl_tokens + scenario.workload.osl_tokens,
         max_len=view.max_model_len or model.max_position_embeddings,
     )  # fmt: skip
@@ -75,7 +77,7 @@ def setup() -> SimpleNamespace | None:
         "and its weights come out of the KV budget." if spec.speculative else ""
     )  # fmt: skip
     st.caption(
-        f"**{md_escape(model.name)}** on **{gpu.name}** ({gb_gib(gpu.memory_bytes)}), TP={ctx.tp}, "
+        f"**{md_escape(model.name)}** on **{gpu.name}** ({gb_gib(gpu.memory_bytes)}), {ctx.layout}, "
         f"PP={ctx.pp}, weights {ctx.wd}, KV cache {ctx.kd}, {ctx.context:,} tokens per sequence "
         f"({scenario.workload.isl_tokens:,} in + {scenario.workload.osl_tokens:,} out); "
         f"**{ctx.n_seq:,} sequences in flight** per replica: {n_how}.{pools}{draft} "
@@ -85,10 +87,13 @@ def setup() -> SimpleNamespace | None:
 
 
 def budget_section(c: SimpleNamespace):
+    # the deployment in focus: under attention DP (a layout the search weighs for MoE models)
+    # every GPU holds the whole attention weights and the KV of its own sequences
     kw = dict(tp=c.tp, pp=c.pp, weights_dtype=c.wd, kv_dtype=c.kd, context_tokens=c.context,
-              block_size=c.bs, max_model_len=c.max_len)  # fmt: skip
+              block_size=c.bs, max_model_len=c.max_len, attention_dp=c.dpa)  # fmt: skip
     b = cache.budget(c.model, c.gpu.id, **kw)
-    paged_seq = mc.paged_kv_bytes_per_sequence_per_gpu(c.model, c.kd, c.context, c.bs, c.tp, c.pp)
+    paged_seq = mc.paged_kv_bytes_per_sequence_per_gpu(c.model, c.kd, c.context, c.bs, c.tp, c.pp,
+                                                       attention_dp=c.dpa)  # fmt: skip
     curve = mc.kv_demand_curve(paged_seq, b.kv_budget_bytes_per_gpu, c.n_seq)
 
     # two rows of three: six columns cut labels and values at 1280 px ("KV per sequen…")
@@ -117,7 +122,8 @@ def budget_section(c: SimpleNamespace):
             f"{curve['offload_at']:,} sequences."
         )
 
-    if b.fits and moe_spread_blocker(c.model, c.tp) is None and not c.focus.spec.disaggregated:
+    if (b.fits and not c.dpa and moe_spread_blocker(c.model, c.tp) is None
+            and not c.focus.spec.disaggregated):  # fmt: skip
         attention_dp_what_if(c, b, kw)
 
     gpus = accelerators()
@@ -126,7 +132,7 @@ def budget_section(c: SimpleNamespace):
         bg = b if gid == c.gpu.id else cache.budget(c.model, gid, **kw)
         label = f"<b>{gpus[gid].name}</b>" if gid == c.gpu.id else gpus[gid].name
         stacks.append(mc.memory_stack(label, bg, paged_seq, c.n_seq))
-    title = mc.memory_stack_title(c.model.name, c.gpu.name, c.tp, c.pp)
+    title = mc.memory_stack_title(c.model.name, c.gpu.name, c.layout, c.pp)
     st.plotly_chart(mc.memory_stack_figure(stacks, title), width="stretch")
     if len(stacks) > 1:
         st.caption("Other candidate accelerators at the same TP, PP, dtypes and load.")
@@ -148,8 +154,9 @@ def budget_section(c: SimpleNamespace):
 
 
 def attention_dp_what_if(c: SimpleNamespace, b, kw: dict) -> None:
-    """The same GPUs with attention data parallel: a what-if, not a deployment of the search."""
-    d = cache.budget(c.model, c.gpu.id, attention_dp=True, **kw)
+    """The same GPUs with attention data parallel: a what-if beside the plain-TP deployment in
+    focus (the search weighs the layout too, and a deployment it chose so is shown as such)."""
+    d = cache.budget(c.model, c.gpu.id, **{**kw, "attention_dp": True})
     why = (
         "MLA's latent KV, which TP copies to every GPU, is kept only by the GPU running the "
         "sequence"
@@ -168,8 +175,9 @@ def attention_dp_what_if(c: SimpleNamespace, b, kw: dict) -> None:
     st.caption(
         f"What if attention ran data parallel over these {c.tp} GPUs (SGLang "
         f"`--enable-dp-attention --dp {c.tp}`, TensorRT-LLM `enable_attention_dp`; experts stay "
-        f"split)? {outcome}; {why}. A what-if: the search does not choose this layout; "
-        "`python -m advisor estimate ... --dp-attention` gives its latency and throughput."
+        f"split)? {outcome}; {why}. A what-if of the same GPUs: the search weighs this layout "
+        "against the one in focus; `python -m advisor estimate ... --dp-attention` gives its "
+        "latency and throughput."
     )
 
 

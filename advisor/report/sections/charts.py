@@ -13,6 +13,7 @@ from advisor.report.context import Context
 from advisor.report.document import GREY, Doc
 from advisor.report.facts import deployment
 from advisor.report.text import clean
+from advisor.search.deployment_spec import layout_text
 from advisor.search.results import decode_batch_seqs
 
 #: Chart image size in CSS pixels before the 2x scale (aspect of a page-wide figure).
@@ -29,17 +30,18 @@ def memory_figure(ctx: Context):
     gid = d.gpu if d else s.hardware.gpus[0]
     gpu = accelerators()[gid]
     tp, pp = (d.tp, d.pp) if d else (1, 1)
+    dpa = bool(d and d.attention_dp > 1)  # attention DP: whole attention weights, own sequences' KV
     wd = d.weights if d else s.options.weight_dtypes[0]
     kd = d.kv if d else s.options.kv_dtypes[0]
     context = s.workload.isl_tokens + s.workload.osl_tokens
-    b = memory_budget(
-        model, gpu, tp=tp, pp=pp, weights_dtype=wd, kv_dtype=kd, context_tokens=context
-    )
-    paged = mc.paged_kv_bytes_per_sequence_per_gpu(model, kd, context, 16, tp, pp)
+    b = memory_budget(model, gpu, tp=tp, pp=pp, weights_dtype=wd, kv_dtype=kd,
+                      context_tokens=context, attention_dp=dpa)  # fmt: skip
+    paged = mc.paged_kv_bytes_per_sequence_per_gpu(model, kd, context, 16, tp, pp, dpa)
     # the decode batch every view shows (search/results.decode_batch), as the Memory page
     n = decode_batch_seqs(d.running) if d and d.running is not None else b.max_concurrent_sequences
     stack = mc.memory_stack(gpu.name, b, paged, max(1, n))
-    return mc.memory_stack_figure([stack], mc.memory_stack_title(model.name, gpu.name, tp, pp))
+    layout = layout_text(tp, bool(d and d.ep > 1), dpa)
+    return mc.memory_stack_figure([stack], mc.memory_stack_title(model.name, gpu.name, layout, pp))
 
 
 def _figure_builders(ctx: Context) -> list[tuple[str, Callable[[], Any]]]:
