@@ -51,6 +51,11 @@ def test_the_memory_page_budgets_the_attention_dp_deployment_in_focus():
     captions = " ".join(c.value for c in at.caption)
     assert "TP=2, EP=2, attention DP=2" in captions
     assert "What if attention ran data parallel" not in captions  # it does already
+    # the paged-vs-contiguous chart counts the same layout (its 16-token bar is the metric)
+    spec = next(ch.proto.spec for ch in at.get("plotly_chart") if "Paged vs contiguous" in
+                ch.proto.spec)  # fmt: skip
+    assert f"{dep.max_concurrent_sequences} seq" in spec
+    assert f"{plain.max_concurrent_sequences} seq" not in spec
 
 
 def test_the_latency_page_names_the_layout():

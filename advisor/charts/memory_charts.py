@@ -151,8 +151,10 @@ def max_sequences_sweep(
     block_size: int = 16,
     gpu_memory_utilization: float = 0.9,
     contexts: Sequence[int] | None = None,
+    attention_dp: bool = False,
 ) -> list[dict]:
-    """Max concurrent sequences (paged) for each (TP, KV dtype, context): rows of a table."""
+    """Max concurrent sequences (paged) for each (TP, KV dtype, context): rows of a table
+    (``attention_dp``: attention data parallel over each TP group, as the deployment in focus)."""
     if contexts is None:
         contexts = context_grid(model.max_position_embeddings)
     rows = []
@@ -163,6 +165,7 @@ def max_sequences_sweep(
                     model, gpu, tp=tp, pp=pp, weights_dtype=weights_dtype, kv_dtype=kv,
                     context_tokens=ctx, block_size=block_size,
                     gpu_memory_utilization=gpu_memory_utilization, suggest=False,
+                    attention_dp=attention_dp and tp > 1,
                 )  # fmt: skip
                 rows.append(
                     {"tp": tp, "kv_dtype": kv, "context_tokens": ctx,
@@ -249,14 +252,17 @@ def allocation_comparison(
     context_tokens: int,
     max_model_len: int,
     gpu_memory_utilization: float = 0.9,
+    attention_dp: bool = False,
 ) -> list[dict]:
-    """Max sequences and utilisation: contiguous (reserves max_model_len) then paged 16/32/64."""
+    """Max sequences and utilisation: contiguous (reserves max_model_len) then paged 16/32/64,
+    of the layout given (``attention_dp``: attention data parallel over the TP GPUs)."""
     rows = []
     for bs in PAGED_BLOCK_SIZES:
         b = memory_budget(
             model, gpu, tp=tp, pp=pp, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
             context_tokens=context_tokens, block_size=bs, max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization, suggest=False,
+            attention_dp=attention_dp,
         )  # fmt: skip
         if not rows:
             rows.append(

@@ -146,7 +146,7 @@ def budget_section(c: SimpleNamespace):
     left.plotly_chart(mc.kv_demand_figure(curve, t), width="stretch")
     rows = cache.allocation_comparison(
         c.model, c.gpu.id, tp=c.tp, pp=c.pp, weights_dtype=c.wd, kv_dtype=c.kd,
-        context_tokens=c.context, max_model_len=c.max_len,
+        context_tokens=c.context, max_model_len=c.max_len, attention_dp=c.dpa,
     )  # fmt: skip
     t = f"Paged vs contiguous allocation at {c.context:,} tokens"
     right.plotly_chart(mc.allocation_figure(rows, t, c.bs), width="stretch")
@@ -184,9 +184,11 @@ def attention_dp_what_if(c: SimpleNamespace, b, kw: dict) -> None:
 def sweep_section(c: SimpleNamespace) -> None:
     rows = cache.max_sequences_sweep(
         c.model, c.gpu.id, weights_dtype=c.wd, kv_dtypes=tuple(c.scenario.options.kv_dtypes),
-        pp=c.pp, block_size=c.bs,
+        pp=c.pp, block_size=c.bs, attention_dp=c.dpa,
     )  # fmt: skip
     t = f"Max concurrent sequences vs context: {c.model.name} on {c.gpu.name}, {c.wd} weights"
+    if c.dpa:
+        t += ", attention DP over each TP group"
     st.plotly_chart(mc.max_sequences_figure(rows, t, c.context), width="stretch")
     st.caption("A gap: nothing fits at that TP (weights exceed the GPU, or no room for KV).")
 
