@@ -58,8 +58,9 @@ def test_the_memory_page_budgets_the_attention_dp_deployment_in_focus():
     assert f"{plain.max_concurrent_sequences} seq" not in spec
 
 
-def test_the_latency_page_names_the_layout():
-    at = _page("ui/pages/latency.py")
+@pytest.mark.parametrize("page", ["ui/pages/latency.py", "ui/pages/interconnect.py"])
+def test_the_latency_and_interconnect_pages_name_the_layout(page):
+    at = _page(page)
     assert any("TP=2, EP=2, attention DP=2" in c.value for c in at.caption)
 
 
