@@ -500,7 +500,7 @@ def test_runs_1_and_2_of_the_405b_sweep_are_refused_as_too_few_to_judge():
 
 def test_runs_1_3_4_and_runs_1_to_4_of_the_405b_sweep_are_accepted_held_out():
     """Runs 1, 3, 4 (1, 4, 8 req/s random): held out, run 3 (4 req/s) predicted by the profile
-    fitted to runs 1 and 4 is better than shipped (47.0% -> 14.2%), and so are runs 1 and 4:
+    fitted to runs 1 and 4 is better than shipped (47.0% -> 14.1%), and so are runs 1 and 4:
     accepted, median 10.7% against 26.3% (2026-12-07 calibration; 46.6% -> 19.6% and 13.4%
     against 25.8% with the 2026-12-06 night one, 46.9% -> 15.7% and 10.8% against 26.3% earlier
     that day).
