@@ -40,6 +40,17 @@ def add_args(p: argparse.ArgumentParser) -> None:
         help="interconnect between hosts, for nccl-tests files whose ranks span hosts "
         "(default ib-ndr, said so)",
     )  # fmt: skip
+    g.add_argument(
+        "--ep",
+        action="store_true",
+        help="the runs used expert parallelism over the TP GPUs (MoE models; EP = TP)",
+    )
+    g.add_argument(
+        "--dp-attention",
+        dest="dp_attention",
+        action="store_true",
+        help="the runs used attention data parallel over the TP GPUs (MoE models)",
+    )
     g.add_argument("--name", default=None, help="profile name (default: the --out file's stem)")
 
 
@@ -82,10 +93,11 @@ def run(args: argparse.Namespace) -> dict:
     dep = Deployment(
         model=args.model, gpu=gpu.id, tp=args.tp, pp=args.pp, weights=args.weights, kv=args.kv,
         engine=args.engine, isl=args.isl, osl=args.osl, inter_link=args.inter_link,
+        ep=bool(args.ep), dp_attention=bool(args.dp_attention),
     )  # fmt: skip
     why = deployment_problem(dep)
     if why:  # before reading the files: no fit can describe a deployment that never ran
-        raise CliInputError(f"--model --gpu --tp --pp --weights: {why}")
+        raise CliInputError(f"--model --gpu --tp --pp --weights --ep --dp-attention: {why}")
     imported = []
     for f in files:
         try:

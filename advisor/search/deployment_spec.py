@@ -26,6 +26,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from advisor.catalog import KV_DTYPES, WEIGHT_DTYPES, accelerators
+from advisor.perf.model.layout import layout_text
 from advisor.scenario import KDType, WDType
 
 #: Bounds of the integer fields (the search's: options.max_tp, max_pp; DP up to 100,000).
@@ -37,15 +38,6 @@ _KEYED = re.compile(r"^(tp|pp|dp|ptp|pdp|ep|dpa|pep|pdpa)(\d{1,7})$")
 #: Text key -> field name.
 _FIELD = {"ptp": "prefill_tp", "pdp": "prefill_dp", "pep": "prefill_ep", "pdpa": "prefill_dpa"}
 SPEC_FLAG = "spec"
-
-
-def layout_text(tp: int, ep: bool, dpa: bool) -> str:
-    """ "TP=8", "TP=8, EP=8", "TP=8, attention DP=8" or "TP=8, EP=8, attention DP=8" (DEP8).
-
-    >>> layout_text(8, True, True)
-    'TP=8, EP=8, attention DP=8'
-    """
-    return f"TP={tp}" + (f", EP={tp}" if ep else "") + (f", attention DP={tp}" if dpa else "")
 
 
 class DeploymentSpecError(ValueError):

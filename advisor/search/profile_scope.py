@@ -28,7 +28,9 @@ def recommendation_fallback(doc: ProfileDoc, sc: Scenario, best: dict | None) ->
         return None
     dom = doc.domain()
     w = sc.workload
-    why = dom.deployment_problem(sc.model, best["tp"], best["pp"], best["weights"], best["kv"])
+    why = dom.deployment_problem(sc.model, best["tp"], best["pp"], best["weights"], best["kv"],
+                                 int(best.get("ep") or 1) > 1,
+                                 int(best.get("attention_dp") or 1) > 1)  # fmt: skip
     if why:
         return why
     if w.concurrent_users is not None and w.think_time_s > 0:

@@ -128,6 +128,14 @@ def fit_section() -> None:
     osl = c[5].number_input(
         "Output tokens (if the file lacks them)", 0, 2_000_000, 0, key="calib.osl"
     )
+    c = st.columns(3)
+    ep = c[0].checkbox("Expert parallel (EP = TP)", key="calib.ep",
+                       help="the runs kept whole experts per GPU (MoE models): vLLM "
+                       "--enable-expert-parallel, SGLang --ep-size, TensorRT-LLM --ep")  # fmt: skip
+    dpa = c[1].checkbox("Attention data parallel", key="calib.dpa",
+                        help="each GPU ran the attention of its own sequences (MoE models): "
+                        "SGLang --enable-dp-attention, TensorRT-LLM enable_attention_dp, vLLM "
+                        "--data-parallel-size with EP")  # fmt: skip
     links = inter_links(gpu)
     inter = st.selectbox(
         "Link between hosts (for nccl-tests files whose ranks span several hosts)", links,
@@ -137,7 +145,7 @@ def fit_section() -> None:
         return
     dep = Deployment(model=model, gpu=gpu, tp=int(tp), pp=int(pp), weights=weights, kv=kv,
                      engine=engine, isl=float(isl) or None, osl=float(osl) or None,
-                     inter_link=inter or None)  # fmt: skip
+                     inter_link=inter or None, ep=bool(ep), dp_attention=bool(dpa))  # fmt: skip
     why = deployment_problem(dep)
     if why:
         st.error(md_escape(why))

@@ -83,6 +83,7 @@ from advisor.perf.calibration.client_holdout import (
     too_few_runs,
 )
 from advisor.perf.importers import Deployment, Imported
+from advisor.perf.model.layout import layout_text
 from advisor.perf.model.overlay import Overlay, active, set_global
 from advisor.perf.model.profile_range import Domain, modes_of
 from advisor.perf.model.profiles import (
@@ -147,6 +148,9 @@ class DeploymentDoc(BaseModel):
     weights: Annotated[str, Field(min_length=1, max_length=20)]
     kv: Annotated[str, Field(min_length=1, max_length=20)]
     engine: Annotated[str, Field(min_length=1, max_length=40)]
+    #: the runs' MoE layout (absent in profiles written before 2026-12-07: plain TP)
+    ep: bool = False
+    dp_attention: bool = False
 
     @field_validator("engine")
     @classmethod
@@ -266,7 +270,16 @@ class ProfileDoc(BaseModel):
     def domain(self) -> Domain:
         d = self.deployment
         modes = tuple((m.mode, tuple(m.isl), tuple(m.osl), tuple(m.load)) for m in self.range)
-        return Domain(d.model, d.tp, d.pp, d.weights, d.kv, modes)  # type: ignore[arg-type]
+        return Domain(
+            d.model,
+            d.tp,
+            d.pp,
+            d.weights,
+            d.kv,
+            modes,  # type: ignore[arg-type]
+            d.ep,
+            d.dp_attention,
+        )
 
     def overlay(self) -> Overlay:
         c = self.constants
@@ -377,18 +390,31 @@ def _roofline_overlay(dep: Deployment) -> Overlay:
 def deployment_problem(dep: Deployment) -> str | None:
     """Why the stated deployment cannot have run at all (its weights and activation reserve do
     not fit the GPUs: ``physics.memory.memory_budget`` at the files' sequence length, else one
-    token), or None. Files said to come from it are mislabelled: nothing is fitted to them."""
-    from advisor.physics.memory import memory_budget
+    token; or a MoE layout the model cannot take), or None. Files said to come from it are
+    mislabelled: nothing is fitted to them."""
+    from advisor.physics.memory import (
+        expert_parallel_blocker,
+        memory_budget,
+        moe_spread_blocker,
+    )
 
     model = get_model(dep.model)
+    if dep.ep or dep.dp_attention:
+        spread = moe_spread_blocker(model, dep.tp)
+        blocker = spread or (expert_parallel_blocker(model, dep.tp) if dep.ep else None)
+        if blocker:
+            what = "expert parallel" if dep.ep else "attention data parallel"
+            return f"{what} over TP={dep.tp} cannot apply to {dep.model}: {blocker}"
     tokens = max(1, int((dep.isl or 0) + (dep.osl or 0)))
     b = memory_budget(
         model, get_accelerator(dep.gpu), tp=dep.tp, pp=min(dep.pp, model.num_hidden_layers),
         weights_dtype=dep.weights, kv_dtype=dep.kv, context_tokens=tokens, suggest=False,
+        attention_dp=dep.dp_attention,
     )  # fmt: skip
     if b.fits:
         return None
-    return (f"{dep.model} on {dep.tp * dep.pp} x {dep.gpu} (TP={dep.tp}, PP={dep.pp}, "
+    layout = layout_text(dep.tp, dep.ep, dep.dp_attention)
+    return (f"{dep.model} on {dep.tp * dep.pp} x {dep.gpu} ({layout}, PP={dep.pp}, "
             f"{dep.weights} weights) cannot run: {'; '.join(b.reasons)}")  # fmt: skip
 
 
@@ -682,7 +708,8 @@ def fit_profile(
         "name": name,
         "created": created or _dt.date.today().isoformat(),
         "deployment": dict(model=dep.model, gpu=dep.gpu, gpu_family=g.family, tp=dep.tp, pp=dep.pp,
-                           weights=dep.weights, kv=dep.kv, engine=dep.engine),
+                           weights=dep.weights, kv=dep.kv, engine=dep.engine, ep=dep.ep,
+                           dp_attention=dep.dp_attention),
         "files": [dict(name=im.name, format=im.format, sha256=im.sha256,
                        points=len(im.cases) + len(im.collectives)) for im in imported],
         "constants": dict(
@@ -727,7 +754,7 @@ def predict_within(items: Sequence[Case], doc: ProfileDoc) -> tuple[np.ndarray, 
     dom, d = doc.domain(), doc.deployment
     why = [
         dom.deployment_problem(c.config.model.id, c.config.tp, c.config.pp, c.config.weights,
-                               c.config.kv)
+                               c.config.kv, c.config.ep, c.config.dp_attention)
         or dom.workload_problem(c.isl, c.osl, MODE_OF_KIND.get(c.kind, c.kind), _load(c))
         for c in items
     ]  # fmt: skip

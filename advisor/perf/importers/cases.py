@@ -13,7 +13,8 @@ def replica_config(dep: Deployment) -> ReplicaConfig:
     (TensorRT-LLM benchmarks give the KV cache 95% of free memory, the others 90%)."""
     return ReplicaConfig(
         model=get_model(dep.model), gpu=get_accelerator(dep.gpu), tp=dep.tp, pp=dep.pp,
-        weights=dep.weights, kv=dep.kv, engine=dep.engine,
+        weights=dep.weights, kv=dep.kv, engine=dep.engine, ep=dep.ep,
+        dp_attention=dep.dp_attention,
         gpu_memory_utilization=0.95 if dep.engine == "trtllm" else 0.90,
     )  # fmt: skip
 

@@ -46,6 +46,10 @@ class Deployment:
     weights: str = "bf16"
     kv: str = "bf16"
     engine: str = "vllm"
+    #: the MoE layout the runs used over the TP GPUs: whole experts per GPU (EP = TP), attention
+    #: data parallel (each GPU the attention of its own sequences)
+    ep: bool = False
+    dp_attention: bool = False
     isl: float | None = None  # input tokens per request, when the file does not say
     osl: float | None = None  # output tokens per request, when the file does not say
     inter_link: str | None = None  # interconnect between hosts, for multi-host nccl-tests files

@@ -255,9 +255,9 @@ def profile_fallback(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> 
     if ov is None or ov.domain is None:
         return None
     mode, load = load_of(inp.qps, inp.concurrency, inp.batching, inp.dp)
-    return ov.domain.deployment_problem(model.id, inp.tp, inp.pp, inp.weights, inp.kv) or (
-        ov.domain.workload_problem(inp.isl, inp.osl, mode, load)
-    )
+    return ov.domain.deployment_problem(
+        model.id, inp.tp, inp.pp, inp.weights, inp.kv, inp.ep, inp.dp_attention
+    ) or (ov.domain.workload_problem(inp.isl, inp.osl, mode, load))
 
 
 def _estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:

@@ -44,12 +44,14 @@ def overlay_for(gpu_id: str, engine: str) -> Overlay | None:
 
 
 def overlay_within(gpu_id: str, engine: str, model: str, tp: int, pp: int, weights: str,
-                   kv: str) -> Overlay | None:  # fmt: skip
-    """The active overlay for this replica when its deployment is inside the overlay's domain."""
+                   kv: str, ep: bool = False, dp_attention: bool = False) -> Overlay | None:  # fmt: skip
+    """The active overlay for this replica when its deployment (MoE layout included) is inside
+    the overlay's domain."""
     ov = overlay_for(gpu_id, engine)
     if ov is None or ov.domain is None:
         return ov
-    return None if ov.domain.deployment_problem(model, tp, pp, weights, kv) else ov
+    why = ov.domain.deployment_problem(model, tp, pp, weights, kv, ep, dp_attention)
+    return None if why else ov
 
 
 @contextlib.contextmanager

@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from advisor.perf.model.layout import layout_text
+
 SLACK = 0.10
 #: Load mode of each case kind (advisor/perf/validation/measurements.Case.kind); batch-1 rows are a
 #: concurrency of one.
@@ -48,21 +50,32 @@ class Domain:
     kv: str
     #: load mode -> (isl span, osl span, load span per replica; (0, 0) for offline)
     modes: tuple[tuple[str, Span, Span, Span], ...]
+    #: the MoE layout of the runs: experts whole per GPU (EP = TP), attention data parallel
+    ep: bool = False
+    dp_attention: bool = False
 
-    def deployment_problem(self, model: str, tp: int, pp: int, weights: str, kv: str) -> str | None:
-        """Why a deployment is outside the profile's, or None.
+    def deployment_problem(self, model: str, tp: int, pp: int, weights: str, kv: str,
+                           ep: bool = False, dp_attention: bool = False) -> str | None:  # fmt: skip
+        """Why a deployment is outside the profile's, or None. The MoE layout counts: a profile
+        fitted on runs with plain TP never saw expert parallelism's gathers or attention DP's
+        replicated attention (and the other way round), so its constants are not checked there.
 
         >>> d = Domain("m", 8, 1, "bf16", "bf16", ())
         >>> d.deployment_problem("m", 4, 1, "bf16", "bf16")
         'TP=4 (the profile was fitted on m TP=8 PP=1 bf16/bf16)'
+        >>> d.deployment_problem("m", 8, 1, "bf16", "bf16", ep=True, dp_attention=True)
+        'layout TP=8, EP=8, attention DP=8 (the profile was fitted on m TP=8 PP=1 bf16/bf16)'
         """
         got = dict(model=model, TP=tp, PP=pp, weights=weights, KV=kv)
         want = dict(model=self.model, TP=self.tp, PP=self.pp, weights=self.weights, KV=self.kv)
         diff = [f"{k}={v}" if k in ("TP", "PP") else f"{k} {v}" for k, v in got.items()
                 if v != want[k]]  # fmt: skip
+        if (bool(ep), bool(dp_attention)) != (self.ep, self.dp_attention):
+            diff.append(f"layout {layout_text(tp, ep, dp_attention)}")
         if not diff:
             return None
-        return (f"{', '.join(diff)} (the profile was fitted on {self.model} TP={self.tp} "
+        fitted = layout_text(self.tp, self.ep, self.dp_attention).replace(",", "")
+        return (f"{', '.join(diff)} (the profile was fitted on {self.model} {fitted} "
                 f"PP={self.pp} {self.weights}/{self.kv})")  # fmt: skip
 
     def workload_problem(self, isl: float, osl: float, mode: str, load: float) -> str | None:

@@ -443,7 +443,12 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
             engines[ek] = (engine_profile(cfg.engine), family_efficiency(g.family))
         eng, eff = engines[ek]
         # A client profile fitted on this deployment with this engine (advisor/perf/model/overlay.py).
-        ov = overlay_within(g.id, cfg.engine, m.id, tp, pp, cfg.weights, cfg.kv) or _NO_OVERLAY
+        ov = (
+            overlay_within(
+                g.id, cfg.engine, m.id, tp, pp, cfg.weights, cfg.kv, cfg.ep, cfg.dp_attention
+            )
+            or _NO_OVERLAY
+        )
         h = hw.add((id(g), cfg.engine, id(m), cfg.weights, cfg.kv, id(ov), mp["dtypes"]),
                    lambda cfg=cfg, eng=eng, eff=eff, ov=ov, d=mp["dtypes"]: dict(
                        _hw_part(cfg, eng, eff, ov, d), _ov=ov))  # fmt: skip
