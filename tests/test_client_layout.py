@@ -38,6 +38,7 @@ def test_a_profile_applies_only_to_the_layout_it_was_fitted_on():
         assert float(_replica(True, True).step_overhead_s[0]) == pytest.approx(0.05)
         assert float(_replica(False, False).step_overhead_s[0]) == pytest.approx(shipped)
         assert float(_replica(True, False).step_overhead_s[0]) == pytest.approx(shipped)
+    assert dom.text().startswith("qwen3-235b-a22b TP=2 EP=2 attention DP=2 PP=1 fp8/fp8")
     assert dom.deployment_problem(QWEN, 2, 1, "fp8", "fp8") == (
         "layout TP=2 (the profile was fitted on qwen3-235b-a22b TP=2 EP=2 attention DP=2 PP=1 "
         "fp8/fp8)"

@@ -115,7 +115,8 @@ class Domain:
         for mode, si, so, sl in self.modes:
             load = "offline" if mode == "offline" else f"{mode} {_span(sl)}{UNIT.get(mode, '')}"
             parts.append(f"{load}, input {_span(si)}, output {_span(so)} tokens")
-        return (f"{self.model} TP={self.tp} PP={self.pp} {self.weights}/{self.kv}; "
+        layout = layout_text(self.tp, self.ep, self.dp_attention).replace(",", "")
+        return (f"{self.model} {layout} PP={self.pp} {self.weights}/{self.kv}; "
                 + "; ".join(parts))  # fmt: skip
 
 
