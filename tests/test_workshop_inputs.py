@@ -193,9 +193,6 @@ def test_speculative_page_tells_one_story_at_the_scenarios_load():
     without = float(m["TPOT, no speculation (ms)"])
     pays = next(x.value for x in at.markdown if x.value.startswith("**Pays (speedup ≥ 1×) at:**"))
     pays = pays.split(":** ", 1)[1]
-    # TPOT = time per step / tokens per step, the same interleaved prefills in both: the
-    # faster one is the one the speedup says (Leviathan et al. 2023)
-    assert (with_ < without) == (speedup > 1)
     assert "Stops paying" not in str(m)
     # the two ratios are said side by side where they are seen (the replay: 1.40x beside
     # 30.1 / 24.3 = 1.24x, explained only in a tooltip)
@@ -205,7 +202,17 @@ def test_speculative_page_tells_one_story_at_the_scenarios_load():
         "faster; TPOT "
     )
     said = float(line.split("TPOT ", 1)[1].split("×", 1)[0])
-    assert said == pytest.approx(without / with_, abs=0.02)  # the metrics' 3 significant figures
+    if with_ <= without:
+        # TPOT = time per step / tokens per step, the same interleaved prefills in both: the
+        # faster one is the one the speedup says (Leviathan et al. 2023)
+        assert speedup > 1
+        assert said == pytest.approx(without / with_, abs=0.02)  # 3 significant figures
+    else:
+        # the draft's own prefill of each new prompt stalls decoding (in a disaggregated decode
+        # pool the target's do not: the winner of this scenario since 2026-12-07): said so,
+        # as "higher", not as a ratio "lower" below 1
+        assert said == pytest.approx(with_ / without, abs=0.02)
+        assert "× higher" in line and "the draft prefills every new prompt" in line
     if speedup > 1:
         assert not pays.startswith("none")
 

@@ -179,12 +179,19 @@ def summary_section(c: SimpleNamespace) -> None:
                 f"{sig3(s['verify_step_ms'])} / {sig3(s['plain_step_ms'])}")  # fmt: skip
     if plain.get("fits") and est["tpot_ms"] > 0:
         # said where it is seen, not in a tooltip: the two ratios differ by the prefills
+        ratio = plain["tpot_ms"] / est["tpot_ms"]
+        change = f"{ratio:.2f}× lower" if ratio >= 1 else f"{1 / ratio:.2f}× higher"
+        why = ("every TPOT also carries the prefills interleaved with decoding, which "
+               "speculation does not speed up")  # fmt: skip
+        if ratio < 1:  # the draft's own passes over new prompts stall decoding
+            why = ("the draft prefills every new prompt on these GPUs to build its KV"
+                   + (" (the target's prompts are prefilled on the other pool, the draft's are "
+                      "not)" if c.inp.prefill_elsewhere else "")
+                   + ", and those passes stall decoding more than speculation saves")  # fmt: skip
         st.caption(
             f"With {n} sequences kept running on each replica: decode steps "
-            f"{s['speedup']:.2f}× faster; TPOT "
-            f"{plain['tpot_ms'] / est['tpot_ms']:.2f}× lower ({sig3(plain['tpot_ms'])} → "
-            f"{sig3(est['tpot_ms'])} ms), because every TPOT also carries the prefills "
-            "interleaved with decoding, which speculation does not speed up."
+            f"{s['speedup']:.2f}× faster; TPOT {change} ({sig3(plain['tpot_ms'])} → "
+            f"{sig3(est['tpot_ms'])} ms), because {why}."
         )
     _latency_caption(c, plain if not c.spec.speculative else est, n)
     # a sentence, not a metric: "batch 4 to 16 (the largest tried)" does not fit a metric box
