@@ -22,6 +22,7 @@ pytestmark = pytest.mark.app
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 DEP = "b200.tp2.pp1.dp3.ep2.dpa2.fp8.fp8"
+QWEN = "qwen3-235b-a22b"
 PARAMS = {"m": "qwen3-235b-a22b", "g": "b200", "in": "1500", "out": "400", "dep": DEP}
 
 
@@ -70,3 +71,14 @@ def test_the_pdf_sentence_and_memory_chart_name_the_layout():
     assert "3 replicas (DP=3) of (TP=2, EP=2, attention DP=2) × PP=1" in d.sentence()
     plain = Deployment(description="x", gpu="b200", tp=2, pp=1, dp=3)
     assert "3 replicas (DP=3) of TP=2 × PP=1" in plain.sentence()
+
+
+def test_the_calibrate_form_starts_at_the_deployment_in_focus():
+    """A client checking the recommendation measures the deployment in focus: the form starts
+    at its accelerator, TP, dtypes and MoE layout (it started at TP=1, bf16, plain TP)."""
+    at = _page("ui/pages/calibrate.py")
+    values = {w.key: w.value for kind in ("selectbox", "number_input", "checkbox")
+              for w in getattr(at, kind) if w.key and w.key.startswith("calib.")}  # fmt: skip
+    assert (values["calib.model"], values["calib.gpu"], values["calib.tp"]) == (QWEN, "b200", 2)
+    assert (values["calib.weights"], values["calib.kv"]) == ("fp8", "fp8")
+    assert values["calib.ep"] is True and values["calib.dpa"] is True

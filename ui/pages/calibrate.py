@@ -26,6 +26,7 @@ from advisor.perf.importers import BenchmarkFileError, Deployment, load_bytes
 from advisor.perf.model.profiles import ENGINES
 from advisor.store import DEFAULT_ENGAGEMENT, StoreError
 from ui.client_profile import KEY, NAME, SS, active_text, session_profile
+from ui.focus import in_focus
 from ui.format import md_escape
 from ui.scenarios import ENGAGEMENT_KEY, open_store
 from ui.state import current, guarded
@@ -97,8 +98,10 @@ def fit_section() -> None:
         "all_reduce_perf output)",
         accept_multiple_files=True, key="calib.files",
     )  # fmt: skip
-    st.caption("The deployment the files measured (first shown: the sidebar's scenario):")
+    st.caption("The deployment the files measured (first shown: the deployment in focus, the "
+               "one a client would measure to check the recommendation):")  # fmt: skip
     sc, _ = current()
+    spec = in_focus(sc).spec  # a disaggregated one: its decode pool's replica
     model_ids, gpu_ids = sorted(models()), sorted(accelerators())
 
     def first(options: list[str], want: str) -> int:
@@ -106,22 +109,18 @@ def fit_section() -> None:
 
     c = st.columns(4)
     model = c[0].selectbox("Model", model_ids, index=first(model_ids, sc.model), key="calib.model")
-    gpu = c[1].selectbox(
-        "Accelerator", gpu_ids, index=first(gpu_ids, sc.hardware.gpus[0]), key="calib.gpu"
-    )
+    gpu = c[1].selectbox("Accelerator", gpu_ids, index=first(gpu_ids, spec.gpu), key="calib.gpu")
     engine = c[2].selectbox(
         "Engine", list(ENGINES), index=first(list(ENGINES), sc.options.engine), key="calib.engine"
     )
     name = c[3].text_input("Profile name", value="client-profile", max_chars=120, key="calib.name")
     c = st.columns(6)
-    tp = c[0].number_input("TP", 1, 1024, 1, key="calib.tp")
-    pp = c[1].number_input("PP", 1, 1024, 1, key="calib.pp")
-    weights = c[2].selectbox(
-        "Weights", list(WEIGHT_DTYPES), index=list(WEIGHT_DTYPES).index("bf16"), key="calib.weights"
-    )
-    kv = c[3].selectbox(
-        "KV cache", list(KV_DTYPES), index=list(KV_DTYPES).index("bf16"), key="calib.kv"
-    )
+    tp = c[0].number_input("TP", 1, 1024, min(spec.tp, 1024), key="calib.tp")
+    pp = c[1].number_input("PP", 1, 1024, min(spec.pp, 1024), key="calib.pp")
+    weights = c[2].selectbox("Weights", list(WEIGHT_DTYPES),
+                             index=first(list(WEIGHT_DTYPES), spec.weights), key="calib.weights")  # fmt: skip
+    kv = c[3].selectbox("KV cache", list(KV_DTYPES), index=first(list(KV_DTYPES), spec.kv),
+                        key="calib.kv")  # fmt: skip
     isl = c[4].number_input(
         "Input tokens (if the file lacks them)", 0, 2_000_000, 0, key="calib.isl"
     )
@@ -129,10 +128,10 @@ def fit_section() -> None:
         "Output tokens (if the file lacks them)", 0, 2_000_000, 0, key="calib.osl"
     )
     c = st.columns(3)
-    ep = c[0].checkbox("Expert parallel (EP = TP)", key="calib.ep",
+    ep = c[0].checkbox("Expert parallel (EP = TP)", value=spec.ep > 1, key="calib.ep",
                        help="the runs kept whole experts per GPU (MoE models): vLLM "
                        "--enable-expert-parallel, SGLang --ep-size, TensorRT-LLM --ep")  # fmt: skip
-    dpa = c[1].checkbox("Attention data parallel", key="calib.dpa",
+    dpa = c[1].checkbox("Attention data parallel", value=spec.dpa > 1, key="calib.dpa",
                         help="each GPU ran the attention of its own sequences (MoE models): "
                         "SGLang --enable-dp-attention, TensorRT-LLM enable_attention_dp, vLLM "
                         "--data-parallel-size with EP")  # fmt: skip

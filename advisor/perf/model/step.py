@@ -492,16 +492,10 @@ def chunk_offset_attention_s(r: ReplicaArrays) -> np.ndarray:
     >>> round(float(chunk_offset_attention_s(r)[0]) * 5424 * 24576, 2)
     0.7
     """
-    pairs = attention_flops(_full_attention(r), 1.0, 1.0, r.prefill_attn_width)
+    # one pair on every layer, then only the full-attention layers' share of it
+    full = 1.0 - np.asarray(getattr(r, "window_layer_frac", 0.0), dtype=float)
+    pairs = attention_flops(r, 1.0, 1.0, r.prefill_attn_width) * full
     return r.pp * pairs / (r.attn_peak_flops * r.attn_eff)
-
-
-def _full_attention(r: ReplicaArrays):
-    """``r`` with its sliding-window layers left out of the layer count (their keys are bounded)."""
-    from types import SimpleNamespace
-
-    frac = getattr(r, "window_layer_frac", 0.0)
-    return SimpleNamespace(layers_stage=r.layers_stage * (1.0 - np.asarray(frac, dtype=float)))
 
 
 def prefill_busy_and_delay_s(
