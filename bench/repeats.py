@@ -30,16 +30,16 @@ from advisor.perf.validation.repeats import (  # noqa: E402
 )
 
 
-def held_out() -> dict[tuple[str, str], float]:
-    """(row id, "mean" or the quantile) -> the held-out prediction, from the shipped files."""
-    out: dict[tuple[str, str], float] = {}
+def held_out() -> dict[str, float]:
+    """Row id -> its held-out prediction, from the shipped files (a row's own id in each)."""
+    out: dict[str, float] = {}
     cv = yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8"))
     for r in cv.get("loso_rows", []):
-        out[(r["id"], "row")] = float(r["predicted"])
+        out[r["id"]] = float(r["predicted"])
     path = DATA_DIR / "crossval_percentiles.yaml"
     if path.exists():
         for r in yaml.safe_load(path.read_text(encoding="utf-8"))["rows"]:
-            out.setdefault((r["id"], "row"), float(r["predicted"]))
+            out.setdefault(r["id"], float(r["predicted"]))
     return out
 
 
@@ -63,7 +63,7 @@ def main() -> None:
     for g in groups:
         print(f"{g.statistic}  floor {100 * g.floor:.1f}%  {g.setting}")
         for i, v, src in zip(g.ids, g.values, g.sources, strict=True):
-            p = pred.get((i, "row"))
+            p = pred.get(i)
             held = f"held out {p:.4g} ({100 * (p / v - 1):+.0f}%)" if p else "not held out"
             print(f"    {i}  measured {v:.4g}  {held}  {src[:70]}")
 

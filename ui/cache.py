@@ -148,14 +148,6 @@ def percentile_check() -> dict:
     return percentile_report()
 
 
-@st.cache_data(max_entries=1, show_spinner=False)
-def repeat_summary_cached() -> list[dict]:
-    """``advisor.perf.validation.repeats.repeat_summary`` (the data files are fixed)."""
-    from advisor.perf.validation.repeats import repeat_summary
-
-    return repeat_summary()
-
-
 def crossval_mtime_ns() -> int:
     from advisor.catalog.loader import DATA_DIR
 

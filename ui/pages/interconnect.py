@@ -9,7 +9,6 @@ import streamlit as st
 from advisor.catalog import accelerators, interconnects
 from advisor.charts import interconnect_charts as ic
 from advisor.physics.collectives import article_message_bytes_for
-from advisor.search.deployment_spec import layout_text
 from advisor.search.results import priced_step_ms
 from ui.focus import sequences_in_flight, show_focus
 from ui.format import md_escape, ms, small_bytes
@@ -38,7 +37,7 @@ def setup() -> SimpleNamespace:
     )  # fmt: skip
     st.caption(
         f"**{md_escape(model.name)}** (hidden {model.hidden_size:,}, {model.num_hidden_layers} layers) on "
-        f"**{gpu.name}**, {layout_text(spec.tp, spec.ep > 1, spec.dpa > 1)}, PP={spec.pp}, decode batch of **{n_seq:,} tokens** "
+        f"**{gpu.name}**, {spec.layout}, PP={spec.pp}, decode batch of **{n_seq:,} tokens** "
         f"per replica ({how}), weights {c.wd}, KV {c.kv}, engine {c.engine} "
         + ("(NCCL ring/tree/NVLS only)" if c.engine == "generic" else
            "(NCCL plus one-shot/two-shot custom all-reduce)")

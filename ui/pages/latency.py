@@ -20,7 +20,6 @@ from advisor.perf.model.sweeps import (
     roofline_points,
 )
 from advisor.report.figures import latency_rows
-from advisor.search.deployment_spec import layout_text
 from advisor.search.results import decode_batch_seqs, priced_step_ms
 from ui.focus import focus_estimate, show_focus
 from ui.format import (
@@ -60,7 +59,7 @@ def setup() -> SimpleNamespace:
         "prefilled on the other pool)" if spec.disaggregated else ""
     )  # fmt: skip
     st.caption(
-        f"**{md_escape(model.name)}** on **{gpu.name}**, {layout_text(inp.tp, inp.ep, inp.dp_attention)}, "
+        f"**{md_escape(model.name)}** on **{gpu.name}**, {spec.layout}, "
         f"PP={inp.pp}, weights {inp.weights}, "
         f"KV {inp.kv}{', speculative decoding' if spec.speculative else ''}{pools}; "
         f"{inp.isl:,} input + {inp.osl:,} output tokens; load: {load}."
@@ -225,8 +224,7 @@ def breakdown_section(c: SimpleNamespace) -> None:
         rows = latency_rows(d, c.scenario)
     else:
         rows = lc.breakdown_rows(c.est)
-    layout = layout_text(c.inp.tp, c.inp.ep, c.inp.dp_attention)
-    title = f"Where the time goes: {c.model.name}, {layout}, PP={c.inp.pp}"
+    title = f"Where the time goes: {c.model.name}, {c.focus.spec.layout}, PP={c.inp.pp}"
     st.plotly_chart(lc.breakdown_figure(rows, title), width="stretch")
     if "TTFT" not in rows:
         st.caption(

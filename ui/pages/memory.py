@@ -14,7 +14,6 @@ from advisor.physics.memory import (
     article_kv_bytes_per_sequence,
     moe_spread_blocker,
 )
-from advisor.search.deployment_spec import layout_text
 from ui import cache
 from ui.focus import sequences_in_flight, show_focus
 from ui.format import gb, gb_gib, md_escape, small_bytes
@@ -56,7 +55,7 @@ def setup() -> SimpleNamespace | None:
     ctx = SimpleNamespace(
         scenario=scenario, model=model, gpu=gpu, view=view, tp=spec.tp, pp=spec.pp,
         bs=view.block_size, wd=spec.weights, kd=spec.kv, focus=f, dpa=spec.dpa > 1,
-        layout=layout_text(spec.tp, spec.ep > 1, spec.dpa > 1),
+        layout=spec.layout,
         context=scenario.workload.isl_tokens + scenario.workload.osl_tokens,
         max_len=view.max_model_len or model.max_position_embeddings,
     )  # fmt: skip

@@ -11,7 +11,6 @@ from advisor.catalog import accelerators
 from advisor.catalog.drafts import draft_name, draft_spec
 from advisor.catalog.spec_acceptance import default_acceptance
 from advisor.charts import latency_charts as lc
-from advisor.perf.model.layout import layout_text
 from advisor.perf.model.replica import build_replicas
 from advisor.perf.model.speculative_sweep import (
     compatible_drafts,
@@ -85,7 +84,7 @@ def setup() -> SimpleNamespace | None:
     )
     st.caption(
         f"Speculative decoding is {on}. "
-        f"Target **{md_escape(model.name)}** on **{gpu.name}** ({layout_text(inp.tp, inp.ep, inp.dp_attention)}, "
+        f"Target **{md_escape(model.name)}** on **{gpu.name}** ({spec.layout}, "
         f"PP={inp.pp}, {inp.weights} "
         f"weights, KV {inp.kv}), draft **{md_escape(draft_name(model, draft_id))}** on the same GPUs. Batch "
         f"**{batch:,.0f} sequences** per replica ({how}"

@@ -11,7 +11,6 @@ from ui.cache import (
     interval_coverage,
     out_of_sample_cached,
     percentile_check,
-    repeat_summary_cached,
     trust_figure,
     trust_report,
 )
@@ -151,7 +150,9 @@ def percentiles_section() -> None:
 
 def repeats_section() -> None:
     """How far two runs of one published benchmark differ: no prediction is nearer to both."""
-    rows = repeat_summary_cached()
+    from advisor.perf.validation.repeats import shipped_summary
+
+    rows = shipped_summary()  # data/repeats.json, the measurement files' summary (tested)
     if not rows:
         return
     st.subheader("How repeatable are the measurements?")

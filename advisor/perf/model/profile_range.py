@@ -54,6 +54,11 @@ class Domain:
     ep: bool = False
     dp_attention: bool = False
 
+    @property
+    def _layout(self) -> str:
+        """The runs' layout in the range's words: "TP=8 EP=8 attention DP=8"."""
+        return layout_text(self.tp, self.ep, self.dp_attention).replace(",", "")
+
     def deployment_problem(self, model: str, tp: int, pp: int, weights: str, kv: str,
                            ep: bool = False, dp_attention: bool = False) -> str | None:  # fmt: skip
         """Why a deployment is outside the profile's, or None. The MoE layout counts: a profile
@@ -74,8 +79,7 @@ class Domain:
             diff.append(f"layout {layout_text(tp, ep, dp_attention)}")
         if not diff:
             return None
-        fitted = layout_text(self.tp, self.ep, self.dp_attention).replace(",", "")
-        return (f"{', '.join(diff)} (the profile was fitted on {self.model} {fitted} "
+        return (f"{', '.join(diff)} (the profile was fitted on {self.model} {self._layout} "
                 f"PP={self.pp} {self.weights}/{self.kv})")  # fmt: skip
 
     def workload_problem(self, isl: float, osl: float, mode: str, load: float) -> str | None:
@@ -115,8 +119,7 @@ class Domain:
         for mode, si, so, sl in self.modes:
             load = "offline" if mode == "offline" else f"{mode} {_span(sl)}{UNIT.get(mode, '')}"
             parts.append(f"{load}, input {_span(si)}, output {_span(so)} tokens")
-        layout = layout_text(self.tp, self.ep, self.dp_attention).replace(",", "")
-        return (f"{self.model} {layout} PP={self.pp} {self.weights}/{self.kv}; "
+        return (f"{self.model} {self._layout} PP={self.pp} {self.weights}/{self.kv}; "
                 + "; ".join(parts))  # fmt: skip
 
 

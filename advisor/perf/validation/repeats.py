@@ -80,12 +80,11 @@ def _benchmark(c: Case) -> tuple:
     are one benchmark. The qualifier (the published precision's words in parentheses) tells
     torchao's float8 weight-only run from its dynamic per-tensor and per-row ones, which the model
     reads as one fp8 deployment."""
-    g = c.config
+    from advisor.perf.validation.percentiles import _deployment
+
     qualifiers = tuple(_qualifier(c.row.get(k, "")) for k in ("precision_weights", "precision_kv"))
-    return (c.kind, g.model.id, g.gpu.id, g.tp, g.pp, g.ep, g.dp_attention, g.weights, g.kv,
-            g.engine, g.gpu_memory_utilization, c.row.get("engine", ""), round(c.isl, 3),
-            round(c.osl, 3), c.batch, c.qps, c.requests, c.replicas, c.prefill_budget_tokens,
-            qualifiers)  # fmt: skip
+    return (c.kind, *_deployment(c), c.row.get("engine", ""), round(c.isl, 3), round(c.osl, 3),
+            c.batch, c.qps, c.requests, c.prefill_budget_tokens, qualifiers)  # fmt: skip
 
 
 def _qualifier(precision: str) -> str:
