@@ -295,7 +295,8 @@ def moe_efficiency(low_precision: bool = False, family: str | None = None) -> fl
 #: balls-into-bins count. With g = 1 the fit left every MoE decode row at 9-24 sequences 15%
 #: slower than measured (median of 27 rows) between batch 1 at 0.93 and 25-70 at 1.02, while
 #: dense rows stayed within 0-3% at every batch: the batch touched fewer distinct experts than
-#: independent draws would. Fitted where MoE rows exist (data/calibration.yaml, ``global``).
+#: independent draws would. Fitted where MoE rows exist (data/calibration.yaml, ``global``),
+#: with a narrow prior at 0.85 (``calibrate.ROUTING_PRIOR_CENTRE``: the rows alone barely pin it).
 DEFAULT_ROUTING_DRAW_EXPONENT = 1.0
 
 
