@@ -6,6 +6,7 @@ Expected numbers come from advisor.physics.memory.memory_budget called with the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,19 @@ def test_memory_page_shows_the_attention_dp_what_if_for_moe_models_only():
     at = _app({"dep": "h100-sxm.tp4.pp1.dp1.fp8.fp8"})  # Llama 3.1 70B: dense, no what-if
     at.switch_page("ui/pages/memory.py").run()
     assert not any("What if attention ran" in c.value for c in at.caption)
+
+
+def test_the_article_shape_comparison_is_plain_text_with_both_costs():
+    """Qwen3-235B for 400 users on B200 (the link's m, g, users, in, out): the decision-matrix
+    bullet quotes two prices ("$24.09/h ... its $1.015/M tokens"), which st.markdown would read
+    as a LaTeX formula between the dollar signs. Shown escaped, with the shape's own cost per
+    token, the figure the caption under it gives (rounded to the cent: $1.02)."""
+    at = _app({"m": "qwen3-235b-a22b", "g": "b200", "users": "400", "in": "1500", "out": "400"})
+    assert not at.exception and not at.error
+    bullet = next(m.value for m in at.markdown if "the article's shape \\(" in m.value)
+    caption = next(c.value for c in at.caption if "shape as evaluated" in c.value)
+    for text in (bullet, caption):
+        assert "$" in text and not re.search(r"(?<!\\)\$", text), text
+    plain = bullet.replace("\\", "")
+    assert "same price per hour ($24.09/h" in plain and "its $1.015/M tokens" in plain
+    assert "$1.02 per million tokens" in caption.replace("\\", "")

@@ -99,3 +99,30 @@ def test_recommend_cli_words_the_article_verdict(args, verdict):
     line = next(x for x in out.stdout.splitlines() if x.startswith("article ("))
     assert line.endswith(verdict), line
     assert "None" not in line and "True" not in line and "False" not in line
+
+
+def test_the_article_shape_is_quoted_at_its_own_cost_per_token(capsys):
+    """Qwen3-235B for 400 users (1,500 / 400 tokens) on B200: the search picks 6 GPUs, the
+    article's 8-GPU shape meets the SLA on the same server at the same price per hour. Under the
+    closed loop its users wait less and send more, so its cost per token is lower ($1.015/M
+    against $1.195). The comparison said "at the same cost ($1.195/M tokens)", the pick's figure,
+    while the Recommendation page's caption gave the shape's own $1.02: one deployment, two
+    costs. Each cost is now its own deployment's, and the equal price per hour is what is said
+    to be the same (search.ranking: the search ranks by price per hour)."""
+    from advisor.cli import main
+
+    argv = ["recommend", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--users", "400",
+            "--isl", "1500", "--osl", "400", "--json"]  # fmt: skip
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    best, dm = doc["best"], doc["decision_matrix"]
+    shaped = dm["article_shaped"]
+    assert shaped["gpus"] == 8 and best["gpus"] == 6
+    assert shaped["usd_per_hour"] == pytest.approx(best["usd_per_hour"], abs=1e-6)
+    text = next(d for d in dm["differences"] if d.startswith("the article's shape"))
+    assert "same cost" not in text
+    assert f"same price per hour (${best['usd_per_hour']:,.2f}/h" in text
+    assert (
+        f"its ${shaped['usd_per_million_tokens']:.3f}/M tokens against the pick's "
+        f"${best['usd_per_million_tokens']:.3f}"
+    ) in text

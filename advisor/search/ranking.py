@@ -54,6 +54,16 @@ def _rank_keys(rank_by: str, usd_per_hour, gpus, headroom, latency) -> tuple:
     return (lat, room, n, price)
 
 
+def same_price(usd_per_hour_a: float, usd_per_hour_b: float) -> bool:
+    """Whether the ranking counts two per-hour prices as one (``_rank_keys``' rounding).
+
+    >>> same_price(16.86, 16.86 + 1e-9), same_price(16.86, 17.0)
+    (True, False)
+    """
+    a, b = (round(x / SAME_PRICE_USD) for x in (usd_per_hour_a, usd_per_hour_b))
+    return a == b
+
+
 def lexsort_first(keys) -> int:
     """``int(np.lexsort(keys)[0])`` in one pass per key instead of a sort of every row: the
     rows at the primary key's least value, among them those at the next key's least, ..., the

@@ -144,10 +144,11 @@ def matrix_section(rec) -> None:
         st.success("Agreement: the search agrees with the article.")
     else:
         st.warning(f"Agreement: the search disagrees with {ARTICLE_NAME}.")
+    # plain text: two prices in one line ("$24.09/h ... its $1.015/M") read as LaTeX math
     for d in dm.differences:
-        st.markdown(f"- {d}")
+        st.markdown(f"- {md_escape(d)}")
     if dm.note:
-        st.caption(dm.note)
+        st.caption(md_escape(dm.note))
     if dm.article_shaped is not None:
         a = dm.article_shaped
         verdict = (
@@ -157,8 +158,10 @@ def matrix_section(rec) -> None:
             else f"misses the SLA: {unstable_text(a.unstable_reason)}"
         )
         st.caption(
-            f"The article's shape as evaluated: {a.description}: {plural(a.gpus, 'GPU')}, "
-            f"{verdict}."
+            md_escape(
+                f"The article's shape as evaluated: {a.description}: {plural(a.gpus, 'GPU')}, "
+                f"{verdict}."
+            )
         )
 
 
