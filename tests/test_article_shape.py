@@ -126,3 +126,24 @@ def test_the_article_shape_is_quoted_at_its_own_cost_per_token(capsys):
         f"its ${shaped['usd_per_million_tokens']:.3f}/M tokens against the pick's "
         f"${best['usd_per_million_tokens']:.3f}"
     ) in text
+
+
+def test_the_pdf_says_an_alternative_lost_on_headroom_not_on_cost(tmp_path, capsys):
+    """The same scenario's PDF, "The top alternatives and why they lost": the disaggregated
+    alternative (prefill TP=2 + decode TP=4, EP=4, attention DP=4) meets the SLA on the same
+    6 GPUs at the same price per hour and costs less per token (0.977 against 1.195 USD per
+    million, its users waiting less); it ranks second on headroom (search.ranking). The summary
+    said it "meets the SLA ... but costs 0.977 USD per million tokens (-18%)", a loss on cost
+    that the figure itself contradicts."""
+    from advisor.cli import main
+
+    out = tmp_path / "r.pdf"
+    argv = ["report", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--users", "400",
+            "--isl", "1500", "--osl", "400", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    capsys.readouterr()
+    text = " ".join(" ".join(pg.extract_text() for pg in PdfReader(out).pages).split())
+    lost = text[text.index("why they lost") : text.index("Why this deployment")]
+    assert "but costs 0.977" not in lost
+    assert "at the same price per hour on 6 GPUs but with less headroom (1.6x vs 2.5x)" in lost
+    assert "0.977 USD per million tokens (-18%): its users wait less" in lost

@@ -60,6 +60,7 @@ class Deployment:
     e2e_ms: float | None = None
     throughput_tok_s: float | None = None
     usd_per_mtok: float | None = None
+    usd_per_hour: float | None = None
     running: float | None = None
     headroom: float | None = None
     meets_sla: bool | None = None
@@ -172,6 +173,7 @@ def deployment(obj: Any, percentile: int = 99) -> Deployment:
         e2e_ms=pct("e2e_ms"),
         throughput_tok_s=num(pick(obj, "throughput_tok_s")),
         usd_per_mtok=num(pick(obj, "usd_per_million_tokens")),
+        usd_per_hour=num(pick(obj, "usd_per_hour")),
         running=num(pick(obj, "running_batch")),
         headroom=num(pick(obj, "headroom")),
         meets_sla=None if meets is None else bool(meets),

@@ -279,7 +279,8 @@ def _pareto_point(sc: Scenario, t: _Table, i: int, ratio: np.ndarray, lat: np.nd
         meets_sla=bool(ratio[i] <= 1.0), spec=extra["spec"],
         sla_verdict=VERDICTS[t.verdict[i]], over_budget=bool(t.over_budget[i]),
         ttft_ms=float(t.ttft[i][k]) * 1e3, tpot_ms=float(t.tpot[i][k]) * 1e3,
-        e2e_ms=float(t.e2e[i][k]) * 1e3)  # fmt: skip
+        e2e_ms=float(t.e2e[i][k]) * 1e3, usd_per_hour=float(t.usd_h[i]),
+        headroom=float(t.cap[i] / t.rate[i]) if t.rate[i] > 0 else math.inf)  # fmt: skip
 
 
 def _deployment(

@@ -145,6 +145,10 @@ class ParetoPoint(BaseModel):
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     e2e_ms: float | None = None
+    #: What the search ranks by first (search.ranking), and the headroom it ranks by after the
+    #: GPUs: why a point that meets the SLA at a lower cost per token can still rank below.
+    usd_per_hour: float | None = None
+    headroom: float | None = None
 
 
 class NearMiss(BaseModel):
