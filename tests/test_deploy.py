@@ -25,7 +25,7 @@ from advisor.deploy.tables import releases
 from advisor.examples import EXAMPLES
 from advisor.physics.memory import activation_reserve_bytes, memory_budget
 from advisor.scenario import Hardware, Options, Scenario
-from advisor.search.deployment_spec import parse_spec
+from advisor.search.deployment_spec import DeploymentSpec, parse_spec
 from advisor.search.recommend import recommend
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -331,3 +331,22 @@ def test_models_with_their_own_code_get_the_trust_flag(engine, flag):
     assert (flag, None) in cmd.args and not launch_problems(b.launch)
     llama = deploy_bundle(Scenario(), parse_spec("h100-sxm.tp4.pp1.dp1.fp8.fp8"), engine)
     assert all(f != flag for c in llama.launch.servers[0].commands for f, _ in c.args)
+
+
+def test_cli_deploy_without_engine_deploys_what_recommend_recommends(capsys):
+    """`deploy` with the flags of a `recommend` and no --engine: the files are vLLM's (the
+    default engine) and the deployment is the one `recommend` picks with those flags, as the
+    app's Deploy page deploys the deployment in focus. It searched with a 'generic' engine
+    profile instead: Qwen3-235B for 400 users on B200 deployed 2 x (TP=2, EP=2, attention DP=2)
+    while `recommend` and the PDF said 3 x."""
+    from advisor.cli import main
+
+    flags = ["--model", "qwen3-235b-a22b", "--gpu", "b200", "--users", "400", "--isl", "1500",
+             "--osl", "400", "--json"]  # fmt: skip
+    assert main(["recommend", *flags]) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    assert main(["deploy", *flags]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["engine"] == "vllm"
+    assert out["deployment"] == str(DeploymentSpec.model_validate(best["spec"]))
+    assert out["deployment"] == "b200.tp2.pp1.dp3.ep2.dpa2.fp8.fp8"

@@ -16,6 +16,7 @@ from pathlib import Path
 from advisor.catalog.files import FileWriteError, replace_folder, replaceable_entries
 from advisor.catalog.quoting import inert
 from advisor.cli import CliInputError, choice_of, int_in, recommend_cmd, shown
+from advisor.scenario import DEFAULT_ENGINE
 
 TARGETS = ("vllm", "sglang", "trtllm")
 
@@ -110,7 +111,10 @@ def run(args: argparse.Namespace) -> dict:
 
     out = _out_dir(args.out)
     target = args.engine
-    args.engine = target or "generic"
+    # without --engine, the search `recommend` runs on the same flags (its default engine): a
+    # "generic" profile here found 2 x (TP=2, EP=2, attention DP=2) for Qwen3-235B at 400 users
+    # on B200 where `recommend` and the app's Deploy page find 3, and wrote vLLM files for it
+    args.engine = target or DEFAULT_ENGINE
     scenario = recommend_cmd.scenario_from_args(args)
     if target is None:
         engine = scenario.options.engine
