@@ -135,3 +135,20 @@ def test_article_comparison_uses_the_article_formula():
     assert nv8["article_s"] * 1e6 == pytest.approx(2.427, abs=1e-3)  # collectives.py doctest
     fig = ic.article_figure(rows, "Article vs ours")
     assert len(fig.data) == 4
+
+
+def test_the_memory_page_titles_wrap_where_plotly_would_cut_them(budget):
+    """The Memory page draws the KV-demand chart in a half-width column and the sweep across
+    the page: at 1400 px plotly cut "KV fits 423 sequences (as above); offloading starts at
+    sequence 42" and "... fp8 weights, attention DP over each" (headless Chromium screenshot,
+    Qwen3-235B on B200). Wrapped at spaces instead, every word kept."""
+    paged = mc.paged_kv_bytes_per_sequence_per_gpu(MODEL, "fp16", 1280, 16, 4, 1)
+    curve = mc.kv_demand_curve(paged, budget.kv_budget_bytes_per_gpu, 13)
+    half = "KV fits 423 sequences (as above); offloading starts at sequence 424"
+    lines = mc.kv_demand_figure(curve, half).layout.title.text.split("<br>")
+    assert len(lines) == 2 and max(map(len, lines)) <= 36 and " ".join(lines) == half
+    full = ("Max concurrent sequences vs context: Qwen3 235B-A22B on NVIDIA B200 (HGX/DGX B200, "
+            "180GB), fp8 weights, attention DP over each TP group")  # fmt: skip
+    rows = [{"tp": 1, "kv_dtype": "fp16", "context_tokens": 1024, "max_sequences": 10}]
+    lines = mc.max_sequences_figure(rows, full, 1024).layout.title.text.split("<br>")
+    assert len(lines) == 2 and max(map(len, lines)) <= 90 and " ".join(lines) == full

@@ -12,14 +12,18 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from advisor.charts.theme import PALETTE, STEP_COMPONENTS, log_ticks, styled
+from advisor.charts.theme import (
+    HALF_WIDTH_TITLE_WRAP,
+    PALETTE,
+    STEP_COMPONENTS,
+    log_ticks,
+    styled,
+)
 
 #: Colours and legend labels of the step components (theme.STEP_COMPONENTS, shared with Compare).
 COMPONENT_COLOURS: dict[str, str] = {k: colour for k, _, colour in STEP_COMPONENTS}
 COMPONENT_LABELS: dict[str, str] = {k: label for k, label, _ in STEP_COMPONENTS}
-#: Characters per title line of a chart drawn in a half-width column (the Latency page's
-#: roofline: "Roofline: NVIDIA B200 (HGX/DGX B200, 180GB), fp8 weights" was cut at 1280 px).
-TITLE_WRAP = 36
+TITLE_WRAP = HALF_WIDTH_TITLE_WRAP
 
 
 def _vline_trace(x: float, y0: float, y1: float, name: str, colour: str, dash: str) -> go.Scatter:

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 import plotly.graph_objects as go
 
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.charts.theme import MEMORY_COLOURS, PALETTE, gb, styled
+from advisor.charts.theme import (
+    FULL_WIDTH_TITLE_WRAP,
+    HALF_WIDTH_TITLE_WRAP,
+    MEMORY_COLOURS,
+    PALETTE,
+    gb,
+    styled,
+)
 from advisor.physics.memory import (
     PAGED_BLOCK_SIZES,
     MemoryBudget,
@@ -229,7 +236,7 @@ def max_sequences_figure(rows: Sequence[dict], title: str, chosen_context: int) 
         tickformat=",",
         title_text="max concurrent sequences per replica (paged)",
     )
-    return styled(fig, title, height=460)
+    return styled(fig, title, height=460, wrap=FULL_WIDTH_TITLE_WRAP)
 
 
 def _tokens(n: int) -> str:
@@ -299,7 +306,7 @@ def allocation_figure(rows: Sequence[dict], title: str, chosen_block: int) -> go
         )
     )
     fig.update_yaxes(title_text="max concurrent sequences per replica")
-    return styled(fig, title, height=400)
+    return styled(fig, title, height=400, wrap=HALF_WIDTH_TITLE_WRAP)
 
 
 def kv_demand_curve(
@@ -366,7 +373,7 @@ def kv_demand_figure(curve: dict, title: str) -> go.Figure:
     fig.update_xaxes(title_text="sequences in flight")
     fig.update_yaxes(title_text=GB_AXIS, rangemode="tozero")
     fig.update_layout(showlegend=False)
-    return styled(fig, title, height=380)
+    return styled(fig, title, height=380, wrap=HALF_WIDTH_TITLE_WRAP)
 
 
 def kv_formula_figure(

@@ -146,6 +146,16 @@ def wrap_lines(text: str, width: int, max_lines: int | None = None) -> list[str]
     return lines
 
 
+#: Characters per title line of a chart drawn in a half-width column (the Latency page's
+#: roofline: "Roofline: NVIDIA B200 (HGX/DGX B200, 180GB), fp8 weights" was cut at 1280 px; the
+#: Memory page's "KV fits 423 sequences (as above); offloading starts at sequence 42" at 1400).
+HALF_WIDTH_TITLE_WRAP = 36
+#: ... and in a full-width one (the Memory page's sweep: "Max concurrent sequences vs context:
+#: Qwen3 235B-A22B on NVIDIA B200 (HGX/DGX B200, 180GB), fp8 weights, attention DP over each"
+#: was cut at 1400 px).
+FULL_WIDTH_TITLE_WRAP = 90
+
+
 def styled(fig: go.Figure, title: str, *, height: int = 420, wrap: int | None = None) -> go.Figure:
     """Apply the template, the title (plain text, escaped) and a height; returns the figure.
 
