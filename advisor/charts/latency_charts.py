@@ -23,7 +23,6 @@ from advisor.charts.theme import (
 #: Colours and legend labels of the step components (theme.STEP_COMPONENTS, shared with Compare).
 COMPONENT_COLOURS: dict[str, str] = {k: colour for k, _, colour in STEP_COMPONENTS}
 COMPONENT_LABELS: dict[str, str] = {k: label for k, label, _ in STEP_COMPONENTS}
-TITLE_WRAP = HALF_WIDTH_TITLE_WRAP
 
 
 def _vline_trace(x: float, y0: float, y1: float, name: str, colour: str, dash: str) -> go.Scatter:
@@ -145,7 +144,7 @@ def roofline_figure(
     fig.update_xaxes(type="log", dtick=1, tickformat=",", title_text="arithmetic intensity (FLOP per byte of memory traffic)")  # fmt: skip
     fig.update_yaxes(type="log", dtick=1, tickformat=",", title_text="attainable TFLOP/s per GPU")
     fig.update_layout(legend={"orientation": "h", "y": -0.25})
-    return styled(fig, title, height=480, wrap=TITLE_WRAP)
+    return styled(fig, title, height=480, wrap=HALF_WIDTH_TITLE_WRAP)
 
 
 def batch_figure(sweep: Mapping, title: str, current_batch: float | None = None) -> go.Figure:
@@ -170,7 +169,7 @@ def batch_figure(sweep: Mapping, title: str, current_batch: float | None = None)
     fig.update_yaxes(title_text="decode step (ms)", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text="output tokens/s per replica", rangemode="tozero", secondary_y=True)
     fig.update_layout(legend={"orientation": "h", "y": -0.25})
-    return styled(fig, title, height=440, wrap=TITLE_WRAP)
+    return styled(fig, title, height=440, wrap=HALF_WIDTH_TITLE_WRAP)
 
 
 def speedup_heatmap(

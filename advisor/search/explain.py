@@ -16,7 +16,6 @@ from advisor.physics.queueing.results import unstable_text
 from advisor.search.deployment_spec import layout_text
 from advisor.search.evaluate import decode_step_ms, interp_step
 from advisor.search.ranking import (
-    SAME_PRICE_USD,
     lexsort_first,
     rank_first,
     same_price,
@@ -186,7 +185,7 @@ def _tie_break_lines(sc, t, best_i: int, pool: np.ndarray, room: float) -> list[
     the winner wins among them (search/ranking.py), with its spare GPUs."""
     if sc.cost.mode != "purchase" or sc.rank_by != "cost":
         return []
-    same = pool[np.isclose(t.usd_h[pool], t.usd_h[best_i], rtol=0, atol=SAME_PRICE_USD)]
+    same = pool[same_price(t.usd_h[pool], t.usd_h[best_i])]
     others = int(same.size) - 1
     if others < 1:
         return []
@@ -393,9 +392,7 @@ def _disaggregated_lines(sc, t, best_i: int, ratio, b: float, lat, metric: str) 
             f"The cheapest aggregated deployment meeting the SLA{how} ({int(t.ev.dp[a])} x TP={s.tp}, "
             f"PP={s.pp}, {s.weights}{', speculative' if s.spec else ''})"
         )
-        tie = int(t.gpus[a]) == int(t.gpus[best_i]) and math.isclose(
-            float(t.usd_h[a]), float(t.usd_h[best_i]), rel_tol=0, abs_tol=SAME_PRICE_USD
-        )
+        tie = int(t.gpus[a]) == int(t.gpus[best_i]) and same_price(t.usd_h[a], t.usd_h[best_i])
         if tie and not math.isclose(float(room[a]), float(room[best_i]), rel_tol=1e-9):
             out.append(
                 f"{what} costs the same per hour (${float(t.usd_h[a]):,.2f}) on "

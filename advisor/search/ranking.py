@@ -46,7 +46,7 @@ def rank_first(rank_by: str, usd_per_hour, gpus, headroom, latency) -> int:
 
 def _rank_keys(rank_by: str, usd_per_hour, gpus, headroom, latency) -> tuple:
     """The ranking's keys as ``np.lexsort`` takes them (the last one first)."""
-    price = np.round(np.asarray(usd_per_hour, dtype=float) / SAME_PRICE_USD) * SAME_PRICE_USD
+    price = _price_key(usd_per_hour)
     room = -np.nan_to_num(np.asarray(headroom, dtype=float), posinf=1e300)
     lat, n = np.asarray(latency, dtype=float), np.asarray(gpus)
     if rank_by == "gpus":
@@ -54,14 +54,22 @@ def _rank_keys(rank_by: str, usd_per_hour, gpus, headroom, latency) -> tuple:
     return (lat, room, n, price)
 
 
-def same_price(usd_per_hour_a: float, usd_per_hour_b: float) -> bool:
-    """Whether the ranking counts two per-hour prices as one (``_rank_keys``' rounding).
+def _price_key(usd_per_hour) -> np.ndarray:
+    """The per-hour price as the ranking compares it: rounded to SAME_PRICE_USD."""
+    return np.round(np.asarray(usd_per_hour, dtype=float) / SAME_PRICE_USD) * SAME_PRICE_USD
+
+
+def same_price(usd_per_hour_a, usd_per_hour_b):
+    """Whether the ranking counts two per-hour prices as one (``_rank_keys``' rounding);
+    elementwise for arrays.
 
     >>> same_price(16.86, 16.86 + 1e-9), same_price(16.86, 17.0)
     (True, False)
+    >>> same_price(np.array([16.86, 17.0]), 16.86).tolist()
+    [True, False]
     """
-    a, b = (round(x / SAME_PRICE_USD) for x in (usd_per_hour_a, usd_per_hour_b))
-    return a == b
+    same = _price_key(usd_per_hour_a) == _price_key(usd_per_hour_b)
+    return bool(same) if same.ndim == 0 else same
 
 
 def lexsort_first(keys) -> int:
