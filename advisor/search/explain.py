@@ -7,8 +7,6 @@ fp16, the speculative speedup at the operating batch, and the cost/GPU trade-off
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from advisor.catalog.drafts import draft_name
@@ -16,6 +14,7 @@ from advisor.physics.queueing.results import unstable_text
 from advisor.search.deployment_spec import layout_text
 from advisor.search.evaluate import decode_step_ms, interp_step
 from advisor.search.ranking import (
+    deciding_key,
     lexsort_first,
     rank_first,
     same_price,
@@ -392,27 +391,35 @@ def _disaggregated_lines(sc, t, best_i: int, ratio, b: float, lat, metric: str) 
             f"The cheapest aggregated deployment meeting the SLA{how} ({int(t.ev.dp[a])} x TP={s.tp}, "
             f"PP={s.pp}, {s.weights}{', speculative' if s.spec else ''})"
         )
-        tie = int(t.gpus[a]) == int(t.gpus[best_i]) and same_price(t.usd_h[a], t.usd_h[best_i])
-        if tie and not math.isclose(float(room[a]), float(room[best_i]), rel_tol=1e-9):
-            out.append(
-                f"{what} costs the same per hour (${float(t.usd_h[a]):,.2f}) on "
-                f"{int(t.gpus[a])} GPUs; the disaggregated pair ranks first on its larger "
-                f"headroom ({float(room[best_i]):.1f}x vs {float(room[a]):.1f}x the offered rate)."
-            )
-        elif tie:
-            out.append(
-                f"{what} costs the same, ${float(t.cost[a]):.3f}/M tokens on {int(t.gpus[a])} "
-                f"GPUs; the disaggregated pair ranks first on its lower {metric} "
-                f"({float(lat[best_i]):.1f} ms vs {float(lat[a]):.1f} ms)."
-            )
-        else:
-            out.append(
-                f"{what} costs ${float(t.cost[a]):.3f}/M tokens on {int(t.gpus[a])} GPUs vs "
-                f"${float(t.cost[best_i]):.3f} on {int(t.gpus[best_i])}."
-            )
+        out.append(what + " " + _ranks_below_disaggregated(sc, t, metric, lat, room, best_i, a))
     else:
         out.append("No aggregated deployment meets the SLA at this load.")
     return out
+
+
+def _ranks_below_disaggregated(sc, t, metric, lat, room, best_i: int, a: int) -> str:
+    """Why aggregated candidate ``a`` ranks below the disaggregated pick ``best_i``, on the key
+    the ranking decided by (``search.ranking.deciding_key``); the costs per token are each
+    deployment's own."""
+    ga, gb = int(t.gpus[a]), int(t.gpus[best_i])
+    ha, hb = float(t.usd_h[a]), float(t.usd_h[best_i])
+    ra, rb = float(room[a]), float(room[best_i])
+    la, lb = float(lat[a]), float(lat[best_i])
+    key = deciding_key(sc.rank_by, (hb, ha), (gb, ga), (rb, ra), (lb, la))
+    per_token = f"(${float(t.cost[a]):.3f}/M tokens vs ${float(t.cost[best_i]):.3f})"
+    if key == "price":
+        return f"costs ${ha:,.2f}/h vs ${hb:,.2f}/h {per_token} on {ga} GPUs vs {gb}."
+    if key == "gpus":
+        same = "" if sc.rank_by == "gpus" else f"costs the same per hour (${ha:,.2f}) but "
+        return f"{same}uses {ga} GPUs vs {gb} {per_token}."
+    same = f"costs the same per hour (${ha:,.2f}) on {ga} GPUs"
+    if key == "headroom":
+        return (f"{same}; the disaggregated pair ranks first on its larger headroom "
+                f"({rb:.1f}x vs {ra:.1f}x the offered rate).")  # fmt: skip
+    if key == "latency":
+        return (f"{same}; the disaggregated pair ranks first on its lower {metric} "
+                f"({lb:.1f} ms vs {la:.1f} ms).")  # fmt: skip
+    return f"{same}, with the same headroom and {metric} ({la:.1f} ms): either would do."
 
 
 def _sla_latency(sc, d) -> tuple[str, float]:
@@ -425,23 +432,29 @@ def _sla_latency(sc, d) -> tuple[str, float]:
 
 
 def compare_with_article_shape(sc, best, shaped) -> str:
-    """Why the search's pick ranks above the article-shaped deployment, in the ranking's own
-    order (``search.ranking``: price per hour, then GPUs in use, then headroom and latency),
-    with each deployment's cost per token as its own figure. At the same price per hour a
-    closed loop of users makes a few % more tokens on the faster deployment, so the one that
-    ranks second can read cheaper per token: Qwen3-235B for 400 users on B200 said the
-    article's 8-GPU shape "meets the SLA at the same cost ($1.195/M tokens)", the pick's
-    figure, beside a caption giving the shape's own $1.02.
+    """Why the search's pick ranks above the article-shaped deployment, on the key the ranking
+    decided by (``search.ranking.deciding_key``: price per hour, then GPUs in use, then
+    headroom, then latency), with each deployment's cost per token as its own figure. At the
+    same price per hour a closed loop of users makes a few % more tokens on the faster
+    deployment, so the one that ranks second can read cheaper per token: Qwen3-235B for 400
+    users on B200 said the article's 8-GPU shape "meets the SLA at the same cost ($1.195/M
+    tokens)", the pick's figure, beside a caption giving the shape's own $1.02. At the same
+    price on as many GPUs the sentence named the latency where the ranking had decided on
+    headroom.
 
     >>> from types import SimpleNamespace as N
     >>> sc = N(rank_by="cost", sla=N(percentile=99, tpot_ms=50.0, ttft_ms=None, e2e_ms=None))
-    >>> def dep(gpus, usd_h, usd_m, tpot):
+    >>> def dep(gpus, usd_h, usd_m, tpot, room=3.0):
     ...     return N(description=f"{gpus} GPUs", stable=True, meets_sla=True, gpus=gpus,
-    ...              usd_per_hour=usd_h, usd_per_million_tokens=usd_m, tpot_ms=N(p99=tpot))
+    ...              usd_per_hour=usd_h, usd_per_million_tokens=usd_m, tpot_ms=N(p99=tpot),
+    ...              headroom=room)
     >>> t = compare_with_article_shape(sc, dep(6, 16.86, 1.195, 36.0), dep(8, 16.86, 1.02, 32.0))
     >>> print(*t.split("; "), sep=chr(10))
     the article's shape (8 GPUs) also meets the SLA at the same price per hour ($16.86/h: the same servers bought) but on 8 GPUs vs 6
     its $1.020/M tokens against the pick's $1.195 come from its users waiting less (a closed loop of users sends more), not from a lower price
+    >>> print(compare_with_article_shape(sc, dep(6, 16.86, 1.195, 36.0, 2.5),
+    ...                                  dep(6, 16.86, 1.195, 32.0, 1.4)))
+    the article's shape (6 GPUs) also meets the SLA at the same price per hour ($16.86/h on 6 GPUs) but ranks second on headroom (1.4x vs 2.5x the offered rate); its own P99 TPOT is lower (32.0 ms vs 36.0 ms)
     """
     head = f"the article's shape ({shaped.description}) "
     if not shaped.stable:
@@ -454,9 +467,11 @@ def compare_with_article_shape(sc, best, shaped) -> str:
     h_s, h_b = shaped.usd_per_hour, best.usd_per_hour
     label, l_b = _sla_latency(sc, best)
     l_s = _sla_latency(sc, shaped)[1]
-    if sc.rank_by == "gpus" and shaped.gpus != best.gpus:
+    r_b, r_s = best.headroom, shaped.headroom
+    key = deciding_key(sc.rank_by, (h_b, h_s), (best.gpus, shaped.gpus), (r_b, r_s), (l_b, l_s))
+    if sc.rank_by == "gpus" and key == "gpus":
         return head + f"also meets the SLA but uses {shaped.gpus} GPUs vs {best.gpus}"
-    if not same_price(h_s, h_b):
+    if key == "price":
         return head + f"also meets the SLA but costs ${h_s:,.2f}/h vs ${h_b:,.2f}/h" + per_token
     same = f"at the same price per hour (${h_b:,.2f}/h"
     if c_s < c_b:
@@ -464,14 +479,21 @@ def compare_with_article_shape(sc, best, shaped) -> str:
                "waiting less (a closed loop of users sends more), not from a lower price")  # fmt: skip
     else:
         why = per_token
-    if shaped.gpus != best.gpus:
+    if key == "gpus":
         return (
             head + f"also meets the SLA {same}: the same servers bought) but on "
             f"{shaped.gpus} GPUs vs {best.gpus}" + why
         )
-    if round(l_b, 1) < round(l_s, 1):
+    on = f"{same} on {_n(best.gpus, 'GPU')})"
+    if key == "headroom":
+        own = f"; its own {label} is lower ({l_s:.1f} ms vs {l_b:.1f} ms)" if l_s < l_b else ""
         return (
-            head + f"also meets the SLA {same} on {_n(best.gpus, 'GPU')}){why}; "
+            head + f"also meets the SLA {on} but ranks second on headroom ({r_s:.1f}x vs "
+            f"{r_b:.1f}x the offered rate){why}{own}"
+        )
+    if key == "latency" and round(l_b, 1) < round(l_s, 1):
+        return (
+            head + f"also meets the SLA {on}{why}; "
             f"the search's pick has the lower {label} ({l_b:.1f} ms vs {l_s:.1f} ms)"
         )
     return (

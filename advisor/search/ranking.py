@@ -72,6 +72,36 @@ def same_price(usd_per_hour_a, usd_per_hour_b):
     return bool(same) if same.ndim == 0 else same
 
 
+#: The ranking's keys by name, the first decided first (``_rank_keys`` in reverse).
+KEY_NAMES = {
+    "cost": ("price", "gpus", "headroom", "latency"),
+    "gpus": ("gpus", "price", "headroom", "latency"),
+}
+
+
+def deciding_key(rank_by: str, usd_per_hour, gpus, headroom, latency) -> str | None:
+    """The first of the ranking's keys on which two candidates differ, each argument a pair
+    (a, b): "price", "gpus", "headroom" or "latency", or None where they tie on all four. The
+    sentences that say why a deployment ranks below another (``search.explain``, the PDF's
+    alternatives) name this key, so they give the reason the ranking used.
+
+    >>> deciding_key("cost", (24.09, 24.09), (6, 6), (2.5, 1.4), (36.0, 21.1))
+    'headroom'
+    >>> deciding_key("cost", (24.09, 24.09), (6, 8), (2.5, 9.0), (36.0, 21.1))
+    'gpus'
+    >>> deciding_key("gpus", (30.0, 24.09), (6, 8), (2.5, 9.0), (36.0, 21.1))
+    'gpus'
+    >>> deciding_key("cost", (16.86, 16.86 + 1e-9), (6, 6), (2.5, 2.5), (36.0, 36.0)) is None
+    True
+    """
+    keys = _rank_keys(rank_by, usd_per_hour, gpus, headroom, latency)
+    for name, key in zip(KEY_NAMES[rank_by], reversed(keys), strict=True):
+        a, b = np.asarray(key).tolist()
+        if a != b:
+            return name
+    return None
+
+
 def lexsort_first(keys) -> int:
     """``int(np.lexsort(keys)[0])`` in one pass per key instead of a sort of every row: the
     rows at the primary key's least value, among them those at the next key's least, ..., the

@@ -18,7 +18,7 @@ from advisor.report.sections.compare import CompareItem
 from advisor.report.text import NAME_LIMIT, clean
 from advisor.scenario import Scenario
 from advisor.search.budget import plural
-from advisor.search.ranking import same_price
+from advisor.search.ranking import deciding_key
 from advisor.search.results import decode_batch_seqs
 
 
@@ -62,19 +62,23 @@ def alternatives(rec: Any, best: Deployment | None) -> list[tuple[str, str]]:
 
 
 def ranks_lower(p: Any, best: Deployment, metric: str, rank_by: str = "cost") -> str:
-    """Why ``p``, which meets the SLA, ranks below ``best``, in the search's order
-    (``search.ranking``: price per hour, then GPUs in use, then headroom; ``rank_by="gpus"``:
-    the GPUs first), with its cost per token as its own figure. The summary said "but costs
-    0.977 USD per million tokens (-18%)" of a point that lost on headroom at the same price
-    per hour: under a closed loop of users a faster deployment sends more tokens, so a point
-    behind the pick can cost less per token.
+    """Why ``p``, which meets the SLA, ranks below ``best``, on the key the search decided by
+    (``search.ranking.deciding_key``: price per hour, then GPUs in use, then headroom, then
+    latency; ``rank_by="gpus"``: the GPUs first), with its cost per token as its own figure.
+    The summary said "but costs 0.977 USD per million tokens (-18%)" of a point that lost on
+    headroom at the same price per hour: under a closed loop of users a faster deployment
+    sends more tokens, so a point behind the pick can cost less per token.
 
     >>> from types import SimpleNamespace as N
-    >>> best = Deployment("pick", gpus=6, usd_per_mtok=1.195, usd_per_hour=24.09, headroom=2.5)
+    >>> best = Deployment("pick", gpus=6, usd_per_mtok=1.195, usd_per_hour=24.09, headroom=2.5,
+    ...                   tpot_ms=36.0)
     >>> p = N(gpus=6, usd_per_million_tokens=0.977, usd_per_hour=24.09, headroom=1.4,
     ...       latency_ms=21.1)
     >>> ranks_lower(p, best, "P99 TPOT")
     'meets the SLA (P99 TPOT 21.1 ms) at the same price per hour on 6 GPUs but with less headroom (1.4x vs 2.5x); 0.977 USD per million tokens (-18%): its users wait less, so they send more'
+    >>> ranks_lower(N(gpus=6, usd_per_million_tokens=1.2, usd_per_hour=24.09, headroom=2.5,
+    ...               latency_ms=38.2), best, "P99 TPOT")
+    'meets the SLA (P99 TPOT 38.2 ms) at the same price per hour on 6 GPUs with as much headroom but a higher P99 TPOT (38.2 ms vs 36.0 ms); 1.200 USD per million tokens (+0%)'
     """
     b = best.usd_per_mtok or 0.0
     diff = f" ({(p.usd_per_million_tokens / b - 1) * 100:+.0f}%)" if b > 0 else ""
@@ -84,21 +88,31 @@ def ranks_lower(p: Any, best: Deployment, metric: str, rank_by: str = "cost") ->
     meets = f"meets the SLA ({metric} {p.latency_ms:,.1f} ms)"
     h_p, h_b = num(getattr(p, "usd_per_hour", None)), best.usd_per_hour
     gpus_b = best.gpus if best.gpus is not None else p.gpus
-    if rank_by == "gpus" and p.gpus > gpus_b:
-        return f"{meets} but uses {p.gpus} GPUs vs {gpus_b}; {per_tok}"
     if h_p is None or h_b is None:  # a result without prices per hour (an older export)
+        if rank_by == "gpus" and p.gpus > gpus_b:
+            return f"{meets} but uses {p.gpus} GPUs vs {gpus_b}; {per_tok}"
         return f"{meets} but costs {per_tok} on {p.gpus} GPUs"
-    if not same_price(h_p, h_b):
+    # a key the export lacks ties, so the next one decides as far as the text can tell
+    room_p, room_b = num(getattr(p, "headroom", None)), best.headroom
+    rooms = (room_b, room_p) if room_p is not None and room_b is not None else (0.0, 0.0)
+    lat_b = num(getattr(best, f"{metric.split()[-1].lower()}_ms", None))
+    lats = (lat_b, p.latency_ms) if lat_b is not None else (0.0, 0.0)
+    key = deciding_key(rank_by, (h_b, h_p), (gpus_b, p.gpus), rooms, lats)
+    if rank_by == "gpus" and key == "gpus":
+        return f"{meets} but uses {p.gpus} GPUs vs {gpus_b}; {per_tok}"
+    if key == "price":
         return (
             f"{meets} but costs {h_p:,.2f} USD per hour vs {h_b:,.2f} on {p.gpus} GPUs; {per_tok}"
         )
-    if p.gpus > gpus_b:
+    if key == "gpus":
         return f"{meets} at the same price per hour but uses {p.gpus} GPUs vs {gpus_b}; {per_tok}"
-    room_p, room_b = num(getattr(p, "headroom", None)), best.headroom
-    if room_p is not None and room_b is not None and room_p < room_b:
-        return (f"{meets} at the same price per hour on {p.gpus} GPUs but with less headroom "
-                f"({room_p:.1f}x vs {room_b:.1f}x); {per_tok}")  # fmt: skip
-    return f"{meets} at the same price per hour on {p.gpus} GPUs, ranked after it; {per_tok}"
+    same = f"{meets} at the same price per hour on {p.gpus} GPUs"
+    if key == "headroom":
+        return f"{same} but with less headroom ({rooms[1]:.1f}x vs {rooms[0]:.1f}x); {per_tok}"
+    if key == "latency":
+        return (f"{same} with as much headroom but a higher {metric} ({lats[1]:,.1f} ms vs "
+                f"{lats[0]:,.1f} ms); {per_tok}")  # fmt: skip
+    return f"{same}, ranked after it; {per_tok}"
 
 
 def cover(doc: Doc, ctx: Context, client: str, consultant: str, date: _dt.date,
