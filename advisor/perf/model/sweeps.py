@@ -8,29 +8,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.catalog import get_interconnect
 from advisor.catalog.specs import Accelerator, ModelSpec
-from advisor.perf.model.estimate import EstimateInput
-from advisor.perf.model.replica import ReplicaArrays, ReplicaConfig, max_running, repeat
+
+# One ReplicaConfig of an EstimateInput: the layout (EP, attention DP) included. A copy here
+# without them put the closed loop of users, the Latency page's roofline and batch sweeps and the
+# Speculative page on the plain-TP layout (2026-12-07)
+from advisor.perf.model.estimate import EstimateInput, replica_config
+from advisor.perf.model.replica import ReplicaArrays, max_running, repeat
 from advisor.perf.model.step import COMPONENTS, StepTimes, decode_step, prefill
 from advisor.physics.roofline import ridge_point_flops_per_byte
-
-
-def replica_config(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> ReplicaConfig:
-    """The ReplicaConfig ``estimate`` builds for the same input (links resolved from the catalog)."""
-    return ReplicaConfig(
-        model=model, gpu=gpu, tp=inp.tp, pp=inp.pp, weights=inp.weights, kv=inp.kv,
-        engine=inp.engine, intra_link=get_interconnect(inp.link) if inp.link else None,
-        inter_link=get_interconnect(inp.inter_link) if inp.inter_link else None,
-        gpus_per_node=inp.gpus_per_node,
-    )  # fmt: skip
 
 
 def batch_cap(r: ReplicaArrays, context_tokens: float) -> int:
     """Largest running batch: sequences whose KV fits, capped by the engine's max_num_seqs (>= 0).
 
     >>> from advisor.catalog import get_accelerator, get_model
-    >>> from advisor.perf.model.replica import build_replicas
+    >>> from advisor.perf.model.replica import ReplicaConfig, build_replicas
     >>> r = build_replicas([ReplicaConfig(get_model("llama-3.1-8b"), get_accelerator("h100-sxm"))])
     >>> batch_cap(r, 2048) == min(int(max_running(r, 2048)[0]), int(r.max_num_seqs[0]))
     True
