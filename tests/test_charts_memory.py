@@ -127,6 +127,19 @@ def test_interconnect_rows_equal_collectives_and_two_allreduces_per_layer():
     assert r["step_s"] == pytest.approx(r["compute_s"] + r["per_token_s"])
 
 
+def test_interconnect_lines_have_one_colour_each():
+    """The Interconnect page's five links (PCIe Gen5, NVLink 4, Infinity Fabric, NVLink 5,
+    InfiniBand NDR): NVLink 5 was drawn in Infinity Fabric's purple (seen in a screenshot of the
+    page for Qwen3-235B on B200), two lines of one colour in each of its three charts."""
+    ids = ["pcie5", "nvlink4", "xgmi", "nvlink5", "ib-ndr"]
+    links = [get_interconnect(i) for i in ids]
+    rows = ic.tp_comm_sweep(MODEL, GPU, links, batch_tokens=13)
+    for fig in (ic.per_layer_figure(rows, "t"), ic.share_figure(rows, "t"),
+                ic.step_figure(rows, "t")):  # fmt: skip
+        lines = [t.line.color for t in fig.data if t.mode == "lines+markers"]
+        assert len(lines) == 5 and len(set(lines)) == 5, lines
+
+
 def test_article_comparison_uses_the_article_formula():
     from advisor.catalog import interconnects
 

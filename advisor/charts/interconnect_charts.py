@@ -156,10 +156,28 @@ def bandwidth_cliff(rows: Sequence[dict]) -> dict[str, int]:
     return {k: v[1] for k, v in best.items()}
 
 
-def _colour(rows: Sequence[dict], link_id: str, i: int) -> str:
-    kinds = [r["kind"] for r in rows if r["link_id"] == link_id]
-    used = sum(1 for r in rows if r["link_id"] != link_id and r["kind"] == kinds[0])
-    return LINK_COLOURS.get(kinds[0], PALETTE[i]) if not used else PALETTE[i % len(PALETTE)]
+def link_colours(rows: Sequence[dict]) -> dict[str, str]:
+    """A distinct colour per link of ``rows``: its kind's (``LINK_COLOURS``) where it is the only
+    link of that kind, else the palette's first colour no other link has. Two NVLink generations
+    took palette colours by position, and NVLink 5's was Infinity Fabric's purple: two lines of
+    one colour on the Interconnect page.
+
+    >>> rows = [{"link_id": k, "kind": t} for k, t in (("pcie5", "pcie"), ("nvlink4", "nvlink"),
+    ...         ("xgmi", "xgmi"), ("nvlink5", "nvlink"), ("ib", "infiniband"))]
+    >>> c = link_colours(rows)
+    >>> len(set(c.values())) == len(c) == 5, c["xgmi"] == LINK_COLOURS["xgmi"]
+    (True, True)
+    """
+    links = _links(rows)
+    kind = {r["link_id"]: r["kind"] for r in rows}
+    shared = {k for k in kind.values() if sum(1 for lid in links if kind[lid] == k) > 1}
+    out = {lid: LINK_COLOURS[kind[lid]] for lid in links
+           if kind[lid] not in shared and kind[lid] in LINK_COLOURS}  # fmt: skip
+    free = [c for c in PALETTE if c not in out.values()]
+    for lid in links:
+        if lid not in out:
+            out[lid] = free.pop(0) if free else PALETTE[len(out) % len(PALETTE)]
+    return out
 
 
 def _links(rows: Sequence[dict]) -> list[str]:
@@ -176,7 +194,8 @@ def _tp_axis(fig: go.Figure) -> None:
 def per_layer_figure(rows: Sequence[dict], title: str) -> go.Figure:
     """All-reduce time per layer (two all-reduces) against TP, one line per link, µs (log)."""
     fig = go.Figure()
-    for i, lid in enumerate(_links(rows)):
+    colours = link_colours(rows)
+    for lid in _links(rows):
         pts = [r for r in rows if r["link_id"] == lid and r["tp"] > 1]
         fig.add_trace(
             go.Scatter(
@@ -192,7 +211,7 @@ def per_layer_figure(rows: Sequence[dict], title: str) -> go.Figure:
                     for r in pts
                 ],
                 mode="lines+markers",
-                line={"color": _colour(rows, lid, i), "width": 3},
+                line={"color": colours[lid], "width": 3},
                 hovertemplate="TP=%{x}: %{y:.3g} µs per layer (%{customdata[0]}; in engine at "
                 "%{customdata[1]} × nccl-tests speed)<extra>%{fullData.name}</extra>",
             )
@@ -206,9 +225,10 @@ def step_figure(rows: Sequence[dict], title: str) -> go.Figure:
     """Estimated decode step (memory-bound compute + all-reduce) against TP; the best TP marked."""
     fig = go.Figure()
     cliff = bandwidth_cliff(rows)
-    for i, lid in enumerate(_links(rows)):
+    colours = link_colours(rows)
+    for lid in _links(rows):
         pts = [r for r in rows if r["link_id"] == lid]
-        colour = _colour(rows, lid, i)
+        colour = colours[lid]
         fig.add_trace(
             go.Scatter(
                 name=pts[0]["link_name"],
@@ -247,7 +267,8 @@ def step_figure(rows: Sequence[dict], title: str) -> go.Figure:
 def share_figure(rows: Sequence[dict], title: str) -> go.Figure:
     """Share of the estimated decode step spent in all-reduce, per link, against TP (%)."""
     fig = go.Figure()
-    for i, lid in enumerate(_links(rows)):
+    colours = link_colours(rows)
+    for lid in _links(rows):
         pts = [r for r in rows if r["link_id"] == lid]
         fig.add_trace(
             go.Scatter(
@@ -255,7 +276,7 @@ def share_figure(rows: Sequence[dict], title: str) -> go.Figure:
                 x=[r["tp"] for r in pts],
                 y=[100 * r["comm_share"] for r in pts],
                 mode="lines+markers",
-                line={"color": _colour(rows, lid, i), "width": 3},
+                line={"color": colours[lid], "width": 3},
                 hovertemplate="TP=%{x}: %{y:.1f}% communicating<extra>%{fullData.name}</extra>",
             )
         )
