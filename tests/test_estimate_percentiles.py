@@ -142,3 +142,42 @@ def test_recommend_names_the_measurement_for_a_wide_range_of_the_closest_deploym
     assert len(got) == 1 and "closest deployment: P99 TTFT" in got[0]
     assert "Calibrate page" in got[0] and "mi300x" in got[0]
     assert _wide_lines({"best": {**dep, "intervals": {"wide": []}}, "near_misses": []}) == []
+
+
+def test_a_range_that_excludes_its_prediction_says_which_way_the_model_errs(capsys):
+    """Seen in the CLI (2026-12-07): Qwen3-235B on 8 B200 under SGLang at one client printed
+    "P99 152 ms (159 ms-621 ms)", and recommend's near misses for Llama-3.1-70B at 20 req/s on
+    MI300X "P99 TPOT 135.4 ms, up to 133.2 ms at 80% confidence": ranges that leave out their
+    own prediction (every held-out row of that kind came in above, or below, the model) read as a
+    slip without the note the rest of the answers carry (intervals.side_of_range)."""
+    from advisor.cli import main
+    from advisor.perf.model.intervals import side_of_range
+
+    r = json.loads(_run(capsys, "--qps", "4", "--json")[1])
+    piv = r["percentile_intervals"]
+    sides = {(m, q): side_of_range(r["percentiles"][m][q], *piv[m][q])
+             for m in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms") for q in ("p50", "p90", "p99")}  # fmt: skip
+    text = _run(capsys, "--qps", "4")[1]
+    assert text.count(", runs high)") == sum(s == "runs high" for s in sides.values())
+    assert text.count(", runs low)") == sum(s == "runs low" for s in sides.values())
+
+    main(["estimate", "--model", "qwen3-235b-a22b", "--gpu", "b200", "--tp", "8", "--weights",
+          "bf16", "--isl", "610", "--osl", "421", "--engine", "sglang", "--concurrency", "1"])  # fmt: skip
+    out = capsys.readouterr().out
+    ttft = next(line for line in out.splitlines() if line.strip().startswith("TTFT  P50"))
+    # 1 request in flight (not "1 requests"); its P99 TTFT range sits above the prediction
+    assert "1 request in flight" in out and "1 requests" not in out
+    assert ttft.rstrip().endswith("runs low)"), ttft
+
+    main(["recommend", "--model", "llama-3.1-70b", "--gpu", "mi300x,l40s", "--qps", "20",
+          "--isl", "2000", "--osl", "300", "--ttft-p99-ms", "1000", "--tpot-p99-ms", "40"])  # fmt: skip
+    import re
+
+    found = re.findall(
+        r"(\d+\.\d) ms, up to (\d+\.\d) ms at 80% confidence( \(the model "
+        r"runs high here\))? >",
+        capsys.readouterr().out,
+    )
+    assert any(note for *_, note in found) and any(not note for *_, note in found)
+    for point, upper, note in found:
+        assert bool(note) == (float(upper) < float(point) * 0.99), (point, upper, note)

@@ -465,7 +465,8 @@ def run(args: argparse.Namespace) -> dict | Streamed:
 def _in_flight(r: dict) -> str:
     """The load: requests in flight over the deployment, and per replica when DP > 1."""
     n = r["concurrency"]
-    total = f"{n:,.0f} requests in flight" if float(n).is_integer() else f"{n:,.1f} in flight"
+    total = (f"{n:,.0f} request{'' if n == 1 else 's'} in flight" if float(n).is_integer()
+             else f"{n:,.1f} in flight")  # fmt: skip
     if r["dp"] == 1:
         return total
     return f"{total} over {r['dp']} replicas ({r['running_per_replica']:,.1f} per replica)"
@@ -500,7 +501,10 @@ def _percentile_lines(r: dict) -> list[str]:
         for p in ("p50", "p90", "p99"):
             v = r["percentiles"][metric][p]
             lo, hi = (piv.get(metric) or {}).get(p, (v, v))
-            cells.append(f"{p.upper()} {fmt_ms(v)} ({fmt_ms(lo)}-{fmt_ms(hi)})")
+            side = side_of_range(v, lo, hi)  # as the benchmark run's lines say it
+            cells.append(
+                f"{p.upper()} {fmt_ms(v)} ({fmt_ms(lo)}-{fmt_ms(hi)}{', ' + side if side else ''})"
+            )
         lines.append(f"    {label:<5} " + "   ".join(cells))
     steady = r.get("steady_intervals") or {}
     cells = [f"P99 {label} {fmt_ms(lo)}-{fmt_ms(hi)}"
