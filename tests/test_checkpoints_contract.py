@@ -96,3 +96,73 @@ def test_remote_code_names_a_listed_model_with_evidence():
     raw["remote_code"]["minimax-m2"] = "published commands pass it"  # no URL or commit
     with pytest.raises(CatalogError, match="remote_code"):
         load_checkpoint_table(raw)
+
+
+#: The quantization methods each engine's ROCm build accepts, copied from the sources that
+#: ``rocm_formats_source`` cites: vLLM vllm/platforms/rocm.py (RocmPlatform.supported_quantization)
+#: and SGLang python/sglang/srt/configs/model_config.py (rocm_supported_quantization). A server
+#: started with any other method exits with "... quantization is currently not supported in ROCm".
+ROCM_METHODS = {
+    "vllm": {"awq", "awq_marlin", "gptq", "gptq_marlin", "fp8", "compressed-tensors",
+             "fbgemm_fp8", "gguf", "quark", "mxfp4", "petit_nvfp4", "torchao", "bitsandbytes"},
+    "sglang": {"awq", "gptq", "fp8", "compressed_tensors", "compressed-tensors", "fbgemm_fp8",
+               "w8a8_fp8", "petit_nvfp4", "quark", "mxfp4", "auto-round", "quark_int4fp8_moe",
+               "quark_mxfp4"},
+}  # fmt: skip
+#: The method each engine reads off a checkpoint of each format (its quantization_config's
+#: quant_method, or for ModelOpt exports hf_quant_config.json: vLLM "modelopt", SGLang
+#: "modelopt_fp8"/"modelopt_fp4"); None: not quantized (a 16-bit original needs no method).
+METHOD_OF_FORMAT = {
+    "original": {"vllm": None, "sglang": None},
+    "modelopt": {"vllm": "modelopt", "sglang": "modelopt_fp8"},
+    "compressed-tensors": {"vllm": "compressed-tensors", "sglang": "compressed-tensors"},
+    "awq": {"vllm": "awq", "sglang": "awq"},
+    "qwen-fp8": {"vllm": "fp8", "sglang": "fp8"},
+}
+
+
+def test_rocm_formats_are_the_formats_whose_method_the_rocm_builds_accept():
+    table = checkpoints()
+    assert set(METHOD_OF_FORMAT) == set(table["formats"])
+    for fmt, by_engine in METHOD_OF_FORMAT.items():
+        for engine, method in by_engine.items():
+            loads = engine in table["formats"][fmt] and (method is None
+                                                         or method in ROCM_METHODS[engine])  # fmt: skip
+            assert (engine in table["rocm_formats"][fmt]) == loads, (fmt, engine)
+    # TensorRT-LLM has no ROCm build
+    assert not any("trtllm" in e for e in table["rocm_formats"].values())
+
+
+def test_rocm_formats_must_list_every_format_and_only_engines_that_load_it():
+    raw = copy.deepcopy(_raw())
+    del raw["rocm_formats"]["awq"]
+    with pytest.raises(CatalogError, match=r"rocm_formats: lists .*every format"):
+        load_checkpoint_table(raw)
+    raw = copy.deepcopy(_raw())
+    raw["rocm_formats"]["awq"] = ["vllm", "trtllm"]
+    with pytest.raises(CatalogError, match=r"rocm_formats\.awq: \['trtllm'\] do not load awq"):
+        load_checkpoint_table(raw)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_an_amd_launch_never_names_a_checkpoint_its_rocm_build_refuses(tmp_path, engine):
+    """Llama-3.1-70B in fp8 on MI300X named nvidia/Llama-3.1-70B-Instruct-FP8 (a ModelOpt
+    export) in launch.sh, Compose and Kubernetes: both ROCm builds refuse it at start. The
+    files now quantize the 16-bit release at load, and the README says why."""
+    from advisor.cli import main
+
+    code = main(["deploy", "--model", "llama-3.1-70b", "--gpu", "mi300x", "--qps", "5", "--isl",
+                 "2000", "--osl", "300", "--weights", "fp8", "--engine", engine, "--out",
+                 str(tmp_path)])  # fmt: skip
+    assert code in (0, None)
+    text = "".join(p.read_text() for p in tmp_path.iterdir() if p.is_file())
+    assert "nvidia/Llama-3.1-70B-Instruct-FP8" in (tmp_path / "README.md").read_text()
+    for name in ("launch.sh", "docker-compose.yaml", "kubernetes.yaml"):
+        body = (tmp_path / name).read_text()
+        assert "nvidia/Llama-3.1-70B-Instruct-FP8" not in body, name
+        assert "meta-llama/Llama-3.1-70B-Instruct" in body and "fp8" in body, name
+    assert "does not load on" in text
+    # on NVIDIA GPUs the same engine still loads the published export
+    assert choose("llama-3.1-70b", "fp8", engine, "NVIDIA").repo == (
+        "nvidia/Llama-3.1-70B-Instruct-FP8"
+    )

@@ -110,9 +110,12 @@ def _readme(la: Launch, p: Plan, refused: dict[str, str]) -> str:
     elif la.checkpoint and la.checkpoint.prepare:
         out.append(f"- Before serving: {la.checkpoint.prepare}")
     if la.checkpoint and la.checkpoint.online_quantization:
-        out.append(f"- No published {p.spec.weights} checkpoint listed: {la.engine} quantizes "
-                   f"{md_code(la.checkpoint.repo)} at load (--quantization "
-                   f"{la.checkpoint.online_quantization}).")  # fmt: skip
+        ck = la.checkpoint
+        why = (f"The listed {p.spec.weights} checkpoint {md_code(ck.passed_over)} does not load "
+               f"on {la.engine}'s build for {p.gpu.vendor} GPUs" if ck.passed_over else
+               f"No published {p.spec.weights} checkpoint listed")  # fmt: skip
+        out.append(f"- {why}: {la.engine} quantizes {md_code(ck.repo)} at load (--quantization "
+                   f"{ck.online_quantization}).")  # fmt: skip
     out += ["", "What each file needs:", *[f"- {r}" for r in _needs(la, p, refused)]]
     out += ["", f"Flags checked against data/engine-flags/{la.engine}-{la.version}.yaml "
             f"({la.engine} {fl['version']}; {'; '.join(fl['source'])}).",

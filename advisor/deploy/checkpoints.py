@@ -7,7 +7,7 @@ or the model must be quantized first, and the step says with which tool.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.deploy.tables import checkpoints
 
@@ -34,6 +34,9 @@ class Checkpoint:
     online_quantization: str | None = None  # e.g. "fp8": the engine quantizes at load
     prepare: str | None = None  # the step to run first (quantize/convert), None if none
     source: str = ""
+    #: the listed checkpoint of the wanted dtype that this engine's build does not load
+    #: ("repo (format)"), "" when none was passed over
+    passed_over: str = ""
 
 
 def _entry(model_id: str, dtype: str) -> dict | None:
@@ -42,20 +45,38 @@ def _entry(model_id: str, dtype: str) -> dict | None:
     return next((table[k] for k in keys if k in table), None)
 
 
-def choose(model_id: str, weights: str, engine: str) -> Checkpoint:
-    """The checkpoint ``engine`` should load for ``model_id`` at ``weights``.
+def choose(model_id: str, weights: str, engine: str, vendor: str = "NVIDIA") -> Checkpoint:
+    """The checkpoint ``engine`` should load for ``model_id`` at ``weights`` on ``vendor``'s
+    GPUs: a published one in a format that engine's build for them loads (``rocm_formats`` of
+    data/checkpoints.yaml for AMD), else the engine's load-time quantization or a first step.
 
     >>> choose("llama-3.1-70b", "fp8", "trtllm").repo
     'nvidia/Llama-3.1-70B-Instruct-FP8'
     >>> c = choose("llama-3.1-70b", "nvfp4", "vllm")
     >>> c.published, c.repo
     (False, 'meta-llama/Llama-3.1-70B-Instruct')
+    >>> # vLLM's ROCm build refuses ModelOpt exports: fp8 from the 16-bit release at load
+    >>> c = choose("llama-3.1-70b", "fp8", "vllm", "AMD")
+    >>> c.repo, c.online_quantization, c.passed_over
+    ('meta-llama/Llama-3.1-70B-Instruct', 'fp8', 'nvidia/Llama-3.1-70B-Instruct-FP8 (modelopt)')
     """
-    formats = checkpoints()["formats"]
+    formats = checkpoints()["rocm_formats" if vendor == "AMD" else "formats"]
     hit = _entry(model_id, weights)
     base = _entry(model_id, "bf16")
     if hit and engine in formats[hit["format"]]:
         return Checkpoint(hit["repo"], True, source=hit["source"])
+    if hit:  # listed, but in a format this build refuses: never the origin of a re-quantization
+        return replace(_unpublished(model_id, weights, engine, base, None),
+                       passed_over=f"{hit['repo']} ({hit['format']})")  # fmt: skip
+    return _unpublished(model_id, weights, engine, base, hit)
+
+
+def _unpublished(
+    model_id: str, weights: str, engine: str, base: dict | None, hit: dict | None
+) -> Checkpoint:
+    """``choose`` without a loadable published checkpoint of ``weights``: the 16-bit release
+    (``base``), a loadable listed one (``hit``) or the model's own quantized one, with what the
+    engine does first."""
     released = _released(model_id)
     if base is None and released is not None:
         # Only the publisher's quantized release exists (gpt-oss: MXFP4): another dtype is a

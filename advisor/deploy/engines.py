@@ -197,7 +197,7 @@ def _unsupported_common(engine: str, version: str, plan: Plan) -> list[str]:
 
 
 def _start(plan: Plan, engine: str, version: str | None) -> tuple[Launch, Checkpoint]:
-    ck = choose(plan.model.id, plan.spec.weights, engine)
+    ck = choose(plan.model.id, plan.spec.weights, engine, plan.gpu.vendor)
     rel = releases()[engine]
     version = version or rel.version_for(plan.gpu.id, plan.gpu.vendor)
     img = rel.image(version, plan.gpu.id, plan.gpu.vendor)

@@ -113,6 +113,10 @@ class CheckpointTable(BaseModel):
     model_config = _STRICT
 
     formats: dict[Annotated[str, Field(min_length=2, max_length=40)], list[Engine]]
+    #: format -> the engines whose ROCm builds load it (every format of ``formats`` listed, a
+    #: subset of its engines): an AMD GPU's server refuses the others when it starts.
+    rocm_formats: dict[Annotated[str, Field(min_length=2, max_length=40)], list[Engine]]
+    rocm_formats_source: Annotated[str, Field(min_length=20, max_length=600, pattern=_SOURCE)]
     models: dict[Annotated[str, Field(pattern=SLUG)], dict[WeightDType, CheckpointEntry]]
     #: Models whose repositories name their own code (config.json auto_map), so a server must
     #: be told to run it (--trust-remote-code): model -> the evidence (a published command).
@@ -123,6 +127,17 @@ class CheckpointTable(BaseModel):
 
     @model_validator(mode="after")
     def _formats_known(self) -> CheckpointTable:
+        if set(self.rocm_formats) != set(self.formats):
+            raise ValueError(
+                f"rocm_formats: lists {sorted(self.rocm_formats)}; every format of 'formats' "
+                f"({sorted(self.formats)}) and no other"
+            )
+        for fmt, engines in self.rocm_formats.items():
+            if extra := sorted(set(engines) - set(self.formats[fmt])):
+                raise ValueError(
+                    f"rocm_formats.{fmt}: {extra} do not load {fmt} at all (formats.{fmt}: "
+                    f"{self.formats[fmt]})"
+                )
         for model in self.remote_code:
             if model not in self.models:
                 raise ValueError(f"remote_code.{model}: not a model of 'models'")
@@ -146,7 +161,7 @@ def load_checkpoint_table(raw: Any) -> CheckpointTable:
 
 @cache
 def checkpoints() -> dict[str, Any]:
-    """data/checkpoints.yaml, validated: ``models`` (model -> dtype -> {repo, format, source})
-    and ``formats`` (format -> engines)."""
+    """data/checkpoints.yaml, validated: ``models`` (model -> dtype -> {repo, format, source}),
+    ``formats`` (format -> engines) and ``rocm_formats`` (format -> engines on AMD GPUs)."""
     raw = load_data_yaml((DATA_DIR / "checkpoints.yaml").read_text("utf-8"))
     return load_checkpoint_table(raw).model_dump()
