@@ -387,7 +387,11 @@ def test_unmet_names_the_lowest_tpot_and_it_is_the_closest_miss():
     closest = r.near_misses[0]
     assert closest.deployment.description in line
     assert f"up to {lowest:.1f} ms" in closest.fails[0]
-    assert r.explanation[-1].startswith("The search tried up to 8 GPUs (1 node of 8) of h100-sxm")
+    assert r.explanation[-2].startswith("The search tried up to 8 GPUs (1 node of 8) of h100-sxm")
+    # speculative decoding was off: the last line says what turning it on does (the weight
+    # read bound above holds for a draft's verify step too)
+    assert r.explanation[-1].startswith("With speculative decoding on (Llama 3.2 1B, 4 draft ")
+    assert r.explanation[-1].endswith("no deployment meets the SLA either.")
 
 
 def test_unmet_when_nothing_sustains_the_load_gives_the_largest_capacity():
@@ -459,3 +463,29 @@ def test_halving_an_expert_parallel_layout_compares_it_with_plain_tp1():
     assert any(
         line.startswith("TP=4, EP=4, attention DP=4 (pcie5) would") for line in r.explanation
     )
+
+
+def test_nothing_meets_without_speculation_names_what_turning_it_on_recommends(capsys):
+    """DeepSeek-R1 for 100 users on 8 H200 with a 30 ms P99 TPOT and --no-speculative: nothing
+    meets it (the closest reads 41.9 ms). The answer says that with the model's own MTP head it
+    does, and names the deployment: the one `recommend --spec-draft mtp` then gives, with the
+    same figures (what the consultant gets by following the advice)."""
+    import json
+
+    from advisor.cli import main
+
+    base = ["recommend", "--model", "deepseek-r1", "--gpu", "h200-sxm", "--users", "100",
+            "--isl", "2000", "--osl", "500", "--tpot-p99-ms", "30", "--json"]  # fmt: skip
+    main([*base, "--no-speculative"])
+    off = json.loads(capsys.readouterr().out)
+    assert off["best"] is None
+    line = off["explanation"][-1]
+    main([*base, "--spec-draft", "mtp"])
+    on = json.loads(capsys.readouterr().out)["best"]
+    assert on is not None and on["gpus"] == 8
+    assert line.startswith("With speculative decoding on (DeepSeek-R1's own MTP head, 1 draft "
+                           "token per step, acceptance 0.85) the search recommends ")  # fmt: skip
+    assert on["description"] in line
+    assert f"P99 TPOT {on['tpot_ms']['p99']:,.1f} ms" in line
+    assert f"${on['usd_per_million_tokens']:.3f} per 1M output tokens on 8 GPUs" in line
+    assert "--spec-draft mtp" in line

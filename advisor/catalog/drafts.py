@@ -30,6 +30,20 @@ OWN_HEADS: dict[str, int] = {"deepseek-v3": 1, "deepseek-r1": 1, "glm-4.5": 1}
 TOKENIZER_LINE = {"qwen3_moe": "qwen3", "mixtral": "mistral"}
 
 
+#: Draft tokens per step of a separate draft model when none are given (Options.spec_tokens).
+DEFAULT_SPEC_TOKENS = 4
+
+
+def default_spec_tokens(target_id: str, draft_id: str | None) -> int:
+    """Draft tokens per step a draft runs unless told otherwise: a model's own MTP head as many
+    as it has layers, a separate draft model ``DEFAULT_SPEC_TOKENS``.
+
+    >>> default_spec_tokens("deepseek-r1", MTP), default_spec_tokens("llama-3.1-70b", "llama-3.2-1b")
+    (1, 4)
+    """
+    return OWN_HEADS[target_id] if draft_id == MTP else DEFAULT_SPEC_TOKENS
+
+
 def has_own_head(target: ModelSpec) -> bool:
     """The target ships its own draft head (MTP layers)."""
     return OWN_HEADS.get(target.id, 0) > 0

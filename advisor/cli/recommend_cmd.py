@@ -294,7 +294,12 @@ def _speculation(args: argparse.Namespace, model) -> dict:
     """Options of speculative decoding from the flags: a chosen draft (refused with the reason
     when it has another tokenizer), or the model's own MTP head by default; k and the
     acceptance rate default to the head's layers and the pair's published figure."""
-    from advisor.catalog.drafts import MTP, OWN_HEADS, has_own_head, tokenizer_problem
+    from advisor.catalog.drafts import (
+        MTP,
+        default_spec_tokens,
+        has_own_head,
+        tokenizer_problem,
+    )
     from advisor.catalog.spec_acceptance import default_acceptance
 
     draft = args.spec_draft
@@ -311,7 +316,7 @@ def _speculation(args: argparse.Namespace, model) -> dict:
             raise CliInputError(f"--spec-draft {draft}: {why}")
     if draft is None and has_own_head(model) and not args.no_speculative:
         draft = MTP
-    k = args.spec_tokens or (OWN_HEADS[model.id] if draft == MTP else 4)
+    k = args.spec_tokens or default_spec_tokens(model.id, draft)
     a = args.spec_acceptance
     if a is None:
         a = default_acceptance(model.id, draft).acceptance

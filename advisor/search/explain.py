@@ -339,6 +339,32 @@ def _at_half(sc, t, i: int, name: str, point_ms: float, target_ms: float) -> str
     return ", and at 50% confidence it is met" if point_ms * factor <= target_ms else ""
 
 
+def speculation_line(on, draft: str, other) -> str:
+    """What the search finds with speculative decoding on (``on``: the scenario with it on;
+    ``other``: that search's Recommendation), for an answer that found nothing with it off."""
+    from advisor.catalog.spec_acceptance import default_acceptance
+
+    o = on.options
+    pub = default_acceptance(on.model_spec().id, draft)
+    how = (f"{draft_name(on.model_spec(), draft)}, {o.spec_tokens} draft token"
+           f"{'s' if o.spec_tokens != 1 else ''} per step, acceptance {o.spec_acceptance:.2f}"
+           f"{'' if pub.published else ' assumed: no published figure for this pair'}")  # fmt: skip
+    b = other.best
+    if b is None:
+        return f"With speculative decoding on ({how}) no deployment meets the SLA either."
+    pct = on.sla.percentile
+    return (
+        f"With speculative decoding on ({how}) the search recommends {b.description}: P{pct} "
+        f"TTFT {_pct_ms(b.ttft_ms, pct):,.1f} ms, P{pct} TPOT {_pct_ms(b.tpot_ms, pct):,.1f} ms, "
+        f"${b.usd_per_million_tokens:.3f} per 1M output tokens on {b.gpus:,} GPUs. Turn it on in the "
+        f"sidebar (Serving: Speculative decoding), or pass --spec-draft {draft} to the CLI."
+    )
+
+
+def _pct_ms(p, pct: int) -> float:
+    return float(getattr(p, f"p{pct}"))
+
+
 def _search_bounds(sc) -> str:
     """What the sidebar let the search try: GPUs, dtypes, speculative decoding."""
     h, o = sc.hardware, sc.options
