@@ -249,3 +249,20 @@ def test_a_long_prompt_in_chunks_costs_at_least_its_whole_prefill():
                            isl_tokens=np.array([30_000]), osl_tokens=np.array([1]),
                            budget_tokens=8192, offset_pair_s=float(chunk_offset_attention_s(r)[0]))  # fmt: skip
     assert 1.0 <= s.ttft_s[0] / one_pass <= 1.15
+
+
+def test_a_finite_closed_loop_runs_throughput_carries_its_start_up_and_drain():
+    """A closed-loop run of stated length prints output tokens over its whole duration: its
+    start-up wave (every client's prompt at t = 0) and its drain (the last answers finish with
+    fewer in flight; sglang.bench_serving draws lengths uniformly up to the nominal one, so
+    clients finish their share apart). The sgl-cookbook runs send 5 x clients prompts (80 from
+    16, 500 from 100). Predicted at the steady state these throughputs read 1.12x the published
+    ones in sample (72 rows, 2026-12-07, constants fitted that way); replayed as the runs they
+    were, 1.02x, and the refit keeps it there."""
+    items = [c for c in cases()[0] if c.kind == "conc_tput" and replayable(c)]
+    assert len(items) >= 60
+    measured = np.array([c.measured for c in items])
+    steady = np.median(predict_cases(items, replay=False) / measured)
+    run = np.median(predict_cases(items) / measured)
+    assert steady > 1.08, steady
+    assert abs(run - 1.0) < 0.05, run

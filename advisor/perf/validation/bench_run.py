@@ -225,14 +225,14 @@ def replay_closed_loop(
 #: The case kinds a replay answers, and the per-request samples each reads ("tput": the run's
 #: output tokens over its duration, as the clients print it).
 REPLAYED_METRIC = {
-    "conc_ttft": "ttft", "conc_tpot": "tpot", "conc_e2e": "e2e",
+    "conc_ttft": "ttft", "conc_tpot": "tpot", "conc_e2e": "e2e", "conc_tput": "tput",
     "load_ttft": "ttft", "load_itl": "tpot", "load_e2e": "e2e", "load_tput": "tput",
 }  # fmt: skip
 
 
 def replayable(c: Case) -> bool:
-    """A closed-loop row the replay answers: a TTFT row of a stated run length whose lengths the
-    replay can draw (a random dataset, and no ShareGPT unless the command names the random one:
+    """A closed-loop row the replay answers: a TTFT or throughput row of a stated run length
+    whose lengths the replay can draw (a random dataset, and no ShareGPT unless the command names the random one:
     a client given ``--random-input-len`` without ``--dataset-name random`` ran its default,
     ShareGPT); a TTFT, TPOT or E2E row of a run whose every request's lengths are the
     client's own (:func:`client_lengths`), one client included; and a request-rate row (TTFT,
@@ -258,7 +258,7 @@ def replayable(c: Case) -> bool:
         "random" in notes and not re.search("sharegpt", notes, re.I)
     )
     return (
-        c.kind == "conc_ttft"
+        c.kind in ("conc_ttft", "conc_tput")
         and c.batch >= 2
         and c.requests >= 2
         and bool(random)
