@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from advisor.catalog import accelerators, interconnects, models
+from advisor.catalog.drafts import DEFAULT_SPEC_TOKENS
 from advisor.catalog.files import (
     MAX_JSON_DEPTH,
     loads_json,
@@ -217,7 +218,7 @@ class Options(BaseModel):
     #: own multi-token-prediction head), or None for the target's default (its own head, else
     #: the smallest catalog model with its tokenizer; advisor/catalog/drafts.py).
     draft_model: str | None = None
-    spec_tokens: Annotated[int, Field(ge=1, le=16)] = 4
+    spec_tokens: Annotated[int, Field(ge=1, le=16)] = DEFAULT_SPEC_TOKENS
     spec_acceptance: Annotated[float, Field(ge=0, le=1)] = 0.7
     disaggregated: bool = True
     #: Highest utilisation (offered rate / sustainable rate) a deployment may run at. Latency

@@ -259,13 +259,13 @@ def _draft_choices(model_id: str, cfg: dict | None) -> list[str]:
 
 def _set_pair_acceptance(model_id: str) -> None:
     """Draft changed: its acceptance rate becomes the pair's published figure (or the default)."""
-    from advisor.catalog.drafts import MTP, OWN_HEADS
+    from advisor.catalog.drafts import MTP, default_spec_tokens
     from advisor.catalog.spec_acceptance import default_acceptance
 
     draft = SS[_K["options.draft_model"]]
     SS[_K["options.spec_acceptance"]] = default_acceptance(model_id, draft).acceptance
     if draft == MTP:  # the head drafts as many tokens as it has layers
-        SS[_K["options.spec_tokens"]] = OWN_HEADS[model_id]
+        SS[_K["options.spec_tokens"]] = default_spec_tokens(model_id, draft)
 
 
 def _speculative_inputs(model_id: str, cfg: dict | None) -> None:

@@ -65,35 +65,30 @@ def choose(model_id: str, weights: str, engine: str, vendor: str = "NVIDIA") -> 
     base = _entry(model_id, "bf16")
     if hit and engine in formats[hit["format"]]:
         return Checkpoint(hit["repo"], True, source=hit["source"])
-    if hit:  # listed, but in a format this build refuses: never the origin of a re-quantization
-        return replace(_unpublished(model_id, weights, engine, base, None),
-                       passed_over=f"{hit['repo']} ({hit['format']})")  # fmt: skip
-    return _unpublished(model_id, weights, engine, base, hit)
+    ck = _unpublished(model_id, weights, engine, base)
+    # listed, but in a format this build refuses: said, and never the origin of a re-quantization
+    return replace(ck, passed_over=f"{hit['repo']} ({hit['format']})") if hit else ck
 
 
-def _unpublished(
-    model_id: str, weights: str, engine: str, base: dict | None, hit: dict | None
-) -> Checkpoint:
+def _unpublished(model_id: str, weights: str, engine: str, base: dict | None) -> Checkpoint:
     """``choose`` without a loadable published checkpoint of ``weights``: the 16-bit release
-    (``base``), a loadable listed one (``hit``) or the model's own quantized one, with what the
-    engine does first."""
+    (``base``) or the model's own quantized one, with what the engine does first."""
     released = _released(model_id)
     if base is None and released is not None:
         # Only the publisher's quantized release exists (gpt-oss: MXFP4): another dtype is a
         # re-quantization of it, never an engine's load-time flag on that checkpoint.
         return _requantize(released, weights, engine)
-    origin = (base or hit or {}).get("repo")
+    origin = (base or {}).get("repo")
     if origin is None:  # an imported config.json or a model without a listed release
         origin = model_id
         where = f"{model_id} (no published checkpoint listed: use your own path)"
     else:
         where = origin
     if weights in SIXTEEN_BIT + ("fp32",):
-        if base is None and hit is None:
+        # a 16-bit dtype's listed entry is ``base`` itself (``_entry``), so none is listed here
+        if base is None:
             return Checkpoint(origin, False, prepare=f"download the 16-bit weights of {where}")
-        return Checkpoint(origin, True, prepare=None if base else
-                          f"no 16-bit release listed: dequantize {where} to bf16 first "
-                          "(e.g. DeepSeek-V3's inference/fp8_cast_bf16.py)")  # fmt: skip
+        return Checkpoint(origin, True)
     if weights == "fp8" and engine in ("vllm", "sglang"):
         return Checkpoint(origin, False, online_quantization="fp8")
     if weights == "mxfp4":

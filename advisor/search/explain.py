@@ -339,16 +339,14 @@ def _at_half(sc, t, i: int, name: str, point_ms: float, target_ms: float) -> str
     return ", and at 50% confidence it is met" if point_ms * factor <= target_ms else ""
 
 
-def speculation_line(on, draft: str, other) -> str:
+def speculation_line(on, draft: str, published: bool, other) -> str:
     """What the search finds with speculative decoding on (``on``: the scenario with it on;
-    ``other``: that search's Recommendation), for an answer that found nothing with it off."""
-    from advisor.catalog.spec_acceptance import default_acceptance
-
+    ``published``: its acceptance is the pair's published figure; ``other``: that search's
+    Recommendation), for an answer that found nothing with it off."""
     o = on.options
-    pub = default_acceptance(on.model_spec().id, draft)
     how = (f"{draft_name(on.model_spec(), draft)}, {o.spec_tokens} draft token"
            f"{'s' if o.spec_tokens != 1 else ''} per step, acceptance {o.spec_acceptance:.2f}"
-           f"{'' if pub.published else ' assumed: no published figure for this pair'}")  # fmt: skip
+           f"{'' if published else ' assumed: no published figure for this pair'}")  # fmt: skip
     b = other.best
     if b is None:
         return f"With speculative decoding on ({how}) no deployment meets the SLA either."

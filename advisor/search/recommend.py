@@ -495,10 +495,11 @@ def recommend(scenario: Scenario) -> Recommendation:
     return rec.model_copy(update={"elapsed_ms": elapsed, "phase_ms": ms})
 
 
-def speculation_trial(sc: Scenario) -> tuple[Scenario, str] | None:
+def speculation_trial(sc: Scenario) -> tuple[Scenario, str, bool] | None:
     """The scenario with speculative decoding turned on as the CLI turns it on (the draft the
     scenario would run, k = the model's own head's layers or 4, the pair's published acceptance
-    or the stated default), and the draft; None when it is on already or no draft exists."""
+    or the stated default), the draft, and whether that acceptance is published; None when it
+    is on already or no draft exists."""
     from advisor.catalog.drafts import default_spec_tokens
     from advisor.catalog.spec_acceptance import default_acceptance
     from advisor.search.space import scenario_draft
@@ -510,9 +511,14 @@ def speculation_trial(sc: Scenario) -> tuple[Scenario, str] | None:
     if draft is None:
         return None
     target = sc.model_spec().id
-    k, acc = default_spec_tokens(target, draft), default_acceptance(target, draft).acceptance
-    opts = on.options.model_copy(update={"spec_tokens": k, "spec_acceptance": acc})
-    return on.model_copy(update={"options": opts}), draft
+    acc = default_acceptance(target, draft)
+    opts = on.options.model_copy(
+        update={
+            "spec_tokens": default_spec_tokens(target, draft),
+            "spec_acceptance": acc.acceptance,
+        }
+    )
+    return on.model_copy(update={"options": opts}), draft, acc.published
 
 
 def _with_speculation_tried(sc: Scenario, rec: Recommendation) -> Recommendation:
@@ -520,16 +526,15 @@ def _with_speculation_tried(sc: Scenario, rec: Recommendation) -> Recommendation
     does: the same question searched with the draft (``speculation_trial``), and the deployment
     it then recommends, or that none would meet it either (explain.speculation_line). The
     article's matrix answers 30B-180B models with speculative decoding, so a workshop that left
-    it off should see whether it is the missing piece (Llama-3.1-70B at 20 req/s on 16 MI300X:
-    no deployment meets a 40 ms P99 TPOT without it, one does with Llama 3.2 1B drafting)."""
+    it off should see whether it is the missing piece (DeepSeek-R1 for 100 users on 8 H200: no
+    deployment meets a 30 ms P99 TPOT without it, TP=8 does with its own MTP head; Llama-3.1-70B
+    at 20 req/s on 16 MI300X misses the TTFT target either way, and the line says so)."""
     trial = speculation_trial(sc)
     if trial is None:
         return rec
-    on, draft = trial
-    other = _recommend(on)
-    return rec.model_copy(
-        update={"explanation": [*rec.explanation, speculation_line(on, draft, other)]}
-    )
+    on, draft, published = trial
+    line = speculation_line(on, draft, published, _recommend(on))
+    return rec.model_copy(update={"explanation": [*rec.explanation, line]})
 
 
 def _nothing(sc: Scenario, t0: float, rejected: dict, reason: str) -> Recommendation:

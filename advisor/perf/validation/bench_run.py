@@ -232,9 +232,9 @@ REPLAYED_METRIC = {
 
 def replayable(c: Case) -> bool:
     """A closed-loop row the replay answers: a TTFT or throughput row of a stated run length
-    whose lengths the replay can draw (a random dataset, and no ShareGPT unless the command names the random one:
-    a client given ``--random-input-len`` without ``--dataset-name random`` ran its default,
-    ShareGPT); a TTFT, TPOT or E2E row of a run whose every request's lengths are the
+    whose lengths the replay can draw (a random dataset, and no ShareGPT unless the command
+    names the random one: a client given ``--random-input-len`` without ``--dataset-name
+    random`` ran its default, ShareGPT); a TTFT, TPOT or E2E row of a run whose every request's lengths are the
     client's own (:func:`client_lengths`), one client included; and a request-rate row (TTFT,
     TPOT, E2E, throughput) of a run whose send times are the client's own too
     (:func:`client_arrivals`), on one replica; likewise a client's file that lists each
