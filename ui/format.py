@@ -104,10 +104,7 @@ def display_name(text: str) -> str:
 def percentile_points_ms(deployment, pct: int) -> dict[str, float]:
     """The P``pct`` TTFT, TPOT and E2E a page shows for a search deployment, by "TTFT"/"TPOT"/"E2E"
     (the ``points_ms`` of ``interval_text``)."""
-    return {
-        n.upper(): getattr(getattr(deployment, f"{n}_ms"), f"p{pct}")
-        for n in ("ttft", "tpot", "e2e")
-    }
+    return {n.upper(): getattr(deployment, f"{n}_ms").at(pct) for n in ("ttft", "tpot", "e2e")}
 
 
 def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = None) -> str:

@@ -49,10 +49,9 @@ def latency_figure(rec: Any, scenario: Scenario, deployment: Any = None):
     from advisor.charts import latency_charts as lc
 
     pct = scenario.sla.percentile
-    p = lambda x: getattr(x, f"p{pct}")  # noqa: E731
     if getattr(best, "stable", True):
-        title = (f"Where the time goes, means (P{pct} TTFT {p(best.ttft_ms):,.0f} ms, "
-                 f"P{pct} TPOT {p(best.tpot_ms):,.1f} ms)")  # fmt: skip
+        title = (f"Where the time goes, means (P{pct} TTFT {best.ttft_ms.at(pct):,.0f} ms, "
+                 f"P{pct} TPOT {best.tpot_ms.at(pct):,.1f} ms)")  # fmt: skip
     else:  # its queue grows without bound: no percentile to quote
         title = "Where the time goes, means (unstable at the offered load: no percentiles)"
     return lc.breakdown_figure(latency_rows(best, scenario), title)

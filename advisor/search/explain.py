@@ -353,14 +353,10 @@ def speculation_line(on, draft: str, published: bool, other) -> str:
     pct = on.sla.percentile
     return (
         f"With speculative decoding on ({how}) the search recommends {b.description}: P{pct} "
-        f"TTFT {_pct_ms(b.ttft_ms, pct):,.1f} ms, P{pct} TPOT {_pct_ms(b.tpot_ms, pct):,.1f} ms, "
+        f"TTFT {b.ttft_ms.at(pct):,.1f} ms, P{pct} TPOT {b.tpot_ms.at(pct):,.1f} ms, "
         f"${b.usd_per_million_tokens:.3f} per 1M output tokens on {b.gpus:,} GPUs. Turn it on in the "
         f"sidebar (Serving: Speculative decoding), or pass --spec-draft {draft} to the CLI."
     )
-
-
-def _pct_ms(p, pct: int) -> float:
-    return float(getattr(p, f"p{pct}"))
 
 
 def _search_bounds(sc) -> str:
@@ -452,7 +448,7 @@ def _sla_latency(sc, d) -> tuple[str, float]:
     stated = [n for n, v in (("TPOT", sc.sla.tpot_ms), ("TTFT", sc.sla.ttft_ms),
                              ("E2E", sc.sla.e2e_ms)) if v is not None]  # fmt: skip
     name = stated[0] if stated else "E2E"
-    return f"P{pct} {name}", getattr(getattr(d, f"{name.lower()}_ms"), f"p{pct}")
+    return f"P{pct} {name}", getattr(d, f"{name.lower()}_ms").at(pct)
 
 
 def compare_with_article_shape(sc, best, shaped) -> str:

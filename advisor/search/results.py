@@ -55,11 +55,23 @@ def priced_step_ms(d: Deployment) -> tuple[dict[str, float], float, float] | Non
 
 
 class Percentiles(BaseModel):
+    """One latency's percentiles (ms); the SLA's percentile is one of them."""
+
     model_config = _M
     p50: float
     p90: float
     p95: float
     p99: float
+
+    def at(self, pct: int) -> float:
+        """The ``pct``-th percentile (50, 90, 95 or 99).
+
+        >>> Percentiles(p50=1.0, p90=2.0, p95=3.0, p99=4.0).at(95)
+        3.0
+        """
+        if pct not in (50, 90, 95, 99):
+            raise ValueError(f"percentile={pct!r}; allowed: 50, 90, 95, 99")
+        return float(getattr(self, f"p{pct}"))
 
 
 class Deployment(BaseModel):

@@ -131,7 +131,7 @@ def focus_section(c: SimpleNamespace) -> bool:
     d = f.deployment
     m = st.columns(6)
     for col, name in zip(m[:3], ("ttft", "tpot", "e2e"), strict=True):
-        col.metric(f"P{pct} {name.upper()}", fmt_ms(getattr(getattr(d, f"{name}_ms"), f"p{pct}")))
+        col.metric(f"P{pct} {name.upper()}", fmt_ms(getattr(d, f"{name}_ms").at(pct)))
     m[3].metric("Tok/s per GPU", f"{d.throughput_per_gpu_tok_s:,.0f}",
                 help="output tokens/s per GPU at the offered load")  # fmt: skip
     m[4].metric("USD / M tokens", usd(d.usd_per_million_tokens),

@@ -38,10 +38,6 @@ SS = st.session_state
 PICK, CHART, HAND = "focus.pick", "focus.pareto", "focus.hand"
 
 
-def _pct(p, pct: int) -> float:
-    return getattr(p, f"p{pct}")
-
-
 def _ms(x_ms: float) -> str:
     return latency(x_ms)
 
@@ -93,8 +89,8 @@ def best_section(rec, scenario) -> None:
         st.success(f"**Recommended:** {b.description}")
     c = st.columns(5)
     c[0].metric("GPUs", f"{b.gpus:,}", help=plural(b.nodes, "node"))
-    c[1].metric(f"P{pct} TTFT", _ms(_pct(b.ttft_ms, pct)))
-    c[2].metric(f"P{pct} TPOT", _ms(_pct(b.tpot_ms, pct)))
+    c[1].metric(f"P{pct} TTFT", _ms(b.ttft_ms.at(pct)))
+    c[2].metric(f"P{pct} TPOT", _ms(b.tpot_ms.at(pct)))
     c[3].metric("Tokens/s per GPU", sig3(b.throughput_per_gpu_tok_s),
                 help="Output tokens/s per GPU at the offered load")  # fmt: skip
     c[4].metric("USD per M tokens", usd(b.usd_per_million_tokens),
@@ -103,7 +99,7 @@ def best_section(rec, scenario) -> None:
     if ranges := interval_text(b.intervals, percentile_points_ms(b, pct)):
         st.caption(ranges)
     st.caption(
-        f"SLA {rec.sla}; P{pct} end to end {_ms(_pct(b.e2e_ms, pct))}; "
+        f"SLA {rec.sla}; P{pct} end to end {_ms(b.e2e_ms.at(pct))}; "
         f"decode batch {decode_batch_seqs(b.running_batch)} per replica (its step: a request "
         "and the others decoding beside it, on average); the deployment "
         f"saturates at {sig3(b.max_rate_req_s)} requests/s ({b.headroom:.1f}× the offered load)"
@@ -176,8 +172,8 @@ def near_misses_section(rec, pct: int) -> None:
                     "deployment": m.deployment.description,
                     "misses by": "; ".join(m.fails),
                     "GPUs": m.deployment.gpus,
-                    f"P{pct} TTFT": _ms(_pct(m.deployment.ttft_ms, pct)),
-                    f"P{pct} TPOT": _ms(_pct(m.deployment.tpot_ms, pct)),
+                    f"P{pct} TTFT": _ms(m.deployment.ttft_ms.at(pct)),
+                    f"P{pct} TPOT": _ms(m.deployment.tpot_ms.at(pct)),
                     "USD per M tokens": usd(m.deployment.usd_per_million_tokens),
                 }
                 for m in rec.near_misses
@@ -269,7 +265,7 @@ def _point(rec, scenario, f: InFocus):
         description=d.description, gpus=d.gpus, throughput_per_gpu_tok_s=d.throughput_per_gpu_tok_s,
         usd_per_million_tokens=d.usd_per_million_tokens, meets_sla=d.meets_sla, spec=d.spec,
         sla_verdict=d.sla_verdict,
-        latency_ms=_pct(getattr(d, f"{name}_ms"), scenario.sla.percentile),
+        latency_ms=getattr(d, f"{name}_ms").at(scenario.sla.percentile),
         over_budget=d.over_budget,
     )  # fmt: skip
 
@@ -332,8 +328,8 @@ def focus_section(rec, scenario, f: InFocus) -> None:
     if not f.recommended and d is not None:
         c = st.columns(5)
         c[0].metric("GPUs", f"{d.gpus:,}")
-        c[1].metric(f"P{pct} TTFT", _ms(_pct(d.ttft_ms, pct)))
-        c[2].metric(f"P{pct} TPOT", _ms(_pct(d.tpot_ms, pct)))
+        c[1].metric(f"P{pct} TTFT", _ms(d.ttft_ms.at(pct)))
+        c[2].metric(f"P{pct} TPOT", _ms(d.tpot_ms.at(pct)))
         c[3].metric("USD per M tokens", usd(d.usd_per_million_tokens))
         c[4].metric("Meets the SLA", sla_answer(d))
     with st.expander("Set a deployment by hand"):
