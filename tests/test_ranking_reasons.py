@@ -17,13 +17,15 @@ from advisor.report.facts import Deployment
 from advisor.report.sections.summary import ranks_lower
 from advisor.search.explain import compare_with_article_shape
 from advisor.search.ranking import deciding_key, rank_order
+from advisor.search.results import Percentiles
 
 SC = N(rank_by="cost", sla=N(percentile=99, tpot_ms=50.0, ttft_ms=None, e2e_ms=None))
 
 
 def _dep(gpus, usd_h, usd_m, tpot_ms, headroom):
+    tpot = Percentiles(p50=tpot_ms, p90=tpot_ms, p95=tpot_ms, p99=tpot_ms)
     return N(description=f"{gpus} GPUs", stable=True, meets_sla=True, gpus=gpus,
-             usd_per_hour=usd_h, usd_per_million_tokens=usd_m, tpot_ms=N(p99=tpot_ms),
+             usd_per_hour=usd_h, usd_per_million_tokens=usd_m, tpot_ms=tpot,
              headroom=headroom)  # fmt: skip
 
 

@@ -463,11 +463,12 @@ def compare_with_article_shape(sc, best, shaped) -> str:
     headroom.
 
     >>> from types import SimpleNamespace as N
+    >>> from advisor.search.results import Percentiles
     >>> sc = N(rank_by="cost", sla=N(percentile=99, tpot_ms=50.0, ttft_ms=None, e2e_ms=None))
     >>> def dep(gpus, usd_h, usd_m, tpot, room=3.0):
     ...     return N(description=f"{gpus} GPUs", stable=True, meets_sla=True, gpus=gpus,
-    ...              usd_per_hour=usd_h, usd_per_million_tokens=usd_m, tpot_ms=N(p99=tpot),
-    ...              headroom=room)
+    ...              usd_per_hour=usd_h, usd_per_million_tokens=usd_m,
+    ...              tpot_ms=Percentiles(p50=tpot, p90=tpot, p95=tpot, p99=tpot), headroom=room)
     >>> t = compare_with_article_shape(sc, dep(6, 16.86, 1.195, 36.0), dep(8, 16.86, 1.02, 32.0))
     >>> print(*t.split("; "), sep=chr(10))
     the article's shape (8 GPUs) also meets the SLA at the same price per hour ($16.86/h: the same servers bought) but on 8 GPUs vs 6
