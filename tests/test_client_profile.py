@@ -414,13 +414,16 @@ def test_the_roofline_bound_is_above_every_published_row_of_the_h100_sweep():
 def test_three_points_of_a_published_sweep_are_judged_held_out():
     """TensorRT-LLM 0.19 perf-overview, Llama-3.1-8B FP8 on one H100 (rows E0650..E0670 of
     data/measurements-engine-perf-pages.csv): the sweep's two ends and its middle as the client's
-    three runs. Each held out, the profile fitted to the other two is off by a median 11.7%
-    against the shipped calibration's 17.8% (measured, 2026-12-07 evening calibration, closed-loop
-    throughputs replayed; 11.6% against 17.8% with the routing draw exponent's prior at 0.85,
+    three runs. Each held out, the profile fitted to the other two is off by a median 11.5%
+    against the shipped calibration's 17.6% (measured, 2026-12-07 night calibration: in-engine
+    collectives slow their bytes, not their latencies; 11.7% against 17.8% with the evening one,
+    closed-loop throughputs replayed; 11.6% against 17.8% with the routing draw exponent's prior
+    at 0.85,
     11.7% against 17.7% before it, with the NVFP4
     rows' FP8 KV cache, an fp4 GEMM efficiency and EP's all-gather; 11.1% against 12.5% with the 2026-12-06 night
-    one, where rows E0650 and E0670 came out 0.6 and 1.0 pp worse): each run better, but not
-    under the 3-run bar of 59% (10.4%). Refused with each run's figures; the other rows keep
+    one, where rows E0650 and E0670 came out 0.6 and 1.0 pp worse): two runs better and E0650
+    within the 2 pp tolerance (1.8% -> 3.4%), but not under the 3-run bar of 59% (10.4%).
+    Refused with each run's figures; the other rows keep
     the shipped calibration (which saw all of them). None of the three is flagged as faster
     than the hardware: they are TensorRT-LLM's own measurements (``impossible``)."""
     from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
@@ -445,20 +448,21 @@ def test_three_points_of_a_published_sweep_are_judged_held_out():
     msg = str(exc.value)
     assert msg.startswith("sweep: held out, the profile does not bring the shipped calibration's "
                           "error below 59% of it")  # fmt: skip
-    assert "off by 11.7% (median), the shipped calibration by 17.8%" in msg
-    assert "E0660 25.8% -> 11.7% (-14.1 pp)" in msg
-    assert [r["verdict"] for r in exc.value.runs] == ["better"] * 3
+    assert "off by 11.5% (median), the shipped calibration by 17.6%" in msg
+    assert "E0660 25.1% -> 11.5% (-13.6 pp)" in msg
+    assert [r["verdict"] for r in exc.value.runs] == ["within tolerance", "better", "better"]
 
 
 def test_a_profile_that_trades_one_of_its_own_runs_for_the_others_is_refused():
     """TensorRT-LLM's Llama-3.3-70B NVFP4 sweep on one B200 (perf-overview rows E0594, E0614,
-    E0634: 128/128, 1000/2000 and 20000/2000 tokens, offline) as the client's three runs. Held
-    out it passes (3.5% against the shipped 6.2%, each run better), but the profile fitted to all
-    three pulls the long run (31.0% -> 10.6%) by taking the middle one from 3.7% to 10.8% (2026-12-07
-    evening calibration; 3.7% to 10.7% with the routing draw exponent's prior at 0.85, 3.8% to
-    10.8% before it), and the sweep's near-repeat of
-    that middle run (E0618, 1024/2048) would read 10.0% instead of 4.8%: refused (client_holdout
-    rule 4), its figures said (2026-12-07 calibration)."""
+    E0634: 128/128, 1000/2000 and 20000/2000 tokens, offline) as the client's three runs. With the
+    2026-12-07 night calibration (in-engine collectives slow their bytes only) held out it reads
+    10.0% against the shipped 13.6%, each run better but above the 3-run bar (59%): refused
+    there. With that bar lifted (``min_gain`` 1: any held-out gain passes) the profile fitted to
+    all three pulls the long run by taking the middle one from 6.7% to 10.4%: refused by the
+    in-sample rule (client_holdout rule 4), its figures said. (The evening calibration reached
+    rule 4 without lifting the bar: 3.5% against 6.2% held out, the middle run 3.7% -> 10.8%;
+    the sweep's near-repeat of that run, E0618, would have read 10.0% instead of 4.8%.)"""
     from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
     from advisor.perf.importers import Imported
     from advisor.perf.validation.measurements import cases
@@ -467,12 +471,16 @@ def test_a_profile_that_trades_one_of_its_own_runs_for_the_others_is_refused():
     train = [by_id[i] for i in ("E0594", "E0614", "E0634")]
     cfg = train[0].config
     dep = Deployment("llama-3.3-70b", "b200", 1, 1, cfg.weights, cfg.kv, cfg.engine)
+    files = [Imported("sweep", "measurements.csv", "0" * 64, cases=train)]
     with pytest.raises(ProfileRefused) as exc:
-        fit_profile([Imported("sweep", "measurements.csv", "0" * 64, cases=train)], dep, "s")
+        fit_profile(files, dep, "s")
+    assert "off by 10.0% (median), the shipped calibration by 13.6%" in str(exc.value)
+    with pytest.raises(ProfileRefused) as exc:
+        fit_profile(files, dep, "s", min_gain=1.0)
     msg = str(exc.value)
     assert msg.startswith("sweep: in sample, the profile fitted to all 3 runs predicts 1 of them "
                           "worse than the shipped calibration by more than 2 pp")  # fmt: skip
-    assert "(E0614 3.7% -> 10.8% (+7.0 pp))" in msg and msg.endswith("no profile written")
+    assert "(E0614 6.7% -> 10.4% (+3.7 pp))" in msg and msg.endswith("no profile written")
 
 
 SWEEP_405B = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")
@@ -502,76 +510,80 @@ def test_runs_1_and_2_of_the_405b_sweep_are_refused_as_too_few_to_judge():
     )
 
 
-def test_runs_1_3_4_and_runs_1_to_4_of_the_405b_sweep_are_accepted_held_out():
-    """Runs 1, 3, 4 (1, 4, 8 req/s random): held out, run 3 (4 req/s) predicted by the profile
-    fitted to runs 1 and 4 is better than shipped (46.9% -> 15.5%), and so are runs 1 and 4:
-    accepted, median 10.8% against 26.3% (2026-12-07 evening calibration, closed-loop
-    throughputs replayed; 46.7% -> 18.2% and 13.4% against 26.0% with the routing draw
-    exponent's prior at 0.85; 47.0% -> 14.1% and 10.7% against 26.3% before it, 46.6% -> 19.6%
-    and 13.4% against 25.8% with the 2026-12-06 night one, 46.9% -> 15.7% and 10.8% against
-    26.3% earlier that day).
-    Fitted to the two ends, the compute factor can put 4 req/s at the edge of saturation, where
-    the queue's TTFT grows without bound while the run measured 0.60 s: the 2026-12-05
-    calibration refused the three (run 3 46.4% -> 27311%), the same day's earlier one accepted
-    them (46.5% -> 20.3%) and the 2026-12-04 one refused them (run 3 784 pp worse): a run next
-    to saturation is a knife edge, and the refusal rule is what guards it.
-    All four random runs (1-4, 1-8 req/s) are accepted: median 9.9% against 21.5%, under the
-    4-run bar of 65%, each run better, run 2 (2 req/s) the one inside the others' range
-    (17.8% -> 7.8%; 10.3% against 21.1% and 18.1% -> 8.1% with the prior at 0.85). Runs 5-6 (ShareGPT, input about 224
-    tokens) lie outside its lengths (509-515 tokens): the estimate falls back to the shipped
-    calibration and says so. Measured values are the fixture's (run 2: median TTFT 244.3 ms,
-    median E2E 29.97 s, 911.1 tok/s)."""
+def test_which_subsets_of_the_405b_sweep_a_profile_is_written_for_held_out():
+    """Measured with the 2026-12-07 night calibration (in-engine collectives slow their bytes,
+    not their latencies; bench/client_holdout.py prints every subset). The shipped calibration
+    now predicts runs 1-4 within 13.8-18.4% except run 3 (4 req/s, 46.7%), so a profile has less
+    to win and the held-out rule decides differently from the evening calibration's stories:
+
+    - runs 1, 3, 4 (1, 4, 8 req/s random): refused, run 3 predicted by the profile fitted to the
+      two ends is worse (46.7% -> 64.2%): fitted to the two ends the compute factor can put
+      4 req/s at the edge of saturation, where the queue's TTFT grows without bound while the
+      run measured 0.60 s. A run next to saturation is a knife edge (the evening calibration
+      accepted the three, 46.9% -> 15.5%; the 2026-12-05 one refused them at 27311%), and the
+      refusal rule is what guards it.
+    - runs 1-4 (1-8 req/s random): refused, median 14.3% against the shipped 19.8%, above the
+      4-run bar of 65% (12.9%; accepted by the evening calibration, 9.9% against 21.5%).
+    - runs 1, 2, 3, 5 (random at 1, 2, 4 req/s and ShareGPT at 4): written, 8.8% against 18.8%,
+      each run better (run 2 18.4% -> 8.1%); run 4 (random at 8 req/s) lies outside the rates
+      its runs at those lengths cover, so the estimate keeps the shipped calibration there and
+      says so.
+    - runs 1-5: written, 10.4% against 16.0% (test_runs_1_to_5_are_accepted_...).
+    Measured values are the fixture's (run 2: median TTFT 244.3 ms, median E2E 29.97 s,
+    911.1 tok/s)."""
     from advisor.perf.calibration.client_profile import (
         ProfileDoc,
+        ProfileRefused,
         _load,
         fit_profile,
     )
 
     runs = _405b_runs()
-    h134 = fit_profile([runs[0], runs[2], runs[3]], SWEEP_405B, "dc-134").doc["holdout"]
-    assert h134["verdict"].startswith("accepted: each of the 3 runs predicted by the profile "
-                                      "fitted to the others is off by 10.8% (median), the "
-                                      "shipped calibration by 26.3%")  # fmt: skip
-    assert [r["verdict"] for r in h134["runs"]] == ["better"] * 3
-    run3 = next(r for r in h134["runs"] if r["run"] == "run3.json")
-    assert (run3["shipped_pct"], run3["held_out_pct"]) == pytest.approx((46.92, 15.51), abs=0.05)
+    with pytest.raises(ProfileRefused) as exc:
+        fit_profile([runs[0], runs[2], runs[3]], SWEEP_405B, "dc-134")
+    assert "run3.json 46.7% -> 64.2% (+17.4 pp)" in str(exc.value)
+    assert [r["verdict"] for r in exc.value.runs] == ["better", "worse", "better"]
+    with pytest.raises(ProfileRefused) as exc:
+        fit_profile(runs[:4], SWEEP_405B, "dc-1-4")
+    assert ("does not bring the shipped calibration's error below 65% of it: each of the 4 runs "
+            "predicted by the profile fitted to the others is off by 14.3% (median), the shipped "
+            "calibration by 19.8%") in str(exc.value)  # fmt: skip
 
     assert [c.measured for c in runs[1].cases] == pytest.approx([0.2443, 29.97, 911.1], rel=1e-3)
-    fit = fit_profile(runs[:4], SWEEP_405B, "dc-1-4")
+    fit = fit_profile([runs[0], runs[1], runs[2], runs[4]], SWEEP_405B, "dc-1235")
     h = fit.doc["holdout"]
-    print(h["verdict"])
-    assert h["verdict"].startswith("accepted: each of the 4 runs predicted by the profile fitted")
+    assert h["verdict"].startswith("accepted: each of the 4 runs predicted by the profile fitted "
+                                   "to the others is off by 8.8% (median), the shipped "
+                                   "calibration by 18.8%")  # fmt: skip
     assert [r["verdict"] for r in h["runs"]] == ["better"] * 4
     run2 = next(r for r in h["runs"] if r["run"] == "run2.json")
-    assert (run2["shipped_pct"], run2["held_out_pct"]) == pytest.approx((17.84, 7.76), abs=0.05)
+    assert (run2["shipped_pct"], run2["held_out_pct"]) == pytest.approx((18.45, 8.14), abs=0.05)
     s = fit.doc["summary"]
-    assert s["loo_median_ape_pct"] == pytest.approx(9.94, abs=0.3)
-    assert s["median_ape_before_pct"] == pytest.approx(21.49, abs=0.3)
+    assert s["loo_median_ape_pct"] == pytest.approx(8.79, abs=0.3)
+    assert s["median_ape_before_pct"] == pytest.approx(18.84, abs=0.3)
     dom = ProfileDoc.model_validate(fit.doc).domain()
-    for c in runs[4].cases + runs[5].cases:
+    for c in runs[3].cases:
         why = dom.workload_problem(c.isl, c.osl, "request rate", _load(c))
-        assert why is not None and why.startswith("input 22")
-        assert "no request rate run at these lengths (input 508.7-514.6" in why
+        assert why is not None and why.startswith("request rate 8 req/s is outside 1-4 req/s")
 
 
 def test_all_six_405b_runs_are_refused_because_run_6_gets_worse_held_out():
-    """All six runs: the held-out median passes the 6-run bar (the other five runs are each
-    3.8-8.0 pp better held out) but run 6 (ShareGPT at 8 req/s, near capacity) predicted by the
-    profile fitted to the other five is 50.2 pp worse than shipped (23.7% -> 73.9%, 2026-12-07
-    evening calibration; 24.1% -> 56.3% with the routing draw exponent's prior at 0.85; 24.3% -> 60.8% before it,
-    25.0% -> 57.2% with the 2026-12-06 night one, 24.7% -> 61.7% earlier that day,
-    26.1% -> 55.1% the day before): a profile that hurts a run is refused."""
+    """All six runs: run 6 (ShareGPT at 8 req/s, near capacity) predicted by the profile fitted to
+    the other five is 436.7 pp worse than shipped (14.0% -> 450.7%, 2026-12-07 night
+    calibration), which also holds the held-out median (12.6%) above the 6-run bar (71% of the
+    shipped 14.7%), though the other five are each 1.8-7.8 pp better. The evening calibration
+    refused it on run 6 alone (23.7% -> 73.9%, the median under the bar); 24.1% -> 56.3% with the
+    routing draw exponent's prior at 0.85, 24.3% -> 60.8% before it, 25.0% -> 57.2% with the
+    2026-12-06 night one, 24.7% -> 61.7% earlier that day, 26.1% -> 55.1% the day before: a
+    profile that hurts a run is refused."""
     from advisor.perf.calibration.client_profile import ProfileRefused, fit_profile
 
     with pytest.raises(ProfileRefused) as exc:
         fit_profile(_405b_runs(), SWEEP_405B, "s")
     msg = str(exc.value)
     print(msg)
-    assert (
-        "held out, 1 of the 6 runs is predicted worse than by the shipped calibration by more"
-        in msg
-    )
-    assert "run6.json 23.7% -> 73.9% (+50.2 pp)" in msg and "\n" not in msg
+    assert "held out, the profile does not bring the shipped calibration's error below 71%" in msg
+    assert "run6.json 14.0% -> 450.7% (+436.7 pp)" in msg and "\n" not in msg
     assert [r["run"] for r in exc.value.runs if r["verdict"] == "worse"] == ["run6.json"]
 
 
@@ -592,10 +604,11 @@ def test_inter_link_flag_is_checked(tmp_path, capsys):
 
 
 def test_calibrate_cli_prints_the_verdict_each_held_out_run_and_the_range(tmp_path, capsys):
-    # Runs 1-4 of the DataCrunch 405B sweep, one file each (the accepted set above).
+    # Runs 1, 2, 3 and 5 of the DataCrunch 405B sweep, one file each (a set written held out:
+    # test_which_subsets_of_the_405b_sweep_a_profile_is_written_for_held_out).
     lines = (FIX / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
     froms = []
-    for i in (0, 1, 2, 3):
+    for i in (0, 1, 2, 4):
         (tmp_path / f"run{i + 1}.json").write_bytes(lines[i])
         froms += ["--from", str(tmp_path / f"run{i + 1}.json")]
     out = tmp_path / "dc.yaml"
@@ -606,10 +619,12 @@ def test_calibrate_cli_prints_the_verdict_each_held_out_run_and_the_range(tmp_pa
     print(text)
     assert "verdict, judged on runs held out: accepted: each of the 4 runs" in text
     # Each run: mean |error| of its 3 figures, shipped and with the profile fitted without it
-    # (run 3 at 4 req/s: 46.9% -> 32.2% when measured with the 2026-12-07 evening calibration).
-    assert re.search(r"held out run3\.json: 46\.9% shipped, 32\.2% with the profile fitted "
-                     r"without it \(-14\.7 pp, better\)", text), text  # fmt: skip
-    assert "applies over llama-3.1-405b TP=8 PP=1 bf16/bf16; request rate 1-8 req/s" in text
+    # (run 3 at 4 req/s: 46.7% -> 42.7% when measured with the 2026-12-07 night calibration).
+    assert re.search(r"held out run3\.json: 46\.7% shipped, 42\.7% with the profile fitted "
+                     r"without it \(-4\.1 pp, better\)", text), text  # fmt: skip
+    # two length classes, each with the rates its runs measured (ShareGPT only at 4 req/s)
+    assert ("applies over llama-3.1-405b TP=8 PP=1 bf16/bf16; request rate 4 req/s, input 224.2, "
+            "output 189.1 tokens; request rate 1-4 req/s, input 508.7-514.6") in text  # fmt: skip
     assert out.exists()
 
 

@@ -60,9 +60,10 @@ def test_each_fabric_has_its_own_fitted_value_and_the_link_picks_it(cal):
 
 
 def test_one_fabrics_value_moves_only_its_own_deployments(cal, active):
-    # Hand check: the decode step's communication is the nccl-tests time / the fabric's value,
-    # so taking Infinity Fabric from 0.6 to 0.9 must shrink an MI300X step's communication by
-    # 0.6 / 0.9 = 2/3 exactly and leave an H100's (NVLink) unchanged.
+    # Hand check: the decode step's communication is the nccl-tests latencies plus the bytes at
+    # the fabric's value x the nccl-tests rate, affine in 1/value: from 1.0 to 0.9 it grows by
+    # (1/0.9 - 1) / (1/0.6 - 1) = 1/6 of what it grows from 1.0 to 0.6 (same algorithm: one
+    # token's 16 KiB stays one-shot), and an H100's (NVLink) does not move.
     def comm(gpu: str, xgmi: float) -> float:
         doc = copy.deepcopy(cal)
         doc["global"]["collective_efficiency"] = 0.6
@@ -71,7 +72,9 @@ def test_one_fabrics_value_moves_only_its_own_deployments(cal, active):
         active(doc)
         return float(decode_step(_replica(gpu), 1.0, 2048.0).communication[0])
 
-    assert comm("mi300x", 0.9) / comm("mi300x", 0.6) == pytest.approx(2 / 3)
+    bench = comm("mi300x", 1.0)
+    grew = (comm("mi300x", 0.9) - bench) / (comm("mi300x", 0.6) - bench)
+    assert grew == pytest.approx((1 / 0.9 - 1) / (1 / 0.6 - 1))
     assert comm("h100-sxm", 0.9) == pytest.approx(comm("h100-sxm", 0.6))
 
 
@@ -114,7 +117,7 @@ def test_estimate_shows_the_value_its_link_uses_and_flags_a_borrowed_one(cal, ac
     shared = cal["global"]["collective_efficiency"]
     assert r["engine_profile"]["collective_efficiency"] == pytest.approx(shared)
     assert r["engine_profile"]["collective_calibrated"] is False
-    assert (f"UNCALIBRATED: all-reduces at {shared:.2f} x their nccl-tests speed, not calibrated "
+    assert (f"UNCALIBRATED: all-reduces' data at {shared:.2f} x its nccl-tests rate, not calibrated "
             "on Infinity Fabric (no rows): the value shared by the fabrics with rows"
             ) in render(r)  # fmt: skip
 
@@ -188,3 +191,30 @@ def test_pdf_appendix_names_the_value_the_described_deployments_link_uses(cal):
     assert text.endswith(
         f"(TP 8 over AMD Infinity Fabric (MI300X / MI325X 8-GPU OAM)) uses {xgmi:.2f}."
     )
+
+
+def test_an_engines_slowdown_costs_a_decode_step_its_bytes_not_its_latencies(cal, active):
+    """Llama-3.1-70B (hidden 8192, 80 layers, two all-reduces each) on 8 x H100, engine k = 0.5.
+
+    One decode token sends 8192 x 2 B = 16 KiB: the custom one-shot kernel, 8.48 us fitted base
+    + 2.2 us NVLink step + 7 x 16384 B / (0.3773 x 0.783 x 450 GB/s) = 0.86 us of bytes, 11.54 us
+    in the benchmark (``collectives.allreduce_time_s`` hand check). In the engine its bytes take
+    twice as long: 12.41 us, 160 x 12.41 = 1.99 ms per step. Before 2026-12-07 the whole time
+    was slowed (11.54 / 0.5 = 23.1 us, 3.69 ms per step): an SM shared with the GEMMs copies
+    slower, it does not make a flag exchange slower. 4,096 tokens (64 MiB, NVLS: 29.4 us of
+    latencies + 246.9 us of bytes in the benchmark) take 29.4 + 2 x 246.9 = 523.1 us each.
+    """
+    doc = copy.deepcopy(cal)
+    doc["global"]["collective_efficiency"] = 0.5
+    doc["fabrics"] = {"nvlink": {"collective_factor": 1.0}}
+    active(doc)
+    cfg = ReplicaConfig(model=get_model("llama-3.1-70b"), gpu=get_accelerator("h100-sxm"), tp=8,
+                        weights="bf16", kv="bf16", engine="vllm")  # fmt: skip
+    r = build_replicas([cfg])
+    assert float(r.comm_eff[0]) == pytest.approx(0.5)
+    per_allreduce = {
+        tokens: float(decode_step(r, tokens, 1024.0).communication[0]) / 160
+        for tokens in (1.0, 4096.0)
+    }
+    assert per_allreduce[1.0] * 1e6 == pytest.approx(12.41, abs=0.01)
+    assert per_allreduce[4096.0] * 1e6 == pytest.approx(523.1, abs=0.1)

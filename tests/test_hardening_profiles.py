@@ -106,7 +106,7 @@ def test_profile_text_over_the_size_bound_is_refused_before_parsing():
 # -- integrity -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def profile(tmp_path_factory) -> Path:
-    """A signed profile: runs 1-4 of the DataCrunch Llama-3.1-405B / 8x H200 SGLang sweep, which
+    """A signed profile: runs 1-5 of the DataCrunch Llama-3.1-405B / 8x H200 SGLang sweep, which
     the held-out rule accepts (tests/test_client_profile.py). These tests are about the profile
     file's integrity; the estimates below run on its deployment (``EST_PROFILE``)."""
     from advisor.perf.calibration.client_profile import fit_profile
@@ -115,7 +115,7 @@ def profile(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("prof") / "acme.yaml"
     dep = Deployment("llama-3.1-405b", "h200-sxm", 8, 1, "bf16", "bf16", "sglang")
     lines = (CLIENT / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
-    runs = [load_bytes(lines[i], f"run{i + 1}.json", dep) for i in range(4)]
+    runs = [load_bytes(lines[i], f"run{i + 1}.json", dep) for i in range(5)]
     path.write_text(dump(fit_profile(runs, dep, "acme").doc))
     return path
 
@@ -336,11 +336,11 @@ def test_calibrate_without_a_usable_key_folder_exits_2_and_writes_nothing(
     blocker.write_text("")
     monkeypatch.setenv(ENV_VAR, str(blocker / "data"))  # the folder cannot be made
     out = tmp_path / "p.yaml"
-    # Runs 1-4 of the DataCrunch 405B sweep, one file each: a profile the held-out rule
+    # Runs 1-5 of the DataCrunch 405B sweep, one file each: a profile the held-out rule
     # accepts (tests/test_client_profile.py), so the fit reaches the signing step.
     lines = (CLIENT / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
     froms = []
-    for i in (0, 1, 2, 3):
+    for i in (0, 1, 2, 3, 4):
         (tmp_path / f"run{i + 1}.json").write_bytes(lines[i])
         froms += ["--from", str(tmp_path / f"run{i + 1}.json")]
     argv = ["calibrate", *froms, "--model", "llama-3.1-405b", "--gpu", "h200-sxm", "--tp", "8",

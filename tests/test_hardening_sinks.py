@@ -107,26 +107,27 @@ def test_terminal_output_is_inert(capsys):
     assert out == "name \\x1b]0;pwned\\x07 \\x1b[2J\nnext line\tcol\n"
 
 
-#: Runs 1, 3 and 4 of DataCrunch's Llama-3.1-405B sweep on 8x H200 (tests/fixtures/client/README.md):
-#: the three-run set the held-out rule accepts (tests/test_client_profile.py), so a profile is
-#: written; one run alone is refused as too few to judge (client_holdout.MIN_RUNS = 3).
+#: DataCrunch's Llama-3.1-405B sweep on 8x H200 (tests/fixtures/client/README.md): runs 1-5 are a
+#: set the held-out rule accepts (tests/test_client_profile.py), so a profile is written; one run
+#: alone is refused as too few to judge (client_holdout.MIN_RUNS = 3).
 SWEEP_405B = ["--model", "llama-3.1-405b", "--gpu", "h200-sxm", "--tp", "8", "--engine", "sglang",
               "--weights", "bf16", "--kv", "bf16"]  # fmt: skip
 
 
-def _four_runs(tmp_path, first_name: str = "run1.json") -> list[str]:
-    """Runs 1-4 of the DataCrunch 405B sweep: a set the held-out rule accepts
+def _accepted_runs(tmp_path, first_name: str = "run1.json") -> list[str]:
+    """Runs 1-5 of the DataCrunch 405B sweep: a set the held-out rule accepts
     (tests/test_client_profile.py), so the fit gets to print and write."""
     lines = (CLIENT / "sglang_bench_serving_dec2024_405b.jsonl").read_bytes().splitlines()
     froms = []
-    for i, name in ((0, first_name), (1, "run2.json"), (2, "run3.json"), (3, "run4.json")):
+    names = (first_name, "run2.json", "run3.json", "run4.json", "run5.json")
+    for i, name in enumerate(names):
         (tmp_path / name).write_bytes(lines[i])
         froms += ["--from", str(tmp_path / name)]
     return froms
 
 
 def test_calibrate_prints_a_hostile_file_name_inert(tmp_path, capsys):
-    froms = _four_runs(tmp_path, "run\x1b]0;pwned\x07\nFAKE LINE.json")
+    froms = _accepted_runs(tmp_path, "run\x1b]0;pwned\x07\nFAKE LINE.json")
     argv = ["calibrate", *froms, *SWEEP_405B, "--out", str(tmp_path / "p.yaml")]
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -148,7 +149,7 @@ def test_a_refused_fit_prints_a_hostile_file_name_inert(tmp_path, capsys):
 
 def test_closed_stdout_says_the_profile_was_written(tmp_path):
     out = tmp_path / "p.yaml"
-    froms = " ".join(shlex.quote(a) for a in _four_runs(tmp_path))
+    froms = " ".join(shlex.quote(a) for a in _accepted_runs(tmp_path))
     cmd = (f"{sys.executable} -m advisor calibrate {froms} {' '.join(SWEEP_405B)} "
            f"--out {out} >&-")  # fmt: skip
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -80,13 +80,16 @@ def test_latency_engine_line_states_the_fitted_collective_efficiency():
     nvl = doc["fabrics"]["nvlink"]
     at = _page("ui/pages/latency.py")
     line = next(i.value for i in at.info if "Engine profile" in i.value)
-    assert f"All-reduces over NVLink run at {nvl['collective_efficiency']:.0%} of their" in line
+    assert (
+        f"All-reduces over NVLink move their data at {nvl['collective_efficiency']:.0%} of its"
+        in line
+    )
     assert f"fitted on {nvl['rows']} multi-GPU rows over NVLink" in line
     assert "uncalibrated" not in line
 
 
 def test_interconnect_caption_states_each_links_collective_efficiency():
-    # The Interconnect chart divides each link's nccl-tests time by its fabric's in-engine
+    # The Interconnect chart moves each link's bytes at its fabric's in-engine
     # collective efficiency (data/calibration.yaml fabrics; 1 over PCIe and the networks); the
     # caption under it says which value each link drawn uses.
     import yaml

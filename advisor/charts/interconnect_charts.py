@@ -60,9 +60,10 @@ def tp_comm_sweep(
 ) -> list[dict]:
     """Per (link, TP): all-reduce time per layer and per token, and its share of a decode step.
 
-    Times are in-engine: nccl-tests time / the collective efficiency of the link's fabric
+    Times are in-engine, as in the decode step: the nccl-tests latencies, and the bytes at the
+    collective efficiency of the link's fabric x their nccl-tests rate
     (``profiles.collective_efficiency``: fitted per fabric where copy kernels set the rate, NVLink
-    and Infinity Fabric; 1 over PCIe), as in the decode step. Two all-reduces of ``batch_tokens x hidden x activation_bytes`` per layer (Megatron-LM);
+    and Infinity Fabric; 1 over PCIe; ``physics.collectives.algorithm_time_s``). Two all-reduces of ``batch_tokens x hidden x activation_bytes`` per layer (Megatron-LM);
     per token = layers x per layer (a token crosses every pipeline stage). The rest of the step
     (GEMMs, attention over ``context_tokens`` of KV cache, engine overhead) comes from the
     performance model (advisor.perf.model.step.decode_step) on ``gpu`` at that TP, so only the link
@@ -96,12 +97,13 @@ def tp_comm_sweep(
         for tp in tps:
             if tp > max_tp_on(link):
                 continue
-            ar = allreduce(msg, tp, link, algorithms=_usable(algs, tp, link))
-            # inside the engine, as the decode step counts it (perf.model.replica: nccl-tests time /
-            # the link's fabric's collective efficiency), so this page and the Latency page
-            # give one number (issue 38: 6.29 ms here, 9.69 ms there)
+            # inside the engine, as the decode step counts it (perf.model.step: the bytes at the
+            # link's fabric's collective efficiency x their nccl-tests rate), so this page and the
+            # Latency page give one number (issue 38: 6.29 ms here, 9.69 ms there)
             ce = collective_efficiency(link)  # the fabric's own value, flagged if borrowed
-            per_layer = 2 * ar.time_s / ce.value
+            ar = allreduce(msg, tp, link, algorithms=_usable(algs, tp, link),
+                           kernel_efficiency=ce.value)  # fmt: skip
+            per_layer = 2 * ar.time_s
             per_token = model.num_hidden_layers * per_layer
             compute = float(rest[tp])
             rows.append(
@@ -117,7 +119,7 @@ def tp_comm_sweep(
 
 
 def efficiency_note(rows: Sequence[dict]) -> str:
-    """Per link drawn, the in-engine collective efficiency its times are divided by.
+    """Per link drawn, the in-engine collective efficiency its bytes move at (x nccl-tests rate).
 
     >>> efficiency_note([{"link_name": "A", "collective_efficiency": 0.6,
     ...                   "collective_calibrated": False, "collective_note": "no rows"}])
@@ -213,7 +215,7 @@ def per_layer_figure(rows: Sequence[dict], title: str) -> go.Figure:
                 mode="lines+markers",
                 line={"color": colours[lid], "width": 3},
                 hovertemplate="TP=%{x}: %{y:.3g} µs per layer (%{customdata[0]}; in engine at "
-                "%{customdata[1]} × nccl-tests speed)<extra>%{fullData.name}</extra>",
+                "%{customdata[1]} × the nccl-tests data rate)<extra>%{fullData.name}</extra>",
             )
         )
     _tp_axis(fig)

@@ -586,8 +586,8 @@ def render(r: dict) -> str:
         lines.append(f"  UNCALIBRATED: {' and '.join(what)} predicted from priors; ranges widened")
     ep = r["engine_profile"]
     if r["tp"] > 1 and not ep["collective_calibrated"]:
-        lines.append(f"  UNCALIBRATED: all-reduces at {ep['collective_efficiency']:.2f} x their "
-                     f"nccl-tests speed, {ep['collective_note']}")  # fmt: skip
+        lines.append(f"  UNCALIBRATED: all-reduces' data at {ep['collective_efficiency']:.2f} x "
+                     f"its nccl-tests rate, {ep['collective_note']}")  # fmt: skip
     lines.append(f"  ranges from out-of-sample errors: {iv['basis']}")
     lines += _percentile_lines(r)
     lines += _benchmark_lines(r.get("benchmark_run"))

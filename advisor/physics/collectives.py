@@ -383,7 +383,12 @@ _RING_FORMULAS = {
 
 
 def nccl_ring_time_s(
-    op: str, message_bytes: Number, n_gpus: int, link: Interconnect, bandwidth_bytes_per_s: float
+    op: str,
+    message_bytes: Number,
+    n_gpus: int,
+    link: Interconnect,
+    bandwidth_bytes_per_s: float,
+    kernel_efficiency: float = 1.0,
 ) -> Number:
     """NCCL's ring with its fastest protocol: min over p of base_p + ring(S, N, B_p, alpha_p).
 
@@ -391,7 +396,8 @@ def nccl_ring_time_s(
     and LL128, the link's ``latency_s`` for Simple; B_p: :func:`protocol_bandwidth_bytes_per_s`
     of the Simple bandwidth B. Links without modelled protocols (:func:`nccl_protocols`) run one:
     6.6 us + ring(S, N, B, link alpha). Source: NCCL src/graph/tuning.cc, whose tuner picks the
-    (algorithm, protocol) of least modelled time per call.
+    (algorithm, protocol) of least modelled time per call. ``kernel_efficiency`` scales each
+    protocol's rate (B_p), not its latencies (:func:`algorithm_time_s`).
 
     Hand check, 32 KiB on 8 x H100 (B = 0.783 x 450 GB/s): LL 6.6 + 14 x 0.6 + 1.75 x 32768 /
     141e9 = 15.41 us; Simple 8.4 + 14 x 2.2 + 1.75 x 32768 / 352.35e9 = 39.36 us. 1 GiB: Simple,
@@ -407,12 +413,12 @@ def nccl_ring_time_s(
     protocols = nccl_protocols(link)
     if not protocols:
         return NCCL_BASE_LATENCY_S + ring(
-            message_bytes, n_gpus, bandwidth_bytes_per_s, link.latency_s
+            message_bytes, n_gpus, kernel_efficiency * bandwidth_bytes_per_s, link.latency_s
         )
     times = []
     for p in protocols:
         alpha = link.latency_s if p == "Simple" else NCCL_RING_STEP_LATENCY_S[link.kind][p]
-        bw = protocol_bandwidth_bytes_per_s(bandwidth_bytes_per_s, p, link.id)
+        bw = kernel_efficiency * protocol_bandwidth_bytes_per_s(bandwidth_bytes_per_s, p, link.id)
         times.append(_arr(NCCL_RING_BASE_LATENCY_S[p] + ring(message_bytes, n_gpus, bw, alpha)))
     return _ret(np.minimum.reduce(times), message_bytes)
 
@@ -623,12 +629,20 @@ def algorithm_time_s(
     *,
     achievable_fraction: float | None = None,
     calibration: Mapping | None = None,
+    kernel_efficiency: float = 1.0,
 ) -> Number:
     """Time of one algorithm: software latency + the formula at the achievable bandwidth.
 
-    T = base latency (NCCL tuning.cc, or fitted for custom kernels) + formula(S, N, f x B_eff,
+    T = base latency (NCCL tuning.cc, or fitted for custom kernels) + formula(S, N, k x f x B_eff,
     link.latency_s), with B_eff = ``link.effective_bandwidth_bytes_per_s(N)``, f the fitted
     fraction; NVLS uses f x nvls_efficiency, one/two-shot f x custom_efficiency. Zero for N = 1.
+
+    k, ``kernel_efficiency``: 1 in a collectives benchmark; inside an engine the fraction of
+    that speed its copy kernels reach while they share the GPU with the GEMMs
+    (``perf.model.profiles.collective_efficiency``). It slows the bytes, not the latencies: a
+    4-byte flag exchange costs the same whatever the copy rate, so a decode step's 16 KiB
+    all-reduce (latency-bound) stays near its benchmark time and a prefill's 64 MiB one
+    (bandwidth-bound) takes 1/k of it.
     """
     _check_n(n_gpus)
     cal = CALIBRATION if calibration is None else calibration
@@ -637,14 +651,17 @@ def algorithm_time_s(
     f = achievable_fraction_for(link, cal) if achievable_fraction is None else achievable_fraction
     if not 0 < f <= 1:
         raise ValueError(f"achievable_fraction={f} must be in (0, 1]")
-    bw = f * link.effective_bandwidth_bytes_per_s(n_gpus)
+    if not 0 < kernel_efficiency <= 1:
+        raise ValueError(f"kernel_efficiency={kernel_efficiency} must be in (0, 1]")
+    ring_bw = f * link.effective_bandwidth_bytes_per_s(n_gpus)
+    bw = kernel_efficiency * ring_bw
     alpha = link.latency_s
     nccl = NCCL_BASE_LATENCY_S
     custom_base = cal["custom_base_latency_s"]
     custom_bw = bw * cal["custom_efficiency"]
     table = {
         ("allreduce", "ring"): lambda: nccl_ring_time_s(
-            "allreduce", message_bytes, n_gpus, link, bw
+            "allreduce", message_bytes, n_gpus, link, ring_bw, kernel_efficiency
         ),
         ("allreduce", "tree"): lambda: (
             nccl + tree_allreduce_time_s(message_bytes, n_gpus, bw, alpha)
@@ -660,10 +677,10 @@ def algorithm_time_s(
             custom_base + two_shot_allreduce_time_s(message_bytes, n_gpus, custom_bw, alpha)
         ),
         ("allgather", "ring"): lambda: nccl_ring_time_s(
-            "allgather", message_bytes, n_gpus, link, bw
+            "allgather", message_bytes, n_gpus, link, ring_bw, kernel_efficiency
         ),
         ("reducescatter", "ring"): lambda: nccl_ring_time_s(
-            "reducescatter", message_bytes, n_gpus, link, bw
+            "reducescatter", message_bytes, n_gpus, link, ring_bw, kernel_efficiency
         ),
         ("allgather", "one_shot"): lambda: (
             custom_base + one_shot_allgather_time_s(message_bytes, n_gpus, custom_bw, alpha)
@@ -693,8 +710,10 @@ def collective_time_s(
     achievable_fraction: float | None = None,
     algorithms: Sequence[str] | None = None,
     calibration: Mapping | None = None,
+    kernel_efficiency: float = 1.0,
 ) -> Number:
-    """Elementwise minimum over the available algorithms (vectorised over message_bytes)."""
+    """Elementwise minimum over the available algorithms (vectorised over message_bytes);
+    ``kernel_efficiency`` as in :func:`algorithm_time_s`."""
     _validate_inputs(message_bytes, n_gpus)
     algs = _choose_set(op, n_gpus, link, algorithms)
     times = [
@@ -707,6 +726,7 @@ def collective_time_s(
                 link,
                 achievable_fraction=achievable_fraction,
                 calibration=calibration,
+                kernel_efficiency=kernel_efficiency,
             )
         )  # fmt: skip
         for a in algs
@@ -721,8 +741,10 @@ def allreduce_time_s(
     *,
     achievable_fraction: float | None = None,
     algorithms: Sequence[str] | None = None,
+    kernel_efficiency: float = 1.0,
 ) -> Number:
-    """All-reduce time, min over algorithms, elementwise over a numpy array of message sizes.
+    """All-reduce time, min over algorithms, elementwise over a numpy array of message sizes
+    (``kernel_efficiency``: an engine's copy-kernel slowdown, :func:`algorithm_time_s`).
 
     >>> from advisor.catalog import get_interconnect
     >>> nvl = get_interconnect("nvlink4")  # 450 GB/s, 2.2 us per step, NVLS
@@ -732,10 +754,20 @@ def allreduce_time_s(
     16 KiB (Llama-2-70B, one decode token): one-shot, 8.48 us fitted base + 2.2 us + 7 x 16384 /
     (0.3773 x 0.783 x 450e9) = 11.5 us. 1 GiB: NVLS, 25 us + 4.4 us + 1.125 x 2^30 / (0.868 x
     0.783 x 450e9) = 3979 us (row M1010, through PyTorch, measured 4053 us).
+
+    Inside an engine whose copy kernels reach half their benchmark rate (k = 0.5) the bytes
+    take twice as long and the latencies do not move: 16 KiB 8.48 + 2.2 + 7 x 16384 / (0.5 x
+    0.3773 x 0.783 x 450e9) = 12.41 us (11.5 / 0.5 = 23.1 us if the whole time were slowed);
+    64 MiB (NVLS) 29.4 + 2 x 246.9 = 523.1 us, nearly 1/k of its 276.3 us.
+
+    >>> [round(float(t) * 1e6, 1) for t in allreduce_time_s(np.array([16384, 2**26]), 8, nvl,
+    ...                                                      kernel_efficiency=0.5)]
+    [12.4, 523.1]
     """
     return collective_time_s(
         "allreduce", message_bytes, n_gpus, link,
         achievable_fraction=achievable_fraction, algorithms=algorithms,
+        kernel_efficiency=kernel_efficiency,
     )  # fmt: skip
 
 
@@ -766,8 +798,10 @@ def collective(
     achievable_fraction: float | None = None,
     algorithms: Sequence[str] | None = None,
     calibration: Mapping | None = None,
+    kernel_efficiency: float = 1.0,
 ) -> CollectiveResult:
-    """The fastest algorithm for one collective, with nccl-tests' algbw and busbw."""
+    """The fastest algorithm for one collective, with nccl-tests' algbw and busbw
+    (``kernel_efficiency`` < 1: inside an engine, :func:`algorithm_time_s`)."""
     _validate_inputs(message_bytes, n_gpus)
     s = float(message_bytes)
     if n_gpus == 1:
@@ -778,6 +812,7 @@ def collective(
             algorithm_time_s(
                 op, a, s, n_gpus, link,
                 achievable_fraction=achievable_fraction, calibration=calibration,
+                kernel_efficiency=kernel_efficiency,
             )
         )  # fmt: skip
         if t < best_t:

@@ -67,9 +67,8 @@ def sweep_section(c: SimpleNamespace) -> list[dict]:
     st.caption(
         "PCIe, NVLink and Infinity Fabric up to TP = 8 (one node); the inter-node link up to 16 "
         "(two 8-GPU nodes, every GPU's traffic on its NIC). Hover for the algorithm chosen. "
-        "In the engine, nccl-tests time / the fabric's collective efficiency: "
-        + md_escape(ic.efficiency_note(rows))
-        + "."
+        "In the engine, nccl-tests latencies, and the bytes at the fabric's collective "
+        "efficiency × their nccl-tests rate: " + md_escape(ic.efficiency_note(rows)) + "."
     )
     left, right = st.columns(2)
     left.plotly_chart(

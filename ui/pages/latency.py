@@ -97,11 +97,11 @@ def profile_section(c: SimpleNamespace) -> None:
     )
     fabric = fabric_names().get(p["collective_fabric"], p["collective_fabric"])
     comm = (
-        f"All-reduces over {fabric} run at {p['collective_efficiency']:.0%} of their nccl-tests "
-        f"speed ({p['collective_note']})."
+        f"All-reduces over {fabric} move their data at {p['collective_efficiency']:.0%} of its "
+        f"nccl-tests rate, their latencies as measured ({p['collective_note']})."
         if p["collective_calibrated"]
-        else f"All-reduces over {fabric} run at {p['collective_efficiency']:.0%} of their "
-        f"nccl-tests speed, **uncalibrated** ({p['collective_note']})."
+        else f"All-reduces over {fabric} move their data at {p['collective_efficiency']:.0%} of "
+        f"its nccl-tests rate, **uncalibrated** ({p['collective_note']})."
     )
     fp4 = (
         f", fp4 compute {p['eta_compute_fp4']:.0%}"

@@ -14,7 +14,7 @@ efficiency (where such MoE rows exist), and the fixed time per expert of a MoE l
 seq_overhead_s, request_overhead_s, layer_overhead_s, and efficiency multipliers on the compute
 and memory etas (TensorRT-LLM is the reference at 1.0; a multiplier is fitted only where the
 engine has rows that pin it); globally, the attention kernels' and the 16-bit routed experts' fraction of it;
-the collectives' fraction of their nccl-tests speed over the kernel-bound fabrics (NVLink,
+the collectives' fraction of their nccl-tests data rate over the kernel-bound fabrics (NVLink,
 Infinity Fabric: the interconnect catalog's ``kind``), and per such fabric with multi-GPU rows a
 factor on it held near 1 by its prior. Each constant has a prior (``PRIOR_WIDTH_LOG``, ``PRIOR_LINEAR``) whose penalty
 joins the loss with ``PRIOR_WEIGHT``: a maximum a posteriori fit.

@@ -381,7 +381,8 @@ class CollectiveEfficiency:
 
 
 def collective_efficiency(link: Interconnect) -> CollectiveEfficiency:
-    """The fraction of its nccl-tests speed a collective over ``link`` reaches in an engine.
+    """The fraction of its nccl-tests data rate a collective over ``link`` reaches in an engine
+    (its latencies unchanged: ``physics.collectives.algorithm_time_s``).
 
     Kernel-bound fabrics (``physics.collectives.kernel_bound``) take their fitted value
     (``fabric_collective_efficiency``); one without rows takes the shared value and says so,

@@ -195,7 +195,7 @@ class ReplicaArrays:
     #: fixed time per routed expert a GPU holds, per MoE layer and pass (per accelerator family
     #: and expert precision; calibrated)
     moe_expert_overhead_s: np.ndarray
-    # in-engine collectives' fraction of the nccl-tests speed: calibrated where the GPUs' copy
+    # in-engine collectives' fraction of the nccl-tests data rate (not latency): calibrated where the GPUs' copy
     # kernels set the rate (NVLink, Infinity Fabric), 1 where the link does (PCIe, networks)
     comm_eff: np.ndarray
     gpus: np.ndarray  # TP x PP

@@ -12,9 +12,10 @@ per GPU of a pipeline stage, one iteration over ``batch`` running sequences of m
     bytes   = dense weights + experts touched x expert bytes + KV of every running sequence
     gpu     = max(flops / peak + dequant, bytes / bandwidth)        (roofline; W4A16 dequant
                                                                      overlaps the weight reads)
-    comm    = 2 x layers x allreduce(tokens x hidden x 2 bytes, TP) / collective_eff
-              (Megatron-LM: 2 per layer; collective_eff the in-engine fraction of the
-              nccl-tests speed, profiles.collective_efficiency)
+    comm    = 2 x layers x allreduce(tokens x hidden x 2 bytes, TP; k = collective_eff)
+              (Megatron-LM: 2 per layer; its latencies as in nccl-tests, its bytes at k x the
+              nccl-tests rate: collective_eff the in-engine fraction, fitted,
+              profiles.collective_efficiency; physics.collectives.algorithm_time_s)
     stage   = gpu + comm
     step    = PP x stage + (PP - 1) x p2p + overhead(batch)          (a token crosses all stages)
     overhead(batch) = step_overhead + seq_overhead x batch + layer_overhead x layers (per pass)
@@ -202,7 +203,10 @@ def allreduce_time_s(r: ReplicaArrays, message_bytes: np.ndarray) -> np.ndarray:
         algs = available_algorithms("allreduce", tp, link)
         if not custom:
             algs = tuple(a for a in algs if a not in ("one_shot", "two_shot"))
-        out[idx] = _allreduce(msg[idx], tp, link, algorithms=algs)
+        # the in-engine slowdown is the copy kernels' (they share the SMs with the GEMMs): it
+        # scales the rate the bytes move at, not the fixed latencies (kernel_efficiency)
+        eff = float(np.broadcast_to(r.comm_eff, r.tp.shape)[keys == key].flat[0])
+        out[idx] = _allreduce(msg[idx], tp, link, algorithms=algs, kernel_efficiency=eff)
     return out.reshape(shape)
 
 
@@ -210,8 +214,12 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     """Collectives of one stage for ``tokens`` tokens: per layer, the attention all-reduce plus
     either the MLP all-reduce (TP, Megatron-LM) or, in MoE layers under expert parallelism, the
     pair that brings each rank's tokens to the experts and their sums back (below).
-    Each takes its nccl-tests time / ``comm_eff`` (profiles.collective_efficiency): inside the
-    engine a collective waits for the slowest rank and shares the GPU with the GEMMs.
+    Each takes its nccl-tests latencies and moves its bytes at ``comm_eff`` x the nccl-tests rate
+    (profiles.collective_efficiency): inside the engine the copy kernels share the GPU with the
+    GEMMs. Dividing the whole time by ``comm_eff`` (until 2026-12-07) slowed the flag exchanges
+    too, which no SM contention does: a decode step's 16 KiB all-reduce on 8 x H100 read 19.4 us
+    against 11.5 us in the benchmark, and the fit answered with a milder slowdown of the prefill's
+    megabytes (0.596, now 0.455).
 
     Under attention data parallelism attention needs no collective (each rank holds its
     sequences' heads whole). A TP-split MLP gathers every rank's tokens before and scatters the
@@ -231,7 +239,7 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     from advisor.physics.collectives import all_to_all_time_s
 
     act = tokens * r.hidden * r.act_bytes
-    ar = allreduce_time_s(r, act) / r.comm_eff
+    ar = allreduce_time_s(r, act)
     attention = np.where(r.dp_attn, 0.0, ar)
     if not r.ep.any():
         return r.layers_stage * (attention + ar)
@@ -242,9 +250,10 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     for n in sorted(set(r.tp[ep].tolist())):  # np.unique would import numpy.ma (30-100 ms)
         sel = np.broadcast_to(ep & (r.tp == n), ar.shape)  # replica columns: their grid
         msg = np.broadcast_to(act, ar.shape)[sel]
-        bw, latency = (np.broadcast_to(x, ar.shape)[sel] for x in (r.a2a_bw, r.tp_link_latency))
+        bw, latency = (
+            np.broadcast_to(x, ar.shape)[sel] for x in (r.a2a_bw * r.comm_eff, r.tp_link_latency)
+        )
         a2a[sel] = all_to_all_time_s(msg, int(n), bw, latency)
-    a2a = a2a / r.comm_eff
     moe = r.moe_layer_frac
     per_layer = attention + np.where(ep, moe * 2.0 * a2a + (1.0 - moe) * ar, ar)
     return r.layers_stage * per_layer

@@ -25,8 +25,9 @@ def collective_text(ctx: Context) -> str:
         ce = collective_efficiency(link)
         flag = "" if ce.calibrated else "uncalibrated: "
         parts.append(f"over {fabric_names()[kind]} at {ce.value:.2f} ({flag}{ce.note})")
-    text = ("all-reduces / all-to-alls at a fraction of their nccl-tests speed: "
-            + "; ".join(parts) + "; over PCIe at that speed (the link sets it).")  # fmt: skip
+    text = ("all-reduces / all-to-alls move their data at a fraction of its nccl-tests rate "
+            "(their latencies as measured): " + "; ".join(parts)
+            + "; over PCIe at that rate (the link sets it).")  # fmt: skip
     spec = pick(ctx.described, "spec") if ctx.described is not None else None
     gpus, hw = accelerators(), ctx.scenario.hardware
     if spec is None or spec.tp == 1 or spec.gpu not in gpus:
