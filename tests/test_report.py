@@ -297,7 +297,7 @@ def test_report_states_the_fitted_collective_efficiency(default_report):
     # (a page break may fall inside the paragraph, now in Appendix A: issue 38)
     assert f"over NVLink at {nvl:.2f} (fitted on" in flat
     assert f"over Infinity Fabric at {xgmi:.2f} (fitted on" in flat
-    assert "all-to-alls at a fraction of their" in flat
+    assert "all-to-alls move their data at a fraction of its nccl-tests rate" in flat
 
 
 def test_pdf_range_that_excludes_its_estimate_says_which_way_the_model_errs():
