@@ -489,3 +489,9 @@ def test_nothing_meets_without_speculation_names_what_turning_it_on_recommends(c
     assert f"P99 TPOT {on['tpot_ms']['p99']:,.1f} ms" in line
     assert f"${on['usd_per_million_tokens']:.3f} per 1M output tokens on 8 GPUs" in line
     assert "--spec-draft mtp" in line
+    # with the 2026-12-07 night calibration that pick is "at risk" (P99 TPOT 29.2 ms, its 80%
+    # range reaching 43.1 ms): the line says so with the reason its own answer gives, not the
+    # measurement advice (its own line there)
+    assert on["sla_verdict"] == "at risk"
+    assert f"{on['description']}, at risk ({on['at_risk'][0]})" in line
+    assert "Measure it" not in line
