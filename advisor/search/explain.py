@@ -354,7 +354,7 @@ def speculation_line(on, draft: str, published: bool, other) -> str:
     # an at-risk pick meets the SLA on its predictions only: the line says so, as its own
     # answer's headline would (DeepSeek-R1, 100 users, 8 H200, 30 ms: P99 TPOT 26.5 ms, its
     # range reaching past 30 ms)
-    why = [x for x in b.at_risk if not x.startswith("Measure it")]  # the advice is its own line
+    why = b.at_risk[:-1]  # the reasons; the last line is the measurement advice (risk_headline)
     risk = (f", at risk ({'; '.join(why) or 'it meets the SLA on its predictions only'})"
             if b.sla_verdict == "at risk" else "")  # fmt: skip
     return (

@@ -247,12 +247,11 @@ def tp_communication_s(r: ReplicaArrays, tokens: np.ndarray) -> np.ndarray:
     # the ring all-gather's time for an S = act buffer (and the reduce-scatter's back).
     a2a = np.zeros_like(ar)
     ep = r.ep
+    engine_bw = r.a2a_bw * r.comm_eff  # the bytes at the engine's rate, the latency as measured
     for n in sorted(set(r.tp[ep].tolist())):  # np.unique would import numpy.ma (30-100 ms)
         sel = np.broadcast_to(ep & (r.tp == n), ar.shape)  # replica columns: their grid
         msg = np.broadcast_to(act, ar.shape)[sel]
-        bw, latency = (
-            np.broadcast_to(x, ar.shape)[sel] for x in (r.a2a_bw * r.comm_eff, r.tp_link_latency)
-        )
+        bw, latency = (np.broadcast_to(x, ar.shape)[sel] for x in (engine_bw, r.tp_link_latency))
         a2a[sel] = all_to_all_time_s(msg, int(n), bw, latency)
     moe = r.moe_layer_frac
     per_layer = attention + np.where(ep, moe * 2.0 * a2a + (1.0 - moe) * ar, ar)
