@@ -6,6 +6,7 @@ import argparse
 
 from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
 from advisor.cli.common import resolve_gpu, resolve_link
+from advisor.perf.validation.collective_ranges import collective_range
 from advisor.physics.collectives import OPS, collective
 
 #: Inter-node link used when the group is larger than the GPU's scale-up domain.
@@ -28,6 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="interconnect id (default: the GPU's scale-up link if --n fits its scale-up "
         f"domain, else {DEFAULT_INTER_NODE_LINK})",
     )  # fmt: skip
+    p.add_argument(
+        "--confidence", type=float_in(0.5, 0.99), default=0.8,
+        help="confidence of the range around the time (0.5..0.99, default 0.8)",
+    )  # fmt: skip
     add_json_flag(p)
     return p
 
@@ -49,11 +54,18 @@ def run(args: argparse.Namespace) -> dict:
             f"(allowed: 1..{link.links_per_gpu + 1}, or pass an inter-node --link)"
         )
     r = collective(args.op, args.bytes, args.n, link)
+    span = (
+        collective_range(link, r.message_bytes, r.time_s, args.confidence) if r.n_gpus > 1 else None
+    )
     return {
         "op": r.op, "gpu": gpu.id, "link": link.id, "n_gpus": r.n_gpus,
         "bytes": r.message_bytes, "algorithm": r.algorithm, "time_us": r.time_s * 1e6,
         # one GPU moves nothing: no rate (null), never an infinite one
         "algbw_gbps": r.algbw_bytes_per_s / 1e9 if r.n_gpus > 1 else None, "busbw_gbps": r.busbw_bytes_per_s / 1e9,
+        # how far to trust the time: held-out errors of the published rows nearest in size
+        "confidence": args.confidence,
+        "time_us_range": [span.low_s * 1e6, span.high_s * 1e6] if span else None,
+        "range_basis": span.basis if span else None,
     }  # fmt: skip
 
 
@@ -65,4 +77,6 @@ def render(r: dict) -> str:
         f"{r['op']} of {r['bytes']:,.0f} bytes on {r['n_gpus']} x {r['gpu']} over {r['link']}: "
         f"{r['time_us']:,.2f} us ({r['algorithm']}), algbw {r['algbw_gbps']:.2f} GB/s, "
         f"busbw {r['busbw_gbps']:.2f} GB/s (GB = 1e9)"
-    )
+        + (f"\n  {r['confidence']:.0%} range {r['time_us_range'][0]:,.2f}-"
+           f"{r['time_us_range'][1]:,.2f} us: {r['range_basis']}" if r["time_us_range"] else "")
+    )  # fmt: skip

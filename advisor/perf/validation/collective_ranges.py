@@ -1,0 +1,121 @@
+"""How far to trust one collective's predicted time: the held-out errors of the published
+collective rows nearest it in size, on the same kind of link.
+
+Every all-reduce row of data/measurements*.csv is predicted by ``python -m advisor crossval``
+with the collectives fitted without its source (data/crossval.yaml, ``loso_rows`` of kind
+``allreduce``). Here each becomes a time ratio, measured / predicted (a bus-bandwidth row's
+ratio is predicted / measured bandwidth: the time goes as its inverse), and a prediction's range
+is its time times the (1-c)/2 and (1+c)/2 quantiles (``intervals.quantile_bounds``) of the
+ratios of the ``NEAREST`` rows closest to it in log size on its link kind (NVLink, Infinity
+Fabric, PCIe, ...; every kind pooled when its own has fewer than ``intervals.MIN_ROWS``).
+
+Why by size: the model's error is not one number across sizes. Azure's forced-NVLS sweeps on
+8 x H100 / H200 take 1.3-1.4x the predicted time at 8-32 MiB (NCCL cuts NVLS chunks to
+16-32 KiB there, which the model's line does not price; docs/accuracy.md) and within 2% at
+8 GiB, so one pooled range would be too wide at 8 GiB and too narrow at 16 MiB.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+from advisor.catalog.specs import Interconnect
+from advisor.perf.model.intervals import CROSSVAL_PATH, MIN_ROWS, quantile_bounds
+
+#: Rows a range is read from: the nearest in log message size (12: the 10%/90% quantiles of an
+#: 80% range fall between the 1st/2nd and 11th/12th order statistics).
+NEAREST = 12
+_BANDWIDTH_METRICS = ("allreduce_busbw_gbps",)
+
+
+@dataclass(frozen=True)
+class HeldOutRow:
+    """One published collective row, predicted held out: its link kind, size and time ratio."""
+
+    id: str
+    link_kind: str
+    message_bytes: float
+    time_ratio: float  # measured time / predicted time (inf: the held-out fit failed)
+
+
+@dataclass(frozen=True)
+class CollectiveRange:
+    """A predicted collective time's range from held-out errors, and what it was read from."""
+
+    low_s: float
+    high_s: float
+    low_ratio: float
+    high_ratio: float
+    rows: int
+    basis: str
+
+
+@cache
+def held_out_rows() -> tuple[HeldOutRow, ...]:
+    """The all-reduce rows of data/crossval.yaml as time ratios, joined with their sizes and
+    links (``validation.collectives.load_collective_rows``). A row whose held-out fit failed
+    keeps an infinite ratio: a range that reaches it says so."""
+    import yaml
+
+    from advisor.catalog import interconnects
+    from advisor.perf.validation.collectives import load_collective_rows
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    doc = yaml.load(CROSSVAL_PATH.read_text(encoding="utf-8"), Loader=loader)
+    by_id = {r.row_id: r for r in load_collective_rows() if not r.reason}
+    links = interconnects()
+    out = []
+    for r in doc.get("loso_rows") or []:
+        row = by_id.get(str(r.get("id")))
+        if r.get("kind") != "allreduce" or row is None or row.link_id not in links:
+            continue
+        m, p = float(r["measured"]), float(r["predicted"])
+        ok = math.isfinite(p) and p > 0 and m > 0
+        ratio = (p / m if row.metric in _BANDWIDTH_METRICS else m / p) if ok else math.inf
+        out.append(HeldOutRow(row.row_id, links[row.link_id].kind, row.message_bytes, ratio))
+    return tuple(out)
+
+
+def _size(nbytes: float) -> str:
+    for unit, div in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= div:
+            return f"{nbytes / div:g} {unit}"
+    return f"{nbytes:g} B"
+
+
+def collective_range(
+    link: Interconnect,
+    message_bytes: float,
+    time_s: float,
+    confidence: float = 0.8,
+    rows: tuple[HeldOutRow, ...] | None = None,
+) -> CollectiveRange | None:
+    """The ``confidence`` range of a collective predicted at ``time_s`` for ``message_bytes``
+    on ``link``: time_s x the quantiles of measured/predicted time over the ``NEAREST`` held-out
+    rows nearest in log size on that link kind (module docstring). None without rows.
+
+    >>> from advisor.catalog import get_interconnect
+    >>> rows = tuple(HeldOutRow(f"r{i}", "nvlink", 2.0**20, 1 + i / 100) for i in range(12))
+    >>> c = collective_range(get_interconnect("nvlink4"), 2.0**20, 1e-4, 0.8, rows)
+    >>> round(c.low_ratio, 3), round(c.high_ratio, 3), c.rows  # order statistics 1.3 and 11.7
+    (1.003, 1.107, 12)
+    """
+    pool = held_out_rows() if rows is None else rows
+    own = [r for r in pool if r.link_kind == link.kind]
+    where = f"on {link.kind}"
+    if len(own) < MIN_ROWS:
+        own, where = list(pool), f"on any link (fewer than {MIN_ROWS} on {link.kind})"
+    if not own:
+        return None
+    target = math.log(max(message_bytes, 1.0))
+    near = sorted(own, key=lambda r: abs(math.log(max(r.message_bytes, 1.0)) - target))[:NEAREST]
+    lo, hi = quantile_bounds((math.log(r.time_ratio) for r in near), confidence)
+    sizes = sorted(r.message_bytes for r in near)
+    basis = (
+        f"held-out error of the {len(near)} published rows nearest in size {where} "
+        f"({_size(sizes[0])}-{_size(sizes[-1])}, each predicted by a fit without its source): "
+        f"measured {lo:.2f}-{hi:.2f}x of predicted"
+    )
+    return CollectiveRange(time_s * lo, time_s * hi, lo, hi, len(near), basis)
