@@ -48,8 +48,8 @@ def test_the_8_gib_range_is_narrow_where_the_rows_agree():
 
 def test_every_held_out_row_is_kept_a_failed_one_as_an_infinite_ratio():
     # Never drop a row because the model failed on it: a failed fit's row tops the range.
-    rows = tuple(HeldOutRow(f"r{i}", "nvlink", 2.0**20, 1.0) for i in range(11))
-    rows += (HeldOutRow("failed", "nvlink", 2.0**20, math.inf),)
+    rows = tuple(HeldOutRow(f"r{i}", "nvlink", 2.0**20, 8, 1.0) for i in range(11))
+    rows += (HeldOutRow("failed", "nvlink", 2.0**20, 8, math.inf),)
     span = collective_range(get_interconnect("nvlink4"), 2.0**20, 1e-5, 0.99, rows)
     assert span.high_s == math.inf and span.low_s == pytest.approx(1e-5)
     # All 258 published all-reduce rows of data/crossval.yaml are read (none dropped).
@@ -60,7 +60,11 @@ def test_a_link_kind_with_too_few_rows_pools_every_kind_and_says_so():
     link = get_interconnect("pcie5")  # one PCIe all-reduce row (M1049, 8 x RTX 5090)
     r = collective("allreduce", 4e6, 8, link)
     span = collective_range(link, 4e6, r.time_s)
-    assert "on any link (fewer than 10 on pcie)" in span.basis
+    assert "on any link (1 published row on pcie, fewer than 10: not a check" in span.basis
+    # The rows are 8-GPU runs: a 4-GPU PCIe all-reduce, and an all-gather, say they are outside.
+    span = collective_range(link, 4e6, r.time_s, n_gpus=4, op="allgather")
+    assert "4 GPUs lie outside the rows' 8 GPUs" in span.basis
+    assert "no allgather rows are held out" in span.basis
 
 
 def test_the_cli_prints_the_range_and_refuses_a_bad_confidence(run_cli):
@@ -69,7 +73,7 @@ def test_the_cli_prints_the_range_and_refuses_a_bad_confidence(run_cli):
     doc = json.loads(out)
     assert code == 0 and doc["confidence"] == 0.8
     lo, hi = doc["time_us_range"]
-    assert lo < doc["time_us"] < hi and "published rows nearest in size" in doc["range_basis"]
+    assert lo < doc["time_us"] < hi and "published all-reduce rows nearest in size" in doc["range_basis"]
     code, out, _ = run_cli(["collective", "--gpu", "h200-sxm", "--n", "8", "--bytes", "16777216"])
     assert re.search(r"80% range [\d,.]+-[\d,.]+ us: .*measured [\d.]+-[\d.]+x of predicted", out)
     code, _, err = run_cli(["collective", "--gpu", "h100-sxm", "--n", "8", "--bytes", "1e6",

@@ -55,8 +55,9 @@ def run(args: argparse.Namespace) -> dict:
         )
     r = collective(args.op, args.bytes, args.n, link)
     span = (
-        collective_range(link, r.message_bytes, r.time_s, args.confidence) if r.n_gpus > 1 else None
-    )
+        collective_range(link, r.message_bytes, r.time_s, args.confidence, n_gpus=r.n_gpus, op=r.op)
+        if r.n_gpus > 1 else None
+    )  # fmt: skip
     return {
         "op": r.op, "gpu": gpu.id, "link": link.id, "n_gpus": r.n_gpus,
         "bytes": r.message_bytes, "algorithm": r.algorithm, "time_us": r.time_s * 1e6,

@@ -37,6 +37,7 @@ class HeldOutRow:
     id: str
     link_kind: str
     message_bytes: float
+    n_gpus: int
     time_ratio: float  # measured time / predicted time (inf: the held-out fit failed)
 
 
@@ -74,7 +75,9 @@ def held_out_rows() -> tuple[HeldOutRow, ...]:
         m, p = float(r["measured"]), float(r["predicted"])
         ok = math.isfinite(p) and p > 0 and m > 0
         ratio = (p / m if row.metric in _BANDWIDTH_METRICS else m / p) if ok else math.inf
-        out.append(HeldOutRow(row.row_id, links[row.link_id].kind, row.message_bytes, ratio))
+        out.append(
+            HeldOutRow(row.row_id, links[row.link_id].kind, row.message_bytes, row.n_gpus, ratio)
+        )
     return tuple(out)
 
 
@@ -91,13 +94,17 @@ def collective_range(
     time_s: float,
     confidence: float = 0.8,
     rows: tuple[HeldOutRow, ...] | None = None,
+    n_gpus: int | None = None,
+    op: str = "allreduce",
 ) -> CollectiveRange | None:
     """The ``confidence`` range of a collective predicted at ``time_s`` for ``message_bytes``
     on ``link``: time_s x the quantiles of measured/predicted time over the ``NEAREST`` held-out
-    rows nearest in log size on that link kind (module docstring). None without rows.
+    all-reduce rows nearest in log size on that link kind (module docstring). None without
+    rows. The basis says what the rows do not cover: another link kind (too few rows of its
+    own), a GPU count ``n_gpus`` outside theirs, an ``op`` other than all-reduce.
 
     >>> from advisor.catalog import get_interconnect
-    >>> rows = tuple(HeldOutRow(f"r{i}", "nvlink", 2.0**20, 1 + i / 100) for i in range(12))
+    >>> rows = tuple(HeldOutRow(f"r{i}", "nvlink", 2.0**20, 8, 1 + i / 100) for i in range(12))
     >>> c = collective_range(get_interconnect("nvlink4"), 2.0**20, 1e-4, 0.8, rows)
     >>> round(c.low_ratio, 3), round(c.high_ratio, 3), c.rows  # order statistics 1.3 and 11.7
     (1.003, 1.107, 12)
@@ -106,16 +113,26 @@ def collective_range(
     own = [r for r in pool if r.link_kind == link.kind]
     where = f"on {link.kind}"
     if len(own) < MIN_ROWS:
-        own, where = list(pool), f"on any link (fewer than {MIN_ROWS} on {link.kind})"
+        n_own = f"{len(own)} published row{'' if len(own) == 1 else 's'}"
+        where = (f"on any link ({n_own} on {link.kind}, fewer than {MIN_ROWS}: not a check of "
+                 "this link)")  # fmt: skip
+        own = list(pool)
     if not own:
         return None
     target = math.log(max(message_bytes, 1.0))
     near = sorted(own, key=lambda r: abs(math.log(max(r.message_bytes, 1.0)) - target))[:NEAREST]
     lo, hi = quantile_bounds((math.log(r.time_ratio) for r in near), confidence)
     sizes = sorted(r.message_bytes for r in near)
+    gpus = sorted({r.n_gpus for r in near})
+    span = f"{gpus[0]}" if len(gpus) == 1 else f"{gpus[0]}-{gpus[-1]}"
+    caveats = ""
+    if n_gpus is not None and not gpus[0] <= n_gpus <= gpus[-1]:
+        caveats += f"; {n_gpus} GPUs lie outside the rows' {span} GPUs"
+    if op != "allreduce":
+        caveats += f"; all-reduce rows: no {op} rows are held out"
     basis = (
-        f"held-out error of the {len(near)} published rows nearest in size {where} "
-        f"({_size(sizes[0])}-{_size(sizes[-1])}, each predicted by a fit without its source): "
-        f"measured {lo:.2f}-{hi:.2f}x of predicted"
+        f"held-out error of the {len(near)} published all-reduce rows nearest in size {where} "
+        f"({_size(sizes[0])}-{_size(sizes[-1])}, {span} GPUs, each predicted by a fit without "
+        f"its source): measured {lo:.2f}-{hi:.2f}x of predicted{caveats}"
     )
     return CollectiveRange(time_s * lo, time_s * hi, lo, hi, len(near), basis)
