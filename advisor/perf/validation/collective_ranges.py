@@ -58,13 +58,11 @@ def held_out_rows() -> tuple[HeldOutRow, ...]:
     """The all-reduce rows of data/crossval.yaml as time ratios, joined with their sizes and
     links (``validation.collectives.load_collective_rows``). A row whose held-out fit failed
     keeps an infinite ratio: a range that reaches it says so."""
-    import yaml
-
     from advisor.catalog import interconnects
+    from advisor.catalog.files import load_data_yaml
     from advisor.perf.validation.collectives import load_collective_rows
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    doc = yaml.load(CROSSVAL_PATH.read_text(encoding="utf-8"), Loader=loader)
+    doc = load_data_yaml(CROSSVAL_PATH.read_text(encoding="utf-8"))
     by_id = {r.row_id: r for r in load_collective_rows() if not r.reason}
     links = interconnects()
     out = []
