@@ -34,7 +34,18 @@ def test_the_16_mib_range_holds_the_published_nvls_times_the_point_misses():
     measured_us = [1.75 * 16 * 2**20 / bw / 1e3 for bw in (234.45, 240.37)]
     assert [round(t, 1) for t in measured_us] == [125.2, 122.1]
     assert all(r.time_s * 1e6 < t < span.high_s * 1e6 for t in measured_us)
-    assert span.rows == 12 and "on nvlink" in span.basis and "2 MiB-64 MiB" in span.basis
+    assert span.rows == 12 and "on nvlink" in span.basis
+
+
+def test_one_sweep_does_not_make_the_range_alone():
+    # Twelve rows of one sweep at the very size asked, all exact (ratio 1.0), and rows of four
+    # other sources further away, all 2x slow: at most PER_SOURCE = 3 rows come from one source,
+    # so the range reaches the other sources' 2x. Twelve of one sweep would say "exact".
+    one = tuple(HeldOutRow(f"a{i}", "nvlink", 2.0**20, 8, 1.0, "sweep A") for i in range(12))
+    others = tuple(HeldOutRow(f"{s}{i}", "nvlink", 2.0**22, 8, 2.0, f"source {s}")
+                   for s in "BCDE" for i in range(3))  # fmt: skip
+    span = collective_range(get_interconnect("nvlink4"), 2.0**20, 1e-5, 0.8, one + others)
+    assert span.rows == 12 and span.low_ratio == 1.0 and span.high_ratio == 2.0
 
 
 def test_the_8_gib_range_is_narrow_where_the_rows_agree():
@@ -73,7 +84,10 @@ def test_the_cli_prints_the_range_and_refuses_a_bad_confidence(run_cli):
     doc = json.loads(out)
     assert code == 0 and doc["confidence"] == 0.8
     lo, hi = doc["time_us_range"]
-    assert lo < doc["time_us"] < hi and "published all-reduce rows nearest in size" in doc["range_basis"]
+    assert (
+        lo < doc["time_us"] < hi
+        and "published all-reduce rows nearest in size" in doc["range_basis"]
+    )
     code, out, _ = run_cli(["collective", "--gpu", "h200-sxm", "--n", "8", "--bytes", "16777216"])
     assert re.search(r"80% range [\d,.]+-[\d,.]+ us: .*measured [\d.]+-[\d.]+x of predicted", out)
     code, _, err = run_cli(["collective", "--gpu", "h100-sxm", "--n", "8", "--bytes", "1e6",

@@ -7,7 +7,7 @@ import argparse
 from advisor.cli import CliInputError, add_json_flag, choice_of, float_in, int_in
 from advisor.cli.common import resolve_gpu, resolve_link
 from advisor.perf.validation.collective_ranges import collective_range
-from advisor.physics.collectives import OPS, collective
+from advisor.physics.collectives import CUSTOM_ALGORITHMS, OPS, collective
 
 #: Inter-node link used when the group is larger than the GPU's scale-up domain.
 DEFAULT_INTER_NODE_LINK = "ib-ndr"
@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> dict:
         )
     r = collective(args.op, args.bytes, args.n, link)
     span = (
-        collective_range(link, r.message_bytes, r.time_s, args.confidence, n_gpus=r.n_gpus, op=r.op)
+        collective_range(link, r.message_bytes, r.time_s, args.confidence, n_gpus=r.n_gpus,
+                         op=r.op, custom=r.algorithm in CUSTOM_ALGORITHMS)
         if r.n_gpus > 1 else None
     )  # fmt: skip
     return {

@@ -9,6 +9,16 @@ is its time times the (1-c)/2 and (1+c)/2 quantiles (``intervals.quantile_bounds
 ratios of the ``NEAREST`` rows closest to it in log size on its link kind (NVLink, Infinity
 Fabric, PCIe, ...; every kind pooled when its own has fewer than ``intervals.MIN_ROWS``).
 
+At most ``PER_SOURCE`` rows come from one source (a sweep repeats its own bias at every size),
+and a prediction by an engine's own one-/two-shot kernel reads the custom-kernel rows, NCCL's
+the rest, where each has ``MIN_ROWS``. Checked out of source by ``bench/collective_ranges.py``
+(every row scored by a range built from the other sources' rows only): on 2026-12-07 the 80%
+ranges held 76.7% of the 258 rows (NVLink 80.0%, Infinity Fabric 75.4%; under 64 KiB 78.4%,
+64 KiB - 8 MiB 67.7%, 8 MiB - 1 GiB 83.3%, 1 GiB up 78.5%). Three per source was chosen on
+those rows: twelve nearest rows of any source held 68.2% (one sweep's rows made a range as
+narrow as that sweep's scatter), two or three per source 80-83% before NCCL and custom rows
+were split, four 75.2%.
+
 Why by size: the model's error is not one number across sizes. Azure's forced-NVLS sweeps on
 8 x H100 / H200 take 1.3-1.4x the predicted time at 8-32 MiB (NCCL cuts NVLS chunks to
 16-32 KiB there, which the model's line does not price; docs/accuracy.md) and within 2% at
@@ -23,10 +33,14 @@ from functools import cache
 
 from advisor.catalog.specs import Interconnect
 from advisor.perf.model.intervals import CROSSVAL_PATH, MIN_ROWS, quantile_bounds
+from advisor.physics.collectives import CUSTOM_ALGORITHMS
 
 #: Rows a range is read from: the nearest in log message size (12: the 10%/90% quantiles of an
 #: 80% range fall between the 1st/2nd and 11th/12th order statistics).
 NEAREST = 12
+#: At most this many of them from one source: a sweep repeats its own bias at every size, so
+#: twelve rows of one sweep would give a range as narrow as that sweep's scatter.
+PER_SOURCE = 3
 _BANDWIDTH_METRICS = ("allreduce_busbw_gbps",)
 
 
@@ -39,6 +53,8 @@ class HeldOutRow:
     message_bytes: float
     n_gpus: int
     time_ratio: float  # measured time / predicted time (inf: the held-out fit failed)
+    source: str = ""  # the publication; a row without one is its own
+    custom: bool = False  # an engine's own one-/two-shot kernel, not NCCL
 
 
 @dataclass(frozen=True)
@@ -73,9 +89,9 @@ def held_out_rows() -> tuple[HeldOutRow, ...]:
         m, p = float(r["measured"]), float(r["predicted"])
         ok = math.isfinite(p) and p > 0 and m > 0
         ratio = (p / m if row.metric in _BANDWIDTH_METRICS else m / p) if ok else math.inf
-        out.append(
-            HeldOutRow(row.row_id, links[row.link_id].kind, row.message_bytes, row.n_gpus, ratio)
-        )
+        out.append(HeldOutRow(row.row_id, links[row.link_id].kind, row.message_bytes,
+                              row.n_gpus, ratio, str(r.get("source") or ""),
+                              row.algorithms == CUSTOM_ALGORITHMS))  # fmt: skip
     return tuple(out)
 
 
@@ -94,11 +110,13 @@ def collective_range(
     rows: tuple[HeldOutRow, ...] | None = None,
     n_gpus: int | None = None,
     op: str = "allreduce",
+    custom: bool = False,
 ) -> CollectiveRange | None:
     """The ``confidence`` range of a collective predicted at ``time_s`` for ``message_bytes``
     on ``link``: time_s x the quantiles of measured/predicted time over the ``NEAREST`` held-out
-    all-reduce rows nearest in log size on that link kind (module docstring). None without
-    rows. The basis says what the rows do not cover: another link kind (too few rows of its
+    all-reduce rows nearest in log size on that link kind, at most ``PER_SOURCE`` from one
+    source, of NCCL's algorithms or (``custom``) of an engine's own kernels where those have
+    ``intervals.MIN_ROWS`` rows (module docstring). None without rows. The basis says what the rows do not cover: another link kind (too few rows of its
     own), a GPU count ``n_gpus`` outside theirs, an ``op`` other than all-reduce.
 
     >>> from advisor.catalog import get_interconnect
@@ -108,6 +126,9 @@ def collective_range(
     (1.003, 1.107, 12)
     """
     pool = held_out_rows() if rows is None else rows
+    same_kernels = [r for r in pool if r.custom == custom]
+    mixed = len(same_kernels) < MIN_ROWS
+    pool = list(pool) if mixed else same_kernels
     own = [r for r in pool if r.link_kind == link.kind]
     where = f"on {link.kind}"
     if len(own) < MIN_ROWS:
@@ -118,7 +139,14 @@ def collective_range(
     if not own:
         return None
     target = math.log(max(message_bytes, 1.0))
-    near = sorted(own, key=lambda r: abs(math.log(max(r.message_bytes, 1.0)) - target))[:NEAREST]
+    near, per_source = [], {}
+    for r in sorted(own, key=lambda r: abs(math.log(max(r.message_bytes, 1.0)) - target)):
+        key = r.source or r.id
+        if per_source.get(key, 0) < PER_SOURCE:
+            near.append(r)
+            per_source[key] = per_source.get(key, 0) + 1
+        if len(near) == NEAREST:
+            break
     lo, hi = quantile_bounds((math.log(r.time_ratio) for r in near), confidence)
     sizes = sorted(r.message_bytes for r in near)
     gpus = sorted({r.n_gpus for r in near})
@@ -126,6 +154,9 @@ def collective_range(
     caveats = ""
     if n_gpus is not None and not gpus[0] <= n_gpus <= gpus[-1]:
         caveats += f"; {n_gpus} GPUs lie outside the rows' {span} GPUs"
+    if mixed:
+        kind = "engine-kernel" if custom else "NCCL"
+        caveats += f"; {len(same_kernels)} {kind} rows, too few alone: every kernel's rows"
     if op != "allreduce":
         caveats += f"; all-reduce rows: no {op} rows are held out"
     basis = (
