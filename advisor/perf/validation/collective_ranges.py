@@ -41,7 +41,6 @@ NEAREST = 12
 #: At most this many of them from one source: a sweep repeats its own bias at every size, so
 #: twelve rows of one sweep would give a range as narrow as that sweep's scatter.
 PER_SOURCE = 3
-_BANDWIDTH_METRICS = ("allreduce_busbw_gbps",)
 
 
 @dataclass(frozen=True)
@@ -76,7 +75,7 @@ def held_out_rows() -> tuple[HeldOutRow, ...]:
     keeps an infinite ratio: a range that reaches it says so."""
     from advisor.catalog import interconnects
     from advisor.catalog.files import load_data_yaml
-    from advisor.perf.validation.collectives import load_collective_rows
+    from advisor.perf.validation.collectives import load_collective_rows, measured_time_s
 
     doc = load_data_yaml(CROSSVAL_PATH.read_text(encoding="utf-8"))
     by_id = {r.row_id: r for r in load_collective_rows() if not r.reason}
@@ -86,9 +85,10 @@ def held_out_rows() -> tuple[HeldOutRow, ...]:
         row = by_id.get(str(r.get("id")))
         if r.get("kind") != "allreduce" or row is None or row.link_id not in links:
             continue
-        m, p = float(r["measured"]), float(r["predicted"])
-        ok = math.isfinite(p) and p > 0 and m > 0
-        ratio = (p / m if row.metric in _BANDWIDTH_METRICS else m / p) if ok else math.inf
+        p = float(r["predicted"])
+        # both through the row's own unit conversion (a busbw row's time goes as 1 / busbw)
+        ok = math.isfinite(p) and p > 0 and row.measured > 0
+        ratio = measured_time_s(row) / measured_time_s(row._replace(measured=p)) if ok else math.inf
         out.append(HeldOutRow(row.row_id, links[row.link_id].kind, row.message_bytes,
                               row.n_gpus, ratio, str(r.get("source") or ""),
                               row.algorithms == CUSTOM_ALGORITHMS))  # fmt: skip
@@ -116,8 +116,9 @@ def collective_range(
     on ``link``: time_s x the quantiles of measured/predicted time over the ``NEAREST`` held-out
     all-reduce rows nearest in log size on that link kind, at most ``PER_SOURCE`` from one
     source, of NCCL's algorithms or (``custom``) of an engine's own kernels where those have
-    ``intervals.MIN_ROWS`` rows (module docstring). None without rows. The basis says what the rows do not cover: another link kind (too few rows of its
-    own), a GPU count ``n_gpus`` outside theirs, an ``op`` other than all-reduce.
+    ``intervals.MIN_ROWS`` rows (module docstring). None without rows. The basis says what
+    the rows do not cover: another link kind (too few rows of its own), a GPU count ``n_gpus``
+    outside theirs, an ``op`` other than all-reduce.
 
     >>> from advisor.catalog import get_interconnect
     >>> rows = tuple(HeldOutRow(f"r{i}", "nvlink", 2.0**20, 8, 1 + i / 100) for i in range(12))
