@@ -34,6 +34,14 @@ def active():
     profiles.set_active(None)
 
 
+def _with(cal: dict, shared: float, fabrics: dict) -> dict:
+    """The calibration file with the shared in-engine value and the fabrics' factors replaced."""
+    doc = copy.deepcopy(cal)
+    doc["global"]["collective_efficiency"] = shared
+    doc["fabrics"] = fabrics
+    return doc
+
+
 def _replica(gpu: str, tp: int = 8):
     cfg = ReplicaConfig(model=get_model("llama-3.1-70b"), gpu=get_accelerator(gpu), tp=tp,
                         weights="fp8", kv="fp8")  # fmt: skip
@@ -79,9 +87,7 @@ def test_one_fabrics_value_moves_only_its_own_deployments(cal, active):
 
 
 def test_a_fabric_without_rows_borrows_and_says_so(cal, active):
-    doc = copy.deepcopy(cal)
-    doc["global"]["collective_efficiency"] = 0.6
-    doc["fabrics"] = {"nvlink": {"collective_factor": 1.1, "rows": 700}}
+    doc = _with(cal, 0.6, {"nvlink": {"collective_factor": 1.1, "rows": 700}})
     active(doc)
     ce = profiles.collective_efficiency(get_interconnect("xgmi"))
     assert (ce.value, ce.calibrated) == (0.6, False)  # the shared value, not NVLink's 0.66
@@ -96,6 +102,22 @@ def test_a_fabric_without_rows_borrows_and_says_so(cal, active):
     assert (ce.value, ce.calibrated) == (1.0, False)  # nccl-tests speed, flagged
     # PCIe: the link sets the rate, no efficiency applies (issue 37's L40S fix)
     assert profiles.collective_efficiency(get_interconnect("pcie4")).value == 1.0
+
+
+def test_a_fitted_product_above_one_runs_at_the_benchmark_rate(cal, active):
+    # The fit's bounds (calibrate._BOUNDS: shared 0.2-1.2, factor 0.5-2.0) allow 1.1 x 1.05 =
+    # 1.155. An engine's copy kernels do not beat nccl-tests, and the collectives refuse a
+    # kernel efficiency above 1: before 2026-12-07 such a trial ended `advisor calibrate` in
+    # "internal error: ValueError: kernel_efficiency=1.0275... must be in (0, 1]". It now runs
+    # at the benchmark rate, the same step as a value of exactly 1.
+    active(_with(cal, 1.1, {"nvlink": {"collective_factor": 1.05, "rows": 700}}))
+    ce = profiles.collective_efficiency(get_interconnect("nvlink4"))
+    assert (ce.value, ce.calibrated) == (1.0, True)
+    over = float(decode_step(_replica("h100-sxm"), 64.0, 2048.0).communication[0])
+    active(_with(cal, 1.0, {"nvlink": {"collective_factor": 1.0, "rows": 700}}))
+    assert over == pytest.approx(
+        float(decode_step(_replica("h100-sxm"), 64.0, 2048.0).communication[0])
+    )
 
 
 def test_estimate_shows_the_value_its_link_uses_and_flags_a_borrowed_one(cal, active):

@@ -550,7 +550,9 @@ def fit(
     shared = doc["global"].get("collective_efficiency")
     for fabric, prof in doc["fabrics"].items():
         if shared is not None:  # what the fabric's deployments use (profiles), for the reader
-            prof["collective_efficiency"] = shared * prof["collective_factor"]
+            prof["collective_efficiency"] = profiles.in_engine_collective_efficiency(
+                shared, prof["collective_factor"]
+            )
         prof["rows"] = sum(fabric_of(c) == fabric for c in items)
     doc["engines"].setdefault("generic", {})
     doc["engines"]["generic"]["note"] = (

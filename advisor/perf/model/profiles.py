@@ -421,8 +421,22 @@ def fabric_collective_efficiency(fabric: str) -> CollectiveEfficiency:
                                     "the fabrics with rows")  # fmt: skip
     rows = own.get("rows")
     on = f"{rows} multi-GPU rows" if rows else "the multi-GPU rows"
-    return CollectiveEfficiency(float(shared) * float(own["collective_factor"]), fabric, True,
-                                f"fitted on {on} over {name}")  # fmt: skip
+    value = in_engine_collective_efficiency(float(shared), float(own["collective_factor"]))
+    return CollectiveEfficiency(value, fabric, True, f"fitted on {on} over {name}")
+
+
+def in_engine_collective_efficiency(shared: float, factor: float) -> float:
+    """A fabric's in-engine collective efficiency: min(1, shared x factor).
+
+    At most 1: beside the GEMMs the copy kernels run at most as fast as alone in nccl-tests.
+    The fit's bounds (shared up to 1.2, factor up to 2) allow a product above 1, which the
+    collectives refuse as a kernel efficiency; before 2026-12-07 a refit whose trial reached
+    it ended ``advisor calibrate`` in an internal error.
+
+    >>> in_engine_collective_efficiency(0.6, 1.1), in_engine_collective_efficiency(1.1, 1.05)
+    (0.66, 1.0)
+    """
+    return min(1.0, shared * factor)
 
 
 @cache
