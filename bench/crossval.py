@@ -68,7 +68,7 @@ def statistic_table() -> str:
         cells.setdefault((r["family"], names.get(stat.get(r["id"], ""), "mean")), {})[r["id"]] = e
     if PERCENTILES_PATH.exists():
         from advisor.perf.validation.percentiles import percentile_cases
-        from advisor.perf.validation.short_runs import is_short_run
+        from advisor.perf.validation.run_length import is_short_run
 
         requests = {pc.id: pc.case.requests for pc in percentile_cases()[0]}
         pct = yaml.safe_load(PERCENTILES_PATH.read_text(encoding="utf-8"))["rows"]

@@ -21,9 +21,9 @@ import yaml  # noqa: E402
 
 from advisor.catalog.loader import DATA_DIR  # noqa: E402
 from advisor.perf.validation.percentiles import percentile_cases  # noqa: E402
+from advisor.perf.validation.run_length import is_short_run  # noqa: E402
 from advisor.perf.validation.short_runs import (  # noqa: E402
     excess_summary,
-    is_short_run,
     published_short_runs,
 )
 

@@ -53,8 +53,8 @@ def test_interval_text_formats_the_search_ranges():
     # (SGLang, 2 req/s) read 430 ms-7.17 s there while the app read 316 ms-1.91 s unnamed
     bench = {**iv, "benchmark": {"ttft_ms": [430.0, 7170.0], "tpot_ms": [26.6, 48.3]}}
     assert interval_text(bench) == interval_text(iv) + (
-        ". A benchmark run's published P99 (held-out published P99s: start-up waves and cold "
-        "first requests included) ranges P99 TTFT 430 ms–7.17 s · P99 TPOT 26.6 ms–48.3 ms"
+        ". A benchmark run's published P99 (held-out published P99s of runs over 101 prompts, "
+        "start-up waves included) ranges P99 TTFT 430 ms–7.17 s · P99 TPOT 26.6 ms–48.3 ms"
     )
 
 

@@ -171,11 +171,15 @@ def test_pdf_charts_are_exported_without_mathjax(monkeypatch):
 
 
 # -- the deploy bundle's README.md: a markdown file we hand over ---------------------------------
-@pytest.mark.parametrize("name", ["www.evil.example", "https://evil.example/x"])
-def test_bundle_readme_makes_no_link_of_an_uploaded_model_name(name, tmp_path, run_cli):
+@pytest.mark.parametrize(
+    "name,weights",
+    [("www.evil.example", None), ("https://evil.example/x", None), ("www.evil.example", "bf16")],
+)
+def test_bundle_readme_makes_no_link_of_an_uploaded_model_name(name, weights, tmp_path, run_cli):
     """An uploaded config.json named ``www.evil.example`` gives the model id
     ``www.evil.example``; the README said "vllm quantizes www.evil.example at load", a live link
-    on GitHub or GitLab. Identifiers are code spans now (quoting.md_code)."""
+    on GitHub or GitLab. Identifiers are code spans now (quoting.md_code). With 16-bit weights
+    the README's "Before serving" step names the model too (round 5: it was still prose)."""
     import json
 
     from tests.test_hardening_escape import autolinks
@@ -184,6 +188,8 @@ def test_bundle_readme_makes_no_link_of_an_uploaded_model_name(name, tmp_path, r
     cfg["_name_or_path"] = name
     doc = {"schema_version": 1, "model": "www.evil.example", "model_config_json": cfg,
            "hardware": {"gpus": ["h100-sxm"], "gpus_per_node": 2}}  # fmt: skip
+    if weights:
+        doc["options"] = {"weight_dtypes": [weights]}
     (tmp_path / "s.json").write_text(json.dumps(doc))
     out = tmp_path / "d"
     out.mkdir()
@@ -191,6 +197,8 @@ def test_bundle_readme_makes_no_link_of_an_uploaded_model_name(name, tmp_path, r
     assert code == 0, err
     readme = (out / "README.md").read_text()
     assert "evil" in readme
+    if weights:
+        assert "Before serving: download the 16-bit weights of `www.evil.example`" in readme
     prose = re.sub(r"(`+)(.+?)\1", "", readme)  # GFM makes no link inside a code span
     assert not autolinks(prose), autolinks(prose)
 

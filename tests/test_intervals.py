@@ -480,7 +480,8 @@ def test_the_compact_ranges_table_holds_every_held_out_row_of_crossval_yaml():
     from advisor.perf.model.intervals import RANGES_PATH, REGIMES, load_table
 
     full = rows_from_doc(yaml.safe_load((DATA_DIR / "crossval.yaml").read_text(encoding="utf-8")))
-    compact = {r.id: r for r in load_table(RANGES_PATH).rows if r.statistic not in ("p90", "p99")}
+    compact = {r.id: r for r in load_table(RANGES_PATH).rows
+               if not r.statistic.startswith(("p90", "p99"))}  # fmt: skip
     assert set(compact) == {r.id for r in full}
     for r in full:
         c = compact[r.id]
@@ -555,6 +556,47 @@ def test_a_predicted_p50_takes_the_range_of_the_held_out_medians():
     assert p50.basis.startswith("12 held-out median ttft rows")
     mean = interval_factors("ttft", "vllm", "hopper", table=table)
     assert (round(mean.low, 6), round(mean.high, 6)) == (1.0, 2.0)
+
+
+def test_a_short_runs_p99_and_a_longer_runs_p99_are_ranged_by_their_own_rows():
+    """A P99 of at most 101 prompts reads the run's two slowest requests (numpy.percentile,
+    linear: tests/test_short_runs.py), so one cold request sets it: the sgl-cookbook one-client
+    runs of 10 prompts on MI300X published 38-48 s over medians of ~0.07 s (~400-700 x). Hand
+    table: 12 P99s of longer runs at 1.5 x the prediction and 12 short-run P99s at 400 x, four
+    sources each, one load regime. A P99 (a run of the clients' default 1,000 prompts) gets
+    [1.5, 1.5] and says so; a short run's P99 gets [400, 400] and names its rows."""
+    longer = rows(ratios=[1.5] * 12, regime="light", tag="p", statistic="p99")
+    short = rows(ratios=[400.0] * 12, regime="light", tag="s", statistic="p99-short")
+    table = ErrorTable(tuple(_sources(longer) + _sources(short)), {})
+    p99 = interval_factors("ttft", "vllm", "hopper", table=table, statistic="p99", regime="light")
+    assert (round(p99.low, 6), round(p99.high, 6)) == (1.5, 1.5)
+    assert p99.basis.startswith("12 held-out P99 ttft rows")
+    cold = interval_factors("ttft", "vllm", "hopper", table=table, statistic="p99-short",
+                            regime="light")  # fmt: skip
+    assert (round(cold.low, 6), round(cold.high, 6)) == (400.0, 400.0)
+    assert cold.basis.startswith("12 held-out short-run P99 ttft rows")
+
+
+def test_the_shipped_p99_rows_of_short_runs_are_marked_so():
+    """Each published P90/P99 row of data/crossval_ranges.json is a short run's ("-short")
+    exactly when its run's stated prompts make the quantile read at most two requests (the
+    sgl-cookbook MI300X Llama-4-Scout run of 10 prompts, row A0678: yes; InferenceX's 160
+    prompts at 16 clients, row N0046: no). Regenerate the file with
+    python -m advisor crossval --ranges when this fails."""
+    from advisor.perf.model.intervals import RANGES_PATH, load_table
+    from advisor.perf.validation.percentiles import percentile_cases
+    from advisor.perf.validation.run_length import slowest_requests_read
+
+    cases = {pc.id: pc for pc in percentile_cases()[0]}
+    tails = [r for r in load_table(RANGES_PATH).rows if r.statistic.startswith(("p90", "p99"))]
+    assert len(tails) > 100
+    for r in tails:
+        pc = cases[r.id]
+        n = pc.case.requests
+        short = bool(n) and slowest_requests_read(int(n), pc.quantile) <= 2
+        assert r.statistic.endswith("-short") == short, (r.id, n, r.statistic)
+    by_id = {r.id: r.statistic for r in tails}
+    assert (by_id["A0678"], by_id["N0046"]) == ("p99-short", "p99")
 
 
 def test_an_itl_tail_is_ranged_by_itl_tails_and_a_mean_itl_as_a_tpot():

@@ -11,11 +11,11 @@ import pytest
 from advisor.catalog import get_accelerator, get_model
 from advisor.perf.model.replica import ReplicaConfig
 from advisor.perf.validation.bench_forecast import forecast_run
+from advisor.perf.validation.run_length import slowest_requests_read
 from advisor.perf.validation.short_runs import (
     excess_summary,
     published_short_runs,
     short_run_note,
-    slowest_requests_read,
 )
 
 
@@ -82,6 +82,18 @@ def test_a_ten_prompt_forecast_says_its_p99_is_one_request():
     assert "reads its 2 slowest requests" in note[0] and "sglang on CDNA3" in note[0]
     assert "up to 48.0 s" in note[0]
     assert note[0] == short_run_note(10, "sglang", "cdna3")
+
+
+def test_a_short_runs_forecast_ranges_its_p99_by_the_short_runs():
+    """The forecast of 10 prompts from one client ranges its P99 TTFT by the published short
+    runs' P99s (their one slow request), one of 1,000 prompts by the longer runs' only."""
+    short = forecast_run(_cfg("mi300x"), 1000, 1000, prompts=10, clients=1, client="sglang")
+    long = forecast_run(_cfg("mi300x"), 1000, 1000, prompts=1000, clients=1, client="sglang")
+    assert "short-run P99 ttft rows" in short.basis["ttft p99"]
+    assert "short-run" not in long.basis["ttft p99"]
+    # the sgl-cookbook MI300X one-client runs' cold requests (~400-700 x) reach the short
+    # run's upper end only: a run of 1,000 prompts reads 11 requests, not the one slow one
+    assert short.ranges["ttft"]["p99"][1] > 5 * long.ranges["ttft"]["p99"][1]
 
 
 def test_a_long_run_has_no_such_note():

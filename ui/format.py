@@ -141,8 +141,8 @@ def interval_text(intervals: dict | None, points_ms: dict[str, float] | None = N
             if isinstance(got, list | tuple) and len(got) == 2
             and all(isinstance(x, int | float) and math.isfinite(x) for x in got)]  # fmt: skip
     if runs:  # the ranges `estimate` prints beside each percentile: one figure, one name
-        notes.append(f"A benchmark run's published P{pct} (held-out published P{pct}s: start-up "
-                     "waves and cold first requests included) ranges " + " · ".join(runs))  # fmt: skip
+        notes.append(f"A benchmark run's published P{pct} (held-out published P{pct}s of runs over "
+                     "101 prompts, start-up waves included) ranges " + " · ".join(runs))  # fmt: skip
     if iv.get("wide"):  # issue 37: a range that cannot decide the answer says how to narrow it
         notes.append(f"{', '.join(iv['wide'])}: steady-service range wider than 3x the prediction; measure it on "
                      "one replica at this load and a lower and a higher one (three runs) with the "

@@ -493,8 +493,9 @@ def _percentile_lines(r: dict) -> list[str]:
     pct = f"{piv.get('confidence', 0.8):.0%}"
     lines = [f"  percentiles at {_load_text(r)}: utilisation {r['utilisation']:.0%}, "
              f"{r['load_regime']} load; {pct} benchmark ranges (held-out published percentiles "
-             "of each statistic at that load: benchmark runs, start-up waves and cold first "
-             "requests included):"]  # fmt: skip
+             "of each statistic at that load: benchmark runs of more than 101 prompts, start-up "
+             "waves included; a shorter run's P99 is its slowest request's: --num-prompts "
+             "ranges it apart):"]  # fmt: skip
     for metric, label in (("ttft_ms", "TTFT"), ("tpot_ms", "TPOT"), ("itl_ms", "ITL"),
                           ("e2e_ms", "E2E")):  # fmt: skip
         cells = []

@@ -12,6 +12,7 @@ release's flag list first (``flags.launch_problems``); a problem is reported, no
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from dataclasses import dataclass, field
 
@@ -94,6 +95,20 @@ def _needs(la: Launch, p: Plan, refused: dict[str, str]) -> list[str]:
     return out
 
 
+def _repo_as_code(text: str, repo: str) -> str:
+    """``text`` (a checkpoint step, our prose) with each mention of ``repo`` as a code span: the
+    repository of an imported config.json is its model id, and ``www.evil.example`` in prose is
+    a live autolink on GitHub (quoting.md_code).
+
+    >>> _repo_as_code("download the weights of www.e.x (no published checkpoint)", "www.e.x")
+    'download the weights of `www.e.x` (no published checkpoint)'
+    """
+    if not repo:
+        return text
+    word = rf"(?<![\w./`-]){re.escape(repo)}(?![\w/`-]|\.\w)"
+    return re.sub(word, lambda m: md_code(m.group(0)), text)
+
+
 def _readme(la: Launch, p: Plan, refused: dict[str, str]) -> str:
     fl = engine_flags(la.engine, la.version)
     img = releases()[la.engine].image(la.version, p.gpu.id, p.gpu.vendor)
@@ -108,7 +123,7 @@ def _readme(la: Launch, p: Plan, refused: dict[str, str]) -> str:
                    "as the Job quantize into the PersistentVolumeClaim models; the servers wait "
                    "for its config.json.")  # fmt: skip
     elif la.checkpoint and la.checkpoint.prepare:
-        out.append(f"- Before serving: {la.checkpoint.prepare}")
+        out.append(f"- Before serving: {_repo_as_code(la.checkpoint.prepare, la.checkpoint.repo)}")
     if la.checkpoint and la.checkpoint.online_quantization:
         ck = la.checkpoint
         why = (f"The listed {p.spec.weights} checkpoint {md_code(ck.passed_over)} does not load "

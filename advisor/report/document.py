@@ -19,6 +19,12 @@ TITLE = "LLM serving recommendation"
 BRAND = "Inference Architect"
 
 
+#: fpdf2 replaces its page-count alias by the number of pages wherever the alias appears in
+#: drawn text; its default, ``{nb}``, turned a client named "Acme {nb}" into "Acme 8" on every
+#: page. A NUL, which :meth:`Doc.t` takes out of every text, keeps the alias out of user text.
+NB_PAGES = "\x00nb\x00"
+
+
 ACCENT = (0, 114, 178)  # the charts' blue (theme.PALETTE[0])
 
 
@@ -39,8 +45,10 @@ class Doc(FPDF):
         self.set_title(TITLE)
         self.set_author(BRAND)
         self.set_creator(f"{BRAND} {advisor.__version__}")
+        self.alias_nb_pages(NB_PAGES)
 
     def t(self, text: str) -> str:
+        text = text.replace("\x00", "")  # never the page-count alias (NB_PAGES)
         if not self.unicode:
             return latin1(text)
         text = fonts.cover(self, text)  # CJK/emoji fallbacks; a character no font has: a blank
@@ -72,7 +80,7 @@ class Doc(FPDF):
         self.set_font(self.family, "", 8)
         self.set_text_color(*GREY)
         self.cell(self.epw / 2, 6, self.t(f"{BRAND} {advisor.__version__}"), align="L")
-        self.cell(self.epw / 2, 6, f"Page {self.page_no()} of {{nb}}", align="R")
+        self.cell(self.epw / 2, 6, f"Page {self.page_no()} of {NB_PAGES}", align="R")
         self.set_text_color(0, 0, 0)
 
     # building blocks

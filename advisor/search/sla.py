@@ -138,8 +138,8 @@ def percentile_intervals(
     ``estimate``);
     ``benchmark``: the range of the same percentile as a benchmark run would publish it, from
     the held-out published percentiles of that statistic (``intervals.percentile_intervals``,
-    what ``estimate`` prints beside each percentile: start-up waves and cold first requests
-    included), with its ``basis``. Both are shown, each under its own name.
+    what ``estimate`` prints beside each percentile: runs of more than 101 prompts, start-up
+    waves included), with its ``basis``. Both are shown, each under its own name.
     """
     from advisor.perf.model.intervals import percentile_intervals as published_ranges
 

@@ -48,17 +48,30 @@ def detect_family(cfg: dict[str, Any]) -> str:
     from_arch = next((ARCHITECTURES[a] for a in archs if a in ARCHITECTURES), None)
     if from_type and from_arch and from_type != from_arch:
         raise HFConfigError(
-            f"{PREFIX}: model_type {model_type!r} ({from_type}) disagrees with architectures "
-            f"{archs} ({from_arch})"
+            f"{PREFIX}: model_type {show(model_type)} ({from_type}) disagrees with architectures "
+            f"{_listed(archs)} ({from_arch})"
         )
     family = from_type or from_arch
     if family is None:
-        arch_txt = ", ".join(repr(a) for a in archs) if archs else "none given"
+        arch_txt = _listed(archs) if archs else "none given"
         raise HFConfigError(
-            f"unknown architecture {arch_txt} (model_type {model_type!r}); "
+            f"unknown architecture {arch_txt} (model_type {show(model_type)}); "
             f"supported: {', '.join(SUPPORTED_FAMILIES)}"
         )
     return family
+
+
+def _listed(values: list[str], most: int = 3) -> str:
+    """Values from the file for a message: each cut short (errors.show), at most ``most`` of
+    them, the rest counted, so the message still reaches the supported list.
+
+    >>> _listed(["A" * 100, "B", "C", "D", "E"])[-23:]
+    "'B', 'C' and 2 more (5)"
+    """
+    shown = ", ".join(show(v) for v in values[:most])
+    return shown + (
+        f" and {len(values) - most:,} more ({len(values):,})" if len(values) > most else ""
+    )
 
 
 def _validation_message(exc: ValidationError) -> str:

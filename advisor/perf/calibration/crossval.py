@@ -444,17 +444,20 @@ def percentile_error_rows() -> tuple:
     import yaml
 
     from advisor.perf.model.intervals import ErrorRow, load_regime, log_ratio
-    from advisor.perf.validation.percentiles import TAIL_STATISTIC
+    from advisor.perf.validation.percentiles import TAIL_STATISTIC, percentile_cases
+    from advisor.perf.validation.run_length import run_statistic_of_tail
 
     if not PERCENTILES_PATH.exists():
         return ()
     doc = yaml.safe_load(PERCENTILES_PATH.read_text(encoding="utf-8"))
+    requests = {pc.id: float(pc.case.requests) for pc in percentile_cases()[0]}
     out = []
     for r in doc.get("rows") or []:
-        stat = TAIL_STATISTIC.get(float(r["quantile"]))
+        q = float(r["quantile"])
+        stat = run_statistic_of_tail(TAIL_STATISTIC.get(q, ""), q, requests.get(r["id"], 0.0))
         # the tails only: a published median is a median row of data/crossval.yaml's kind
         # already, and here it would also enter the means' pool (statistic "median" is steady)
-        if stat not in ("p90", "p99") or r["metric"] not in ("ttft", "tpot", "e2e", "itl"):
+        if not stat.startswith(("p90", "p99")) or r["metric"] not in ("ttft", "tpot", "e2e", "itl"):
             continue
         out.append(ErrorRow(
             id=f"{r['id']}", kind=r["metric"], engine=r["engine"],

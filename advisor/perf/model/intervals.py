@@ -492,8 +492,18 @@ def load_regime(utilisation: float) -> str:
 
 
 #: Statistics a range can be asked for: a steady mean (the model's point predictions), or a
-#: percentile (median, P90, P99) checked against held-out rows of that statistic.
-STATISTICS = ("mean", "median", "p90", "p99", "wave-mean")
+#: percentile (median, P90, P99) checked against held-out rows of that statistic. A "-short"
+#: tail is the same percentile of a run so short that it reads at most two requests (a P99 of
+#: at most 101 prompts: ``perf.validation.short_runs``): one slow request sets it (a cold
+#: first request that compiles kernels stood 38-48 s above the median of a 60 ms one), so its
+#: rows range only runs that short, and a run of the benchmark clients' default 1,000 prompts is
+#: ranged by the longer runs' rows.
+STATISTICS = ("mean", "median", "p90", "p99", "wave-mean", "p90-short", "p99-short")
+#: How a basis names each statistic's rows.
+STATISTIC_NAME = {
+    "median": "median", "wave-mean": "start-up-wave mean", "p90": "P90", "p99": "P99",
+    "p90-short": "short-run P90", "p99-short": "short-run P99",
+}  # fmt: skip
 
 
 def _enough(rows: list[ErrorRow]) -> bool:
@@ -580,7 +590,9 @@ def interval_factors(
     likewise when the statistic's rows at ``regime`` are too few and the mean/median rows there
     are enough: the regime moves a percentile's errors more than the statistic does), or
     "wave-mean" (the mean of a finite closed-loop run with its start-up wave, which only a
-    benchmark forecast predicts: ``perf.validation.bench_forecast``; those rows, likewise).
+    benchmark forecast predicts: ``perf.validation.bench_forecast``; those rows, likewise), or
+    "p90-short"/"p99-short" (that tail of a run of at most ~101 prompts, which one slow request
+    sets: the rows of runs that short; a "p90"/"p99" reads the longer runs' rows only).
     A P50 ranged by the means' errors held 65.3% of 219 published P50s at 80% (TTFT 58.9%: a
     median TTFT misses more than a mean); by the medians' own, 70.3% (bench/percentiles.py,
     2026-12-03 table).
@@ -601,9 +613,7 @@ def interval_factors(
     what, note = kind, ""
     if statistic != "mean":
         own = [r for r in pool if r.statistic == statistic]
-        name = {"median": "median", "wave-mean": "start-up-wave mean"}.get(
-            statistic, statistic.upper()
-        )
+        name = STATISTIC_NAME[statistic]
 
         def at_regime(rows: list[ErrorRow]) -> bool:  # as _select reaches the regime level
             same = [r for r in rows if moe is None or r.moe == moe]
@@ -611,9 +621,10 @@ def interval_factors(
 
         # the load regime moves a percentile's errors more than the statistic does (an
         # overloaded run's median TTFT 17-38x off, a light one's within 2x): the regime's
-        # mean/median rows. Not a start-up-wave mean: no steady row carries the wave.
-        if (statistic != "wave-mean" and _enough(own) and regime and not at_regime(own)
-                and at_regime(steady)):  # fmt: skip
+        # mean/median rows. Not a start-up-wave mean nor a short run's tail: no steady row
+        # carries the wave or the one slow request.
+        if (statistic not in ("wave-mean", "p90-short", "p99-short") and _enough(own)
+                and regime and not at_regime(own) and at_regime(steady)):  # fmt: skip
             pool = steady
             note = f"; too few held-out {name} rows at {regime} load: mean/median rows"
         elif _enough(own):
@@ -860,8 +871,12 @@ def percentile_intervals(
 ) -> dict:  # fmt: skip
     """The range of each predicted percentile of an estimate (``result["percentiles"]``): its
     kind, engine, family, class, load regime (``result["load_regime"]``) and statistic (P50,
-    P90, P99 from held-out median, P90, P99 rows where enough, else mean/median rows). ``wide``: the
-    percentiles whose range is wider than WIDE_FACTOR x the prediction."""
+    P90, P99 from held-out median, P90, P99 rows where enough, else mean/median rows). The
+    P90/P99 are those of a run of the benchmark clients' default length (``--num-prompts``
+    1,000 in vllm bench serve and sglang.bench_serving), ranged by the rows of runs long enough
+    that no single request sets them (a forecast of a shorter run asks for "p99-short" itself:
+    ``perf.validation.bench_forecast``). ``wide``: the percentiles whose range is wider than
+    WIDE_FACTOR x the prediction."""
     engine = str(result["engine"])
     fam_ok, eng_ok = is_calibrated(engine, family)
     kw = dict(family_calibrated=fam_ok, engine_calibrated=eng_ok, table=table,

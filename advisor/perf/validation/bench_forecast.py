@@ -40,6 +40,7 @@ from advisor.perf.validation.bench_run import (
 )
 from advisor.perf.validation.client_draws import benchmark_lengths, uniform_length_cv
 from advisor.perf.validation.repeats import ttft_repeat_note
+from advisor.perf.validation.run_length import run_statistic_of_tail
 from advisor.perf.validation.short_runs import short_run_note
 
 #: The benchmark clients whose random-dataset draws are modelled.
@@ -51,6 +52,8 @@ SEED = 0
 MAX_PROMPTS = 20_000
 #: The statistics a run prints, in order, and the held-out rows that range each.
 STATISTICS = ("mean", "median", "p90", "p99")
+#: The quantile each tail statistic reads.
+QUANTILE_OF = {"p90": 0.9, "p99": 0.99}
 METRICS = ("ttft", "tpot", "itl", "e2e")
 #: Metric -> prediction kind of its range (an ITL takes the TPOT's, as in ``estimate``).
 _RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e"}
@@ -237,7 +240,7 @@ def forecast_run(
                 v = run_statistic(x, st) if np.isfinite(x).any() else math.nan
             ms[metric][st] = v * 1e3
     wave = per_clients is not None and per_clients > 1 and per_prompts > per_clients
-    ranges, basis = _ranges(ms, cfg, wave, regime, confidence)
+    ranges, basis = _ranges(ms, cfg, wave, regime, confidence, prompts)
     notes = []
     if replicas > 1:
         notes.append(f"{replicas} replicas behind an even router: each replays "
@@ -271,10 +274,12 @@ def forecast_run(
 
 
 def _ranges(
-    ms: dict, cfg: ReplicaConfig, wave: bool, regime: str | None, confidence: float
-) -> tuple[dict, dict]:
+    ms: dict, cfg: ReplicaConfig, wave: bool, regime: str | None, confidence: float,
+    prompts: int,
+) -> tuple[dict, dict]:  # fmt: skip
     """[low, high] of each statistic from held-out rows of that statistic (a mean TTFT or E2E
-    of a run with a start-up wave: the start-up-wave means' rows)."""
+    of a run with a start-up wave: the start-up-wave means' rows; a P90/P99 of a run of
+    ``prompts`` so few that it reads at most two requests: the short runs' rows)."""
     from advisor.perf.model.intervals import is_calibrated
 
     engine, family = cfg.engine, cfg.gpu.family
@@ -289,6 +294,7 @@ def _ranges(
             if not math.isfinite(v):
                 continue
             stat = "wave-mean" if (st == "mean" and wave and metric in ("ttft", "e2e")) else st
+            stat = run_statistic_of_tail(stat, QUANTILE_OF.get(stat, 0.0), prompts)
             ttft = ms["ttft"].get(st, math.nan)
             if metric == "e2e" and math.isfinite(ttft):
                 ranges[metric][st], basis[f"{metric} {st}"] = e2e_range(

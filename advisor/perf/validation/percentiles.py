@@ -66,6 +66,7 @@ from advisor.perf.validation.client_draws import (
     length_cv,
 )
 from advisor.perf.validation.measurements import Case, Skipped, load_rows, parse_row, source_key
+from advisor.perf.validation.run_length import run_statistic_of_tail
 from advisor.perf.validation.validate import error_stats
 from advisor.physics.queueing.model import latency_under_load
 from advisor.physics.queueing.results import LoadResult
@@ -467,7 +468,9 @@ def range_coverage(
             family_calibrated=fam_ok, engine_calibrated=eng_ok, moe=c.config.model.is_moe,
             attention_dp=False if steady else c.config.dp_attention,
             regime=load_regime(p.utilisation if p.stable else math.inf),
-            statistic="mean" if steady else TAIL_STATISTIC.get(p.pc.quantile, "mean"),
+            statistic="mean" if steady else run_statistic_of_tail(
+                TAIL_STATISTIC.get(p.pc.quantile, "mean"), p.pc.quantile, float(c.requests)
+            ),
             exclude_source=source_key(p.pc.source),
         )  # fmt: skip
         if not steady and p.pc.metric == "e2e" and math.isfinite(p.ttft_s) and p.stable:

@@ -21,40 +21,10 @@ from functools import lru_cache
 
 import numpy as np
 
-
-def slowest_requests_read(requests: int, quantile: float) -> int:
-    """How many of a run's slowest requests its linearly interpolated quantile reads.
-
-        k = n - floor(q (n - 1))
-
-    The q quantile of n sorted samples x_0..x_{n-1} interpolates between x_j and x_{j+1},
-    j = floor(q (n - 1)); the samples from x_j up are the k slowest. Source: numpy.percentile,
-    method "linear" (Hyndman & Fan 1996, definition 7), which both benchmark clients call.
-
-    >>> slowest_requests_read(10, 0.99), slowest_requests_read(100, 0.99)
-    (2, 2)
-    >>> slowest_requests_read(1000, 0.99), slowest_requests_read(10, 0.5)
-    (11, 6)
-    """
-    if requests < 1:
-        raise ValueError(f"requests: got {requests!r}, allowed >= 1")
-    if not 0.0 <= quantile <= 1.0:
-        raise ValueError(f"quantile: got {quantile!r}, allowed [0, 1]")
-    # the tiny slack keeps q (n - 1) = 98.01 from flooring to 98 via 98.00999...
-    return int(requests - math.floor(quantile * (requests - 1) + 1e-9))
-
-
-#: A run whose P99 reads at most this many requests is "short": one request sets its P99.
-SHORT_RUN_REQUESTS_READ = 2
-
-
-def is_short_run(requests: int) -> bool:
-    """A run whose P99 reads at most ``SHORT_RUN_REQUESTS_READ`` requests (n <= 101).
-
-    >>> is_short_run(101), is_short_run(102)
-    (True, False)
-    """
-    return slowest_requests_read(requests, 0.99) <= SHORT_RUN_REQUESTS_READ
+from advisor.perf.validation.run_length import (
+    is_short_run,
+    slowest_requests_read,
+)
 
 
 @dataclass(frozen=True)
