@@ -555,3 +555,90 @@ def test_aiperf_one_client_slow_request_likewise():
     assert k["conc_ttft"].measured == pytest.approx(0.06522)
     assert k["conc_ttft"].statistic == "median" and "conc_tput" not in k
     assert any("1.48x its median 65.2 ms, P99 359.7 ms" in n for n in got.notes)
+
+
+def _serve(**changes) -> bytes:
+    """tests/fixtures/client/vllm_bench_serve.json (completed 320, num_prompts 320,
+    max_concurrency 32, model_id meta-llama/Llama-3.1-8B-Instruct, median_ttft_ms 104.33,
+    p99_ttft_ms 356.71) with ``changes``."""
+    doc = json.loads((FIX / "vllm_bench_serve.json").read_text())
+    doc.update(changes)
+    return json.dumps(doc).encode()
+
+
+def test_serving_run_with_more_than_5_percent_failed_requests_is_refused():
+    # docs/calibration.md: more than 5% failed requests is refused (consistency.check_failed,
+    # shared with GenAI-Perf's error_request_count). 17 failed beside 320 completed: 17 of 337,
+    # above 5% (16.85); 16 of 336 is at the limit (16.8) and read.
+    with pytest.raises(BenchmarkFileError, match=r"^f.json: field 'failed' is 17 of 337 requests "
+                       r"\(more than 5%\); allowed at most 16: failed or cancelled"):  # fmt: skip
+        load_bytes(_serve(failed=17), "f.json", VLLM)
+    assert load_bytes(_serve(failed=16), "f.json", VLLM).cases
+    # Without 'failed', num_prompts says how many were sent: 340 sent, 320 completed, 20 failed
+    # (above 5% of 340 = 17); 336 sent leaves 16 failed (5% of 336 = 16.8).
+    with pytest.raises(BenchmarkFileError, match=r"^f.json: 'num_prompts' - 'completed' is 20 of "
+                       r"340 requests \(more than 5%\); allowed at most 17"):  # fmt: skip
+        load_bytes(_serve(num_prompts=340), "f.json", VLLM)
+    assert load_bytes(_serve(num_prompts=336), "f.json", VLLM).cases
+
+
+def test_serving_run_that_completes_more_than_it_sent_is_refused():
+    with pytest.raises(BenchmarkFileError, match=r"^f.json: field 'completed' is 320, more than "
+                       r"'num_prompts' 300: a run cannot complete more requests than it sends "
+                       r"\(allowed: 1..300\)$"):  # fmt: skip
+        load_bytes(_serve(num_prompts=300), "f.json", VLLM)
+
+
+def test_serving_max_concurrency_must_be_a_whole_number():
+    with pytest.raises(BenchmarkFileError, match=r"^f.json: field 'max_concurrency' is 31.5; "
+                       r"expected a whole number of requests in \[1, 1e\+06\]$"):  # fmt: skip
+        load_bytes(_serve(max_concurrency=31.5), "f.json", VLLM)
+    # 32.0 is the fixture's 32 written as a float: the same run.
+    assert (
+        by_kind(load_bytes(_serve(max_concurrency=32.0), "f.json", VLLM))["conc_tpot"].batch == 32
+    )
+
+
+def test_serving_statistics_of_one_latency_must_be_in_order():
+    # A median above the P99 of the same requests: 500 ms against the fixture's P99 356.71 ms.
+    with pytest.raises(BenchmarkFileError, match=r"^f.json: field 'median_ttft_ms' is 500 ms, "
+                       r"above 'p99_ttft_ms' 356.71 ms of the same requests \(allowed: at most "
+                       r"356.71 ms\)"):  # fmt: skip
+        load_bytes(_serve(median_ttft_ms=500.0), "f.json", VLLM)
+    # A mean above the max: the fixture's mean 121.84 ms against a max of 110 ms (its median and
+    # P99, which would be named first, dropped: the check compares what the file gives).
+    with pytest.raises(BenchmarkFileError, match=r"^f.json: field 'mean_ttft_ms' is 121.84 ms, "
+                       r"above 'max_ttft_ms' 110 ms of the same requests"):  # fmt: skip
+        load_bytes(_serve(max_ttft_ms=110.0, median_ttft_ms=None, p99_ttft_ms=None), "f.json",
+                   VLLM)  # fmt: skip
+    # A mean above the P99 is possible (one request far slower than the rest): not refused.
+    assert load_bytes(_serve(p99_ttft_ms=110.0), "f.json", VLLM).cases
+    # The fixture itself (median 104.33 <= P99 356.71 for TTFT, likewise TPOT, ITL, E2EL).
+    assert load_bytes(_serve(), "f.json", VLLM).cases
+
+
+def test_serving_file_of_another_model_is_refused_where_the_catalog_can_tell():
+    # A family the catalog knows, not --model's (the helperC audit's file: Qwen against a llama).
+    with pytest.raises(BenchmarkFileError, match=r"^f.json: field 'model_id' is 'Qwen/Qwen2.5-7B-"
+                       r"Instruct' \(a qwen model by its name\), but --model is llama-3.1-8b "
+                       r"\(allowed: a llama model\)"):  # fmt: skip
+        load_bytes(_serve(model_id="Qwen/Qwen2.5-7B-Instruct"), "f.json", VLLM)
+    # --model's family at another size: 70B against Llama 3.1 8B's 8.0e9 parameters (models.yaml).
+    with pytest.raises(BenchmarkFileError, match=r"\(a 70B model by its name\), but --model is "
+                       r"llama-3.1-8b \(allowed: 8B parameters, within 1.5x\)"):  # fmt: skip
+        load_bytes(_serve(model_id="acme/Meta-Llama-3-70B-support-ft"), "f.json", VLLM)
+    # A name the catalog marks as another architecture (measurements.MODEL_NOT_SAME).
+    dsv3 = Deployment("deepseek-v3", "h200-sxm", 8, engine="vllm", isl=1024, osl=256)
+    with pytest.raises(BenchmarkFileError, match=r"'deepseek-ai/DeepSeek-V3.2' \(DeepSeek sparse "
+                       r"attention \(DSA\), not DeepSeek-V3's dense MLA\), but --model is "
+                       r"deepseek-v3"):  # fmt: skip
+        load_bytes(_serve(model_id="deepseek-ai/DeepSeek-V3.2"), "f.json", dsv3)
+    # Names it cannot judge stay a note: a fine-tune of --model's family and size, a private name.
+    for name in (
+        "acme/llama-3-8b-support-ft",
+        "prod-chat",
+        "deepseek-ai/DeepSeek-R1-Distill-Llama-8B",
+    ):
+        got = load_bytes(_serve(model_id=name), "f.json", VLLM)
+        assert got.cases and any("not a catalog model: taken as --model llama-3.1-8b" in n
+                                 for n in got.notes), name  # fmt: skip

@@ -201,8 +201,9 @@ def current_section() -> None:
             "Latency pages and `estimate` say which), three runs of that deployment with the "
             "engine's serving benchmark (at that load, a lower and a higher one), fitted above, "
             "narrow it: a profile is accepted only if, each run held out, it predicts that run "
-            "better, and the profile fitted to all of them predicts none of them worse; it "
-            "applies over the range the runs span."
+            "better and none of its figures (TTFT, TPOT, latency, throughput) worse, and the "
+            "profile fitted to all of them predicts none of them, nor any of their figures, "
+            "worse; it applies over the range the runs span. P99s are not judged."
         )
         return
     st.success(active_text(doc))

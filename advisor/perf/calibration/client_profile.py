@@ -37,8 +37,9 @@ error of each point before (shipped calibration) and after, and two checks of it
 Accepted only if it only helps, as far as the client's runs can show (advisor/perf/calibration/
 client_holdout.py): at least three runs; each run left out in turn and predicted by the profile
 fitted to the others; the median of those errors at most ``required_ratio(runs)`` of the shipped
-calibration's on the same points, and no run predicted worse than by it by more than 2
-percentage points; no fitted constant at its bound. Otherwise :class:`ProfileRefused` says why
+calibration's on the same points, and no run, nor any figure of a run, predicted worse than by
+it by more than 2 percentage points, held out or by the profile written; no fitted constant at
+its bound. Otherwise :class:`ProfileRefused` says why
 in one line (with each run's figures) and nothing is written. The profile applies only inside
 the deployment and the load/length ranges of its runs (advisor/perf/model/profile_range.py); outside,
 predictions use the shipped calibration and say so. Duplicates (the same file twice, the same
@@ -81,6 +82,7 @@ from advisor.perf.calibration.client_holdout import (
     run_of,
     run_table,
     too_few_runs,
+    worse_figures,
 )
 from advisor.perf.importers import Deployment, Imported
 from advisor.perf.model.layout import layout_text
@@ -618,8 +620,9 @@ def fit_profile(
     constant sits at its bound (the points ask for more than the model's constant can give: a
     unit error or a run the model does not describe); or, each run left out in turn and
     predicted by the profile fitted to the others, the median error is above
-    ``required_ratio(runs)`` x the shipped one, or a run is predicted worse than by the shipped
-    calibration by more than ``TOLERANCE_PP`` (advisor/perf/calibration/client_holdout.py). ``min_gain`` and
+    ``required_ratio(runs)`` x the shipped one, or a run or one figure of a run is predicted
+    worse than by the shipped calibration by more than ``TOLERANCE_PP``, held out or by the
+    profile fitted to every run (advisor/perf/calibration/client_holdout.py). ``min_gain`` and
     ``tolerance_pp`` replace that ratio and tolerance, for tests of what follows a written
     profile. The profile records the verdict, each run's held-out figures, and the range it
     applies over (advisor/perf/model/profile_range.py).
@@ -693,9 +696,15 @@ def fit_profile(
     why, verdict = judge(rows, _median(loo), _median(shipped), ratio, tol)
     aft = _abs_pct(after[kept], usable)
     why = why or hurts_its_own_runs(run_table([c.id for c in usable], aft, shipped, tol), tol)
+    # Rules 3 and 4 for each figure as well: a run's mean can improve while one of its figures
+    # (the one a user reads) gets worse (client_holdout.worse_figures).
+    labels = [f"{c.id} ({c.statistic})" for c in usable]
+    why = why or worse_figures(labels, loo, shipped, "held out", tol)
+    why = why or worse_figures(labels, aft, shipped, "in sample", tol)
     if why:
         pinned = f" ({'; '.join(chosen)} fitted)"
         raise ProfileRefused(f"{files}: {why}{pinned}; no profile written", points, rows)
+    verdict += f"; no figure of a run worse by more than {tol:g} pp, held out or in sample"
 
     def med(v: list[float]) -> float | None:
         m = _median(v)

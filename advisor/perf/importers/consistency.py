@@ -49,6 +49,74 @@ def agree(where: str, what: str, a: float, b: float, tol: float, why: str) -> No
         )
 
 
+#: Most failed or cancelled requests a run may have (of all it sent) and still be read: they
+#: leave the server early, so the run's figures describe a lighter load than it offered.
+MAX_ERROR_FRACTION = 0.05
+
+
+def check_failed(where: str, what: str, failed: float, sent: float) -> None:
+    """Refuse a run in which more than ``MAX_ERROR_FRACTION`` of the ``sent`` requests failed
+    (``what``: the field, or fields, that say how many).
+
+    >>> check_failed("f.json", "field 'failed'", 5, 100)
+    >>> check_failed("f.json", "field 'failed'", 200, 520)
+    Traceback (most recent call last):
+    ...
+    advisor.perf.importers.common.BenchmarkFileError: f.json: field 'failed' is 200 of 520 requests (more than 5%); allowed at most 26: failed or cancelled requests free the server early; rerun without them
+    """
+    if sent > 0 and failed > MAX_ERROR_FRACTION * sent:
+        raise BenchmarkFileError(
+            f"{where}: {what} is {failed:g} of {sent:g} requests (more than "
+            f"{MAX_ERROR_FRACTION:.0%}); allowed at most {math.floor(MAX_ERROR_FRACTION * sent):g}"
+            ": failed or cancelled requests free the server early; rerun without them"
+        )
+
+
+#: A latency statistic of a serving summary (``median_ttft_ms``, ``p99_e2e_latency_ms``) and where
+#: it lies in the distribution (min 0, median 50, pNN at NN, max 100; a mean has no rank).
+_STAT_KEY = re.compile(r"(mean|min|median|max|p\d{1,2}(?:\.\d+)?)_(\w+?)_ms")
+
+
+def _rank(stat: str) -> float:
+    """Where a statistic other than the mean lies in the distribution: min 0, median 50, pNN NN."""
+    named = {"min": 0.0, "median": 50.0, "max": 100.0}
+    return named[stat] if stat in named else float(stat[1:])
+
+
+def check_statistics(where: str, doc: dict) -> None:
+    """Refuse a summary whose statistics of one latency contradict each other: percentiles in
+    order (min <= median <= P90 <= P99 <= max) and the mean within [min, max], where the file
+    gives them as numbers (the clients compute them from the same requests, with numpy's
+    monotone percentile, and round them alike, so no tolerance is needed). The fit reads the
+    mean or median; a P99 below it says the figures are not one run's.
+
+    >>> check_statistics("f.json", {"median_ttft_ms": 58.1, "p99_ttft_ms": 121.4, "std_ttft_ms": 9})
+    >>> check_statistics("f.json", {"median_ttft_ms": 500.0, "p99_ttft_ms": 100.0})
+    Traceback (most recent call last):
+    ...
+    advisor.perf.importers.common.BenchmarkFileError: f.json: field 'median_ttft_ms' is 500 ms, above 'p99_ttft_ms' 100 ms of the same requests (allowed: at most 100 ms): figures of different runs, or edited?
+    """
+    by_metric: dict[str, dict[str, tuple[str, float]]] = {}
+    for key, v in doc.items():
+        m = _STAT_KEY.fullmatch(key) if isinstance(key, str) else None
+        if m and isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+            by_metric.setdefault(m[2], {})[m[1]] = (key, float(v))
+    for stats in by_metric.values():
+        chain = [
+            kv for _, kv in sorted((_rank(st), kv) for st, kv in stats.items() if st != "mean")
+        ]
+        pairs = list(zip(chain, chain[1:], strict=False))  # consecutive statistics
+        if "mean" in stats:
+            pairs += [(stats["min"], stats["mean"])] if "min" in stats else []
+            pairs += [(stats["mean"], stats["max"])] if "max" in stats else []
+        for (k_lo, lo), (k_hi, hi) in pairs:
+            if lo > hi:
+                raise BenchmarkFileError(
+                    f"{where}: field {k_lo!r} is {lo:g} ms, above {k_hi!r} {hi:g} ms of the same "
+                    f"requests (allowed: at most {hi:g} ms): figures of different runs, or edited?"
+                )
+
+
 #: Engine a benchmark client's ``backend`` value names (None: a generic HTTP client that says
 #: nothing about the server).
 _BACKEND_ENGINES = (
@@ -80,18 +148,79 @@ def check_backend(where: str, key: str, value: object, dep: Deployment) -> None:
 
 
 def check_model(where: str, key: str, value: object, dep: Deployment) -> str | None:
-    """The model a file names must be the stated --model; a note when it cannot be told."""
-    from advisor.perf.validation.measurements import model_id_for
+    """The model a file names must be the stated --model; a note when it cannot be told.
+
+    A name the catalog does not list is still refused where the catalog can tell it is another
+    model (``_other_model``); a fine-tune or a private name of the same family and size is a note.
+
+    >>> dep = Deployment("llama-3.1-8b", "h100-sxm")
+    >>> check_model("f.json", "model_id", "Qwen/Qwen2.5-7B-Instruct", dep)
+    Traceback (most recent call last):
+    ...
+    advisor.perf.importers.common.BenchmarkFileError: f.json: field 'model_id' is 'Qwen/Qwen2.5-7B-Instruct' (a qwen model by its name), but --model is llama-3.1-8b (allowed: a llama model): runs of another model cannot calibrate it
+    >>> check_model("f.json", "model_id", "acme/llama-3-8b-support-ft", dep)
+    "f.json: field 'model_id' is 'acme/llama-3-8b-support-ft', not a catalog model: taken as --model llama-3.1-8b"
+    """
+    from advisor.perf.validation.measurements import MODEL_NOT_SAME, model_id_for, model_key
 
     if not isinstance(value, str) or not value.strip():
         return None
     found = model_id_for(value)
     if found is None:
+        k = model_key(value)
+        other = ((MODEL_NOT_SAME[k], f"a name of {dep.model}") if k in MODEL_NOT_SAME
+                 else _other_model(k, dep.model))  # fmt: skip
+        if other:
+            raise BenchmarkFileError(
+                f"{where}: field {key!r} is {value[:80]!r} ({other[0]}), but --model is "
+                f"{dep.model} (allowed: {other[1]}): runs of another model cannot calibrate it"
+            )
         return f"{where}: field {key!r} is {value[:80]!r}, not a catalog model: taken as --model {dep.model}"
     if found != dep.model:
         raise BenchmarkFileError(
             f"{where}: field {key!r} is {value[:80]!r} ({found}), but --model is {dep.model}"
         )
+    return None
+
+
+def _words(model_id: str, family: str) -> set[str]:
+    """The words a catalog model is known by: its family's and its id's leading letters
+    (llama-4-scout, family llama4: {"llama"}; kimi-k2, family deepseek_v3: {"kimi", "deepseek"})."""
+    return {w for w in (re.match(r"[a-z]*", family)[0], re.match(r"[a-z]*", model_id)[0]) if w}
+
+
+#: A size stated in a model name ("-70b", "-0.5b"), not an active or expert size ("a3b", "8x7b").
+_SIZE = re.compile(r"(?:^|[-_.])(\d+(?:\.\d+)?)b(?=$|[-_.])")
+#: A stated size this far (either way) from --model's published parameters is another model:
+#: sizes in names are rounded (Llama-2-7B has 6.74e9, gpt-oss-20b 20.9e9), never by 1.5x.
+SIZE_FACTOR = 1.5
+
+
+def _other_model(key: str, stated: str) -> tuple[str, str] | None:
+    """(what a model name the catalog does not list is, what --model allows) when the catalog
+    can tell it is not the stated model, else None (``key``: the name's ``model_key``): it names
+    catalog families and not --model's (Qwen2.5-7B against a llama; a DeepSeek-R1 distill into
+    Llama names both and passes this), or, for a dense --model, one size that is not its
+    published parameter count."""
+    from advisor.catalog import models
+
+    cat = models()
+    own = cat.get(stated)
+    if own is None:
+        return None
+    known = set().union(*(_words(i, m.family) for i, m in cat.items()))
+    mine = _words(stated, own.family)
+    named = set(re.findall(r"[a-z]+", key)) & known
+    if named and not named & mine:
+        return (f"a {'/'.join(sorted(named))} model by its name",
+                f"a {'/'.join(sorted(mine))} model")  # fmt: skip
+    sizes = {float(x) for x in _SIZE.findall(key)}
+    params = own.published_params
+    if len(sizes) == 1 and params and not own.is_moe:  # an MoE's name may give its active size
+        size = sizes.pop() * 1e9
+        if max(size / params, params / size) > SIZE_FACTOR:
+            return (f"a {size / 1e9:g}B model by its name",
+                    f"{params / 1e9:.3g}B parameters, within {SIZE_FACTOR:g}x")  # fmt: skip
     return None
 
 

@@ -52,6 +52,7 @@ from advisor.perf.importers.consistency import (
     TOL_LITTLE,
     agree,
     check_backend,
+    check_failed,
     check_gpu,
     check_model,
 )
@@ -158,8 +159,6 @@ def _models(doc: dict) -> object:
 
 #: AIPerf tags for the metrics GenAI-Perf names in full (AIPerf 0.1-0.2 wrote ``ttft``).
 _ALIASES = {"ttft": "time_to_first_token", "itl": "inter_token_latency"}
-#: Most failed or cancelled requests a run may have (of all it sent) and still be read.
-MAX_ERROR_FRACTION = 0.05
 
 
 def _aliased(metrics: dict) -> dict:
@@ -206,12 +205,8 @@ def read(doc: dict, name: str, dep: Deployment) -> Read:
     _check_reasoning(metrics, prefix, name)
     n_req = field(metrics, "request_count.avg", name, 1, 1e9, required=False)
     errors = field(metrics, "error_request_count.avg", name, 0, 1e9, required=False) or 0.0
-    if n_req is not None and errors > MAX_ERROR_FRACTION * (n_req + errors):
-        raise BenchmarkFileError(
-            f"{name}: field '{prefix}error_request_count' is {errors:g} of {n_req + errors:g} "
-            f"requests (more than {MAX_ERROR_FRACTION:.0%}): failed or cancelled requests free "
-            "the server early; rerun without them"
-        )
+    if n_req is not None:
+        check_failed(name, f"field '{prefix}error_request_count'", errors, n_req + errors)
     load, cfg_name = _load(doc, fmt)
     conc = field(load, "concurrency", f"{name} ({cfg_name})", 1, 1e6, required=False)
     rate = field(load, "request_rate", f"{name} ({cfg_name})", 1e-6, 1e6, required=False)

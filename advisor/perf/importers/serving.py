@@ -25,8 +25,11 @@ throughput, each with the run's completed requests,
 - an unlimited rate with no cap: every prompt sent at once, a transient burst whose throughput
   is neither steady state nor offline throughput (the queue drains as it runs): left out, said so.
 
-Checks before any case is made (:mod:`.consistency`): output_throughput x duration =
-total_output_tokens and completed / duration = request_throughput (identities); a rate run cannot
+Checks before any case is made (:mod:`.consistency`): at most 5% of the requests sent failed
+(``failed``, or ``num_prompts`` - ``completed``), and no more completed than sent; a whole
+``max_concurrency``; each latency's statistics in order (median <= P99, mean <= max);
+output_throughput x duration = total_output_tokens and completed / duration =
+request_throughput (identities); a rate run cannot
 last longer than its arrivals ((n + 4 sqrt n) / rate) plus three mean request latencies; at a
 concurrency cap Little's law gives the mean requests in flight, request_throughput x mean request
 latency, which must be at most the cap and at least half the cap (or of n when n < cap);
@@ -56,7 +59,9 @@ from advisor.perf.importers.consistency import (
     TOL_LITTLE,
     agree,
     check_backend,
+    check_failed,
     check_model,
+    check_statistics,
 )
 from advisor.perf.importers.per_request import per_request
 
@@ -115,6 +120,22 @@ def _one_client_slow_requests(doc: dict, where: str, ttft_s: float, conc, rate) 
                               _ms(doc, "p99_ttft_ms", where, required=False))  # fmt: skip
 
 
+def _check_requests(doc: dict, where: str, done: float) -> None:
+    """The requests a run sent, where the file says (vLLM's ``num_prompts``; ``failed`` where the
+    client writes it): no more completed than sent, and at most 5% failed (``check_failed``)."""
+    sent = field(doc, "num_prompts", where, 1, MAX_REQUESTS, required=False)
+    failed = field(doc, "failed", where, 0, MAX_REQUESTS, required=False)
+    if sent is not None and done > sent:
+        raise BenchmarkFileError(
+            f"{where}: field 'completed' is {done:g}, more than 'num_prompts' {sent:g}: a run "
+            f"cannot complete more requests than it sends (allowed: 1..{sent:g})"
+        )
+    if failed is not None:
+        check_failed(where, "field 'failed'", failed, done + failed)
+    if sent is not None:
+        check_failed(where, "'num_prompts' - 'completed'", sent - done, sent)
+
+
 def read(doc: dict, name: str, dep: Deployment, line: int | None = None) -> Read:
     fmt = flavour(doc)
     assert fmt is not None
@@ -135,6 +156,13 @@ def read(doc: dict, name: str, dep: Deployment, line: int | None = None) -> Read
     req_tput = field(doc, "request_throughput", where, 1e-9, 1e7, required=False)
     rate = _rate(doc, where)
     conc = field(doc, "max_concurrency", where, 1, 1e6, required=False)
+    if conc is not None and conc != int(conc):  # requests in flight: a whole number
+        raise BenchmarkFileError(
+            f"{where}: field 'max_concurrency' is {conc:g}; expected a whole number of requests "
+            "in [1, 1e+06]"
+        )
+    _check_requests(doc, where, done)
+    check_statistics(where, doc)
     median_ttft = fmt == SGLANG_2024
     ttft = _ms(doc, "median_ttft_ms" if median_ttft else "mean_ttft_ms", where)
     tpot = None if median_ttft else _ms(doc, "mean_tpot_ms", where)
