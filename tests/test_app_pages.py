@@ -217,7 +217,9 @@ def test_memory_page_shows_the_attention_dp_what_if_for_moe_models_only():
     kw = dict(tp=8, pp=1, weights_dtype="fp8", kv_dtype="bf16",
               context_tokens=w.isl_tokens + w.osl_tokens)  # fmt: skip
     m, g = get_model("deepseek-v3"), get_accelerator("h200-sxm")
-    tp, dp = memory_budget(m, g, **kw), memory_budget(m, g, attention_dp=True, **kw)
+    # the what-if counts the scenario's engine's attention-DP placement (default vLLM)
+    tp = memory_budget(m, g, **kw)
+    dp = memory_budget(m, g, attention_dp=True, engine=Scenario().options.engine, **kw)
     text = " ".join(c.value for c in at.caption if "What if attention ran" in c.value)
     assert f"**{dp.max_concurrent_sequences:,} sequences** (paged) instead of " in text
     assert f"instead of {tp.max_concurrent_sequences:,}" in text
@@ -229,9 +231,12 @@ def test_memory_page_shows_the_attention_dp_what_if_for_moe_models_only():
 
 def test_the_article_shape_comparison_is_plain_text_with_both_costs():
     """Qwen3-235B for 400 users on B200 (the link's m, g, users, in, out): the decision-matrix
-    bullet quotes two prices ("$24.09/h ... its $1.032/M tokens"; $1.014 before the 2026-12-07
-    night refit, $1.015 before the evening one), which st.markdown would read as a LaTeX formula between the dollar signs. Shown escaped, with the shape's own cost per
-    token, the figure the caption under it gives (rounded to the cent: $1.03)."""
+    bullet quotes two prices ("$24.09/h ... its $1.040/M tokens"; $1.032 before vLLM's attention
+    DP held every weight but the routed experts whole per GPU (2026-12-07, the shape is TP=8 with
+    attention DP=8 on the default engine vLLM), $1.014 before the 2026-12-07 night refit, $1.015
+    before the evening one), which st.markdown would read as a LaTeX formula between the dollar
+    signs. Shown escaped, with the shape's own cost per token, the figure the caption under it
+    gives (rounded to the cent: $1.04)."""
     at = _app({"m": "qwen3-235b-a22b", "g": "b200", "users": "400", "in": "1500", "out": "400"})
     assert not at.exception and not at.error
     bullet = next(m.value for m in at.markdown if "the article's shape \\(" in m.value)
@@ -239,5 +244,5 @@ def test_the_article_shape_comparison_is_plain_text_with_both_costs():
     for text in (bullet, caption):
         assert "$" in text and not re.search(r"(?<!\\)\$", text), text
     plain = bullet.replace("\\", "")
-    assert "same price per hour ($24.09/h" in plain and "its $1.032/M tokens" in plain
-    assert "$1.03 per million tokens" in caption.replace("\\", "")
+    assert "same price per hour ($24.09/h" in plain and "its $1.040/M tokens" in plain
+    assert "$1.04 per million tokens" in caption.replace("\\", "")

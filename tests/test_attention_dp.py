@@ -44,6 +44,64 @@ def test_attention_weights_are_whole_on_every_gpu():
     assert dp - tp == pytest.approx(DSV3_ATTENTION_PARAMS * 7 / 8, rel=1e-9)
 
 
+# Kimi-K2 (advisor's param_breakdown of its config.json): routed experts 1,014,686,023,680,
+# attention 6,168,569,856, dense-layer MLP 396,361,728, shared experts and routers 2,807,562,240
+# (fp8: 1 byte each), embedding = lm_head = 163,840 x 7,168 = 1,174,405,120 (bf16: 2 bytes),
+# norms 881,664 (bf16).
+K2_EXPERTS, K2_ATTN, K2_DENSE, K2_SHARED = (
+    1_014_686_023_680,
+    6_168_569_856,
+    396_361_728,
+    2_807_562_240,
+)
+K2_TABLE_BYTES, K2_NORM_BYTES = 1_174_405_120 * 2, 881_664 * 2
+
+
+def test_what_each_engine_keeps_whole_under_attention_dp():
+    m = get_model("kimi-k2")
+
+    def per_gpu(engine: str) -> float:
+        return weight_placement(m, "fp8", 16, 1, attention_dp=True, engine=engine).per_gpu_bytes
+
+    # vLLM: --tensor-parallel-size 1 --data-parallel-size 16; only the MoE layers are sharded
+    # over the 16 ranks (vllm 0.34.0 vllm/config/parallel.py:155-157); attention, dense MLP,
+    # shared experts (deepseek_v2.py:364-372), embedding (:1460) and lm_head (:1918) sit on a TP
+    # group of 1: 63,417,876,480 + 9,372,493,824 + 4,697,620,480 + 1,763,328 = 77,489,754,112.
+    vllm = K2_EXPERTS / 16 + K2_ATTN + K2_DENSE + K2_SHARED + 2 * K2_TABLE_BYTES + K2_NORM_BYTES
+    assert per_gpu("vllm") == pytest.approx(vllm, rel=1e-12)
+    assert vllm == 77_489_754_112
+    # SGLang 0.5.23: whole attention and input embedding (vocab_parallel_embedding.py:182-185,
+    # the attention-TP group is one GPU); lm_head, dense MLP and shared experts split 16 ways
+    # (deepseek_v2.py:3291-3297, :874-896, :2665): 72,284,065,792.
+    split = (K2_EXPERTS + K2_DENSE + K2_SHARED + K2_TABLE_BYTES) / 16
+    sglang = split + K2_ATTN + K2_TABLE_BYTES + K2_NORM_BYTES
+    assert per_gpu("sglang") == pytest.approx(sglang, rel=1e-12)
+    # TensorRT-LLM (unconfirmed at the pinned 1.1.0) and the generic engine: attention whole.
+    generic = split + K2_TABLE_BYTES / 16 + K2_ATTN + K2_NORM_BYTES
+    assert per_gpu("trtllm") == per_gpu("generic") == pytest.approx(generic, rel=1e-12)
+
+
+def test_the_kimi_k2_vllm_attention_dp_16_layout_no_longer_fits_two_h100_nodes():
+    # The layout the search picked for Kimi-K2 on 2 x 8 H100 with vLLM (audit helperB, defect 1):
+    # its 77.49 GB of weights per GPU (test above) exceed 0.9 x 85.5 GB = 77.0 GB usable, so
+    # vLLM would stop at start ("No available memory for the cache blocks"); the budget says so.
+    m, g = get_model("kimi-k2"), get_accelerator("h100-sxm")
+    kw = dict(tp=16, weights="fp8", kv="fp8", dp_attention=True, gpus_per_node=8)
+    both = build_replicas([
+        ReplicaConfig(model=m, gpu=g, engine="vllm", **kw),
+        ReplicaConfig(model=m, gpu=g, engine="sglang", **kw),
+    ])  # fmt: skip
+    assert both.kv_budget_bytes[0] <= 0 < both.kv_budget_bytes[1]
+    # the decode step reads what each GPU holds: one split, two engines, two weight figures
+    # (the engine is part of the split's memo key)
+    assert both.dense_weight_bytes[0] - both.dense_weight_bytes[1] == pytest.approx(
+        (K2_DENSE + K2_SHARED + K2_TABLE_BYTES) * 15 / 16, rel=1e-12
+    )
+    b = memory_budget(m, g, tp=16, weights_dtype="fp8", kv_dtype="fp8", context_tokens=1280,
+                      attention_dp=True, engine="vllm")  # fmt: skip
+    assert not b.fits and "weights need 77.5 GB per GPU" in b.reasons[0]
+
+
 def test_each_sequence_keeps_its_mla_latent_on_one_gpu():
     m = get_model("deepseek-v3")
     # bf16 latent + rope key: 61 layers x (512 + 64) x 2 bytes x 2048 tokens = 143,917,056 bytes,
@@ -145,8 +203,12 @@ def test_cli_names_the_layout():
     js = subprocess.run([*cmd, "--json"], capture_output=True, text=True, check=True).stdout
     d = json.loads(js)
     assert d["attention_data_parallel"] is True
-    # 94.1 GB = 671B fp8 experts and the rest split 8 ways + 9.99 GB of whole attention weights.
-    assert d["memory"]["weights_gb_per_gpu"] == pytest.approx(84.11 + 9.99, abs=0.02)
+    # estimate's default engine is vLLM, whose attention DP is N ranks of TP 1: only the routed
+    # experts split 8 ways (653,908,770,816 fp8 bytes / 8 = 81,738,596,352), the rest whole:
+    # attention, dense MLPs, shared experts and routers 15,263,393,792 fp8 bytes, embedding and
+    # lm_head 2 x 926,679,040 x 2 bytes = 3,706,716,160, norms 881,664 x 2 = 1,763,328
+    # (param_breakdown of DeepSeek-V3/R1): 100,710,469,632 bytes.
+    assert d["memory"]["weights_gb_per_gpu"] == pytest.approx(100.710469632, abs=1e-6)
 
 
 def test_a_piggy_backed_prompt_is_prefilled_on_its_own_rank():
@@ -176,7 +238,8 @@ def test_memory_cli_takes_the_layout_and_refuses_it_for_dense_models():
     m, g = get_model("deepseek-v3"), get_accelerator("h200-sxm")
     kw = dict(tp=8, weights_dtype="fp8", kv_dtype="bf16", context_tokens=1280)
     assert tp["max_concurrent_sequences"] == memory_budget(m, g, **kw).max_concurrent_sequences
-    want = memory_budget(m, g, attention_dp=True, **kw).max_concurrent_sequences
+    # the CLI counts the default engine's (vLLM's) attention-DP placement
+    want = memory_budget(m, g, attention_dp=True, engine="vllm", **kw).max_concurrent_sequences
     assert dp["max_concurrent_sequences"] == want and dp["attention_data_parallel"] is True
     dense = subprocess.run(
         [sys.executable, "-m", "advisor", "memory", "--model", "llama-3.1-8b", "--gpu", "h100-sxm",

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 from advisor.catalog import get_accelerator, get_model
 from advisor.physics.memory import memory_budget
 from advisor.report.facts import Deployment
+from advisor.scenario import DEFAULT_ENGINE
 from ui.format import small_bytes
 
 pytestmark = pytest.mark.app
@@ -40,11 +41,13 @@ def test_the_memory_page_budgets_the_attention_dp_deployment_in_focus():
     """Under attention DP each GPU holds the whole attention weights and 1/TP of the sequences'
     KV (physics.memory.kv_tp_fraction): Qwen3-235B's 4 KV heads over TP=2 are split by heads
     anyway, so a sequence's KV per GPU is the same, while each GPU also holds both halves of the
-    attention weights; the page's figures are that budget's, not plain TP's."""
+    attention weights (and, on the scenario's default engine vLLM, every other weight but the
+    routed experts); the page's figures are that budget's, not plain TP's."""
     at = _page("ui/pages/memory.py")
     kw = dict(tp=2, pp=1, weights_dtype="fp8", kv_dtype="fp8", context_tokens=1900)
     m, g = get_model("qwen3-235b-a22b"), get_accelerator("b200")
-    dep, plain = memory_budget(m, g, attention_dp=True, **kw), memory_budget(m, g, **kw)
+    dep = memory_budget(m, g, attention_dp=True, engine=DEFAULT_ENGINE, **kw)
+    plain = memory_budget(m, g, **kw)
     assert dep.weights_bytes_per_gpu > plain.weights_bytes_per_gpu  # the layouts differ
     metrics = {x.label: x.value for x in at.metric}
     assert metrics["Sequences (paged)"] == f"{dep.max_concurrent_sequences:,}"

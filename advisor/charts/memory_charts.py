@@ -159,6 +159,7 @@ def max_sequences_sweep(
     gpu_memory_utilization: float = 0.9,
     contexts: Sequence[int] | None = None,
     attention_dp: bool = False,
+    engine: str = "generic",
 ) -> list[dict]:
     """Max concurrent sequences (paged) for each (TP, KV dtype, context): rows of a table
     (``attention_dp``: attention data parallel over each TP group, as the deployment in focus)."""
@@ -172,7 +173,7 @@ def max_sequences_sweep(
                     model, gpu, tp=tp, pp=pp, weights_dtype=weights_dtype, kv_dtype=kv,
                     context_tokens=ctx, block_size=block_size,
                     gpu_memory_utilization=gpu_memory_utilization, suggest=False,
-                    attention_dp=attention_dp and tp > 1,
+                    attention_dp=attention_dp and tp > 1, engine=engine,
                 )  # fmt: skip
                 rows.append(
                     {"tp": tp, "kv_dtype": kv, "context_tokens": ctx,
@@ -260,6 +261,7 @@ def allocation_comparison(
     max_model_len: int,
     gpu_memory_utilization: float = 0.9,
     attention_dp: bool = False,
+    engine: str = "generic",
 ) -> list[dict]:
     """Max sequences and utilisation: contiguous (reserves max_model_len) then paged 16/32/64,
     of the layout given (``attention_dp``: attention data parallel over the TP GPUs)."""
@@ -269,7 +271,7 @@ def allocation_comparison(
             model, gpu, tp=tp, pp=pp, weights_dtype=weights_dtype, kv_dtype=kv_dtype,
             context_tokens=context_tokens, block_size=bs, max_model_len=max_model_len,
             gpu_memory_utilization=gpu_memory_utilization, suggest=False,
-            attention_dp=attention_dp,
+            attention_dp=attention_dp, engine=engine,
         )  # fmt: skip
         if not rows:
             rows.append(

@@ -13,7 +13,9 @@ from advisor.cli.common import (
     resolve_gpu,
     resolve_model,
 )
+from advisor.perf.model.profiles import ENGINES
 from advisor.physics.memory import PAGED_BLOCK_SIZES, memory_budget, moe_spread_blocker
+from advisor.scenario import DEFAULT_ENGINE
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -33,9 +35,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )  # fmt: skip
     p.add_argument(
         "--dp-attention", dest="dp_attention", action="store_true",
-        help="MoE attention data parallel over the TP GPUs: whole attention weights per GPU, "
-        "each sequence's KV on one GPU (SGLang --enable-dp-attention, TensorRT-LLM "
-        "enable_attention_dp)",
+        help="MoE attention data parallel over the TP GPUs: whole attention weights per GPU "
+        "(and, per --engine, more: vLLM all but the routed experts, SGLang the embedding too), "
+        "each sequence's KV on one GPU (vLLM --data-parallel-size, SGLang --attn-dp-size, "
+        "TensorRT-LLM enable_attention_dp)",
+    )  # fmt: skip
+    p.add_argument(
+        "--engine", type=choice_of(ENGINES, "engine"), default=DEFAULT_ENGINE,
+        help=f"the engine whose --dp-attention weight placement to count (default "
+        f"{DEFAULT_ENGINE}, as estimate and deploy)",
     )  # fmt: skip
     add_json_flag(p)
     return p
@@ -64,12 +72,13 @@ def run(args: argparse.Namespace) -> dict:
         model, gpu, tp=args.tp, pp=args.pp, weights_dtype=args.weights, kv_dtype=args.kv,
         context_tokens=args.context, block_size=int(args.block_size),
         gpu_memory_utilization=args.gpu_memory_utilization, max_model_len=args.max_model_len,
-        attention_dp=args.dp_attention,
+        attention_dp=args.dp_attention, engine=args.engine,
     )  # fmt: skip
     out = {
         "model": model.id, "gpu": gpu.id, "tp": args.tp, "pp": args.pp,
         "weights": args.weights, "kv": args.kv, "context": args.context,
         "block_size": int(args.block_size), "attention_data_parallel": args.dp_attention,
+        "engine": args.engine,
     }  # fmt: skip
     out.update(asdict(b))
     return out
@@ -77,9 +86,10 @@ def run(args: argparse.Namespace) -> dict:
 
 def render(r: dict) -> str:
     gb = 1e9
+    # what attention DP keeps whole per GPU is the engine's (physics.memory.weight_placement)
+    dpa = f" (attention DP, {r['engine']})" if r.get("attention_data_parallel") else ""
     lines = [
-        f"{r['model']} on {r['gpu']}  TP={r['tp']}"
-        f"{' (attention DP)' if r.get('attention_data_parallel') else ''} PP={r['pp']}  "
+        f"{r['model']} on {r['gpu']}  TP={r['tp']}{dpa} PP={r['pp']}  "
         f"weights {r['weights']}, "
         f"KV {r['kv']}, {r['context']} tokens/sequence",
         f"  parameters            {r['params'] / 1e9:.2f}B (active {r['active_params'] / 1e9:.2f}B)",

@@ -193,6 +193,7 @@ def weight_placement(
     group_size: int = DEFAULT_INT4_GROUP_SIZE,
     breakdown: ParamBreakdown | None = None,
     attention_dp: bool = False,
+    engine: str = "generic",
 ) -> WeightPlacement:
     """Weight bytes on the most loaded GPU under tensor (TP) and pipeline (PP) parallelism.
 
@@ -200,8 +201,8 @@ def weight_placement(
     (Megatron-LM; vLLM's VocabParallelEmbedding); norms are replicated. Pipeline stages hold
     ceil(layers / PP) layers; the embedding sits on the first stage and the lm_head on the last,
     so the busiest stage is the larger of the two. With ``attention_dp`` (attention data
-    parallel over the TP group) every GPU holds the whole attention projections:
-    ``replicated_attention_bytes`` of them on top of the 1/TP share.
+    parallel over the TP group) every GPU also holds whole what ``engine`` keeps whole there
+    (``attention_dp_extra_bytes``) on top of the 1/TP share.
 
     >>> from advisor.catalog import get_model
     >>> w = weight_placement(get_model("llama-2-70b"), "fp16", tp=4, pp=1)
@@ -217,12 +218,16 @@ def weight_placement(
     per_layer_norm = (b.norms - model.hidden_size) / layers * other
     layers_per_stage = math.ceil(layers / pp)
     stage_layers = layers_per_stage * (per_layer_linear / tp + per_layer_norm)
-    if attention_dp:
-        stage_layers += (
-            layers_per_stage * replicated_attention_bytes(model, dtype, tp, group_size, b) / layers
-        )
     emb = b.embedding * other / tp
     head = (b.lm_head * other / tp) if b.lm_head else (emb if pp > 1 else 0.0)
+    if attention_dp:
+        extra = attention_dp_extra_bytes(model, dtype, tp, engine, group_size, b)
+        stage_layers += layers_per_stage * extra.layers_bytes / layers
+        # a tied lm_head is the embedding's table: whole with it (duplicated on a last stage)
+        extra_head = (
+            extra.lm_head_bytes if b.lm_head else (extra.embedding_bytes if pp > 1 else 0.0)
+        )
+        emb, head = emb + extra.embedding_bytes, head + extra_head
     if pp == 1:
         per_gpu = stage_layers + emb + head + model.hidden_size * other
         note = "embedding and lm_head split across TP ranks (vocab-parallel)"
@@ -235,7 +240,7 @@ def weight_placement(
             "duplicated there); each split across TP ranks"
         )
     if attention_dp:
-        note += "; attention projections whole on every GPU (attention data parallel)"
+        note += f"; {extra.whole} whole on every GPU (attention data parallel, {engine})"
     return WeightPlacement(
         total_bytes=weight_bytes(model, dtype, group_size, b),
         per_gpu_bytes=per_gpu,
@@ -244,33 +249,97 @@ def weight_placement(
     )
 
 
-def replicated_attention_bytes(
+@dataclass(frozen=True)
+class AttentionDpExtra:
+    """Bytes per GPU attention data parallel adds over the 1/TP split, by where they sit."""
+
+    layers_bytes: float  # all layers' share (a pipeline stage holds its layers' part)
+    embedding_bytes: float  # first pipeline stage
+    lm_head_bytes: float  # last pipeline stage
+    whole: str  # what is whole per GPU, in words
+
+
+#: What each engine keeps whole on every GPU under attention data parallel, beyond the routed
+#: experts' split over the TP (or EP) GPUs; see ``attention_dp_extra_bytes`` for the sources.
+_ATTENTION_DP_WHOLE = {
+    "vllm": ("attention", "dense_mlp", "moe_shared_and_router", "embedding", "lm_head"),
+    "sglang": ("attention", "embedding"),
+}
+_ATTENTION_DP_WHOLE_WORDS = {
+    "attention": "attention projections",
+    "dense_mlp": "dense-layer MLPs",
+    "moe_shared_and_router": "shared experts and routers",
+    "embedding": "embedding",
+    "lm_head": "lm_head",
+}
+
+
+def attention_dp_extra_bytes(
     model: ModelSpec,
     dtype: str,
     tp: int,
+    engine: str = "generic",
     group_size: int = DEFAULT_INT4_GROUP_SIZE,
     breakdown: ParamBreakdown | None = None,
-) -> float:
-    """Extra attention-weight bytes per GPU when attention runs data parallel over TP GPUs.
+) -> AttentionDpExtra:
+    """Extra weight bytes per GPU when attention runs data parallel over TP GPUs.
 
-        extra = attention params x bytes_per_weight(non-expert dtype) x (1 - 1 / TP)
+        extra = sum over the parts ``engine`` keeps whole of params x bytes x (1 - 1 / TP)
 
-    Each rank runs attention for its own sequences with all heads, so it keeps the whole
-    q/k/v/o (MLA: q_a, q_b, kv_a, kv_b, o) projections instead of a 1/TP slice; the MLP and
-    expert weights stay split. Source: SGLang "DP Attention" (docs, "Large-scale EP / DP
-    attention": attention data parallel, MoE tensor or expert parallel); TensorRT-LLM
-    ``enable_attention_dp`` (LlmArgs).
+    bytes: bytes_per_weight(non-expert dtype) for linear parts, 2 (fp32: 4) for the embedding
+    and lm_head. Each rank runs attention for its own sequences with all heads, so it keeps the
+    whole attention projections (MLA: q_a, q_b, kv_a, kv_b, o) instead of a 1/TP slice; what
+    else is whole depends on how the engine builds the layout:
+
+    - vLLM (``--tensor-parallel-size 1 --data-parallel-size N``): only the MoE layers are
+      sharded over the N ranks; everything else is built on a TP group of 1, so attention,
+      dense-layer MLPs, shared experts, routers, embedding and lm_head are whole.
+      Source: vllm 0.34.0 vllm/config/parallel.py:155-157 (data_parallel_size: "MoE layers
+      will be sharded according to the product of the tensor, prefill-context, and data
+      parallel sizes"), model_executor/layers/fused_moe/config.py:1143-1151 (the MoE TP size is
+      DP x PCP x TP), model_executor/models/deepseek_v2.py:364-372 (shared experts: a
+      DeepseekV2MLP on the TP group, :261-275), :1339 (dense layers' MLP), :1460
+      (VocabParallelEmbedding), :1918 (ParallelLMHead).
+    - SGLang (``--tp-size N --attn-dp-size N``): the attention-TP group is 1 GPU, and the input
+      embedding is sharded within it (whole); the lm_head stays vocab-parallel over the full TP
+      group unless --enable-dp-lm-head (not written), and dense MLPs and shared experts stay on
+      the TP group (no --moe-dense-tp-size, no DeepEP/Mooncake all-to-all written). Source:
+      sglang 0.5.23 srt/layers/vocab_parallel_embedding.py:182-185 (use_attn_tp_group under DP
+      attention; the same flag in qwen2_moe.py:1118, minimax_m2.py:932, llama4.py:493,
+      gpt_oss.py:662), models/deepseek_v2.py:3291-3297 (lm_head: use_attn_tp_group =
+      enable_dp_lm_head), :874-896 (shared experts on "tp" unless an all-to-all backend),
+      :2665 (dense MLP "tp" unless moe_dense_tp_size == 1).
+    - TensorRT-LLM (``enable_attention_dp``) and the generic engine: the attention projections
+      only. TensorRT-LLM's newer model code builds dense MLPs and shared experts with
+      overridden_tp_size=1 under attention DP (seen in the code corpus, not at the pinned
+      1.1.0), so its budget may be optimistic there; kept until confirmed at 1.1.0.
 
     >>> from advisor.catalog import get_model
     >>> # DeepSeek-V3, 61 layers x 187,107,328 attention params (q_a 7168 x 1536, q_b 1536 x
     >>> # 128 x 192, kv_a 7168 x 576, kv_b 512 x 128 x 256, o 16384 x 7168, and the latent
     >>> # norms 1536 + 512), 1 byte in fp8: x 7/8
-    >>> round(replicated_attention_bytes(get_model("deepseek-v3"), "fp8", 8) / 1e9, 3)
+    >>> round(attention_dp_extra_bytes(get_model("deepseek-v3"), "fp8", 8).layers_bytes / 1e9, 3)
     9.987
+    >>> # Kimi-K2 on vLLM, DP 16 (param_breakdown): attention 6,168,569,856 + dense MLP
+    >>> # 396,361,728 + shared experts and routers 2,807,562,240 = 9,372,493,824 fp8 bytes, x 15/16
+    >>> # = 8,786,712,960; embedding = lm_head = 163,840 x 7,168 = 1,174,405,120 x 2 bytes x 15/16
+    >>> # = 2,202,009,600 each
+    >>> x = attention_dp_extra_bytes(get_model("kimi-k2"), "fp8", 16, "vllm")
+    >>> x.layers_bytes, x.embedding_bytes, x.lm_head_bytes
+    (8786712960.0, 2202009600.0, 2202009600.0)
     """
     b = breakdown or param_breakdown(model)
-    o_dtype = linear_dtypes(model, dtype)[1]
-    return b.attention * bytes_per_weight(o_dtype, group_size) * (1.0 - 1.0 / tp)
+    parts = _ATTENTION_DP_WHOLE.get(engine.split("-")[0], ("attention",))
+    linear = bytes_per_weight(linear_dtypes(model, dtype)[1], group_size)
+    table = 4.0 if dtype == "fp32" else 2.0
+    keep = 1.0 - 1.0 / tp
+    layer_params = sum(getattr(b, k) for k in parts if k not in ("embedding", "lm_head"))
+    return AttentionDpExtra(
+        layers_bytes=layer_params * linear * keep,
+        embedding_bytes=b.embedding * table * keep if "embedding" in parts else 0.0,
+        lm_head_bytes=b.lm_head * table * keep if "lm_head" in parts else 0.0,
+        whole=", ".join(_ATTENTION_DP_WHOLE_WORDS[k] for k in parts),
+    )
 
 
 def _kv_heads(model: ModelSpec, windowed: bool) -> int:
@@ -622,6 +691,7 @@ def memory_budget(
     draft: ModelSpec | None = None,
     draft_tp: int = 1,
     attention_dp: bool = False,
+    engine: str = "generic",
 ) -> MemoryBudget:
     """Budget per GPU = capacity x utilisation - weights - activation reserve = KV budget.
 
@@ -631,7 +701,7 @@ def memory_budget(
     A speculative ``draft`` (same weight and KV dtypes, TP ``draft_tp``, no PP) shares the GPUs:
     its weights come off the budget and every sequence also holds the draft's KV of its context
     (vLLM allocates the drafter's KV blocks from the same pool; vllm/v1/spec_decode).
-    ``attention_dp``: attention data parallel over the TP group (whole attention weights on
+    ``attention_dp``: attention data parallel over the TP group (what ``engine`` keeps whole on
     every GPU, each sequence's KV on one rank; ``weight_placement``, ``kv_tp_fraction``).
 
     >>> from advisor.catalog import get_model, get_accelerator
@@ -650,7 +720,7 @@ def memory_budget(
 
     pb = param_breakdown(model)
     placement = weight_placement(
-        model, weights_dtype, tp, pp, int4_group_size, attention_dp=attention_dp
+        model, weights_dtype, tp, pp, int4_group_size, attention_dp=attention_dp, engine=engine
     )
     reserve = activation_reserve_bytes(model, tp, max_batched_tokens)
     usable = gpu.memory_bytes * gpu_memory_utilization
@@ -696,7 +766,7 @@ def memory_budget(
             context_tokens=context_tokens, block_size=block_size,
             gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
             max_batched_tokens=max_batched_tokens, int4_group_size=int4_group_size,
-            draft=draft, draft_tp=draft_tp, attention_dp=attention_dp,
+            draft=draft, draft_tp=draft_tp, attention_dp=attention_dp, engine=engine,
         )  # fmt: skip
         suggestions = _suggestions(model, gpu, same)
 

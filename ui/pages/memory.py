@@ -87,9 +87,11 @@ def setup() -> SimpleNamespace | None:
 
 def budget_section(c: SimpleNamespace):
     # the deployment in focus: under attention DP (a layout the search weighs for MoE models)
-    # every GPU holds the whole attention weights and the KV of its own sequences
+    # every GPU holds the whole attention weights (more on vLLM and SGLang: the engine's) and
+    # the KV of its own sequences
     kw = dict(tp=c.tp, pp=c.pp, weights_dtype=c.wd, kv_dtype=c.kd, context_tokens=c.context,
-              block_size=c.bs, max_model_len=c.max_len, attention_dp=c.dpa)  # fmt: skip
+              block_size=c.bs, max_model_len=c.max_len, attention_dp=c.dpa,
+              engine=c.scenario.options.engine)  # fmt: skip
     b = cache.budget(c.model, c.gpu.id, **kw)
     paged_seq = mc.paged_kv_bytes_per_sequence_per_gpu(c.model, c.kd, c.context, c.bs, c.tp, c.pp,
                                                        attention_dp=c.dpa)  # fmt: skip
@@ -146,6 +148,7 @@ def budget_section(c: SimpleNamespace):
     rows = cache.allocation_comparison(
         c.model, c.gpu.id, tp=c.tp, pp=c.pp, weights_dtype=c.wd, kv_dtype=c.kd,
         context_tokens=c.context, max_model_len=c.max_len, attention_dp=c.dpa,
+        engine=c.scenario.options.engine,
     )  # fmt: skip
     t = f"Paged vs contiguous allocation at {c.context:,} tokens"
     right.plotly_chart(mc.allocation_figure(rows, t, c.bs), width="stretch")
@@ -167,14 +170,15 @@ def attention_dp_what_if(c: SimpleNamespace, b, kw: dict) -> None:
     else:
         outcome = (
             f"{gb(d.weights_bytes_per_gpu)} of weights per GPU "
-            f"(+{gb(d.weights_bytes_per_gpu - b.weights_bytes_per_gpu)}: the whole attention "
-            f"weights on every GPU), **{d.max_concurrent_sequences:,} sequences** (paged) instead "
+            f"(+{gb(d.weights_bytes_per_gpu - b.weights_bytes_per_gpu)}: what {kw['engine']} "
+            f"keeps whole on every GPU), **{d.max_concurrent_sequences:,} sequences** (paged) instead "
             f"of {b.max_concurrent_sequences:,}"
         )
     st.caption(
-        f"What if attention ran data parallel over these {c.tp} GPUs (SGLang "
-        f"`--enable-dp-attention --dp {c.tp}`, TensorRT-LLM `enable_attention_dp`; experts stay "
-        f"split)? {outcome}; {why}. A what-if of the same GPUs: the search weighs this layout "
+        f"What if attention ran data parallel over these {c.tp} GPUs (vLLM "
+        f"`--data-parallel-size {c.tp}`, SGLang `--attn-dp-size {c.tp}`, TensorRT-LLM "
+        f"`enable_attention_dp`; routed experts stay split)? {outcome}; {why}. A what-if of the "
+        "same GPUs: the search weighs this layout "
         "against the one in focus; `python -m advisor estimate ... --dp-attention` gives its "
         "latency and throughput."
     )
@@ -183,7 +187,7 @@ def attention_dp_what_if(c: SimpleNamespace, b, kw: dict) -> None:
 def sweep_section(c: SimpleNamespace) -> None:
     rows = cache.max_sequences_sweep(
         c.model, c.gpu.id, weights_dtype=c.wd, kv_dtypes=tuple(c.scenario.options.kv_dtypes),
-        pp=c.pp, block_size=c.bs, attention_dp=c.dpa,
+        pp=c.pp, block_size=c.bs, attention_dp=c.dpa, engine=c.scenario.options.engine,
     )  # fmt: skip
     t = f"Max concurrent sequences vs context: {c.model.name} on {c.gpu.name}, {c.wd} weights"
     if c.dpa:

@@ -411,7 +411,7 @@ def deployment_problem(dep: Deployment) -> str | None:
     b = memory_budget(
         model, get_accelerator(dep.gpu), tp=dep.tp, pp=min(dep.pp, model.num_hidden_layers),
         weights_dtype=dep.weights, kv_dtype=dep.kv, context_tokens=tokens, suggest=False,
-        attention_dp=dep.dp_attention,
+        attention_dp=dep.dp_attention, engine=dep.engine,
     )  # fmt: skip
     if b.fits:
         return None

@@ -373,7 +373,7 @@ def _deployment(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> _Depl
     mem = memory_budget(
         model, gpu, tp=inp.tp, pp=inp.pp, weights_dtype=inp.weights, kv_dtype=inp.kv,
         context_tokens=int(ctx_max), suggest=True, draft=inp.spec_draft, draft_tp=draft_tp,
-        attention_dp=bool(r.dp_attn[0]),
+        attention_dp=bool(r.dp_attn[0]), engine=inp.engine,
     )  # fmt: skip
     cap = float(np.minimum(max_running(r, ctx_max), r.max_num_seqs)[0])
     return _Deployment(cfg, r, d, mem, cap, float(inp.isl), float(inp.osl))

@@ -125,9 +125,10 @@ class ReplicaConfig:
     #: (instead of a 1/TP slice of every expert); two all-to-alls per MoE layer.
     ep: bool = False
     #: Attention data parallel over the TP group (MoE models): each GPU runs attention for 1/TP
-    #: of the sequences with all heads and the whole attention weights; the MLP and expert layers
-    #: stay split over the TP GPUs (or EP) on the gathered tokens (SGLang --enable-dp-attention
-    #: with --dp = --tp; TensorRT-LLM enable_attention_dp).
+    #: of the sequences with all heads and the whole attention weights; the routed experts stay
+    #: split over the TP GPUs (or EP) on the gathered tokens, and what else is whole per GPU is
+    #: the engine's (memory.attention_dp_extra_bytes: vLLM all but the routed experts; SGLang
+    #: --attn-dp-size = --tp-size also the embedding; TensorRT-LLM enable_attention_dp).
     dp_attention: bool = False
     label: str = ""
 
@@ -263,10 +264,11 @@ def low_precision_experts(model: ModelSpec, weights: str) -> bool:
 
 
 def _model_part(cfg: ReplicaConfig, memo: dict) -> tuple[dict[str, object], dict[str, object]]:
-    """The row fields that depend on the model and its split alone (not on the GPU, engine or
-    links), and the intermediate figures ``build_replicas`` combines with the GPU's: (fields,
-    intermediates). ``memo``: what the splits of one ``build_replicas`` call share (the
-    parameter breakdown, the KV bytes per token of a TP, the activation reserve)."""
+    """The row fields that depend on the model and its split alone (not on the GPU or links; on
+    the engine only through what attention DP keeps whole per GPU), and the intermediate
+    figures ``build_replicas`` combines with the GPU's: (fields, intermediates). ``memo``: what
+    the splits of one ``build_replicas`` call share (the parameter breakdown, the KV bytes per
+    token of a TP, the activation reserve)."""
     m = cfg.model
     b = _memo(memo, ("breakdown", id(m)), lambda: _breakdown(m))
     tp, pp = cfg.tp, cfg.pp
@@ -275,7 +277,9 @@ def _model_part(cfg: ReplicaConfig, memo: dict) -> tuple[dict[str, object], dict
     share = layers_stage / layers
     spreads = moe_spread_blocker(m, tp) is None
     dp_attn = cfg.dp_attention and spreads
-    placement = weight_placement(m, cfg.weights, tp, pp, cfg.int4_group_size, b, dp_attn)
+    placement = weight_placement(
+        m, cfg.weights, tp, pp, cfg.int4_group_size, b, dp_attn, cfg.engine
+    )
     expert_bytes = linear_weight_bytes(m, cfg.weights, cfg.int4_group_size, b)[0] / tp * share
     dense_bytes = placement.per_gpu_bytes - expert_bytes
     head_params = m.vocab_size * m.hidden_size / tp  # lm_head matmul on the last stage
@@ -436,7 +440,9 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
     gmu, mem, kv_free = [], [], []
     for cfg in configs:
         m, g, tp, pp = cfg.model, cfg.gpu, cfg.tp, cfg.pp
-        key = (id(m), cfg.weights, tp, pp, cfg.kv, cfg.dp_attention, cfg.ep, cfg.int4_group_size)
+        # the engine: what attention DP keeps whole per GPU is the engine's (weight_placement)
+        key = (id(m), cfg.weights, tp, pp, cfg.kv, cfg.dp_attention, cfg.ep, cfg.int4_group_size,
+               cfg.engine)  # fmt: skip
         row, mp = model.add(key, lambda cfg=cfg: _model_part(cfg, shared))
         ek = (id(g), cfg.engine)
         if ek not in engines:

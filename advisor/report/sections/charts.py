@@ -35,7 +35,7 @@ def memory_figure(ctx: Context):
     kd = d.kv if d else s.options.kv_dtypes[0]
     context = s.workload.isl_tokens + s.workload.osl_tokens
     b = memory_budget(model, gpu, tp=tp, pp=pp, weights_dtype=wd, kv_dtype=kd,
-                      context_tokens=context, attention_dp=dpa)  # fmt: skip
+                      context_tokens=context, attention_dp=dpa, engine=s.options.engine)  # fmt: skip
     paged = mc.paged_kv_bytes_per_sequence_per_gpu(model, kd, context, 16, tp, pp, dpa)
     # the decode batch every view shows (search/results.decode_batch), as the Memory page
     n = decode_batch_seqs(d.running) if d and d.running is not None else b.max_concurrent_sequences
