@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from advisor.deploy.tables import checkpoints
+from advisor.catalog.checkpoint_table import (
+    SIXTEEN_BIT,
+    checkpoints,
+    listed_checkpoint,
+    loadable_checkpoint,
+)
 
-SIXTEEN_BIT = ("bf16", "fp16")
 #: Quantize-first recipes. vLLM/SGLang load llm-compressor (compressed-tensors) checkpoints;
 #: TensorRT-LLM loads TensorRT Model Optimizer (ModelOpt) exports. Sources: llm-compressor
 #: README (oneshot with W8A8 / W4A16 / NVFP4 schemes); TensorRT Model Optimizer
@@ -39,12 +43,6 @@ class Checkpoint:
     passed_over: str = ""
 
 
-def _entry(model_id: str, dtype: str) -> dict | None:
-    table = checkpoints()["models"].get(model_id, {})
-    keys = SIXTEEN_BIT if dtype in SIXTEEN_BIT + ("fp32",) else (dtype,)
-    return next((table[k] for k in keys if k in table), None)
-
-
 def choose(model_id: str, weights: str, engine: str, vendor: str = "NVIDIA") -> Checkpoint:
     """The checkpoint ``engine`` should load for ``model_id`` at ``weights`` on ``vendor``'s
     GPUs: a published one in a format that engine's build for them loads (``rocm_formats`` of
@@ -60,12 +58,11 @@ def choose(model_id: str, weights: str, engine: str, vendor: str = "NVIDIA") -> 
     >>> c.repo, c.online_quantization, c.passed_over
     ('meta-llama/Llama-3.1-70B-Instruct', 'fp8', 'nvidia/Llama-3.1-70B-Instruct-FP8 (modelopt)')
     """
-    formats = checkpoints()["rocm_formats" if vendor == "AMD" else "formats"]
-    hit = _entry(model_id, weights)
-    base = _entry(model_id, "bf16")
-    if hit and engine in formats[hit["format"]]:
-        return Checkpoint(hit["repo"], True, source=hit["source"])
-    ck = _unpublished(model_id, weights, engine, base)
+    loads = loadable_checkpoint(model_id, weights, engine, vendor)
+    if loads:
+        return Checkpoint(loads["repo"], True, source=loads["source"])
+    hit = listed_checkpoint(model_id, weights)
+    ck = _unpublished(model_id, weights, engine, listed_checkpoint(model_id, "bf16"))
     # listed, but in a format this build refuses: said, and never the origin of a re-quantization
     return replace(ck, passed_over=f"{hit['repo']} ({hit['format']})") if hit else ck
 

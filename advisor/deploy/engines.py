@@ -54,6 +54,7 @@ from advisor.deploy.checkpoints import Checkpoint, choose
 from advisor.deploy.quantize import QuantizeJob, job_for
 from advisor.deploy.settings import Plan, PoolSettings
 from advisor.deploy.tables import checkpoints, engine_flags, releases
+from advisor.physics.engine_limits import block_quantized_moe_tp_blocker, draft_pipeline_blocker
 
 PORT = 8000
 #: Port the SGLang/TensorRT-LLM multi-node rendezvous and disaggregation bootstrap use.
@@ -193,6 +194,14 @@ def _unsupported_common(engine: str, version: str, plan: Plan) -> list[str]:
     if _kv(engine, plan.spec.kv) is None:
         out.append(f"{engine} has no {plan.spec.kv} KV cache; nearest: fp8 KV (a new "
                    "recommendation with KV dtype fp8)")  # fmt: skip
+    # layouts the engine refuses at start; the search leaves them out for its engine too
+    for p in plan.pools:
+        block = block_quantized_moe_tp_blocker(plan.model, plan.gpu, p.tp, p.ep,
+                                               plan.spec.weights, engine)  # fmt: skip
+        draft = (
+            draft_pipeline_blocker(engine, plan.draft_model, p.tp, p.pp) if p.speculative else None
+        )
+        out += [why for why in (block, draft) if why and why not in out]
     return out
 
 

@@ -1,4 +1,5 @@
-"""The deploy data tables in data/: engine flags, official images, published checkpoints."""
+"""The deploy data tables in data/: engine flags, official images, published checkpoints (read
+in advisor.catalog.checkpoint_table, which the search reads too)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from advisor.catalog.checkpoint_table import (  # noqa: F401  (the deploy tables' checkpoints)
+    CheckpointEntry,
+    CheckpointTable,
+    checkpoints,
+    load_checkpoint_table,
+)
 from advisor.catalog.files import load_data_yaml
 from advisor.catalog.loader import DATA_DIR, CatalogError
-from advisor.catalog.specs import SLUG, WeightDType
+from advisor.catalog.specs import SLUG
 
 ENGINES = ("vllm", "sglang", "trtllm")
 
@@ -88,80 +95,3 @@ def releases() -> dict[str, EngineReleases]:
             if not (DATA_DIR / "engine-flags" / f"{e}-{v}.yaml").is_file():
                 raise CatalogError(f"engine-images.yaml: {e} {v} has no data/engine-flags file")
     return out
-
-
-Engine = Literal["vllm", "sglang", "trtllm"]
-#: A Hugging Face repository id: owner/name (huggingface.co allows letters, digits, - _ .).
-_REPO = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}$"
-#: Where the repository was seen to exist and hold the format: a page, or a file at a commit.
-_SOURCE = r"^(https://\S+|github:[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+@[0-9a-f]{40} \S+)"
-
-
-class CheckpointEntry(BaseModel):
-    """One published checkpoint: the repository a server loads, its format, and the evidence."""
-
-    model_config = _STRICT
-
-    repo: Annotated[str, Field(pattern=_REPO)]
-    format: Annotated[str, Field(min_length=2, max_length=40)]
-    source: Annotated[str, Field(min_length=20, max_length=600, pattern=_SOURCE)]
-
-
-class CheckpointTable(BaseModel):
-    """data/checkpoints.yaml: formats (format -> engines that load it) and model -> dtype -> entry."""
-
-    model_config = _STRICT
-
-    formats: dict[Annotated[str, Field(min_length=2, max_length=40)], list[Engine]]
-    #: format -> the engines whose ROCm builds load it (every format of ``formats`` listed, a
-    #: subset of its engines): an AMD GPU's server refuses the others when it starts.
-    rocm_formats: dict[Annotated[str, Field(min_length=2, max_length=40)], list[Engine]]
-    rocm_formats_source: Annotated[str, Field(min_length=20, max_length=600, pattern=_SOURCE)]
-    models: dict[Annotated[str, Field(pattern=SLUG)], dict[WeightDType, CheckpointEntry]]
-    #: Models whose repositories name their own code (config.json auto_map), so a server must
-    #: be told to run it (--trust-remote-code): model -> the evidence (a published command).
-    remote_code: dict[
-        Annotated[str, Field(pattern=SLUG)],
-        Annotated[str, Field(min_length=20, max_length=600, pattern=_SOURCE)],
-    ] = {}
-
-    @model_validator(mode="after")
-    def _formats_known(self) -> CheckpointTable:
-        if set(self.rocm_formats) != set(self.formats):
-            raise ValueError(
-                f"rocm_formats: lists {sorted(self.rocm_formats)}; every format of 'formats' "
-                f"({sorted(self.formats)}) and no other"
-            )
-        for fmt, engines in self.rocm_formats.items():
-            if extra := sorted(set(engines) - set(self.formats[fmt])):
-                raise ValueError(
-                    f"rocm_formats.{fmt}: {extra} do not load {fmt} at all (formats.{fmt}: "
-                    f"{self.formats[fmt]})"
-                )
-        for model in self.remote_code:
-            if model not in self.models:
-                raise ValueError(f"remote_code.{model}: not a model of 'models'")
-        for model, table in self.models.items():
-            for dtype, entry in table.items():
-                if entry.format not in self.formats:
-                    raise ValueError(
-                        f"models.{model}.{dtype}.format: {entry.format!r} is not one of "
-                        f"{sorted(self.formats)}"
-                    )
-        return self
-
-
-def load_checkpoint_table(raw: Any) -> CheckpointTable:
-    """Validate a checkpoints document; CatalogError names the field, the value and the rule."""
-    try:
-        return CheckpointTable.model_validate(raw)
-    except ValidationError as exc:
-        raise CatalogError(f"checkpoints.yaml: {exc}") from exc
-
-
-@cache
-def checkpoints() -> dict[str, Any]:
-    """data/checkpoints.yaml, validated: ``models`` (model -> dtype -> {repo, format, source}),
-    ``formats`` (format -> engines) and ``rocm_formats`` (format -> engines on AMD GPUs)."""
-    raw = load_data_yaml((DATA_DIR / "checkpoints.yaml").read_text("utf-8"))
-    return load_checkpoint_table(raw).model_dump()

@@ -12,7 +12,10 @@ Enumeration rules (documented choices):
   faster; the search decides).
 - Weight x KV dtype: the product of the allowed lists (fp8 weights on a GPU without fp8 tensor
   cores run weight-only; the performance model handles it).
-- Speculative decoding: off, and on when ``options.speculative`` (draft at the target's TP).
+- Speculative decoding: off, and on when ``options.speculative`` (draft at the target's TP;
+  not at PP > 1 with a separate draft model on TensorRT-LLM, ``draft_pipeline_blocker``).
+- Left out for the scenario's engine: a block-FP8 checkpoint's experts split into slices that
+  are not whole blocks (SGLang; ``block_quantized_moe_tp_blocker``).
 - MoE layouts (``layouts``): for a mixture-of-experts model at TP >= 2 and PP = 1 (where the
   engines publish them), besides plain TP, expert
   parallelism over the TP GPUs (EP = TP, when EP divides the expert count) and attention data
@@ -35,6 +38,7 @@ import numpy as np
 from advisor.catalog import accelerators, interconnects
 from advisor.catalog.drafts import MTP, has_own_head, tokenizer_problem
 from advisor.perf.model.replica import ReplicaConfig
+from advisor.physics.engine_limits import block_quantized_moe_tp_blocker, draft_pipeline_blocker
 from advisor.physics.memory import expert_parallel_blocker, moe_spread_blocker, tp_head_split
 from advisor.scenario import Scenario
 from advisor.search.deployment_spec import layout_text
@@ -173,17 +177,23 @@ def shapes(scenario: Scenario) -> list[Shape]:
     total = hw.total_gpus
     model = scenario.model_spec()
     layers = model.num_hidden_layers
-    specs = [False, True] if opt.speculative and scenario_draft(scenario)[0] else [False]
+    draft = scenario_draft(scenario)[0] if opt.speculative else None
     out = []
     weights = search_weights(scenario)
     # an engine refuses a TP that does not split the heads, unless attention is not split
     by_tp = {tp: layouts(model, tp) for tp in powers_of_two_upto(min(opt.max_tp, total))}
     for gpu in hw.gpus:
+        acc = accelerators()[gpu]
         for tp, lays in by_tp.items():
             for pp in powers_of_two_upto(min(opt.max_pp, layers, total // tp)):
+                # layouts the scenario's engine refuses at start (physics/engine_limits.py)
+                specs = [False] + ([True] if draft and not draft_pipeline_blocker(
+                    opt.engine, draft, tp, pp) else [])  # fmt: skip
                 for w in weights:
                     for kv in opt.kv_dtypes:
                         for ep, dpa in lays if pp == 1 else [x for x in lays if x == PLAIN]:
+                            if block_quantized_moe_tp_blocker(model, acc, tp, ep, w, opt.engine):
+                                continue
                             for sp in specs:
                                 out.append(Shape(gpu, tp, pp, w, kv, sp, ep, dpa))
     return out
