@@ -14,23 +14,30 @@ from advisor.perf.calibration.client_profile import DeploymentDoc, deployment_pr
 from advisor.perf.importers import Deployment
 from advisor.perf.importers.cases import replica_config
 from advisor.perf.model.overlay import Overlay, active
-from advisor.perf.model.profile_range import Domain
+from advisor.perf.model.profile_range import Domain, Work
 from advisor.perf.model.profiles import engine_profile
 from advisor.perf.model.replica import ReplicaConfig, build_replicas
 
 QWEN = "qwen3-235b-a22b"
 
 
+#: The workload of the runs in ``test_a_profile_applies_only_to_the_layout_it_was_fitted_on``
+#: (a profile applies only where its replica's workload is inside its runs' range).
+WORK = Work(1024, 1024, "concurrency", 32)
+
+
 def _replica(ep: bool, dpa: bool):
     cfg = ReplicaConfig(model=get_model(QWEN), gpu=get_accelerator("b200"), tp=2,
-                        weights="fp8", kv="fp8", engine="vllm", ep=ep, dp_attention=dpa)  # fmt: skip
+                        weights="fp8", kv="fp8", engine="vllm", ep=ep, dp_attention=dpa,
+                        work=WORK)  # fmt: skip
     return build_replicas([cfg])
 
 
 def test_a_profile_applies_only_to_the_layout_it_was_fitted_on():
     """An overlay fitted on TP=2, EP=2, attention DP=2 (its step overhead 50 ms, far from the
     shipped vLLM value) reaches a DEP replica of that deployment and not a plain TP=2 one."""
-    dom = Domain(QWEN, 2, 1, "fp8", "fp8", (), ep=True, dp_attention=True)
+    runs = (("concurrency", (1024, 1024), (1024, 1024), (32, 32)),)
+    dom = Domain(QWEN, 2, 1, "fp8", "fp8", runs, ep=True, dp_attention=True)
     ov = Overlay(1.0, 1.0, 0.05, None, domain=dom)
     shipped = engine_profile("vllm").step_overhead_s
     assert shipped != pytest.approx(0.05)

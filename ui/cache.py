@@ -10,7 +10,7 @@ from advisor.catalog import get_accelerator
 from advisor.catalog.specs import ModelSpec
 from advisor.charts import memory_charts
 from advisor.charts.compare_charts import deployment_sweep
-from advisor.perf.model.overlay import active_key, shipped_only
+from advisor.perf.model.overlay import active_key
 from advisor.physics.memory import MemoryBudget, memory_budget
 from advisor.scenario import Scenario, dump_scenario, load_scenario
 from ui.url import View
@@ -48,27 +48,19 @@ def deployment_sweep_for(scenario: Scenario, d: Any) -> list[dict]:
 
 def recommend_for(scenario_json: str) -> Any:
     """``advisor.search.recommend`` (cached on the scenario JSON and the session's client
-    profile, advisor/perf/model/overlay.py); None if not available. A recommendation outside the
-    profile's range is searched again with the shipped calibration
-    (advisor/search/profile_scope.py; ``profile_fallback`` says why)."""
-    rec = _recommend_for(scenario_json, active_key())
-    if rec is not None and profile_fallback(scenario_json, rec):
-        with shipped_only():
-            rec = _recommend_for(scenario_json, active_key())
-    return rec
+    profile, advisor/perf/model/overlay.py); None if not available. The profile prices only the
+    candidates inside its range (advisor/search/profile_scope.py; ``profile_fallback`` says
+    whether it priced a deployment)."""
+    return _recommend_for(scenario_json, active_key())
 
 
-def profile_fallback(scenario_json: str, rec: Any) -> str | None:
-    """Why the session's client profile does not apply to ``rec``'s deployment, or None."""
+def profile_fallback(d: Any) -> str | None:
+    """Why the session's client profile did not price the search's deployment ``d``, or None."""
     from ui.client_profile import session_profile
 
-    doc = session_profile()
-    if doc is None or rec is None or rec.best is None:
+    if session_profile() is None or d is None:
         return None
-    from advisor.search.profile_scope import recommendation_fallback
-
-    best = rec.best.model_dump(mode="json")
-    return recommendation_fallback(doc, load_scenario(scenario_json), best)
+    return d.client_profile_fallback
 
 
 @st.cache_data(max_entries=64, show_spinner=False)

@@ -69,7 +69,7 @@ def _pct(v: float | None) -> str:
 
 def pdf_kw(fallback: str | None = None) -> dict:
     """``client_profile`` for report_bytes_for_app when a profile is active; ``fallback``: why
-    it does not apply to the recommendation (ui/cache.profile_fallback), said in the PDF."""
+    it did not price the deployment described (ui/cache.profile_fallback), said in the PDF."""
     doc = session_profile()
     if doc is None:
         return {}

@@ -141,11 +141,19 @@ def focus_estimate(scenario: Scenario, f: InFocus, page_value: int | None):
     ``EstimateInput``: the Latency page's means, and the figure the Speculative page quotes
     beside its fixed-batch TPOTs (one call, so both show the same number)."""
     from advisor.catalog import accelerators
+
+    inp = focus_input(scenario, f, page_value)
+    return inp, cache.estimate_for(scenario.model_spec(), accelerators()[f.spec.gpu], inp)
+
+
+def focus_input(scenario: Scenario, f: InFocus, page_value: int | None):
+    """The ``EstimateInput`` of ``focus_estimate``: its replica (``perf.model.sweeps.
+    replica_config``) is the one every chart of the deployment in focus draws, so a client
+    profile prices all of them or none (advisor/perf/model/replica.applied)."""
     from advisor.search.focus import estimate_input
 
     d = f.deployment
-    inp = estimate_input(scenario, f.spec, d.running_batch if d is not None else None, page_value)
-    return inp, cache.estimate_for(scenario.model_spec(), accelerators()[f.spec.gpu], inp)
+    return estimate_input(scenario, f.spec, d.running_batch if d is not None else None, page_value)
 
 
 def sequences_in_flight(scenario: Scenario, f: InFocus, page_value: int | None) -> tuple[int, str]:

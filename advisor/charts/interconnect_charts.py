@@ -8,6 +8,7 @@ the axes, labelled.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import plotly.graph_objects as go
 
@@ -19,6 +20,9 @@ from advisor.physics.collectives import (
     article_allreduce_time_s,
     tp_allreduce_bytes,
 )
+
+if TYPE_CHECKING:
+    from advisor.perf.model.profile_range import Work
 
 #: TP degrees the page compares; 16 only on the inter-node link (two 8-GPU nodes).
 TP_DEGREES: tuple[int, ...] = (1, 2, 4, 8, 16)
@@ -57,6 +61,7 @@ def tp_comm_sweep(
     activation_bytes: float = 2.0,
     engine: str = "generic",
     tps: Sequence[int] = TP_DEGREES,
+    work: Work | None = None,
 ) -> list[dict]:
     """Per (link, TP): all-reduce time per layer and per token, and its share of a decode step.
 
@@ -67,7 +72,9 @@ def tp_comm_sweep(
     per token = layers x per layer (a token crosses every pipeline stage). The rest of the step
     (GEMMs, attention over ``context_tokens`` of KV cache, engine overhead) comes from the
     performance model (advisor.perf.model.step.decode_step) on ``gpu`` at that TP, so only the link
-    differs between the lines.
+    differs between the lines. ``work``: what each replica serves (a client profile prices the
+    rest of the step only where it holds the replica's deployment and this workload,
+    advisor/perf/model/replica.applied; None: nowhere).
     """
     from advisor.perf.model.profiles import collective_efficiency
     from advisor.perf.model.replica import ReplicaConfig, build_replicas
@@ -86,6 +93,7 @@ def tp_comm_sweep(
                 weights=weights_dtype,
                 kv=kv_dtype,
                 engine=engine,
+                work=work,
             )
             for tp in tp_list
         ]  # fmt: skip

@@ -104,12 +104,24 @@ def render_line(block: dict) -> str:
     )
 
 
+def profile_line(block: dict, d: dict) -> str:
+    """Whether the profile of ``block`` priced deployment ``d`` (a search result's
+    ``client_profile_fallback``: advisor/search/profile_scope.py)."""
+    why = d.get("client_profile_fallback")
+    if why:
+        return (f"  client profile {inert(block['name'])} not applied: {inert(why)}; shipped "
+                "calibration used")  # fmt: skip
+    if d.get("gpu") != block.get("gpu"):
+        return f"  client profile {inert(block['name'])} not applied: another accelerator"
+    return f"  client profile {inert(block['name'])} applied"
+
+
 def apply_to_recommendation(out: dict, doc: ProfileDoc, fallback: str | None = None) -> dict:
-    """Narrow the recommended deployment's ranges when it runs on the profile's accelerator
-    (the search ranked candidates with the profile's constants already), say the profile was used."""
+    """Narrow the recommended deployment's ranges when the profile priced it (the search ranked
+    the candidates inside its range with its constants already), say the profile was used."""
     from advisor.perf.calibration.client_profile import narrow, narrowing
 
-    if fallback:  # the search was rerun with the shipped calibration
+    if fallback:  # outside the profile's range: the shipped calibration priced it
         return {**out, "client_profile": {**describe(doc), "applied": False, "fallback": fallback}}
     f, floor = narrowing(doc)
     best = out.get("best")

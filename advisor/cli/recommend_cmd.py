@@ -13,6 +13,7 @@ from advisor.cli.profile_opt import (
     add_profile_flag,
     apply_to_recommendation,
     load_profile,
+    profile_line,
     render_line,
 )
 from advisor.cli.profile_opt import check as check_profile
@@ -333,7 +334,7 @@ def _rate(args: argparse.Namespace) -> float | None:
 def run(args: argparse.Namespace) -> dict:
     from advisor.catalog.quality import quality_for
     from advisor.search.budget import budget
-    from advisor.search.profile_scope import recommend_within
+    from advisor.search.recommend import recommend_within
 
     sc = scenario_from_args(args)
     profile = scenario_profile(args, sc)
@@ -461,16 +462,19 @@ def render(r: dict) -> str:
         lines.append(f"rejected (memory): {sum(r['rejected'].values()):,} candidates")
         lines += [f"  - {k}: {v}" for k, v in list(r["rejected"].items())[:5]]
     if r.get("focus"):
-        lines += _focus_lines(r["focus"])
+        lines += _focus_lines(r["focus"], r.get("client_profile"))
     return "\n".join(lines)
 
 
-def _focus_lines(f: dict) -> list[str]:
-    """The ``--deployment`` evaluation: does it fit, does it meet the SLA, its percentiles."""
+def _focus_lines(f: dict, profile: dict | None = None) -> list[str]:
+    """The ``--deployment`` evaluation: does it fit, does it meet the SLA, its percentiles, and
+    whether ``--profile`` (its ``client_profile`` block) priced it."""
     head = f"deployment {_spec_text(f['spec'])}: "
     if not f["fits"]:
         return [head + "does not fit: " + "; ".join(f["reasons"])]
     d = f["deployment"]
+    if profile:
+        return [*_focus_lines(f), profile_line(profile, d)]
     verdict = "meets the SLA" if d["meets_sla"] else "misses the SLA: " + "; ".join(f["fails"])
     if not d["meets_sla"] and d.get("sla_verdict") == "at risk":
         verdict = "AT RISK: " + "; ".join(d["at_risk"])

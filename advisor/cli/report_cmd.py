@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> dict:
     images.prestart()
     from advisor.report import fonts
     from advisor.report.pdf import build_report, last_build_info
-    from advisor.search.profile_scope import recommend_within
+    from advisor.search.recommend import recommend_within
 
     rec, fallback = recommend_within(scenario, profile)
     block = None if profile is None else describe(profile)

@@ -88,7 +88,7 @@ def _evaluate_disaggregated(scenario: Scenario, st: ShapeTable, pools=None) -> D
         return None
     if pools is None:
         base = np.array(
-            [i for i, s in enumerate(st.shapes)
+            [i for i, s in enumerate(st.shapes[: st.n_primary])
              if s.pp == 1 and not s.spec and s.tp <= total // 2], dtype=int,
         )  # fmt: skip
         if base.size == 0:

@@ -38,6 +38,7 @@ from advisor.physics.queueing.results import LoadResult
 from advisor.physics.queueing.service import ServiceModel
 from advisor.physics.speculative import expected_tokens_per_step
 from advisor.scenario import Scenario
+from advisor.search.profile_scope import profile_twins
 from advisor.search.space import Shape, dp_pairs, replica_config, scenario_draft, shapes
 from advisor.search.timing import phase
 
@@ -61,10 +62,29 @@ class ShapeTable:
     context_tokens: float
     #: [n] d ln(prefill) / d ln(prompt) at the mean prompt (step.prefill_length_elasticity)
     prefill_elasticity: np.ndarray
+    #: Rows before this one are one per shape, built without a workload (under a client
+    #: profile with a range: the shipped calibration); the rest are twins of some of them built
+    #: with the profile (search/profile_scope.profile_twins).
+    n_primary: int = -1
+    #: shape row -> (its twin's row, the DPs at which the profile applies to the shape)
+    twin: dict[int, tuple[int, frozenset[int]]] = field(default_factory=dict)
     row_of: dict[Shape, int] = field(default_factory=dict)  # shape -> row (filled on init)
 
     def __post_init__(self) -> None:
-        self.row_of.update({s: i for i, s in enumerate(self.shapes)})
+        if self.n_primary < 0:
+            self.n_primary = len(self.shapes)
+        self.row_of.update({s: i for i, s in reversed(list(enumerate(self.shapes)))})
+
+    def priced(self, idx: np.ndarray, dp: np.ndarray) -> np.ndarray:
+        """The rows that price (shape row ``idx``, ``dp``) candidates: a shape's twin where the
+        client profile applies to it at that DP (its load per replica inside the range)."""
+        if not self.twin:
+            return idx
+        idx = np.array(idx, dtype=int)
+        for row, (twin, dps) in self.twin.items():
+            sel = np.nonzero(idx == row)[0]
+            idx[sel[[int(d) in dps for d in dp[sel]]]] = twin
+        return idx
 
 
 def build_shapes(scenario: Scenario) -> tuple[ShapeTable, Counter]:
@@ -88,9 +108,14 @@ def build_shapes(scenario: Scenario) -> tuple[ShapeTable, Counter]:
 
 
 def _build(
-    scenario: Scenario, all_shapes: list[Shape], cfgs: list, cfg_row: np.ndarray
-) -> tuple[ShapeTable, Counter]:
+    scenario: Scenario, all_shapes: list[Shape], cfgs: list, cfg_row: np.ndarray,
+    dps: list[int] | None = None,
+) -> tuple[ShapeTable, Counter]:  # fmt: skip
+    """The shape table of ``all_shapes`` (replica ``cfgs[cfg_row[i]]`` each), with the client
+    profile's twin rows for the DPs ``dps`` (None: every DP the GPUs allow)."""
     wl, opt, hw = scenario.workload, scenario.options, scenario.hardware
+    n_shapes = len(all_shapes)
+    all_shapes, cfgs, cfg_row, twin = profile_twins(scenario, all_shapes, cfgs, cfg_row, dps)
     r = build_replicas(cfgs).take(cfg_row)
     isl, osl = float(wl.isl_tokens), float(wl.osl_tokens)
     total = hw.total_gpus
@@ -125,6 +150,8 @@ def _build(
     n_dp = total // r.gpus.astype(int)
     no_fit = r.kv_budget_bytes <= 0
     for i in np.nonzero(no_fit | (cap < 1))[0]:
+        if i >= n_shapes:  # a twin: its shape is counted once, as its own row
+            continue
         s = all_shapes[i]
         if no_fit[i]:
             what = "weights + draft" if s.spec else "weights"
@@ -137,6 +164,8 @@ def _build(
             reason = f"KV cache cannot hold one sequence of {isl + osl:.0f} tokens ({s.gpu})"
         rejected[reason] += int(n_dp[i])
     ok = np.nonzero(~(no_fit | (cap < 1)))[0]
+    new = {int(o): k for k, o in enumerate(ok)}  # a twin fits where its shape does
+    twin = {new[p]: (new[t], d) for p, (t, d) in twin.items() if p in new and t in new}
     r = r.take(ok)
     kept = [all_shapes[i] for i in ok]
     spec = spec[ok]
@@ -172,6 +201,8 @@ def _build(
             e_tok,
             ctx,
             elasticity,
+            int((ok < n_shapes).sum()),
+            twin,
         ),
         rejected,
     )
@@ -288,9 +319,10 @@ def evaluate_aggregated(
 
 def _evaluate_aggregated(scenario: Scenario, st: ShapeTable, pairs=None) -> Evaluated:
     if pairs is None:
-        idx, dp = dp_pairs(st.r.gpus.astype(int), scenario.hardware.total_gpus)
+        idx, dp = dp_pairs(st.r.gpus[: st.n_primary].astype(int), scenario.hardware.total_gpus)
     else:
         idx, dp = (np.asarray(x, dtype=int) for x in pairs)
+    idx = st.priced(idx, dp)
     sm = service(
         st.step_tab_s[idx], st.prefill_s[idx], st.max_running[idx],
         st.r.request_overhead_s[idx], st.prefill_elasticity[idx],

@@ -119,7 +119,11 @@ def evaluate_spec(scenario: Scenario, spec: DeploymentSpec) -> Focus:
     shapes = [shape for _, shape, _ in spec_shapes(spec)]
     uniq = list(dict.fromkeys(shapes))
     cfg_row = np.array([uniq.index(s) for s in shapes])
-    st, rejected = _build(scenario, shapes, [replica_config(scenario, s) for s in uniq], cfg_row)
+    # the client profile's twin row at the deployment's own DP (a pool of a disaggregated one
+    # is outside any profile's range: search/profile_scope.py)
+    dps = [] if spec.disaggregated else [spec.dp]
+    cfgs = [replica_config(scenario, s) for s in uniq]
+    st, rejected = _build(scenario, shapes, cfgs, cfg_row, dps)
     if rejected:
         return Focus(spec=spec, fits=False, reasons=list(rejected))
     if spec.disaggregated:

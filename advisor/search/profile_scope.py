@@ -1,56 +1,72 @@
-"""Whether a client profile applies to a recommendation, and the search that keeps to it.
+"""Where a client profile prices the search's candidates, and whether it priced the answer.
 
 A profile applies only inside the deployment and load it was checked on
-(advisor/perf/model/profile_range.py). The search ranks candidates with it where their replica
-is inside its deployment (advisor/perf/model/replica.py); when the recommended deployment's load per replica, or
-its lengths, lie outside, the whole search is run again with the shipped calibration, so the
-answer rests on one calibration and says which. The CLI (recommend, report) and the app's
-Recommendation page and PDF use these functions.
+(advisor/perf/model/profile_range.py), decided for every replica by
+advisor/perf/model/replica.applied. The search's shapes are built once for all their DPs, and a
+shape's load per replica is the scenario's load over its DP: each shape is built without a
+workload (the shipped calibration), and a shape of the profile's deployment gets a twin built
+with it, which prices the DPs whose load lies inside the range (``profile_twins``). Each
+deployment then says whether the profile priced it (``Deployment.client_profile_fallback``,
+from ``fallback_of``); the CLI (recommend, report: ``recommend.recommend_within``) and the app's
+Recommendation page and PDF show the recommended one's.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from advisor.perf.model.overlay import set_global
-from advisor.perf.model.profile_range import load_of
+from advisor.perf.model.profile_range import NO_WORKLOAD, Work, work_of
+from advisor.perf.model.replica import profile_problem
 
 if TYPE_CHECKING:
-    from advisor.perf.calibration.client_profile import ProfileDoc
+    import numpy as np
+
+    from advisor.perf.model.replica import ReplicaConfig
     from advisor.scenario import Scenario
 
 
-def recommendation_fallback(doc: ProfileDoc, sc: Scenario, best: dict | None) -> str | None:
-    """Why the profile does not apply to the recommended deployment (its deployment or its load
-    per replica outside the profile's range), or None (also when it runs on another accelerator,
-    which the profile never touched)."""
-    if not isinstance(best, dict) or best.get("gpu") != doc.deployment.gpu:
-        return None
-    dom = doc.domain()
+def scenario_work(sc: Scenario, dp: int, disaggregated: bool = False) -> Work:
+    """What each of ``dp`` replicas serves under the scenario's workload (a pool of a
+    disaggregated deployment: ``profile_range.DISAGGREGATED``)."""
     w = sc.workload
-    why = dom.deployment_problem(sc.model, best["tp"], best["pp"], best["weights"], best["kv"],
-                                 int(best.get("ep") or 1) > 1,
-                                 int(best.get("attention_dp") or 1) > 1)  # fmt: skip
-    if why:
-        return why
-    if w.concurrent_users is not None and w.think_time_s > 0:
-        return (f"{w.concurrent_users} users with {w.think_time_s:g} s think time (the profile's "
-                "runs are benchmark loads without think time)")  # fmt: skip
-    mode, load = load_of(w.arrival_rate_per_s, w.concurrent_users, "continuous", best["dp"])
-    return dom.workload_problem(w.isl_tokens, w.osl_tokens, mode, load)
+    return work_of(w.isl_tokens, w.osl_tokens, w.arrival_rate_per_s, None, "continuous", dp,
+                   w.concurrent_users, w.think_time_s, disaggregated)  # fmt: skip
 
 
-def recommend_within(sc: Scenario, profile: ProfileDoc | None):  # noqa: ANN201
-    """(the recommendation, why the profile does not apply to it or None); a recommendation
-    outside the profile's range is searched again with the shipped calibration alone (for the
-    rest of this context: a CLI run)."""
-    from advisor.search.recommend import recommend
+def fallback_of(
+    sc: Scenario, cfg: ReplicaConfig, dp: int, disaggregated: bool = False
+) -> str | None:
+    """Why the active client profile does not price the replica ``cfg`` at ``dp`` replicas, or
+    None (it does, or no profile is active for its accelerator and engine)."""
+    return profile_problem(replace(cfg, work=scenario_work(sc, dp, disaggregated)))
 
-    rec = recommend(sc)
-    if profile is None:
-        return rec, None
-    fallback = recommendation_fallback(profile, sc, rec.model_dump(mode="json").get("best"))
-    if fallback:
-        set_global(profile.deployment.gpu, profile.deployment.engine, None)
-        rec = recommend(sc)
-    return rec, fallback
+
+def profile_twins(sc: Scenario, shapes: list, cfgs: list, cfg_row: np.ndarray,
+                  dps: list[int] | None = None):  # fmt: skip  # noqa: ANN201
+    """(shapes, cfgs, cfg_row, twins) with a twin appended for each shape whose replica the
+    active client profile prices at some of the DPs ``dps`` (None: every DP the GPUs allow):
+    the twin's replica is built with the workload of the first such DP; ``twins`` maps the
+    shape's row to (its twin's row, those DPs). Without a profile on the shapes' accelerators
+    nothing is added (one ``profile_problem`` per replica)."""
+    import numpy as np
+
+    from advisor.search.space import dp_values
+
+    total = sc.hardware.total_gpus
+    twin_cfg: dict[int, tuple[int, frozenset[int]]] = {}
+    for j, cfg in enumerate(list(cfgs)):
+        if profile_problem(cfg) != NO_WORKLOAD:  # no profile here, or another deployment
+            continue
+        per = cfg.tp * cfg.pp
+        cands = dp_values(total).tolist() if dps is None else dps
+        ok = [int(d) for d in cands if d * per <= total and fallback_of(sc, cfg, d) is None]
+        if ok:
+            twin_cfg[j] = (len(cfgs), frozenset(ok))
+            cfgs = [*cfgs, replace(cfg, work=scenario_work(sc, ok[0]))]
+    if not twin_cfg:
+        return shapes, cfgs, cfg_row, {}
+    rows = [i for i in range(len(shapes)) if int(cfg_row[i]) in twin_cfg]
+    twins = {i: (len(shapes) + k, twin_cfg[int(cfg_row[i])][1]) for k, i in enumerate(rows)}
+    extra = np.array([twin_cfg[int(cfg_row[i])][0] for i in rows], dtype=int)
+    return [*shapes, *(shapes[i] for i in rows)], cfgs, np.concatenate([cfg_row, extra]), twins

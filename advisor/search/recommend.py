@@ -56,6 +56,7 @@ from advisor.search.explain import (
     unmet_lines,
 )
 from advisor.search.pareto import pareto_min_min
+from advisor.search.profile_scope import fallback_of
 from advisor.search.ranking import lexsort_first, rank_first, rank_order
 from advisor.search.results import (
     PCT,
@@ -79,6 +80,7 @@ from advisor.search.sla import (
     sla_checks_coded,
     verdicts,
 )
+from advisor.search.space import replica_config
 from advisor.search.timing import PHASES, Phases, phase
 
 # A full garbage collection walks every object the collector tracks: once the imports are
@@ -331,6 +333,7 @@ def _deployment(
         spare_gpus=int(t.spare_gpus[i]),
         capex_usd=float(t.capex[i]) if sc.cost.mode == "purchase" else None,
         over_budget=bool(t.over_budget[i]),
+        client_profile_fallback=fallback_of(sc, replica_config(sc, s), dp, i >= t.na),
         **extra,
     )  # fmt: skip
 
@@ -604,7 +607,9 @@ def _recommend(sc: Scenario) -> Recommendation:
             miss_order = np.concatenate((first, miss_order[~over[miss_order]]))
         near_rows, seen = [], set()
         for i in miss_order[:200]:
-            key = int(t.shape_of[i]) if i < t.na else ("d", int(t.shape_of[i]))
+            # a shape, not a row: a client profile's twin row is the same shape (profile_scope)
+            shape = st.shapes[int(t.shape_of[i])]
+            key = shape if i < t.na else ("d", shape)
             if key in seen:
                 continue
             seen.add(key)
@@ -704,6 +709,15 @@ def _recommend(sc: Scenario) -> Recommendation:
         assumptions=[*ASSUMPTIONS, _headroom_note(sc), confidence_note(sc), *_calibration_notes(sc)],
         elapsed_ms=(time.perf_counter() - t0) * 1e3,
     )  # fmt: skip
+
+
+def recommend_within(sc: Scenario, profile: object | None) -> tuple[Recommendation, str | None]:
+    """(the recommendation, why the client ``profile`` did not price its deployment, or None:
+    it did, it runs on another accelerator, or there is no profile)."""
+    rec = recommend(sc)
+    if profile is None or rec.best is None:
+        return rec, None
+    return rec, rec.best.client_profile_fallback
 
 
 __all__ = ["Recommendation", "recommend", "interp_step", "service", "latency_under_load"]

@@ -126,6 +126,10 @@ class Deployment(BaseModel):
     kv_transfer_ms: float | None = None  # disaggregated: KV cache moved per request
     #: The deployment as a user would set it by hand (advisor/search/deployment_spec.py).
     spec: DeploymentSpec | None = None
+    #: Why the active client profile did not price it (outside the profile's deployment or its
+    #: runs' range: the shipped calibration did), or None: it did, or no profile is active for
+    #: its accelerator and engine (advisor/search/profile_scope.py).
+    client_profile_fallback: str | None = None
     #: Interval of each predicted SLA percentile at the SLA's confidence (advisor/search/sla.py):
     #: confidence, percentile, ttft_ms/tpot_ms/e2e_ms [low, high], calibrated, basis.
     intervals: dict[str, Any] | None = None

@@ -8,9 +8,12 @@ import streamlit as st
 
 from advisor.catalog import accelerators, interconnects
 from advisor.charts import interconnect_charts as ic
+from advisor.perf.model.replica import profile_problem
+from advisor.perf.model.sweeps import replica_config
 from advisor.physics.collectives import article_message_bytes_for
 from advisor.search.results import priced_step_ms
-from ui.focus import sequences_in_flight, show_focus
+from ui.client_profile import session_profile
+from ui.focus import focus_input, sequences_in_flight, show_focus
 from ui.format import md_escape, ms, small_bytes
 from ui.state import current, guarded
 
@@ -30,11 +33,18 @@ def setup() -> SimpleNamespace:
         ids.append(own)
     ids.append(scenario.hardware.inter_link)
     n_seq, how = sequences_in_flight(scenario, f, view.concurrency)
+    # the Latency page's replica in focus: its workload decides where a client profile prices
+    # the sweeps' steps, as it does that page's (advisor/perf/model/replica.applied)
+    focus_cfg = replica_config(model, gpu, focus_input(scenario, f, view.concurrency))
     c = SimpleNamespace(
         scenario=scenario, view=view, model=model, gpu=gpu, links=[links[i] for i in ids],
         all_links=links, batch=n_seq, wd=spec.weights, kv=spec.kv, spec=spec, focus=f,
-        engine=scenario.options.engine,
+        engine=scenario.options.engine, work=focus_cfg.work,
     )  # fmt: skip
+    why = profile_problem(focus_cfg) if session_profile() is not None else None
+    if why:
+        st.caption(f"Client profile not applied on this page: {md_escape(why)}; the shipped "
+                   "calibration is used.")  # fmt: skip
     st.caption(
         f"**{md_escape(model.name)}** (hidden {model.hidden_size:,}, {model.num_hidden_layers} layers) on "
         f"**{gpu.name}**, {spec.layout}, PP={spec.pp}, decode batch of **{n_seq:,} tokens** "
@@ -54,7 +64,7 @@ def sweep_section(c: SimpleNamespace) -> list[dict]:
     rows = ic.tp_comm_sweep(
         c.model, c.gpu, c.links, batch_tokens=c.batch, weights_dtype=c.wd,
         kv_dtype=c.kv, context_tokens=w.isl_tokens + w.osl_tokens / 2, pp=c.spec.pp,
-        engine=c.engine, tps=sorted({*ic.TP_DEGREES, c.spec.tp}),
+        engine=c.engine, tps=sorted({*ic.TP_DEGREES, c.spec.tp}), work=c.work,
     )  # fmt: skip
     focus_line(c, rows)
     msg = rows[0]["message_bytes"]

@@ -222,10 +222,11 @@ def page() -> None:
         st.error("The recommendation search is not available in this version.")
         return
     f = show_focus(scenario)
-    why = profile_fallback(sj, rec)
+    why = profile_fallback(rec.best)
     if why:
-        st.info(f"Client profile not applied to this recommendation: {md_escape(why)}; every "
-                "figure here uses the shipped calibration.", icon=":material/tune:")  # fmt: skip
+        st.info(f"Client profile not applied to the recommended deployment: {md_escape(why)}; "
+                "its figures use the shipped calibration (the profile prices only the "
+                "candidates inside its range).", icon=":material/tune:")  # fmt: skip
     guarded("Recommendation", best_section, rec, scenario)
     guarded("Quality", quality_section, scenario, f.deployment)
     left, right = st.columns([3, 2], gap="large")
@@ -396,8 +397,10 @@ def pdf_section(scenario, rec, f: InFocus) -> None:
     """Client-facing PDF of this recommendation, describing the deployment in focus."""
     from advisor.report.pdf import report_bytes_for_app
 
-    # the session's client profile, named in the PDF (or why it does not apply here)
-    kw = pdf_kw(profile_fallback(scenario.model_dump_json(), rec))
+    # the session's client profile, named in the PDF (or why it did not price the deployment
+    # the PDF describes: the one in focus when it is not the recommended one)
+    d = f.deployment if not f.recommended and f.deployment is not None else rec.best
+    kw = pdf_kw(profile_fallback(d))
     if not f.recommended:
         note = f"{f.spec.describe()}, {f.origin}" + (f": {f.problem}" if f.problem else "")
         kw |= {"focus": f.deployment, "focus_note": note}

@@ -76,6 +76,10 @@ def setup() -> SimpleNamespace | None:
     cap = batch_cap(build_replicas([cfg]), inp.isl + inp.osl)
     n_seq, how = sequences_in_flight(scenario, f, view.concurrency)
     batch = float(max(1, min(n_seq, cap))) if cap >= 1 else 1.0
+    # the sweeps' replica at the load of the estimates below (``int(batch)`` per replica), so a
+    # client profile prices both or neither (advisor/perf/model/replica.applied)
+    inp = inp.model_copy(update={"concurrency": int(batch) * inp.dp})
+    cfg = replica_config(model, gpu, inp)
     on = (
         f"on in the deployment in focus (draft {md_escape(draft_name(model, default))}, "
         f"k = {scenario.options.spec_tokens}, acceptance {scenario.options.spec_acceptance:g})"

@@ -756,20 +756,21 @@ def fit_profile(
 
 
 def predict_within(items: Sequence[Case], doc: ProfileDoc) -> tuple[np.ndarray, list[str | None]]:
-    """Each case predicted as a user of the profile sees it: with the profile inside its range,
-    with the shipped calibration outside (and why: advisor/perf/model/profile_range.py)."""
-    from advisor.perf.model.profile_range import MODE_OF_KIND
+    """Each case predicted as a user of the profile sees it: its replica built with the case's
+    workload (advisor/perf/model/replica.applied: the profile inside its range, the shipped
+    calibration outside), and why not where it does not apply."""
+    from advisor.perf.model.profile_range import MODE_OF_KIND, Work
+    from advisor.perf.model.replica import profile_problem
 
-    dom, d = doc.domain(), doc.deployment
-    why = [
-        dom.deployment_problem(c.config.model.id, c.config.tp, c.config.pp, c.config.weights,
-                               c.config.kv, c.config.ep, c.config.dp_attention)
-        or dom.workload_problem(c.isl, c.osl, MODE_OF_KIND.get(c.kind, c.kind), _load(c))
+    d = doc.deployment
+    items = [
+        replace(c, config=replace(c.config, work=Work(c.isl, c.osl, MODE_OF_KIND.get(c.kind, c.kind),
+                                                      _load(c))))
         for c in items
     ]  # fmt: skip
-    shipped = _predict(items, d.gpu, d.engine, None)
-    fitted = _predict(items, d.gpu, d.engine, doc.overlay())
-    return np.where([w is None for w in why], fitted, shipped), why
+    with active(d.gpu, d.engine, doc.overlay()):
+        why = [profile_problem(c.config) for c in items]
+    return _predict(items, d.gpu, d.engine, doc.overlay()), why
 
 
 def _load(c: Case) -> float:

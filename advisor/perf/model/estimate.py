@@ -27,7 +27,6 @@ from advisor.perf.model.intervals import (
     percentile_intervals,
     steady_percentile_ranges,
 )
-from advisor.perf.model.overlay import active, overlay_for
 from advisor.perf.model.predict import (
     concurrency_tpot,
     concurrency_ttft,
@@ -36,7 +35,7 @@ from advisor.perf.model.predict import (
     prefill_stall_per_token_s,
     static_throughput,
 )
-from advisor.perf.model.profile_range import load_of
+from advisor.perf.model.profile_range import work_of
 from advisor.perf.model.profiles import collective_efficiency, engine_profile, family_efficiency
 from advisor.perf.model.replica import (
     ReplicaArrays,
@@ -45,6 +44,7 @@ from advisor.perf.model.replica import (
     low_precision_experts,
     max_running,
     pp_link_for,
+    profile_problem,
     tp_link_for,
     with_draft,
 )
@@ -104,6 +104,11 @@ class EstimateInput(BaseModel):
     #: pool, so decode never stalls for them and TPOT is the decode step (as in the search's
     #: decode pool, advisor/search/disaggregated.py). Needs a fixed concurrency.
     prefill_elsewhere: bool = False
+    #: Concurrent users in a closed loop behind ``qps`` (perf.model.sweeps.users_load), with
+    #: their think time: a client profile's range reads the load as theirs
+    #: (advisor/perf/model/profile_range.work_of), as the search does.
+    users: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    think_time_s: Annotated[float, Field(ge=0, le=3600)] = 0.0
     #: Compute the percentiles of a fixed-concurrency load (the closed-loop queueing model,
     #: about 0.4 s each); False for a sweep that draws means only (the Compare batch sweep: 29
     #: of them made the comparison PDF take 15 s warm, issue 38).
@@ -236,28 +241,22 @@ def estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
     """Predict latency and throughput of one deployment; infeasible ones come back with reasons.
 
     A client profile active for this accelerator and engine applies only inside the conditions
-    it was checked on (advisor/perf/model/profile_range.py); outside them the estimate uses the
-    shipped calibration, and ``client_profile_fallback`` (also a note) says why.
+    it was checked on (advisor/perf/model/profile_range.py): the replica is built with the
+    deployment and workload of ``inp`` (``replica_config``), and outside them with the shipped
+    calibration; ``client_profile_fallback`` (also a note) says why.
     """
+    out = _estimate(model, gpu, inp)
     why = profile_fallback(model, gpu, inp)
     if why is None:
-        return _estimate(model, gpu, inp)
-    with active(gpu.id, inp.engine, None):
-        out = _estimate(model, gpu, inp)
+        return out
     note = f"client profile not applied: {why}; the shipped calibration is used"
     return {**out, "client_profile_fallback": why, "notes": [*out.get("notes", []), note]}
 
 
 def profile_fallback(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> str | None:
-    """Why the active client profile does not apply to this estimate, or None (also None when
-    no profile is active for its accelerator and engine)."""
-    ov = overlay_for(gpu.id, inp.engine)
-    if ov is None or ov.domain is None:
-        return None
-    mode, load = load_of(inp.qps, inp.concurrency, inp.batching, inp.dp)
-    return ov.domain.deployment_problem(
-        model.id, inp.tp, inp.pp, inp.weights, inp.kv, inp.ep, inp.dp_attention
-    ) or (ov.domain.workload_problem(inp.isl, inp.osl, mode, load))
+    """Why the active client profile does not apply to this estimate's replica, or None (also
+    None when no profile is active for its accelerator and engine)."""
+    return profile_problem(replica_config(model, gpu, inp))
 
 
 def _estimate(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> dict:
@@ -356,6 +355,8 @@ def replica_config(model: ModelSpec, gpu: Accelerator, inp: EstimateInput) -> Re
         model=model, gpu=gpu, tp=inp.tp, pp=inp.pp, weights=inp.weights, kv=inp.kv,
         engine=inp.engine, intra_link=intra, inter_link=inter, gpus_per_node=inp.gpus_per_node,
         ep=inp.ep, dp_attention=inp.dp_attention,
+        work=work_of(inp.isl, inp.osl, inp.qps, inp.concurrency, inp.batching, inp.dp, inp.users,
+                     inp.think_time_s, inp.prefill_elsewhere),
     )  # fmt: skip
 
 

@@ -1,8 +1,9 @@
 """A client calibration layered on the shipped one, for one accelerator and one engine.
 
 A client profile (advisor/perf/calibration/client_profile.py) fits a few constants to the client's own
-benchmark files; while it is active, replicas of its accelerator with its engine are built with
-them (advisor/perf/model/replica.py reads :func:`overlay_for`), every other replica with the shipped
+benchmark files; while it is active, replicas of its accelerator with its engine, of its
+deployment and serving a workload inside its runs' range, are built with them
+(advisor/perf/model/replica.applied decides), every other replica with the shipped
 calibration. The active overlays live in a context variable, so one app session's profile never
 leaks into another's (Streamlit runs each session's script in its own thread).
 """
@@ -41,17 +42,6 @@ _ACTIVE: contextvars.ContextVar[dict[tuple[str, str], Overlay] | None] = context
 def overlay_for(gpu_id: str, engine: str) -> Overlay | None:
     """The active overlay for replicas of ``gpu_id`` served by ``engine``, if any."""
     return (_ACTIVE.get() or {}).get((gpu_id, engine))
-
-
-def overlay_within(gpu_id: str, engine: str, model: str, tp: int, pp: int, weights: str,
-                   kv: str, ep: bool = False, dp_attention: bool = False) -> Overlay | None:  # fmt: skip
-    """The active overlay for this replica when its deployment (MoE layout included) is inside
-    the overlay's domain."""
-    ov = overlay_for(gpu_id, engine)
-    if ov is None or ov.domain is None:
-        return ov
-    why = ov.domain.deployment_problem(model, tp, pp, weights, kv, ep, dp_attention)
-    return None if why else ov
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ next to them is the same condition, not an extrapolation.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -37,6 +38,23 @@ MODE_OF_KIND = {
 UNIT = {"concurrency": "", "request rate": " req/s", "static batch": ""}
 
 Span = tuple[float, float]
+#: The load mode of a pool of a disaggregated deployment (prefill or decode alone).
+DISAGGREGATED = "disaggregated"
+#: Why a profile does not apply to a replica built without a workload.
+NO_WORKLOAD = "no workload stated (a chart of the replica alone)"
+
+
+@dataclass(frozen=True)
+class Work:
+    """What one replica serves, in a profile range's terms: lengths, load mode (a value of
+    ``MODE_OF_KIND``, or ``DISAGGREGATED``), load per replica, and the think time of users in a
+    closed loop (0: a benchmark load)."""
+
+    isl: float
+    osl: float
+    mode: str
+    load: float
+    think_time_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -59,6 +77,8 @@ class Domain:
         """The runs' layout in the range's words: "TP=8 EP=8 attention DP=8"."""
         return layout_text(self.tp, self.ep, self.dp_attention).replace(",", "")
 
+    # every replica of a search asks (advisor/perf/model/replica.applied): a few distinct answers
+    @functools.lru_cache(maxsize=1024)  # noqa: B019 (a few frozen domains per process)
     def deployment_problem(self, model: str, tp: int, pp: int, weights: str, kv: str,
                            ep: bool = False, dp_attention: bool = False) -> str | None:  # fmt: skip
         """Why a deployment is outside the profile's, or None. The MoE layout counts: a profile
@@ -82,6 +102,30 @@ class Domain:
         return (f"{', '.join(diff)} (the profile was fitted on {self.model} {self._layout} "
                 f"PP={self.pp} {self.weights}/{self.kv})")  # fmt: skip
 
+    def problem(self, model: str, tp: int, pp: int, weights: str, kv: str, ep: bool,
+                dp_attention: bool, work: Work | None) -> str | None:  # fmt: skip
+        """Why the profile does not apply to a replica of this deployment serving ``work``, or
+        None: the one rule every prediction follows (advisor/perf/model/replica.applied).
+        Without a workload nothing says the replica runs where the client measured.
+
+        >>> d = Domain("m", 8, 1, "bf16", "bf16", (("request rate", (500, 510), (530, 540), (1, 8)),))
+        >>> d.problem("m", 8, 1, "bf16", "bf16", False, False, Work(512, 512, "request rate", 2.0)) is None
+        True
+        >>> d.problem("m", 8, 1, "bf16", "bf16", False, False, None)
+        'no workload stated (a chart of the replica alone)'
+        >>> d.problem("m", 8, 1, "bf16", "bf16", False, False, Work(512, 512, "concurrency", 64, 15))
+        "users with 15 s think time (the profile's runs are benchmark loads without think time)"
+        """
+        why = self.deployment_problem(model, tp, pp, weights, kv, ep, dp_attention)
+        if why:
+            return why
+        if work is None:
+            return NO_WORKLOAD
+        if work.think_time_s > 0:
+            return (f"users with {work.think_time_s:g} s think time (the profile's runs are "
+                    "benchmark loads without think time)")  # fmt: skip
+        return self.workload_problem(work.isl, work.osl, work.mode, work.load)
+
     def workload_problem(self, isl: float, osl: float, mode: str, load: float) -> str | None:
         """Why a workload is outside the profile's runs, or None. The load must lie within the
         span of the runs of its mode whose lengths match its own (a length class): a load
@@ -99,6 +143,9 @@ class Domain:
         'a concurrency load (the profile covers a request rate)'
         """
         spans = [m for m in self.modes if m[0] == mode]
+        if mode == DISAGGREGATED:
+            return ("a pool of a disaggregated deployment (the profile's runs prefill and decode "
+                    "on the same replicas)")  # fmt: skip
         if not spans:
             covered = " and ".join(dict.fromkeys(f"a {m[0]}" for m in self.modes))
             return f"{'an' if mode[0] in 'o' else 'a'} {mode} load (the profile covers {covered})"
@@ -173,3 +220,24 @@ def load_of(qps: float | None, concurrency: object, batching: str, dp: int) -> t
         return "offline", 0.0
     n = float(concurrency) if isinstance(concurrency, int | float) else float("inf")
     return ("static batch" if batching == "static" else "concurrency"), n / dp
+
+
+def work_of(isl: float, osl: float, qps: float | None, concurrency: object, batching: str,
+            dp: int, users: int | None = None, think_time_s: float = 0.0,
+            disaggregated: bool = False) -> Work:  # fmt: skip
+    """The ``Work`` of one of ``dp`` replicas: the load of ``load_of``; users in a closed loop
+    as their number over the replicas with their think time (whatever request rate the loop
+    settles at: that rate is itself a prediction, and the calibration that predicts it cannot
+    hang on it); a pool of a disaggregated deployment as ``DISAGGREGATED``.
+
+    >>> work_of(512, 512, 2.0, None, "continuous", 4)
+    Work(isl=512, osl=512, mode='request rate', load=0.5, think_time_s=0.0)
+    >>> work_of(512, 512, 0.8, None, "continuous", 4, users=64, think_time_s=15).load
+    16.0
+    """
+    if disaggregated:
+        return Work(isl, osl, DISAGGREGATED, 0.0)
+    if users is not None:
+        return Work(isl, osl, "concurrency", users / dp, think_time_s)
+    mode, load = load_of(qps, concurrency, batching, dp)
+    return Work(isl, osl, mode, load)

@@ -13,7 +13,8 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from advisor.catalog.specs import Accelerator, Interconnect, ModelSpec
-from advisor.perf.model.overlay import Overlay, overlay_within
+from advisor.perf.model.overlay import Overlay, overlay_for
+from advisor.perf.model.profile_range import Work
 from advisor.perf.model.profiles import (
     attention_efficiency,
     collective_efficiency,
@@ -131,6 +132,29 @@ class ReplicaConfig:
     #: --attn-dp-size = --tp-size also the embedding; TensorRT-LLM enable_attention_dp).
     dp_attention: bool = False
     label: str = ""
+    #: What the replica serves (lengths, load per replica), for a client profile's range
+    #: (advisor/perf/model/replica.applied): a profile applies only where it is stated and inside.
+    work: Work | None = None
+
+
+def applied(cfg: ReplicaConfig) -> tuple[Overlay | None, str | None]:
+    """The overlay a replica is built with, and why an active client profile for its
+    accelerator and engine is not (None: it is, or there is none). A profile applies where its
+    domain (advisor/perf/model/profile_range.Domain.problem) holds the replica's deployment and
+    the workload it serves (``cfg.work``); every prediction (the estimate, the search's
+    candidates, the pages' charts) builds its replicas here, so one deployment at one load gets
+    one calibration wherever it is shown."""
+    ov = overlay_for(cfg.gpu.id, cfg.engine)
+    if ov is None or ov.domain is None:
+        return ov, None
+    why = ov.domain.problem(cfg.model.id, cfg.tp, cfg.pp, cfg.weights, cfg.kv, cfg.ep,
+                            cfg.dp_attention, cfg.work)  # fmt: skip
+    return (None, why) if why else (ov, None)
+
+
+def profile_problem(cfg: ReplicaConfig) -> str | None:
+    """Why the active client profile does not apply to this replica (``applied``), or None."""
+    return applied(cfg)[1]
 
 
 @dataclass(frozen=True)
@@ -448,13 +472,8 @@ def build_replicas(configs: list[ReplicaConfig]) -> ReplicaArrays:
         if ek not in engines:
             engines[ek] = (engine_profile(cfg.engine), family_efficiency(g.family))
         eng, eff = engines[ek]
-        # A client profile fitted on this deployment with this engine (advisor/perf/model/overlay.py).
-        ov = (
-            overlay_within(
-                g.id, cfg.engine, m.id, tp, pp, cfg.weights, cfg.kv, cfg.ep, cfg.dp_attention
-            )
-            or _NO_OVERLAY
-        )
+        # A client profile, where it holds this deployment and workload (``applied``).
+        ov = applied(cfg)[0] or _NO_OVERLAY
         h = hw.add((id(g), cfg.engine, id(m), cfg.weights, cfg.kv, id(ov), mp["dtypes"]),
                    lambda cfg=cfg, eng=eng, eff=eff, ov=ov, d=mp["dtypes"]: dict(
                        _hw_part(cfg, eng, eff, ov, d), _ov=ov))  # fmt: skip

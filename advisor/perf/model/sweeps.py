@@ -124,6 +124,7 @@ def users_load(scenario, inp: EstimateInput, gpu_id: str | None = None) -> Estim
     if w.concurrent_users is None:
         return inp
     gpu = accelerators()[gpu_id or scenario.hardware.gpus[0]]
+    inp = inp.model_copy(update={"users": w.concurrent_users, "think_time_s": w.think_time_s})
     x = closed_loop_qps(scenario.model_spec(), gpu, inp, w.concurrent_users, w.think_time_s)
     return inp if x is None else inp.model_copy(update={"qps": x, "concurrency": None})
 
