@@ -131,9 +131,10 @@ def test_the_article_shape_is_quoted_at_its_own_cost_per_token(capsys):
 def test_the_pdf_says_an_alternative_lost_on_headroom_not_on_cost(tmp_path, capsys):
     """The same scenario's PDF, "The top alternatives and why they lost": the disaggregated
     alternative (prefill TP=2 + decode TP=4, EP=4, attention DP=4) meets the SLA on the same
-    6 GPUs at the same price per hour and costs less per token (0.983 against 1.214 USD per
-    million with the 2026-12-07 night calibration, 0.974 against 1.188 with the evening one,
-    0.977 against 1.195 before; its users
+    6 GPUs at the same price per hour and costs less per token (0.988 since its attention-DP
+    decode pool holds what vLLM keeps whole per GPU, memory.attention_dp_extra_bytes; 0.983
+    against 1.214 USD per million with the 2026-12-07 night calibration, 0.974 against 1.188
+    with the evening one, 0.977 against 1.195 before; its users
     waiting less); it ranks second on headroom (search.ranking). The summary said it "meets the
     SLA ... but costs 0.977 USD per million tokens (-18%)", a loss on cost that the figure itself
     contradicts."""
@@ -146,6 +147,6 @@ def test_the_pdf_says_an_alternative_lost_on_headroom_not_on_cost(tmp_path, caps
     capsys.readouterr()
     text = " ".join(" ".join(pg.extract_text() for pg in PdfReader(out).pages).split())
     lost = text[text.index("why they lost") : text.index("Why this deployment")]
-    assert "but costs 0.983" not in lost
+    assert "but costs 0.988" not in lost
     assert "at the same price per hour on 6 GPUs but with less headroom (1.5x vs 2.4x)" in lost
-    assert "0.983 USD per million tokens (-19%): its users wait less" in lost
+    assert "0.988 USD per million tokens (-19%): its users wait less" in lost
