@@ -310,9 +310,15 @@ def attention_dp_extra_bytes(
       enable_dp_lm_head), :874-896 (shared experts on "tp" unless an all-to-all backend),
       :2665 (dense MLP "tp" unless moe_dense_tp_size == 1).
     - TensorRT-LLM (``enable_attention_dp``) and the generic engine: the attention projections
-      only. TensorRT-LLM's newer model code builds dense MLPs and shared experts with
-      overridden_tp_size=1 under attention DP (seen in the code corpus, not at the pinned
-      1.1.0), so its budget may be optimistic there; kept until confirmed at 1.1.0.
+      only. TensorRT-LLM's model code of mid-2025 to 2026, every version the code index holds,
+      keeps the dense MLPs (``_compute_mlp_tp_size``: "If using attention DP, the MLP also uses
+      DP instead of TP"), the shared experts (``overridden_tp_size``), the embedding and the
+      lm_head (unless ``enable_lm_head_tp_in_adp``) whole as well; 1.1.0 itself (commit
+      48b7b5d) could not be read here. Its 86 attention-DP rows are in the fitted calibration,
+      so the vLLM rule for TensorRT-LLM waits for a refit; until then its budget is optimistic
+      by those bytes (DeepSeek-R1 fp8 at TP 8: ~6.6 GB per GPU) and ``kv_cache_free_gpu_memory_
+      fraction``, a share of what is free after the engine's own load, leaves less KV than
+      budgeted, not a failed start.
 
     >>> from advisor.catalog import get_model
     >>> # DeepSeek-V3, 61 layers x 187,107,328 attention params (q_a 7168 x 1536, q_b 1536 x
