@@ -195,3 +195,16 @@ def test_a_deployment_that_cannot_serve_the_load_says_why_and_quotes_no_infinite
             )
     at.switch_page("ui/pages/recommendation.py").run()
     assert "No cost per token: this deployment cannot serve the offered load" in _shown(at)
+
+
+def test_when_nothing_fits_the_focus_names_a_precision_the_search_tried():
+    """Kimi-K2 (1.03 T parameters, released in block fp8) on one node of 8 H100: nothing fits,
+    and the search, serving the released weights, tried fp8 only. The banner named an fp16
+    deployment ("257 GB > 75 GB", 2 bytes a weight), one the user's settings exclude; it now
+    names fp8, 1 byte a weight: 1.03e12 / 8 GPUs ~ 129 GB each, still over the ~75 GB left."""
+    at = _app({"m": "kimi-k2", "g": "h100-sxm"})
+    assert not at.exception
+    banner = _banner(at)
+    assert "no deployment fits the hardware" in banner, banner
+    assert _shape(banner)[2] == "fp8", banner
+    assert "fp8 weights" in banner and "129 GB > 75 GB" in banner and "(fp8, TP=8" in banner

@@ -18,7 +18,7 @@ from advisor.scenario import Scenario
 from advisor.search.deployment_spec import DeploymentSpec
 from advisor.search.focus import Focus
 from advisor.search.results import decode_batch_seqs
-from advisor.search.space import powers_of_two_upto
+from advisor.search.space import powers_of_two_upto, search_weights
 from ui import cache
 from ui.format import md_escape
 
@@ -84,10 +84,14 @@ def choose(scenario_key: str, spec_text: str | None, origin: str = BY_HAND) -> N
 
 
 def _fallback(scenario: Scenario) -> DeploymentSpec:
-    """Nothing fits or meets the SLA: one node's largest power-of-two TP, first dtypes."""
+    """Nothing fits or meets the SLA: one node's largest power-of-two TP, the first dtypes the
+    search tries (a model released quantized in its released precision: Kimi-K2 on one 8 x H100
+    node read "fp16 weights ... 257 GB" while the search, told to serve the released fp8
+    weights, had tried fp8 only)."""
     hw, o = scenario.hardware, scenario.options
     tp = powers_of_two_upto(min(hw.total_gpus, hw.gpus_per_node, 8))[-1]
-    return DeploymentSpec(gpu=hw.gpus[0], tp=tp, weights=o.weight_dtypes[0], kv=o.kv_dtypes[0])
+    return DeploymentSpec(gpu=hw.gpus[0], tp=tp, weights=search_weights(scenario)[0],
+                          kv=o.kv_dtypes[0])  # fmt: skip
 
 
 def in_focus(scenario: Scenario) -> InFocus:
