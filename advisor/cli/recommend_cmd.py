@@ -338,7 +338,7 @@ def run(args: argparse.Namespace) -> dict:
 
     sc = scenario_from_args(args)
     profile = scenario_profile(args, sc)
-    rec, fallback = recommend_within(sc, profile)
+    rec, fallback = recommend_within(sc)
     out = rec.model_dump(mode="json")
     out["budget"] = None if rec.best is None else budget(sc, rec.best).model_dump(mode="json")
     out["quality"] = (

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> dict:
     from advisor.report.pdf import build_report, last_build_info
     from advisor.search.recommend import recommend_within
 
-    rec, fallback = recommend_within(scenario, profile)
+    rec, fallback = recommend_within(scenario)
     block = None if profile is None else describe(profile)
     if block is not None and fallback:
         block = {**block, "applied": False, "fallback": fallback}

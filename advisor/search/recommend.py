@@ -711,13 +711,12 @@ def _recommend(sc: Scenario) -> Recommendation:
     )  # fmt: skip
 
 
-def recommend_within(sc: Scenario, profile: object | None) -> tuple[Recommendation, str | None]:
-    """(the recommendation, why the client ``profile`` did not price its deployment, or None:
-    it did, it runs on another accelerator, or there is no profile)."""
+def recommend_within(sc: Scenario) -> tuple[Recommendation, str | None]:
+    """(the recommendation, why the active client profile did not price its deployment, or
+    None: it did, it runs on another accelerator, or no profile is active: the deployment's
+    ``client_profile_fallback``, which the search fills only under an active profile)."""
     rec = recommend(sc)
-    if profile is None or rec.best is None:
-        return rec, None
-    return rec, rec.best.client_profile_fallback
+    return rec, None if rec.best is None else rec.best.client_profile_fallback
 
 
 __all__ = ["Recommendation", "recommend", "interp_step", "service", "latency_under_load"]

@@ -454,7 +454,7 @@ def percentile_error_rows() -> tuple:
     out = []
     for r in doc.get("rows") or []:
         q = float(r["quantile"])
-        stat = run_statistic_of_tail(TAIL_STATISTIC.get(q, ""), q, requests.get(r["id"], 0.0))
+        stat = run_statistic_of_tail(TAIL_STATISTIC.get(q, ""), requests.get(r["id"], 0.0))
         # the tails only: a published median is a median row of data/crossval.yaml's kind
         # already, and here it would also enter the means' pool (statistic "median" is steady)
         if not stat.startswith(("p90", "p99")) or r["metric"] not in ("ttft", "tpot", "e2e", "itl"):

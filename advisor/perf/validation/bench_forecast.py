@@ -52,8 +52,6 @@ SEED = 0
 MAX_PROMPTS = 20_000
 #: The statistics a run prints, in order, and the held-out rows that range each.
 STATISTICS = ("mean", "median", "p90", "p99")
-#: The quantile each tail statistic reads.
-QUANTILE_OF = {"p90": 0.9, "p99": 0.99}
 METRICS = ("ttft", "tpot", "itl", "e2e")
 #: Metric -> prediction kind of its range (an ITL takes the TPOT's, as in ``estimate``).
 _RANGE_KIND = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "e2e": "e2e"}
@@ -294,7 +292,7 @@ def _ranges(
             if not math.isfinite(v):
                 continue
             stat = "wave-mean" if (st == "mean" and wave and metric in ("ttft", "e2e")) else st
-            stat = run_statistic_of_tail(stat, QUANTILE_OF.get(stat, 0.0), prompts)
+            stat = run_statistic_of_tail(stat, prompts)
             ttft = ms["ttft"].get(st, math.nan)
             if metric == "e2e" and math.isfinite(ttft):
                 ranges[metric][st], basis[f"{metric} {st}"] = e2e_range(

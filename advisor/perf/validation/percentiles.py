@@ -469,7 +469,7 @@ def range_coverage(
             attention_dp=False if steady else c.config.dp_attention,
             regime=load_regime(p.utilisation if p.stable else math.inf),
             statistic="mean" if steady else run_statistic_of_tail(
-                TAIL_STATISTIC.get(p.pc.quantile, "mean"), p.pc.quantile, float(c.requests)
+                TAIL_STATISTIC.get(p.pc.quantile, "mean"), float(c.requests)
             ),
             exclude_source=source_key(p.pc.source),
         )  # fmt: skip

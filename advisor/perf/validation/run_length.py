@@ -47,18 +47,19 @@ def is_short_run(requests: int) -> bool:
     return slowest_requests_read(requests, 0.99) <= SHORT_RUN_REQUESTS_READ
 
 
-def run_statistic_of_tail(statistic: str, quantile: float, requests: float) -> str:
+def run_statistic_of_tail(statistic: str, requests: float) -> str:
     """The ranges' statistic of a published or forecast tail (``intervals.STATISTICS``): "p99"
     becomes "p99-short" (and "p90" "p90-short") when the run's ``requests`` are stated and its
-    quantile reads at most ``SHORT_RUN_REQUESTS_READ`` of them; any other statistic, or a run
-    of unstated length (0 or not finite), is kept.
+    quantile (0.99, 0.9: the statistic's own) reads at most ``SHORT_RUN_REQUESTS_READ`` of them;
+    any other statistic, or a run of unstated length (0 or not finite), is kept.
 
-    >>> run_statistic_of_tail("p99", 0.99, 80), run_statistic_of_tail("p99", 0.99, 1000)
+    >>> run_statistic_of_tail("p99", 80), run_statistic_of_tail("p99", 1000)
     ('p99-short', 'p99')
-    >>> run_statistic_of_tail("p90", 0.9, 80), run_statistic_of_tail("p99", 0.99, 0)
+    >>> run_statistic_of_tail("p90", 80), run_statistic_of_tail("p99", 0)
     ('p90', 'p99')
     """
     if statistic not in ("p90", "p99") or not (requests and math.isfinite(requests)):
         return statistic
+    quantile = int(statistic[1:]) / 100
     short = slowest_requests_read(int(requests), quantile) <= SHORT_RUN_REQUESTS_READ
     return f"{statistic}-short" if short else statistic
